@@ -1,0 +1,1 @@
+"""copylab: what data movement costs in Linux network I/O."""

@@ -1,0 +1,26 @@
+"""Builds the C programs with make (plain, or instrumented by a sanitizer)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from copylab.errors import CopylabError
+from copylab.paths import CSRC, build_dir
+
+SANITIZERS = ("address", "undefined", "thread")
+
+
+def build(sanitize: str | None = None, jobs: int = 2) -> Path:
+    """Runs make in csrc/; returns the directory holding bin/."""
+    if sanitize is not None and sanitize not in SANITIZERS:
+        raise CopylabError(f"--sanitize must be one of {', '.join(SANITIZERS)}, not {sanitize!r}")
+    out = build_dir(sanitize)
+    command = ["make", "-s", f"-j{jobs}", "-C", str(CSRC), f"OUT={out}"]
+    if sanitize:
+        command.append(f"SANITIZE={sanitize}")
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        raise CopylabError(f"the C build failed: {lines[-1] if lines else 'make exited ' + str(result.returncode)}")
+    return out

@@ -1,0 +1,167 @@
+"""Two network namespaces joined by a veth pair: the hosts every trial runs between.
+
+A namespace is copylab's only if copylab created it: creation leaves a marker
+under /run/copylab, and nothing without a marker is ever changed or removed.
+The veth pair is created directly inside the two namespaces, so no interface
+of copylab's ever appears in the host's own namespace.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from copylab.errors import CopylabError
+
+MARKERS = Path(os.environ.get("COPYLAB_RUN_DIR", "/run/copylab")) / "netns"
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
+INTERFACE = "cl0"
+
+
+@dataclass(frozen=True)
+class NamespacePair:
+    server: str = "copylab_srv"
+    client: str = "copylab_cli"
+    server_address: str = "10.203.0.1"
+    client_address: str = "10.203.0.2"
+    prefix_length: int = 30
+    mtu: int = 1500
+    optmem_max: int = 131072
+
+    def __post_init__(self) -> None:
+        for name in (self.server, self.client):
+            if not NAME_PATTERN.fullmatch(name):
+                raise CopylabError(
+                    f"namespace name {name!r} must be a lowercase letter then up to 30 of [a-z0-9_]"
+                )
+        if self.server == self.client:
+            raise CopylabError("the server and client namespaces need different names")
+        try:
+            network = ipaddress.ip_network(f"{self.server_address}/{self.prefix_length}", strict=False)
+            client = ipaddress.ip_address(self.client_address)
+        except ValueError as error:
+            raise CopylabError(f"bad namespace address: {error}") from None
+        if not network.is_private or client not in network or client == ipaddress.ip_address(self.server_address):
+            raise CopylabError(
+                f"{self.server_address} and {self.client_address} must be two addresses of one private "
+                f"/{self.prefix_length} subnet"
+            )
+        if not 68 <= self.mtu <= 65535:
+            raise CopylabError(f"MTU {self.mtu} is outside 68..65535")
+        if not 1024 <= self.optmem_max <= 1 << 26:
+            raise CopylabError(f"optmem_max {self.optmem_max} is outside 1024..67108864")
+
+
+def _run(*command: str) -> str:
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        message = (result.stderr or result.stdout).strip().splitlines()
+        raise CopylabError(f"{' '.join(command)}: {message[-1] if message else 'failed'}")
+    return result.stdout
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise CopylabError(f"{what} needs root (network namespaces); run it as root or with sudo")
+
+
+def existing_namespaces() -> set[str]:
+    names = Path("/run/netns")
+    return {entry.name for entry in names.iterdir()} if names.is_dir() else set()
+
+
+def _marker(name: str) -> Path:
+    return MARKERS / name
+
+
+def owned_namespaces() -> list[str]:
+    return sorted(marker.name for marker in MARKERS.glob("*")) if MARKERS.is_dir() else []
+
+
+def exec_prefix(namespace: str) -> list[str]:
+    """The argument list that runs a command inside a namespace."""
+    return ["ip", "netns", "exec", namespace]
+
+
+def up(pair: NamespacePair) -> None:
+    """Creates both namespaces and the link; refuses to touch namespaces it did not create."""
+    require_root("setting up namespaces")
+    present = existing_namespaces()
+    for name in (pair.server, pair.client):
+        if name in present and not _marker(name).exists():
+            raise CopylabError(f"namespace {name} exists and was not created by copylab; choose other names")
+    down(pair)
+    MARKERS.mkdir(parents=True, exist_ok=True)
+    try:
+        for name in (pair.server, pair.client):
+            _marker(name).write_text(json.dumps(asdict(pair)))
+            _run("ip", "netns", "add", name)
+        _run("ip", "link", "add", "name", INTERFACE, "netns", pair.server, "mtu", str(pair.mtu), "type", "veth",
+             "peer", "name", INTERFACE, "netns", pair.client, "mtu", str(pair.mtu))
+        for name, address in ((pair.server, pair.server_address), (pair.client, pair.client_address)):
+            inside = exec_prefix(name)
+            _run(*inside, "ip", "addr", "add", f"{address}/{pair.prefix_length}", "dev", INTERFACE)
+            _run(*inside, "ip", "link", "set", "lo", "up")
+            _run(*inside, "ip", "link", "set", INTERFACE, "up")
+            # optmem_max is per namespace: it bounds outstanding zero-copy notifications.
+            _run(*inside, "sysctl", "-q", "-w", f"net.core.optmem_max={pair.optmem_max}")
+    except BaseException:
+        down(pair)
+        raise
+
+
+def down(pair: NamespacePair | None = None) -> list[str]:
+    """Removes copylab's namespaces (those of pair, or all marked ones); returns what was removed."""
+    names = [pair.server, pair.client] if pair else owned_namespaces()
+    removed = []
+    present = existing_namespaces()
+    for name in names:
+        if not _marker(name).exists():
+            continue
+        if name in present:
+            # Deleting a namespace kills nothing: end what still runs inside first.
+            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), 9)
+                except ProcessLookupError:
+                    pass
+            _run("ip", "netns", "delete", name)
+            removed.append(name)
+        _marker(name).unlink(missing_ok=True)
+    return removed
+
+
+def status() -> list[dict[str, str]]:
+    """One entry per copylab namespace: its name, addresses and link state."""
+    entries = []
+    present = existing_namespaces()
+    for name in owned_namespaces():
+        entry = {"namespace": name, "present": "yes" if name in present else "no (stale marker)"}
+        if name in present:
+            links = json.loads(_run(*exec_prefix(name), "ip", "-j", "addr", "show", "dev", INTERFACE) or "[]")
+            for link in links:
+                entry["state"] = link.get("operstate", "?")
+                entry["mtu"] = str(link.get("mtu", "?"))
+                entry["addresses"] = ", ".join(
+                    f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", [])
+                )
+        entries.append(entry)
+    return entries
+
+
+@contextmanager
+def namespace_pair(pair: NamespacePair) -> Iterator[NamespacePair]:
+    """The namespaces exist inside the block and are gone after it, however it ends."""
+    up(pair)
+    try:
+        yield pair
+    finally:
+        down(pair)

@@ -1,0 +1,22 @@
+"""Where copylab keeps its programs, data and outputs, relative to the project root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+DATA = ROOT / "data"
+FIGURES = ROOT / "figures"
+REPORT = ROOT / "report"
+NOTEBOOKS = ROOT / "notebooks"
+REFERENCE_DATA = DATA / "reference"
+
+
+def build_dir(sanitize: str | None = None) -> Path:
+    """The build output of the plain programs, or of one sanitizer's instrumented copies."""
+    return ROOT / "build" if sanitize is None else ROOT / "build" / f"sanitize-{sanitize}"
+
+
+def program(name: str, sanitize: str | None = None) -> Path:
+    return build_dir(sanitize) / "bin" / name

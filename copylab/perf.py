@@ -1,0 +1,100 @@
+"""perf stat around one program, counting only the measured window.
+
+perf starts with its counters disabled (-D -1); the program itself enables
+them after its warm-up and disables them when its window ends, through the
+control fifo (--control fifo:CTL,ACK).  Events the host cannot count are
+reported as missing with perf's own reason, never as zero.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from copylab.schema import PERF_EVENTS
+
+
+@dataclass(frozen=True)
+class PerfSupport:
+    """What perf can count on this host."""
+
+    available: bool
+    version: str | None
+    supported: tuple[str, ...] = ()
+    unsupported: dict[str, str] = field(default_factory=dict)
+
+
+def detect(events: tuple[str, ...] = tuple(PERF_EVENTS)) -> PerfSupport:
+    """Asks perf once, on a trivial program, which events this host supports."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return PerfSupport(False, None, (), {event: "perf is not installed" for event in events})
+    version = subprocess.run([perf, "--version"], capture_output=True, text=True).stdout.strip() or None
+    result = subprocess.run(
+        [perf, "stat", "-x,", "-e", ",".join(events), "--", "true"], capture_output=True, text=True
+    )
+    if result.returncode != 0 and not result.stderr:
+        return PerfSupport(False, version, (), {event: f"perf stat exited {result.returncode}" for event in events})
+    values = parse_output(result.stderr)
+    reasons = {event: values[event][1] for event in events if event in values and values[event][1]}
+    for event in events:
+        if event not in values:
+            reasons[event] = "perf did not report it"
+    if len(reasons) == len(events):
+        first = result.stderr.strip().splitlines()
+        return PerfSupport(False, version, (), {e: first[-1] if first else "perf stat failed" for e in events})
+    supported = tuple(event for event in events if event not in reasons)
+    return PerfSupport(True, version, supported, reasons)
+
+
+def parse_output(text: str) -> dict[str, tuple[float, str]]:
+    """perf stat -x, output -> {event: (value, reason-if-missing)}; value is NaN when missing."""
+    values: dict[str, tuple[float, str]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        raw, event = fields[0], fields[2]
+        # perf may append a modifier (":u") or a PMU prefix ("cpu/cycles/"): keep the event's name.
+        event = event.split(":")[0]
+        try:
+            values[event] = (float(raw), "")
+        except ValueError:
+            values[event] = (math.nan, raw.strip() or "no value")
+    return values
+
+
+@dataclass(frozen=True)
+class PerfRun:
+    """The files of one perf-wrapped program."""
+
+    output: Path
+    control: Path
+    ack: Path
+
+    def command(self, support: PerfSupport) -> list[str]:
+        return [
+            "perf", "stat", "-D", "-1", f"--control=fifo:{self.control},{self.ack}",
+            "-x,", "-o", str(self.output), "-e", ",".join(support.supported), "--",
+        ]
+
+    def program_options(self) -> list[str]:
+        return ["--perf-ctl", str(self.control), "--perf-ack", str(self.ack)]
+
+    def counters(self, support: PerfSupport) -> dict[str, tuple[float, str]]:
+        """Every event of PERF_EVENTS with its value or the reason it is missing."""
+        measured = parse_output(self.output.read_text()) if self.output.exists() else {}
+        result = {}
+        for event in PERF_EVENTS:
+            if event in support.unsupported:
+                result[event] = (math.nan, support.unsupported[event])
+            elif event in measured:
+                result[event] = measured[event]
+            else:
+                result[event] = (math.nan, "perf wrote no value")
+        return result

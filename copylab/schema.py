@@ -1,0 +1,101 @@
+"""The trials.csv format: one row per trial, every column named, typed and given a unit.
+
+"snd_" columns describe the sending side (the server: the variant under test),
+"rcv_" columns the receiving side (the client).  Counters a host cannot measure
+are left empty (NaN after loading), never 0; ``perf_missing`` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["str", "int", "float", "bool"]
+
+IMPLEMENTATIONS = ("two_copy", "one_copy", "zero_copy")
+BASELINE_TOOLS = ("iperf3",)
+WORKLOADS = ("stream", "rr")
+PINNINGS = ("none", "same_cpu", "split_cpu")
+STATUSES = ("ok", "failed")
+
+# perf events recorded per side: perf's event name -> column suffix.
+PERF_EVENTS: dict[str, str] = {
+    "cycles": "cycles",
+    "instructions": "instructions",
+    "cache-references": "cache_references",
+    "cache-misses": "cache_misses",
+    "L1-dcache-load-misses": "l1d_load_misses",
+    "LLC-load-misses": "llc_load_misses",
+    "context-switches": "context_switches",
+    "cpu-migrations": "cpu_migrations",
+    "task-clock": "task_clock_ms",
+}
+HARDWARE_EVENTS = (
+    "cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "L1-dcache-load-misses",
+    "LLC-load-misses",
+)
+SIDES = ("snd", "rcv")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: Kind
+    unit: str
+    description: str
+    required: bool = False  # must be filled in every row, ok or failed
+
+
+def _side_columns(side: str, who: str) -> list[Column]:
+    columns = [
+        Column(f"{side}_cpu_user_s", "float", "s", f"user CPU time of the {who} over the measured window (getrusage)"),
+        Column(f"{side}_cpu_sys_s", "float", "s", f"system CPU time of the {who} over the measured window (getrusage)"),
+        Column(f"{side}_ctx_voluntary", "int", "count", f"voluntary context switches of the {who} in the window"),
+        Column(f"{side}_ctx_involuntary", "int", "count", f"involuntary context switches of the {who} in the window"),
+    ]
+    for event, suffix in PERF_EVENTS.items():
+        unit = "ms" if event == "task-clock" else "count"
+        columns.append(
+            Column(f"{side}_{suffix}", "float", unit, f"perf stat {event} of the {who}, measured window only")
+        )
+    return columns
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("sweep", "str", "", "sweep name (the directory under data/)", True),
+    Column("trial_id", "str", "", "unique id: implementation-workload-size-threads-pinning-repetition", True),
+    Column("order_index", "int", "", "position in the seeded random trial order", True),
+    Column("implementation", "str", "", "two_copy, one_copy, zero_copy, or the baseline tool iperf3", True),
+    Column("workload", "str", "", "stream (bulk transfer) or rr (request/response)", True),
+    Column("size_bytes", "int", "B", "message size", True),
+    Column("threads", "int", "", "client threads = connections = server worker threads", True),
+    Column("pinning", "str", "", "none, same_cpu (both ends on one CPU) or split_cpu", True),
+    Column("repetition", "int", "", "trial number of this configuration, from 1", True),
+    Column("started_at", "str", "UTC ISO 8601", "when the trial started", True),
+    Column("status", "str", "", "ok or failed", True),
+    Column("error", "str", "", "why the trial failed (empty when ok)"),
+    Column("measured_s", "float", "s", "length of the measured window (after warm-up, CLOCK_MONOTONIC)"),
+    Column("bytes", "int", "B", "bytes received by all client threads in the window"),
+    Column("messages", "int", "count", "messages received (stream: bytes / size) or round trips (rr) in the window"),
+    Column("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9, at the receiver"),
+    Column("latency_mean_us", "float", "us", "mean round-trip time (rr only)"),
+    Column("latency_p50_us", "float", "us", "median round-trip time (rr only)"),
+    Column("latency_p99_us", "float", "us", "99th percentile round-trip time (rr only)"),
+    Column("latency_max_us", "float", "us", "largest round-trip time (rr only)"),
+    *_side_columns("snd", "sender (server)"),
+    *_side_columns("rcv", "receiver (client)"),
+    Column("perf_missing", "str", "", "perf events not measured, with the reason, e.g. 'snd_cycles: <not supported>'"),
+    Column("retransmits", "int", "count", "TCP retransmits of the sender's connections (TCP_INFO)"),
+    Column("zc_sends", "int", "count", "MSG_ZEROCOPY sendmsg calls (zero_copy only)"),
+    Column("zc_completed", "int", "count", "sends covered by completion notifications (zero_copy only)"),
+    Column("zc_copied", "int", "count", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED (zero_copy only)"),
+    Column("zc_notifications", "int", "count", "completion notifications read from the error queue (zero_copy only)"),
+    Column("trial_wall_s", "float", "s", "wall time of the whole trial, start-up and teardown included"),
+)
+
+COLUMN_NAMES: tuple[str, ...] = tuple(column.name for column in COLUMNS)
+COLUMN_BY_NAME: dict[str, Column] = {column.name: column for column in COLUMNS}

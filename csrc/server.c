@@ -1,0 +1,194 @@
+/* The sending side: serves one client session (a control connection plus one
+ * data connection per client thread) through the variant's send path, then
+ * prints its JSON result and exits, so that one process is one trial. */
+#include "copylab.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct worker {
+    pthread_t thread;
+    int fd;
+    size_t size;
+    enum mode mode;
+    bool verify;
+    struct sender_counters counters;
+    uint64_t retransmits;
+    /* Read by the control thread at the window's edges. */
+    _Alignas(CACHELINE) _Atomic uint64_t messages;
+    _Alignas(CACHELINE) char pad;
+};
+
+static void serve_stream(struct worker *w, struct sender *s)
+{
+    for (uint64_t seq = 0;; seq++) {
+        if (sender_send(s, seq) == IO_PEER_CLOSED)
+            return;
+        atomic_store_explicit(&w->messages, seq + 1, memory_order_relaxed);
+    }
+}
+
+static void serve_rr(struct worker *w, struct sender *s)
+{
+    char request[REQUEST_SIZE];
+    for (uint64_t seq = 0;; seq++) {
+        if (recv_exact(w->fd, request, sizeof request) == IO_PEER_CLOSED)
+            return;
+        if (sender_send(s, seq) == IO_PEER_CLOSED)
+            return;
+        atomic_store_explicit(&w->messages, seq + 1, memory_order_relaxed);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct sender *s = sender_create(w->fd, w->size, w->verify);
+    if (w->mode == MODE_RR)
+        serve_rr(w, s);
+    else
+        serve_stream(w, s);
+    sender_destroy(s, &w->counters);
+    w->retransmits = tcp_retransmits(w->fd);
+    return NULL;
+}
+
+static uint64_t total_messages(struct worker *workers, unsigned n)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < n; i++)
+        sum += atomic_load_explicit(&workers[i].messages, memory_order_relaxed);
+    return sum;
+}
+
+/* Waits for the next control byte; 0 when the client closed the session. */
+static char next_control(int fd)
+{
+    char byte;
+    return recv_exact(fd, &byte, 1) == IO_OK ? byte : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    parse_options(ROLE_SERVER, argc, argv, &opt);
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+        die_errno("signal");
+
+    struct perf_control perf;
+    perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
+    int listen_fd = listen_on(opt.address, opt.port);
+
+    int control_fd = accept_within(listen_fd, opt.timeout_s);
+    set_io_timeout(control_fd, 10.0);
+    struct hello hello;
+    if (recv_exact(control_fd, &hello, sizeof hello) != IO_OK || hello.magic != HELLO_MAGIC)
+        die("the first connection did not speak the copylab protocol");
+    if (hello.size != opt.size || hello.mode != opt.mode)
+        die("the client asked for %llu-byte %s messages, the server serves %llu-byte %s",
+            (unsigned long long)hello.size, mode_name((enum mode)hello.mode),
+            (unsigned long long)opt.size, mode_name(opt.mode));
+    if (hello.threads < 1 || hello.threads > MAX_THREADS)
+        die("the client asked for %u connections", hello.threads);
+
+    unsigned n = hello.threads;
+    struct worker *workers = calloc(n, sizeof *workers);
+    if (!workers)
+        die("out of memory");
+    for (unsigned i = 0; i < n; i++) {
+        struct worker *w = &workers[i];
+        w->fd = accept_within(listen_fd, 10.0);
+        /* A vanished or stalled peer ends the trial instead of hanging it. */
+        set_io_timeout(w->fd, 10.0);
+        w->size = opt.size;
+        w->mode = opt.mode;
+        w->verify = hello.verify != 0;
+        int err = pthread_create(&w->thread, NULL, worker_main, w);
+        if (err)
+            die("pthread_create: %s", strerror(err));
+    }
+    if (close(listen_fd) != 0)
+        die_errno("close");
+
+    /* The client marks the window; no recv timeout while it runs. */
+    set_io_timeout(control_fd, hello.window_s + 10.0);
+    struct usage before = {0}, after = {0}, used;
+    uint64_t messages_before = 0, messages_after = 0;
+    double begin_s = 0, end_s = 0;
+    char control;
+    while ((control = next_control(control_fd)) != 0) {
+        if (control == CONTROL_BEGIN) {
+            perf_control_send(&perf, "enable");
+            usage_now(&before);
+            messages_before = total_messages(workers, n);
+            begin_s = now_seconds();
+        } else if (control == CONTROL_END) {
+            end_s = now_seconds();
+            messages_after = total_messages(workers, n);
+            usage_now(&after);
+            perf_control_send(&perf, "disable");
+        } else {
+            die("unknown control byte 0x%02x from the client", (unsigned char)control);
+        }
+    }
+    if (end_s == 0)
+        die("the client left before the measured window ended");
+
+    struct sender_counters zc = {0};
+    uint64_t retransmits = 0;
+    for (unsigned i = 0; i < n; i++) {
+        int err = pthread_join(workers[i].thread, NULL);
+        if (err)
+            die("pthread_join: %s", strerror(err));
+        struct sender_counters *c = &workers[i].counters;
+        zc.zero_copy = c->zero_copy;
+        zc.zc_sends += c->zc_sends;
+        zc.zc_completed += c->zc_completed;
+        zc.zc_copied += c->zc_copied;
+        zc.zc_notifications += c->zc_notifications;
+        zc.zc_enobufs += c->zc_enobufs;
+        retransmits += workers[i].retransmits;
+        if (close(workers[i].fd) != 0)
+            die_errno("close");
+    }
+    if (close(control_fd) != 0)
+        die_errno("close");
+    perf_control_close(&perf);
+
+    usage_delta(&before, &after, &used);
+    double seconds = end_s - begin_s;
+    uint64_t messages = messages_after - messages_before;
+    struct json j;
+    json_begin(&j);
+    json_str(&j, "role", "server");
+    json_str(&j, "variant", VARIANT_NAME);
+    json_str(&j, "mode", mode_name(opt.mode));
+    json_u64(&j, "size", opt.size);
+    json_u64(&j, "threads", n);
+    json_f64(&j, "measured_s", seconds);
+    json_u64(&j, "messages", messages);
+    json_u64(&j, "bytes", messages * opt.size);
+    json_f64(&j, "throughput_gbps", (double)(messages * opt.size) * 8.0 / seconds / 1e9);
+    json_f64(&j, "cpu_user_s", used.user_s);
+    json_f64(&j, "cpu_sys_s", used.sys_s);
+    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
+    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
+    json_u64(&j, "retransmits", retransmits);
+    const char *zc_keys[] = {"zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs"};
+    const uint64_t zc_values[] = {zc.zc_sends, zc.zc_completed, zc.zc_copied, zc.zc_notifications,
+                                  zc.zc_enobufs};
+    for (size_t i = 0; i < sizeof zc_keys / sizeof *zc_keys; i++) {
+        if (zc.zero_copy)
+            json_u64(&j, zc_keys[i], zc_values[i]);
+        else
+            json_null(&j, zc_keys[i]);
+    }
+    json_end(&j);
+    free(workers);
+    return 0;
+}

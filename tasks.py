@@ -1,0 +1,220 @@
+"""copylab's tasks (run them through ./inv, which prepares the environment first).
+
+Every task turns a CopylabError into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from invoke import Exit, task
+
+from copylab.errors import CopylabError
+from copylab.paths import DATA, REFERENCE_DATA, REPORT, ROOT
+
+
+def one_line_errors(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Bad input and unusable environments end in one line and a non-zero exit, never a traceback."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except CopylabError as error:
+            raise Exit(f"copylab: error: {error}", code=2) from None
+        except KeyboardInterrupt:
+            raise Exit("copylab: interrupted; everything measured so far is saved", code=130) from None
+
+    return wrapper
+
+
+def _list(text: str | None, convert: Callable[[str], Any] = str) -> list[Any] | None:
+    """'64,1K,4K' -> [64, 1024, 4096]; None stays None (= not given)."""
+    if text is None:
+        return None
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise CopylabError(f"empty item in the list {text!r}")
+    try:
+        return [convert(item) for item in items]
+    except ValueError:
+        raise CopylabError(f"{text!r} is not a comma-separated list of numbers") from None
+
+
+def _size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20}
+    if text[-1:].upper() in units:
+        return int(text[:-1]) * units[text[-1].upper()]
+    return int(text)
+
+
+@task(help={"sanitize": "address, undefined or thread: an instrumented build in build/sanitize-NAME"})
+@one_line_errors
+def build(c, sanitize=None):
+    """Compile the C programs (gcc -O2 -Wall -Wextra -Werror) into build/bin."""
+    from copylab.build import build as run_build
+
+    out = run_build(sanitize)
+    print(f"built {out / 'bin'}")
+
+
+def _pair(server: str, client: str, mtu: int, optmem_max: int):
+    from copylab.netns import NamespacePair
+
+    return NamespacePair(server, client, mtu=mtu, optmem_max=optmem_max)
+
+
+@task(name="netns-up")
+@one_line_errors
+def netns_up(c, server="copylab_srv", client="copylab_cli", mtu=1500, optmem_max=131072):
+    """Create the two namespaces and their veth link (root)."""
+    from copylab import netns
+
+    netns.up(_pair(server, client, int(mtu), int(optmem_max)))
+    for entry in netns.status():
+        print(entry)
+
+
+@task(name="netns-down")
+@one_line_errors
+def netns_down(c):
+    """Remove every namespace copylab created (root); others are never touched."""
+    from copylab import netns
+
+    netns.require_root("netns-down")
+    removed = netns.down()
+    print(f"removed: {', '.join(removed) if removed else 'nothing'}")
+
+
+@task(name="netns-status")
+@one_line_errors
+def netns_status(c):
+    """Show copylab's namespaces, addresses and link state."""
+    from copylab import netns
+
+    entries = netns.status()
+    for entry in entries:
+        print("  ".join(f"{key}={value}" for key, value in entry.items()))
+    if not entries:
+        print("no copylab namespaces")
+
+
+@task(
+    name="run-sweep",
+    help={
+        "name": "sweep name: data goes to data/NAME",
+        "profile": "quick (about 5 sizes, threads 1 and 4, 3 trials) or full (64 B..256 KiB, threads 1-8, 5 trials)",
+        "sweep_file": "TOML file with any of the settings below",
+        "implementations": "comma list of two_copy,one_copy,zero_copy,iperf3",
+        "workloads": "comma list of stream,rr",
+        "sizes": "message sizes, e.g. 64,1K,64K",
+        "rr_sizes": "message sizes of the rr (latency) workload",
+        "threads": "thread counts, e.g. 1,2,4,8",
+        "pinning": "comma list of none,same_cpu,split_cpu",
+        "resume": "run exactly the trials of data/NAME not yet recorded as ok",
+        "analyze": "analyse the sweep when it ends (default yes)",
+    },
+)
+@one_line_errors
+def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations=None, workloads=None,
+              sizes=None, rr_sizes=None, threads=None, trials=None, duration=None, warmup=None, pinning=None,
+              seed=None, verify=False, mtu=None, optmem_max=None, resume=False, analyze=True):
+    """Run every configuration of a sweep in namespaces, writing data/NAME/trials.csv (root)."""
+    from copylab import sweep
+
+    config = sweep.make_config(
+        name, profile, Path(sweep_file) if sweep_file else None,
+        implementations=_list(implementations), workloads=_list(workloads), sizes=_list(sizes, _size),
+        rr_sizes=_list(rr_sizes, _size), threads=_list(threads, int),
+        trials=int(trials) if trials is not None else None,
+        duration_s=float(duration) if duration is not None else None,
+        warmup_s=float(warmup) if warmup is not None else None, pinning=_list(pinning),
+        seed=int(seed) if seed is not None else None, verify=verify or None,
+        mtu=int(mtu) if mtu is not None else None, optmem_max=int(optmem_max) if optmem_max is not None else None,
+    )
+    result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
+    print(result.summary())
+    if analyze and result.ok:
+        _analyze(result.directory)
+    if result.failed:
+        raise Exit(f"copylab: {result.failed} of {result.ran} trials failed (see the error column)", code=1)
+
+
+def _analyze(data: Path) -> None:
+    from copylab.analysis import run_analysis_notebook
+
+    notebook = run_analysis_notebook(data, ROOT)
+    print(f"analysis: {data}/crossovers.csv, figures/{data.name}/, {notebook}")
+
+
+@task(help={"data": "sweep directory, e.g. data/reference"})
+@one_line_errors
+def analyze(c, data=str(REFERENCE_DATA)):
+    """Run the analysis notebook on a sweep (statistics, crossovers, figures)."""
+    _analyze(Path(data).resolve())
+
+
+@task(help={"data": "render from this existing sweep instead of running a new quick sweep (no root needed)",
+            "title": "report title", "author": "author line"})
+@one_line_errors
+def report(c, data=None, title=None, author=None):
+    """The main job: build, run the quick sweep, analyse it and write report/report.pdf."""
+    from copylab.report import render_report
+
+    if data is None:
+        from copylab import sweep
+        from copylab.build import build as run_build
+        from copylab.manifest import now_iso
+
+        run_build()
+        name = "quick-" + now_iso().replace(":", "").replace("-", "").replace("+0000", "")
+        result = sweep.run(sweep.make_config(name, "quick"), progress=sys.stderr.isatty())
+        print(result.summary())
+        if not result.ok:
+            raise CopylabError("no trial of the sweep succeeded; nothing to report")
+        data_dir = result.directory
+    else:
+        data_dir = Path(data).resolve()
+    kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
+    pdf = render_report([data_dir], REPORT / "report.pdf", ROOT, **kwargs)
+    print(f"report: {pdf}")
+
+
+@task(help={"k": "only tests matching this pytest expression", "x": "stop at the first failure"})
+def test(c, k=None, x=False):
+    """Run the whole test suite (needs root for the namespace tests)."""
+    command = [sys.executable, "-m", "pytest", "-q", "-rs"]
+    if k:
+        command += ["-k", k]
+    if x:
+        command.append("-x")
+    raise Exit(code=subprocess.call(command, cwd=ROOT))
+
+
+@task(help={"port": "port on localhost", "data": "default sweep shown by the explorer"})
+@one_line_errors
+def lab(c, port=8888, data=str(REFERENCE_DATA)):
+    """Open the explorer notebook in JupyterLab on localhost (prints the URL)."""
+    env = dict(os.environ, COPYLAB_EXPLORE_DATA=str(Path(data).resolve()))
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+               f"--ServerApp.root_dir={ROOT}", "--allow-root", "notebooks/30_explore.ipynb"]
+    raise Exit(code=subprocess.call(command, cwd=ROOT, env=env))
+
+
+@task
+@one_line_errors
+def clean(c):
+    """Remove builds and generated outputs (sweeps under data/ other than reference stay)."""
+    import shutil
+
+    for path in (ROOT / "build", ROOT / "figures", REPORT):
+        for child in path.glob("*") if path != ROOT / "build" else [path]:
+            if child.name != ".gitkeep":
+                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+    print(f"cleaned builds and outputs; sweeps in {DATA} kept")

@@ -1,0 +1,35 @@
+"""Shared fixtures: the built programs and a namespace pair of the tests' own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from copylab import netns
+from copylab.build import build
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+
+
+@pytest.fixture(scope="session")
+def bin_dir() -> Path:
+    return build() / "bin"
+
+
+@pytest.fixture(scope="session")
+def pair() -> Iterator[netns.NamespacePair]:
+    """Namespaces named after this test run, so a sweep running beside it is never touched."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    tag = os.getpid() % 100000
+    with netns.namespace_pair(netns.NamespacePair(f"cltest{tag}_srv", f"cltest{tag}_cli")) as created:
+        yield created
+
+
+def run_in(namespace: str, command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*netns.exec_prefix(namespace), *command], capture_output=True, text=True,
+                          timeout=timeout)
