@@ -47,6 +47,15 @@ def _list(text: str | None, convert: Callable[[str], Any] = str) -> list[Any] | 
         raise CopylabError(f"{text!r} is not a comma-separated list of numbers") from None
 
 
+def _number(label: str, text: str | None, convert: Callable[[str], Any]) -> Any:
+    if text is None:
+        return None
+    try:
+        return convert(str(text))
+    except ValueError:
+        raise CopylabError(f"--{label}: {text!r} is not a number") from None
+
+
 def _size(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20}
     if text[-1:].upper() in units:
@@ -119,12 +128,13 @@ def netns_status(c):
         "pinning": "comma list of none,same_cpu,split_cpu",
         "resume": "run exactly the trials of data/NAME not yet recorded as ok",
         "analyze": "analyse the sweep when it ends (default yes)",
+        "namespaces": "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
     },
 )
 @one_line_errors
 def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations=None, workloads=None,
               sizes=None, rr_sizes=None, threads=None, trials=None, duration=None, warmup=None, pinning=None,
-              seed=None, verify=False, mtu=None, optmem_max=None, resume=False, analyze=True):
+              seed=None, verify=False, mtu=None, optmem_max=None, namespaces=None, resume=False, analyze=True):
     """Run every configuration of a sweep in namespaces, writing data/NAME/trials.csv (root)."""
     from copylab import sweep
 
@@ -132,11 +142,10 @@ def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations
         name, profile, Path(sweep_file) if sweep_file else None,
         implementations=_list(implementations), workloads=_list(workloads), sizes=_list(sizes, _size),
         rr_sizes=_list(rr_sizes, _size), threads=_list(threads, int),
-        trials=int(trials) if trials is not None else None,
-        duration_s=float(duration) if duration is not None else None,
-        warmup_s=float(warmup) if warmup is not None else None, pinning=_list(pinning),
-        seed=int(seed) if seed is not None else None, verify=verify or None,
-        mtu=int(mtu) if mtu is not None else None, optmem_max=int(optmem_max) if optmem_max is not None else None,
+        trials=_number("trials", trials, int), duration_s=_number("duration", duration, float),
+        warmup_s=_number("warmup", warmup, float), pinning=_list(pinning), seed=_number("seed", seed, int),
+        verify=verify or None, mtu=_number("mtu", mtu, int), optmem_max=_number("optmem-max", optmem_max, int),
+        namespaces=_list(namespaces),
     )
     result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
     print(result.summary())

@@ -115,6 +115,8 @@ def validate(config: SweepConfig) -> SweepConfig:
         raise CopylabError(f"warmup: {config.warmup_s!r} must be from 0 to 600 s")
     if config.profile not in (*PROFILES, "custom"):
         raise CopylabError(f"profile: unknown {config.profile!r} (choose from {', '.join(PROFILES)})")
+    if len(config.namespaces) != 2:
+        raise CopylabError(f"namespaces: give two names (server, client), not {len(config.namespaces)}")
     netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
     return config
 

@@ -100,8 +100,9 @@ def _iperf3_commands(spec: TrialSpec, settings: TrialSettings) -> tuple[list[str
 
 
 @contextmanager
-def _trial_files() -> Iterator[dict[str, PerfRun]]:
-    directory = Path(tempfile.mkdtemp(prefix="copylab-trial-"))
+def _trial_files(sweep: str) -> Iterator[dict[str, PerfRun]]:
+    # The sweep's name in the path lets anyone find this sweep's processes by their arguments.
+    directory = Path(tempfile.mkdtemp(prefix=f"copylab-trial-{sweep}-"))
     try:
         runs = {}
         for side in ("snd", "rcv"):
@@ -221,7 +222,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     is_iperf3 = spec.implementation == "iperf3"
     use_perf = settings.perf.available and not is_iperf3
     server_cpu, client_cpu = cpus_for(spec.pinning)
-    with _trial_files() as runs:
+    with _trial_files(settings.sweep) as runs:
         server_cmd, client_cmd = (_iperf3_commands if is_iperf3 else _copylab_commands)(spec, settings)
         if use_perf:
             server_cmd = [*runs["snd"].command(settings.perf), *_pinned(server_cpu, server_cmd),

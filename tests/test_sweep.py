@@ -1,0 +1,223 @@
+"""Sweeps in real namespaces: complete rows, per-side counters, interruption, resume, failures."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from copylab import netns, sweep
+from copylab.errors import CopylabError
+from copylab.paths import ROOT
+from copylab.schema import COLUMN_NAMES, COLUMNS, HARDWARE_EVENTS, PERF_EVENTS
+from tests.conftest import needs_root
+
+TAG = os.getpid() % 100000
+NAMESPACES = (f"clsweep{TAG}_s", f"clsweep{TAG}_c")
+
+
+def tiny(name: str, **changes) -> sweep.SweepConfig:
+    settings = dict(implementations=["two_copy", "zero_copy"], workloads=["stream", "rr"], sizes=[1024, 16384],
+                    rr_sizes=[512], threads=[1, 2], trials=2, duration_s=0.2, warmup_s=0.1,
+                    namespaces=list(NAMESPACES))
+    settings.update(changes)
+    return sweep.make_config(name, "quick", **settings)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+def leftovers(sweep_name: str) -> dict[str, object]:
+    """What a sweep could leave behind; its trial directory's name marks its processes' arguments."""
+    marker = f"copylab-trial-{sweep_name}-"
+    return {
+        "namespaces": sorted(name for name in netns.existing_namespaces() if name.startswith(f"clsweep{TAG}")),
+        "processes": subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split(),
+        "trial_dirs": [p.name for p in Path("/tmp").glob(f"{marker}*")],
+    }
+
+
+@needs_root
+def test_tiny_sweep_rows_and_counters(tmp_path):
+    config = tiny("tiny")
+    result = sweep.run(config, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / "tiny" / "trials.csv")
+    planned = 2 * 2 * 2 * 2 + 2 * 1 * 2 * 2  # stream + rr grid, times trials
+    assert result.planned == planned == len(rows) and result.ok == planned
+    assert sorted(int(r["order_index"]) for r in rows) == list(range(planned))
+    assert len({r["trial_id"] for r in rows}) == planned
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        for column in COLUMNS:
+            if column.required:
+                assert row[column.name] != "", column.name
+        for column in ("measured_s", "bytes", "throughput_gbps", "snd_cpu_sys_s", "rcv_cpu_sys_s", "retransmits"):
+            assert row[column] != "", column
+        assert float(row["throughput_gbps"]) > 0
+        for side in ("snd", "rcv"):
+            for event in ("task-clock", "context-switches", "cpu-migrations"):
+                assert row[f"{side}_{PERF_EVENTS[event]}"] != "", (side, event)
+            # perf covers the measured window only: task-clock is close to the rusage CPU time.
+            cpu_ms = (float(row[f"{side}_cpu_user_s"]) + float(row[f"{side}_cpu_sys_s"])) * 1000
+            assert float(row[f"{side}_task_clock_ms"]) == pytest.approx(cpu_ms, rel=0.25, abs=15)
+            for event in HARDWARE_EVENTS:
+                column = f"{side}_{PERF_EVENTS[event]}"
+                if column in row["perf_missing"]:
+                    assert row[column] == "", f"{column} must be empty, not 0, when missing"
+                    assert f"{column}: <not supported>" in row["perf_missing"]
+        if row["implementation"] == "zero_copy":
+            assert int(row["zc_completed"]) == int(row["zc_sends"]) > 0
+        else:
+            assert row["zc_sends"] == ""
+        if row["workload"] == "rr":
+            assert float(row["latency_p50_us"]) <= float(row["latency_p99_us"])
+    manifest = sweep.manifest_module.read(tmp_path / "tiny" / "manifest.json")
+    assert manifest["complete"] and manifest["trials_sha256"]
+    assert manifest["parameters"]["sizes"] == [1024, 16384]
+    assert set(manifest["perf"]["supported_events"]) >= {"task-clock", "context-switches"}
+    assert leftovers("tiny") == {"namespaces": [], "processes": [], "trial_dirs": []}
+
+
+def cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@needs_root
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_then_resume(signum):
+    name = f"test-interrupt-{TAG}-{signum}"
+    data = ROOT / "data" / name
+    shutil.rmtree(data, ignore_errors=True)
+    args = ("run-sweep", "--name", name, "--implementations", "one_copy,two_copy", "--workloads", "stream",
+            "--sizes", "1K,4K,16K", "--threads", "1,2", "--trials", "2", "--duration", "0.2", "--warmup", "0.05",
+            "--namespaces", ",".join(NAMESPACES), "--no-analyze")
+    try:
+        process = cli(*args)
+        trials_csv = data / "trials.csv"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not trials_csv.exists() or len(read_rows(trials_csv)) < 5):
+            time.sleep(0.05)
+        os.killpg(process.pid, signum) if signum == signal.SIGINT else process.send_signal(signum)
+        _, stderr = process.communicate(timeout=30)
+        assert process.returncode != 0
+        assert "interrupted" in stderr
+        rows = read_rows(trials_csv)
+        assert 5 <= len(rows) < 24
+        assert all(row["status"] in ("ok", "failed") and row["trial_id"] for row in rows)
+        assert trials_csv.read_bytes().endswith(b"\n")
+        assert leftovers(name) == {"namespaces": [], "processes": [], "trial_dirs": []}
+        first = {row["trial_id"] for row in rows if row["status"] == "ok"}
+
+        resumed = cli(*args, "--resume")
+        stdout, stderr = resumed.communicate(timeout=120)
+        assert resumed.returncode == 0, stderr
+        rows = read_rows(trials_csv)
+        ok = [row["trial_id"] for row in rows if row["status"] == "ok"]
+        assert len(ok) == len(set(ok)) == 24, "resume runs exactly the missing trials"
+        assert first <= set(ok)
+        assert sweep.manifest_module.read(data / "manifest.json")["complete"]
+        assert leftovers(name) == {"namespaces": [], "processes": [], "trial_dirs": []}
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@needs_root
+def test_dead_server_is_a_failed_trial_and_the_sweep_goes_on(tmp_path):
+    stop = threading.Event()
+    killed = []
+
+    def kill_first_server() -> None:
+        while not stop.is_set() and not killed:
+            pids = subprocess.run(["pgrep", "-f", "two_copy_server .*copylab-trial-dead-"], capture_output=True,
+                                  text=True).stdout.split()
+            for pid in pids:
+                time.sleep(0.15)  # inside its measured window
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(pid)
+                except ProcessLookupError:
+                    pass
+                break
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_first_server)
+    killer.start()
+    try:
+        result = sweep.run(tiny("dead", implementations=["two_copy"], workloads=["stream"], sizes=[4096],
+                                threads=[1], trials=3, duration_s=0.5), data_root=tmp_path, progress=False)
+    finally:
+        stop.set()
+        killer.join()
+    rows = read_rows(tmp_path / "dead" / "trials.csv")
+    assert killed and len(rows) == 3
+    failed = [row for row in rows if row["status"] == "failed"]
+    assert len(failed) == 1 and result.failed == 1 and result.ok == 2
+    assert failed[0]["error"].startswith(("server:", "client:"))
+    assert failed[0]["throughput_gbps"] == ""
+    assert not sweep.manifest_module.read(tmp_path / "dead" / "manifest.json")["complete"]
+
+
+BAD_OPTIONS = [
+    (("--implementations", "four_copy"), "unknown 'four_copy'"),
+    (("--sizes", "0"), "sizes: 0 is not a whole number from 8"),
+    (("--sizes", "64,abc"), "is not a comma-separated list of numbers"),
+    (("--threads", "0"), "threads: 0 is not a whole number from 1"),
+    (("--threads", "1,1"), "names a value twice"),
+    (("--implementations", "one_copy,one_copy"), "names a value twice"),
+    (("--pinning", "cpu7"), "unknown 'cpu7'"),
+    (("--duration", "-1"), "duration: -1.0 must be above 0"),
+    (("--trials", "many"), "--trials: 'many' is not a number"),
+    (("--profile", "huge"), "profile: unknown 'huge'"),
+    (("--namespaces", "Bad Name,x"), "namespace name"),
+]
+
+
+@pytest.mark.parametrize("options,message", BAD_OPTIONS, ids=[" ".join(o) for o, _ in BAD_OPTIONS])
+def test_bad_sweep_options_fail_before_anything_is_made(options, message):
+    before = netns.existing_namespaces()
+    process = cli("run-sweep", "--name", f"bad-{TAG}", *options)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert stderr.count("\n") == 1 and stderr.startswith("copylab: error: ") and message in stderr, stderr
+    assert netns.existing_namespaces() == before
+    assert not (ROOT / "data" / f"bad-{TAG}").exists()
+
+
+@pytest.mark.parametrize("name", ["a/b", "has space", "", "../up", ".hidden"])
+def test_bad_sweep_names(name):
+    with pytest.raises(CopylabError, match="sweep name"):
+        tiny(name)
+
+
+def test_existing_sweep_is_not_mixed_without_resume(tmp_path):
+    (tmp_path / "done").mkdir()
+    (tmp_path / "done" / "trials.csv").write_text(",".join(COLUMN_NAMES) + "\n")
+    with pytest.raises(CopylabError, match="already holds a sweep"):
+        sweep.run(tiny("done"), data_root=tmp_path, progress=False)
+
+
+def test_plan_is_seeded_and_complete():
+    config = tiny("plan")
+    first, again, other = sweep.plan(config), sweep.plan(config), sweep.plan(tiny("plan", seed=2))
+    assert first == again and [t.trial_id for t in first] != [t.trial_id for t in other]
+    assert sorted(t.trial_id for t in first) == sorted(t.trial_id for t in other)
+    assert len(first) == 24
+
+
+def test_truncated_tail_is_repaired(tmp_path):
+    path = tmp_path / "trials.csv"
+    path.write_text("a,b\n1,2\n3,")
+    assert sweep.repair_truncated_tail(path)
+    assert path.read_text() == "a,b\n1,2\n"
+    assert not sweep.repair_truncated_tail(path)
