@@ -129,12 +129,15 @@ def netns_status(c):
         "resume": "run exactly the trials of data/NAME not yet recorded as ok",
         "analyze": "analyse the sweep when it ends (default yes)",
         "namespaces": "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
+        "target_ci": "adaptive repetition: add trials until the 95%% interval half-width is within this "
+                     "fraction of the mean (e.g. 0.05), at least 3 trials",
+        "max_trials": "adaptive repetition: at most this many trials per configuration",
     },
 )
 @one_line_errors
 def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations=None, workloads=None,
               sizes=None, rr_sizes=None, threads=None, trials=None, duration=None, warmup=None, pinning=None,
-              seed=None, verify=False, mtu=None, optmem_max=None, namespaces=None, resume=False, analyze=True):
+              seed=None, verify=False, mtu=None, optmem_max=None, namespaces=None, target_ci=None, max_trials=None, resume=False, analyze=True):
     """Run every configuration of a sweep in namespaces, writing data/NAME/trials.csv (root)."""
     from copylab import sweep
 
@@ -145,7 +148,8 @@ def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations
         trials=_number("trials", trials, int), duration_s=_number("duration", duration, float),
         warmup_s=_number("warmup", warmup, float), pinning=_list(pinning), seed=_number("seed", seed, int),
         verify=verify or None, mtu=_number("mtu", mtu, int), optmem_max=_number("optmem-max", optmem_max, int),
-        namespaces=_list(namespaces),
+        namespaces=_list(namespaces), target_ci=_number("target-ci", target_ci, float),
+        max_trials=_number("max-trials", max_trials, int),
     )
     result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
     print(result.summary())
@@ -214,6 +218,46 @@ def lab(c, port=8888, data=str(REFERENCE_DATA)):
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                f"--ServerApp.root_dir={ROOT}", "--allow-root", "notebooks/30_explore.ipynb"]
     raise Exit(code=subprocess.call(command, cwd=ROOT, env=env))
+
+
+@task(help={"data": "also store the result in this sweep's manifest.json"})
+@one_line_errors
+def calibrate(c, data=None):
+    """Measure single-core memcpy bandwidth: the copy-bound ceiling the report compares against."""
+    from copylab import manifest
+    from copylab.build import build as run_build
+    from copylab.calibrate import measure_memcpy
+
+    run_build()
+    result = measure_memcpy()
+    print(f"memcpy: {result['memcpy_gbps']:.1f} Gbit/s on CPU {result['cpu']} ({result['buffer_mib']} MiB buffer)")
+    if data:
+        path = Path(data) / "manifest.json"
+        if not path.exists():
+            raise CopylabError(f"{path} does not exist")
+        record = manifest.read(path)
+        record["calibration"] = result
+        manifest.write(path, record)
+        print(f"stored in {path}")
+
+
+@task(help={"pairs": "interleaved copylab/iperf3 pairs per comparison", "duration": "seconds per trial",
+            "rows": "rows of the synthetic trials.csv the analysis is timed on",
+            "smoke": "run every part as briefly as possible (what CI runs)"})
+@one_line_errors
+def bench(c, pairs=5, duration=2.0, rows=10000, smoke=False):
+    """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
+    from copylab.bench import run_bench, table
+    from copylab.build import build as run_build
+    from copylab.manifest import host, now_iso
+
+    run_build()
+    figures = run_bench(int(pairs), float(duration), int(rows), smoke)
+    machine = host()
+    print(f"copylab bench, {now_iso()}, {machine['cpu_model']}, {machine['cores']} cores, kernel {machine['kernel']}")
+    print(table(figures))
+    if any(figure.passed is False for figure in figures):
+        raise Exit(code=1)
 
 
 @task

@@ -19,14 +19,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import numpy as np
+from scipy import stats
 from tqdm import tqdm
 
 from copylab import manifest as manifest_module
 from copylab import netns, perf
+from copylab.calibrate import measure_memcpy
 from copylab.errors import CopylabError
 from copylab.paths import DATA
 from copylab.schema import BASELINE_TOOLS, COLUMN_NAMES, IMPLEMENTATIONS, PINNINGS, WORKLOADS
-from copylab.trial import TrialSettings, TrialSpec, run_trial
+from copylab.trial import TrialSettings, TrialSpec, measured_window_s, run_trial
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_SIZE = 64 << 20
@@ -69,6 +72,9 @@ class SweepConfig:
     optmem_max: int = 131072
     sanitize: str | None = None
     namespaces: tuple[str, str] = ("copylab_srv", "copylab_cli")
+    # Adaptive repetition: repeat a configuration only until its 95% interval is this tight.
+    target_ci: float | None = None
+    max_trials: int = 10
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest records (everything but the name and profile)."""
@@ -109,6 +115,10 @@ def validate(config: SweepConfig) -> SweepConfig:
         _unique("rr_sizes", config.rr_sizes)
         _whole_range("rr_sizes", config.rr_sizes, 8, MAX_SIZE)
     _whole_range("trials", (config.trials,), 1, 1000)
+    if config.target_ci is not None:
+        if not (isinstance(config.target_ci, (int, float)) and 0 < config.target_ci < 1):
+            raise CopylabError(f"target-ci: {config.target_ci!r} must be a fraction of the mean between 0 and 1")
+        _whole_range("max-trials", (config.max_trials,), ADAPTIVE_MIN_TRIALS, 1000)
     if not (isinstance(config.duration_s, (int, float)) and 0 < config.duration_s <= 3600):
         raise CopylabError(f"duration: {config.duration_s!r} must be above 0 and at most 3600 s")
     if not (isinstance(config.warmup_s, (int, float)) and 0 <= config.warmup_s <= 600):
@@ -148,9 +158,14 @@ def config_from_manifest(stored: dict[str, Any]) -> SweepConfig:
     return validate(SweepConfig(name=stored["sweep"], profile=stored["profile"], **values))
 
 
-def plan(config: SweepConfig) -> list[TrialSpec]:
-    """Every trial of the sweep, in its seeded random order."""
-    configurations = []
+Configuration = tuple[str, str, int, int, str]  # implementation, workload, size, threads, pinning
+ADAPTIVE_MIN_TRIALS = 3
+# The metric whose precision adaptive repetition watches, per workload.
+PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
+
+
+def configurations(config: SweepConfig) -> list[Configuration]:
+    grid = []
     for implementation in config.implementations:
         for workload in config.workloads:
             if workload == "rr" and implementation in BASELINE_TOOLS:
@@ -158,14 +173,50 @@ def plan(config: SweepConfig) -> list[TrialSpec]:
             for size in config.sizes if workload == "stream" else config.rr_sizes:
                 for threads in config.threads:
                     for pinning in config.pinning:
-                        configurations.append((implementation, workload, size, threads, pinning))
-    trials = [(*c, repetition) for c in configurations for repetition in range(1, config.trials + 1)]
+                        grid.append((implementation, workload, size, threads, pinning))
+    return grid
+
+
+def _spec(configuration: Configuration, repetition: int, order_index: int) -> TrialSpec:
+    implementation, workload, size, threads, pinning = configuration
+    return TrialSpec(f"{implementation}-{workload}-{size}-{threads}-{pinning}-r{repetition}", order_index,
+                     implementation, workload, size, threads, pinning, repetition)
+
+
+def plan(config: SweepConfig) -> list[TrialSpec]:
+    """Every trial of the fixed design, in its seeded random order."""
+    trials = [(c, repetition) for c in configurations(config) for repetition in range(1, config.trials + 1)]
     random.Random(config.seed).shuffle(trials)
-    return [
-        TrialSpec(f"{impl}-{workload}-{size}-{threads}-{pinning}-r{rep}", index, impl, workload, size, threads,
-                  pinning, rep)
-        for index, (impl, workload, size, threads, pinning, rep) in enumerate(trials)
-    ]
+    return [_spec(c, repetition, index) for index, (c, repetition) in enumerate(trials)]
+
+
+def precise_enough(values: list[float], target: float, confidence: float = 0.95) -> bool:
+    """Is the confidence interval's half-width within target x |mean|?"""
+    if len(values) < ADAPTIVE_MIN_TRIALS:
+        return False
+    sample = np.asarray(values, dtype=float)
+    half_width = stats.t.ppf((1 + confidence) / 2, len(sample) - 1) * sample.std(ddof=1) / math.sqrt(len(sample))
+    return bool(half_width <= target * abs(sample.mean()))
+
+
+def adaptive_rounds(config: SweepConfig, measured: dict[Configuration, list[float]]) -> Iterator[list[TrialSpec]]:
+    """Round r runs repetition r of every configuration still short of the target, shuffled.
+
+    Lazy: each round is decided from `measured` as it stands once the previous round ran.
+    """
+    order = 0
+    for repetition in range(1, config.max_trials + 1):
+        pending = [c for c in configurations(config)
+                   if not precise_enough(measured.get(c, []), config.target_ci or 0.0)]
+        random.Random(config.seed * 1000 + repetition).shuffle(pending)
+        if not pending:
+            return
+        yield [_spec(c, repetition, order + index) for index, c in enumerate(pending)]
+        order += len(pending)
+
+
+def _configuration_of(row: dict[str, Any]) -> Configuration:
+    return (row["implementation"], row["workload"], int(row["size_bytes"]), int(row["threads"]), row["pinning"])
 
 
 class TrialWriter:
@@ -206,13 +257,18 @@ def repair_truncated_tail(path: Path) -> bool:
     return True
 
 
-def recorded_ok(path: Path) -> set[str]:
-    """trial_ids already measured successfully."""
+def recorded_ok_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of trials already measured successfully."""
     with path.open(newline="") as stream:
         reader = csv.DictReader(stream)
         if tuple(reader.fieldnames or ()) != COLUMN_NAMES:
             raise CopylabError(f"{path}: its columns are not copylab's trials.csv columns; refusing to append")
-        return {row["trial_id"] for row in reader if row["status"] == "ok"}
+        return [row for row in reader if row["status"] == "ok"]
+
+
+def recorded_ok(path: Path) -> set[str]:
+    """trial_ids already measured successfully."""
+    return {row["trial_id"] for row in recorded_ok_rows(path)}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -241,17 +297,40 @@ class SweepResult:
     skipped: int = 0
     wall_s: float = 0.0
     window_s: float = 0.0
+    overheads_s: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
+    def median_overhead_s(self) -> float:
+        return float(np.median(self.overheads_s)) if self.overheads_s else math.nan
+
     def summary(self) -> str:
-        overhead = (self.wall_s - self.window_s) / self.ran if self.ran else 0.0
         text = (f"Sweep {self.directory.name}: {self.ran} trials run ({self.ok} ok, {self.failed} failed"
                 f"{f', {self.skipped} already recorded' if self.skipped else ''}) of {self.planned} planned in "
-                f"{self.wall_s:.0f} s, {overhead:.2f} s per trial outside measured windows. "
+                f"{self.wall_s:.0f} s; warm-up + measured windows {self.window_s:.0f} s "
+                f"(wall/window {self.wall_s / self.window_s if self.window_s else math.nan:.2f}), median "
+                f"{self.median_overhead_s():.2f} s per trial outside them. "
                 f"Data: {self.directory / 'trials.csv'} with {self.directory / 'manifest.json'}.")
         if self.failures:
             text += f" First failure: {self.failures[0]}."
         return text
+
+
+def _finished(config: SweepConfig, ok_rows: list[dict[str, str]]) -> bool:
+    """Fixed design: every planned trial is ok. Adaptive: every configuration is precise or at max-trials."""
+    if config.target_ci is None:
+        return {row["trial_id"] for row in ok_rows} >= {spec.trial_id for spec in plan(config)}
+    measured = _measured(ok_rows)
+    return all(precise_enough(measured.get(c, []), config.target_ci) or len(measured.get(c, [])) >= config.max_trials
+               for c in configurations(config))
+
+
+def _measured(ok_rows: list[dict[str, Any]]) -> dict[Configuration, list[float]]:
+    measured: dict[Configuration, list[float]] = {}
+    for row in ok_rows:
+        value = row.get(PRECISION_METRIC[row["workload"]])
+        if value not in (None, ""):
+            measured.setdefault(_configuration_of(row), []).append(float(value))
+    return measured
 
 
 def run(config: SweepConfig, data_root: Path = DATA, resume: bool = False,
@@ -271,45 +350,65 @@ def run(config: SweepConfig, data_root: Path = DATA, resume: bool = False,
     directory.mkdir(parents=True, exist_ok=True)
     if resume and trials_path.exists():
         repair_truncated_tail(trials_path)
-        done = recorded_ok(trials_path)
+        ok_rows = recorded_ok_rows(trials_path)
         record = manifest_module.read(manifest_path)
     else:
-        done = set()
+        ok_rows = []
         record = manifest_module.create(config.name, config.profile, config.parameters(), support)
+        record["calibration"] = measure_memcpy(cpu="0" if "none" not in config.pinning else None)
     record["ended_at"], record["complete"], record["trials_sha256"] = None, False, None
     manifest_module.write(manifest_path, record)
 
-    trials = plan(config)
-    todo = [spec for spec in trials if spec.trial_id not in done]
-    result = SweepResult(directory, len(trials), skipped=len(trials) - len(todo))
+    done = {row["trial_id"] for row in ok_rows}
+    measured = _measured(ok_rows)
+    if config.target_ci is None:
+        batches: Iterator[list[TrialSpec]] = iter([plan(config)])
+        planned = len(plan(config))
+    else:
+        batches = adaptive_rounds(config, measured)
+        planned = len(configurations(config)) * config.max_trials
+    result = SweepResult(directory, planned, skipped=len(done))
     settings = TrialSettings(config.name, pair, support, config.duration_s, config.warmup_s, config.verify,
                              config.sanitize)
     started = time.monotonic()
     writer = TrialWriter(trials_path)
     try:
         with _terminate_as_interrupt(), netns.namespace_pair(pair), tqdm(
-            total=len(todo), disable=not progress, unit="trial", dynamic_ncols=True
+            total=planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True
         ) as bar:
-            for spec in todo:
-                row = run_trial(spec, settings)
-                writer.write(row)
-                result.ran += 1
-                result.window_s += settings.warmup_s + settings.duration_s
-                if row["status"] == "ok":
-                    result.ok += 1
-                else:
-                    result.failed += 1
-                    result.failures.append(f"{spec.trial_id}: {row['error']}")
-                if on_row:
-                    on_row(row)
-                bar.update(1)
+            for batch in batches:
+                for spec in batch:
+                    if spec.trial_id in done:
+                        continue
+                    row = run_trial(spec, settings)
+                    writer.write(row)
+                    window = measured_window_s(spec, settings)
+                    result.ran += 1
+                    result.window_s += window
+                    result.overheads_s.append(row["trial_wall_s"] - window)
+                    if row["status"] == "ok":
+                        result.ok += 1
+                        value = row.get(PRECISION_METRIC[spec.workload])
+                        if value is not None and not math.isnan(value):
+                            measured.setdefault(_configuration_of(row), []).append(float(value))
+                    else:
+                        result.failed += 1
+                        result.failures.append(f"{spec.trial_id}: {row['error']}")
+                    if on_row:
+                        on_row(row)
+                    bar.update(1)
+            if config.target_ci is not None:
+                result.planned = result.ran + result.skipped
     finally:
         writer.close()
         result.wall_s = time.monotonic() - started
-        finished = recorded_ok(trials_path) >= {spec.trial_id for spec in trials}
+        finished = _finished(config, recorded_ok_rows(trials_path))
         record = manifest_module.read(manifest_path)
         record["ended_at"] = manifest_module.now_iso()
         record["complete"] = finished
         record["trials_sha256"] = manifest_module.sha256_of(trials_path) if finished else None
+        if result.ran:
+            record["harness"] = {"median_overhead_s": result.median_overhead_s(), "wall_s": result.wall_s,
+                                 "window_s": result.window_s, "trials_run": result.ran}
         manifest_module.write(manifest_path, record)
     return result

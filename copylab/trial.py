@@ -75,6 +75,13 @@ def iperf3_whole_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds - 1e-9))
 
 
+def measured_window_s(spec: TrialSpec, settings: TrialSettings) -> float:
+    """Warm-up + measured window the trial is meant to spend; the rest of its wall time is harness."""
+    if spec.implementation == "iperf3":
+        return float(iperf3_whole_seconds(settings.warmup_s) + iperf3_whole_seconds(settings.duration_s))
+    return settings.warmup_s + settings.duration_s
+
+
 def _copylab_commands(spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
     pair = settings.pair
     common = ["--port", str(settings.port), "--size", str(spec.size_bytes), "--mode", spec.workload]
@@ -95,7 +102,7 @@ def _iperf3_commands(spec: TrialSpec, settings: TrialSettings) -> tuple[list[str
     client = ["iperf3", "--client", pair.server_address, "--bind", pair.client_address, "--port",
               str(settings.port), "--reverse", "--json", "--length", str(spec.size_bytes), "--parallel",
               str(spec.threads), "--time", str(iperf3_whole_seconds(settings.duration_s)),
-              "--omit", str(iperf3_whole_seconds(settings.warmup_s)) if settings.warmup_s > 0 else "0"]
+              "--omit", str(iperf3_whole_seconds(settings.warmup_s))]
     return server, client
 
 
@@ -237,9 +244,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
             if is_iperf3:
                 time.sleep(0.15)  # iperf3's client does not retry a refused connection
             client = processes.start([*exec_prefix(settings.pair.client), *client_cmd])
-            budget = settings.warmup_s + settings.duration_s + GRACE_S
-            if is_iperf3:
-                budget = iperf3_whole_seconds(settings.warmup_s) + iperf3_whole_seconds(settings.duration_s) + GRACE_S
+            budget = measured_window_s(spec, settings) + GRACE_S
             try:
                 client_out, client_err = client.communicate(timeout=budget)
                 server_out, server_err = server.communicate(timeout=5)

@@ -221,3 +221,28 @@ def test_truncated_tail_is_repaired(tmp_path):
     assert sweep.repair_truncated_tail(path)
     assert path.read_text() == "a,b\n1,2\n"
     assert not sweep.repair_truncated_tail(path)
+
+
+def test_precise_enough_uses_the_t_interval():
+    # mean 10, sd 0.1, n 4: half-width = t(0.975, 3) * 0.1 / 2 = 3.182 * 0.05 = 0.159 -> 1.6% of the mean
+    values = [9.9, 10.1, 9.9, 10.1]
+    assert sweep.precise_enough([9.9, 10.1, 9.9, 10.1][:4], 0.02)
+    assert not sweep.precise_enough(values, 0.015)
+    assert not sweep.precise_enough([10.0, 10.0], 0.5), "fewer than 3 trials is never enough"
+
+
+def test_adaptive_rounds_repeat_only_imprecise_configurations():
+    config = tiny("adaptive", workloads=["stream"], sizes=[1024], threads=[1, 2], target_ci=0.05, max_trials=5)
+    stable, noisy = sweep.configurations(config)[0], sweep.configurations(config)[1]
+    measured: dict = {}
+    rounds = []
+    for batch in sweep.adaptive_rounds(config, measured):
+        rounds.append(batch)
+        for spec in batch:
+            key = (spec.implementation, spec.workload, spec.size_bytes, spec.threads, spec.pinning)
+            value = 10.0 if key == stable else 10.0 + 5 * (-1) ** spec.repetition
+            measured.setdefault(key, []).append(value)
+    assert [len(batch) for batch in rounds] == [4, 4, 4, 3, 3], "stable ones stop after 3 trials"
+    assert len(measured[stable]) == 3 and len(measured[noisy]) == 5
+    order = [spec.order_index for batch in rounds for spec in batch]
+    assert order == list(range(len(order)))

@@ -1,0 +1,181 @@
+"""`invoke bench`: copylab against iperf3 on the same link, the harness's own cost, and the copy limit.
+
+Every figure is measured when the bench runs; comparisons are interleaved
+pairs on one namespace pair, summarised by the median of the per-pair ratios,
+so drift of a shared machine cancels out instead of biasing one side.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from copylab import netns, perf, sweep
+from copylab.calibrate import COPIES_PER_BYTE, copy_bound_gbps, measure_memcpy
+from copylab.errors import CopylabError
+from copylab.paths import DATA, REFERENCE_DATA, ROOT
+from copylab.trial import TrialSettings, TrialSpec, run_trial
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    goal: str
+    measured: str
+    passed: bool | None  # None: a figure to report, not a goal
+
+
+def _pair_ratios(implementation: str, size: int, pairs: int, settings: TrialSettings) -> list[float]:
+    """copylab/iperf3 throughput ratio per interleaved pair, alternating which runs first."""
+    ratios = []
+    for repetition in range(1, pairs + 1):
+        results = {}
+        order = (implementation, "iperf3") if repetition % 2 else ("iperf3", implementation)
+        for name in order:
+            spec = TrialSpec(f"bench-{name}-{size}-r{repetition}", repetition, name, "stream", size, 1, "same_cpu",
+                             repetition)
+            row = run_trial(spec, settings)
+            if row["status"] != "ok":
+                raise CopylabError(f"bench trial {spec.trial_id} failed: {row['error']}")
+            results[name] = row["throughput_gbps"]
+        ratios.append(results[implementation] / results["iperf3"])
+    return ratios
+
+
+def iperf3_comparison(pairs: int, duration_s: float) -> list[Figure]:
+    goals = {"one_copy": 1.0, "two_copy": 0.9}
+    pair = netns.NamespacePair("copylab_bsrv", "copylab_bcli")
+    # iperf3 takes whole seconds: give copylab the same warm-up and window.
+    settings = TrialSettings("bench", pair, perf.detect(), float(math.ceil(duration_s)), 1.0)
+    figures = []
+    with netns.namespace_pair(pair):
+        for size in (65536, 1024):
+            for implementation, goal in goals.items():
+                ratios = _pair_ratios(implementation, size, pairs, settings)
+                median = statistics.median(ratios)
+                figures.append(Figure(
+                    f"{implementation} / iperf3 throughput, {size // 1024} KiB, 1 thread, same CPU",
+                    f">= {goal:.1f}x", f"{median:.2f}x (median of {pairs} pairs, range {min(ratios):.2f}-"
+                    f"{max(ratios):.2f})", median >= goal))
+    return figures
+
+
+def harness_cost(data_root: Path) -> list[Figure]:
+    """A reduced quick sweep: how much of its wall time is not warm-up or measured window."""
+    name = "bench-harness"
+    config = sweep.make_config(name, "quick", sizes=[64, 65536], threads=[1, 4], trials=2,
+                               namespaces=["copylab_bsrv", "copylab_bcli"])
+    result = sweep.run(config, data_root=data_root, progress=False)
+    ratio = result.wall_s / result.window_s
+    overhead = result.median_overhead_s()
+    return [
+        Figure("time outside measured windows per trial (median)", "<= 0.30 s",
+               f"{overhead:.3f} s over {result.ran} trials", overhead <= 0.3),
+        Figure("sweep wall time / (warm-up + measured windows)", "<= 1.20", f"{ratio:.3f}", ratio <= 1.2),
+    ]
+
+
+def _timed(action: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def analysis_and_report_time(reference: Path, rows: int, scratch: Path) -> list[Figure]:
+    from copylab import manifest
+    from copylab.analysis import run_analysis_notebook
+    from copylab.report import render_report
+
+    trials = pd.read_csv(reference / "trials.csv")
+    big = trials.sample(n=rows, replace=True, random_state=1).reset_index(drop=True)
+    big["trial_id"] = [f"{tid}-b{i}" for i, tid in enumerate(big["trial_id"])]
+    big["order_index"] = range(rows)
+    big["sweep"] = "bench-analysis"
+    directory = scratch / "bench-analysis"
+    directory.mkdir(parents=True)
+    big.to_csv(directory / "trials.csv", index=False)
+    record = manifest.read(reference / "manifest.json")
+    record.update(sweep="bench-analysis", complete=False, trials_sha256=None)
+    manifest.write(directory / "manifest.json", record)
+    analysis_s = _timed(lambda: run_analysis_notebook(directory, ROOT))
+    report_s = _timed(lambda: render_report([reference], scratch / "report.pdf", ROOT))
+    return [
+        Figure(f"analysis notebook on a {rows:,}-row trials.csv", "<= 20 s", f"{analysis_s:.1f} s", analysis_s <= 20),
+        Figure("report rendered from existing data", "<= 60 s", f"{report_s:.1f} s", report_s <= 60),
+    ]
+
+
+def adaptive_saving(reference: Path, target: float = 0.05) -> list[Figure]:
+    """Replays the reference sweep's trials in their recorded order under the adaptive rule."""
+    trials = pd.read_csv(reference / "trials.csv")
+    ok = trials[trials["status"] == "ok"].sort_values("order_index")
+    fixed_trials = adaptive_trials = fixed_precise = adaptive_precise = 0
+    seconds_per_trial = float(ok["trial_wall_s"].mean())
+    for workload, metric in sweep.PRECISION_METRIC.items():
+        for _, group in ok[ok["workload"] == workload].groupby(
+                ["implementation", "size_bytes", "threads", "pinning"]):
+            values = group.sort_values("repetition")[metric].dropna().tolist()
+            stop = next((n for n in range(sweep.ADAPTIVE_MIN_TRIALS, len(values) + 1)
+                         if sweep.precise_enough(values[:n], target)), len(values))
+            fixed_trials += len(values)
+            adaptive_trials += stop
+            fixed_precise += sweep.precise_enough(values, target)
+            adaptive_precise += sweep.precise_enough(values[:stop], target)
+    saved = (fixed_trials - adaptive_trials) * seconds_per_trial
+    return [Figure(
+        f"adaptive repetition (--target-ci {target}) replayed on {reference.name}",
+        "report the saving",
+        f"{adaptive_trials} instead of {fixed_trials} trials, {saved / 60:.1f} min saved "
+        f"({1 - adaptive_trials / fixed_trials:.0%}); configurations within target: {adaptive_precise} adaptive vs "
+        f"{fixed_precise} fixed", None)]
+
+
+def copy_limit(reference: Path) -> list[Figure]:
+    """Best measured throughput of each implementation as a fraction of its copy-bound limit."""
+    memcpy = measure_memcpy()["memcpy_gbps"]
+    trials = pd.read_csv(reference / "trials.csv")
+    ok = trials[(trials["status"] == "ok") & (trials["workload"] == "stream")]
+    best = ok.groupby(["implementation", "size_bytes", "threads"])["throughput_gbps"].mean()
+    figures = [Figure("single-core memcpy bandwidth (this host, now)", "report", f"{memcpy:.1f} Gbit/s", None)]
+    for implementation in COPIES_PER_BYTE:
+        if implementation not in best.index.get_level_values(0):
+            continue
+        series = best.loc[implementation]
+        (size, threads), value = series.idxmax(), float(series.max())
+        limit = copy_bound_gbps(memcpy, implementation)
+        figures.append(Figure(
+            f"{implementation}: best throughput / copy bound ({COPIES_PER_BYTE[implementation]} copies)", "report",
+            f"{value:.1f} / {limit:.1f} Gbit/s = {value / limit:.0%} ({size} B, {threads} thread(s))", None))
+    return figures
+
+
+def table(figures: list[Figure]) -> str:
+    lines = ["| figure | goal | measured | result |", "|---|---|---|---|"]
+    for figure in figures:
+        verdict = "-" if figure.passed is None else ("pass" if figure.passed else "FAIL")
+        lines.append(f"| {figure.name} | {figure.goal} | {figure.measured} | {verdict} |")
+    return "\n".join(lines)
+
+
+def run_bench(pairs: int = 5, duration_s: float = 2.0, rows: int = 10_000, smoke: bool = False,
+              reference: Path = REFERENCE_DATA) -> list[Figure]:
+    """All figures; smoke=True runs each part as briefly as possible (for CI)."""
+    netns.require_root("bench")
+    if not (reference / "trials.csv").exists():
+        raise CopylabError(f"{reference} holds no sweep to replay")
+    with tempfile.TemporaryDirectory(prefix="copylab-bench-", dir=DATA) as scratch:
+        figures = iperf3_comparison(1 if smoke else pairs, 1.0 if smoke else duration_s)
+        figures += harness_cost(Path(scratch))
+        figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch))
+        figures += adaptive_saving(reference)
+        figures += copy_limit(reference)
+    return figures
+

@@ -1,0 +1,55 @@
+"""The copy-bound ceiling: single-core memory copy bandwidth, and what it allows each variant.
+
+Every byte a variant moves is copied a fixed number of times on this host; with
+both ends on one CPU, that core does all of them, so no variant can exceed
+memcpy bandwidth divided by its copies per byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from copylab.errors import CopylabError
+from copylab.paths import program
+
+# Copies of each payload byte on local delivery (veth, both ends on this host).
+COPIES_PER_BYTE: dict[str, int] = {
+    "two_copy": 3,  # user-space pack, send() into skbs, recv() out of skbs
+    "one_copy": 2,  # sendmsg() gathers the fields into skbs, recv()
+    "zero_copy": 2,  # the deferred copy on local delivery (skb_orphan_frags_rx), recv()
+    "iperf3": 2,  # write() into skbs, read()
+}
+CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def last_level_cache_bytes() -> int | None:
+    sizes = []
+    for entry in CACHE_SIZES.glob("index*/size"):
+        match = re.fullmatch(r"(\d+)([KMG]?)", entry.read_text().strip())
+        if match:
+            sizes.append(int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)])
+    return max(sizes) if sizes else None
+
+
+def measure_memcpy(runs: int = 7, cpu: str | None = "0") -> dict[str, Any]:
+    """Best of several copies of a buffer at least 4x the last-level cache, on one CPU."""
+    llc = last_level_cache_bytes()
+    mib = max(128, 4 * (llc or 0) >> 20)
+    command = [str(program("memcpy_bandwidth")), str(mib), str(runs)]
+    if cpu is not None:
+        command = ["taskset", "-c", cpu, *command]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CopylabError(f"memcpy calibration failed: {result.stderr.strip() or result.returncode}")
+    measured = json.loads(result.stdout)
+    measured["llc_bytes"] = llc
+    measured["cpu"] = cpu
+    return measured
+
+
+def copy_bound_gbps(memcpy_gbps: float, implementation: str) -> float:
+    return memcpy_gbps / COPIES_PER_BYTE[implementation]
