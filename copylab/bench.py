@@ -68,11 +68,10 @@ def iperf3_comparison(pairs: int, duration_s: float) -> list[Figure]:
     return figures
 
 
-def harness_cost(data_root: Path) -> list[Figure]:
+def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
     """A reduced quick sweep: how much of its wall time is not warm-up or measured window."""
-    name = "bench-harness"
-    config = sweep.make_config(name, "quick", sizes=[64, 65536], threads=[1, 4], trials=2,
-                               namespaces=["copylab_bsrv", "copylab_bcli"])
+    config = sweep.make_config("bench-harness", "quick", sizes=[64, 65536], threads=[1] if smoke else [1, 4],
+                               trials=1 if smoke else 2, namespaces=["copylab_bsrv", "copylab_bcli"])
     result = sweep.run(config, data_root=data_root, progress=False)
     ratio = result.wall_s / result.window_s
     overhead = result.median_overhead_s()
@@ -173,7 +172,7 @@ def run_bench(pairs: int = 5, duration_s: float = 2.0, rows: int = 10_000, smoke
         raise CopylabError(f"{reference} holds no sweep to replay")
     with tempfile.TemporaryDirectory(prefix="copylab-bench-", dir=DATA) as scratch:
         figures = iperf3_comparison(1 if smoke else pairs, 1.0 if smoke else duration_s)
-        figures += harness_cost(Path(scratch))
+        figures += harness_cost(Path(scratch), smoke)
         figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch))
         figures += adaptive_saving(reference)
         figures += copy_limit(reference)
