@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,17 +20,25 @@ from copylab.errors import CopylabError
 from copylab.paths import DATA, REFERENCE_DATA, REPORT, ROOT
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def one_line_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     """Bad input and unusable environments end in one line and a non-zero exit, never a traceback."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # SIGTERM ends a task like Ctrl-C, so every clean-up (namespaces, notebook kernels, temporary files) runs.
+        previous = signal.signal(signal.SIGTERM, _terminated)
         try:
             return function(*args, **kwargs)
         except CopylabError as error:
             raise Exit(f"copylab: error: {error}", code=2) from None
         except KeyboardInterrupt:
             raise Exit("copylab: interrupted; everything measured so far is saved", code=130) from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     return wrapper
 

@@ -90,18 +90,35 @@ def exec_prefix(namespace: str) -> list[str]:
     return ["ip", "netns", "exec", namespace]
 
 
-def up(pair: NamespacePair) -> None:
-    """Creates both namespaces and the link; refuses to touch namespaces it did not create."""
-    require_root("setting up namespaces")
+def _owner(name: str) -> int | None:
+    try:
+        return int(json.loads(_marker(name).read_text())["owner_pid"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def check_free(pair: NamespacePair) -> None:
+    """Raises unless each name is unused or a leftover of copylab's that no live copylab process owns."""
     present = existing_namespaces()
     for name in (pair.server, pair.client):
         if name in present and not _marker(name).exists():
             raise CopylabError(f"namespace {name} exists and was not created by copylab; choose other names")
+        owner = _owner(name)
+        # Another sweep's namespaces would be torn down under it: never reuse them while it lives.
+        if name in present and owner not in (None, os.getpid()) and Path(f"/proc/{owner}").exists():
+            raise CopylabError(f"namespace {name} is in use by copylab process {owner}; choose other names "
+                               "(or ./inv netns-down if that process is not copylab's)")
+
+
+def up(pair: NamespacePair) -> None:
+    """Creates both namespaces and the link; refuses to touch namespaces it did not create."""
+    require_root("setting up namespaces")
+    check_free(pair)
     down(pair)
     MARKERS.mkdir(parents=True, exist_ok=True)
     try:
         for name in (pair.server, pair.client):
-            _marker(name).write_text(json.dumps(asdict(pair)))
+            _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
             _run("ip", "netns", "add", name)
         _run("ip", "link", "add", "name", INTERFACE, "netns", pair.server, "mtu", str(pair.mtu), "type", "veth",
              "peer", "name", INTERFACE, "netns", pair.client, "mtu", str(pair.mtu))

@@ -153,9 +153,12 @@ def make_config(name: str, profile: str = "quick", sweep_file: Path | None = Non
 
 def config_from_manifest(stored: dict[str, Any]) -> SweepConfig:
     """The exact sweep a manifest describes, so that --resume runs the same plan."""
-    values = {key: tuple(value) if isinstance(value, list) else value
-              for key, value in stored["parameters"].items()}
-    return validate(SweepConfig(name=stored["sweep"], profile=stored["profile"], **values))
+    try:
+        values = {key: tuple(value) if isinstance(value, list) else value
+                  for key, value in stored["parameters"].items()}
+        return validate(SweepConfig(name=stored["sweep"], profile=stored["profile"], **values))
+    except (KeyError, TypeError, AttributeError) as error:
+        raise CopylabError(f"the manifest does not describe a copylab sweep ({type(error).__name__}: {error})") from None
 
 
 Configuration = tuple[str, str, int, int, str]  # implementation, workload, size, threads, pinning
@@ -341,11 +344,16 @@ def run(config: SweepConfig, data_root: Path = DATA, resume: bool = False,
     if resume:
         if not manifest_path.exists():
             raise CopylabError(f"--resume: {directory} holds no sweep to resume")
-        config = config_from_manifest(manifest_module.read(manifest_path))
+        try:
+            stored = manifest_module.read(manifest_path)
+        except (ValueError, OSError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise CopylabError(f"--resume: {manifest_path} is not readable JSON ({error})") from None
+        config = config_from_manifest(stored)
     elif trials_path.exists() or manifest_path.exists():
         raise CopylabError(f"{directory} already holds a sweep: pass --resume to finish it, or choose another --name")
     netns.require_root("run-sweep")
     pair = netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
+    netns.check_free(pair)  # before anything is written, so a refusal leaves nothing behind
     support = perf.detect()
     directory.mkdir(parents=True, exist_ok=True)
     if resume and trials_path.exists():

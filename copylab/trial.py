@@ -148,10 +148,16 @@ class _Processes:
                 pass
 
 
+def _failed(process: subprocess.Popen[str], stdout: str) -> bool:
+    # perf stat exits 0 when its program is killed by a signal: a side that printed nothing failed too.
+    return process.returncode != 0 or not stdout.strip()
+
+
 def _error_line(role: str, process: subprocess.Popen[str], stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("Events ")]
     copylab_lines = [line for line in lines if line.startswith("copylab: error:")]
-    detail = (copylab_lines or lines or [f"exit status {process.returncode}"])[-1]
+    status = f"exit status {process.returncode}" if process.returncode else "exited without printing a result"
+    detail = (copylab_lines or lines or [status])[-1]
     if process.returncode is not None and process.returncode < 0:
         detail = f"killed by signal {-process.returncode}" + (f" ({detail})" if lines else "")
     return f"{role}: {detail.removeprefix('copylab: error: ')}"
@@ -247,13 +253,21 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
             budget = measured_window_s(spec, settings) + GRACE_S
             try:
                 client_out, client_err = client.communicate(timeout=budget)
-                server_out, server_err = server.communicate(timeout=5)
             except subprocess.TimeoutExpired:
                 raise TrialFailed(f"timed out after {budget:.0f} s") from None
-            if client.returncode != 0:
-                raise TrialFailed(_error_line("client", client, client_err))
-            if server.returncode != 0:
-                raise TrialFailed(_error_line("server", server, server_err))
+            try:
+                # A failed client can leave the server waiting for it: then the client's error is the cause.
+                server_out, server_err = server.communicate(timeout=1 if _failed(client, client_out) else 5)
+            except subprocess.TimeoutExpired:
+                if _failed(client, client_out):
+                    raise TrialFailed(_error_line("client", client, client_err)) from None
+                raise TrialFailed("server: still running 5 s after the client ended") from None
+            # Both sides' errors: whichever failed first is the cause, and either may have.
+            errors = [_error_line(role, process, err) for role, process, out, err in
+                      (("server", server, server_out, server_err), ("client", client, client_out, client_err))
+                      if _failed(process, out)]
+            if errors:
+                raise TrialFailed("; ".join(errors))
             if is_iperf3:
                 row.update(_iperf3_measurement(_parse_json("client", client_out)))
             else:

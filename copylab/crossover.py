@@ -1,0 +1,196 @@
+"""Where along message size a challenger starts to beat its baseline (crossovers.csv).
+
+For one curve (workload, threads, pinning, metric, challenger, baseline) every
+tested size is labelled from comparisons.csv: B (challenger significantly
+better, Holm-corrected), W (significantly worse) or 0 (not significant).
+Ignoring the 0s, the run-collapsed sequence of labels gives the status:
+
+    no label            indistinguishable
+    W                   challenger_never_better   (never significantly better)
+    B                   challenger_always_better  (never significantly worse)
+    W then B            crossover
+    anything else       multiple_crossings        (no single worse-to-better change,
+                                                   e.g. better at small sizes only)
+
+Only a crossover gets a size: inside the bracket from the last W size to the
+first B size, the point where the direction-aware difference of means last
+changes sign from <= 0 to > 0, linearly interpolated on a log2 size axis.  The
+bracket lies inside the tested range, so no crossover is ever placed outside it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+from copylab.metrics import METRICS
+from copylab.stats import CURVE_KEYS, DEFAULT_PAIRS
+
+STATUSES = (
+    "crossover",
+    "challenger_always_better",
+    "challenger_never_better",
+    "indistinguishable",
+    "multiple_crossings",
+)
+CROSSOVER_COLUMNS = (
+    *CURVE_KEYS, "metric", "challenger", "baseline", "status", "crossover_size", "ci_low", "ci_high",
+    "first_significant_size",
+)  # fmt: skip
+_CURVE = [*CURVE_KEYS, "metric", "challenger", "baseline"]
+
+
+def classify(labels: Iterable[str]) -> str:
+    """Status of a curve from its per-size labels "B", "W" or "0" in size order."""
+    runs: list[str] = []
+    for label in labels:
+        if label != "0" and (not runs or runs[-1] != label):
+            runs.append(label)
+    return {
+        (): "indistinguishable",
+        ("W",): "challenger_never_better",
+        ("B",): "challenger_always_better",
+        ("W", "B"): "crossover",
+    }.get(tuple(runs), "multiple_crossings")
+
+
+def first_significant_size(sizes: np.ndarray, labels: list[str]) -> float:
+    """Smallest tested size from which the challenger is significantly better at every larger size, else NaN."""
+    first = np.nan
+    for size, label in zip(sizes[::-1], labels[::-1], strict=True):
+        if label != "B":
+            break
+        first = size
+    return first
+
+
+def last_upcrossing(log_sizes: np.ndarray, differences: np.ndarray) -> np.ndarray:
+    """Log2 size of the last <=0 -> >0 sign change of each row of DIFFERENCES (rows x sizes).
+
+    Linear interpolation between the two bracketing sizes.  A row without such a
+    change gives -inf when it is > 0 at every size (the change lies below the
+    first size) and +inf otherwise (not better by the last size).
+    """
+    differences = np.atleast_2d(differences)
+    better = differences > 0
+    up = ~better[:, :-1] & better[:, 1:]
+    found = up.any(axis=1)
+    j = up.shape[1] - 1 - np.argmax(up[:, ::-1], axis=1)
+    rows = np.arange(len(differences))
+    d0, d1 = differences[rows, j], differences[rows, j + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = log_sizes[j] + (0 - d0) * (log_sizes[j + 1] - log_sizes[j]) / (d1 - d0)
+    beyond = np.where(better.all(axis=1), -np.inf, np.inf)
+    return np.where(found, root, beyond)
+
+
+def crossover_interval(
+    challenger: list[np.ndarray],
+    baseline: list[np.ndarray],
+    sizes: np.ndarray,
+    sign: float,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> tuple[float, float, float]:
+    """Crossover size and bootstrap percentile interval over one bracket of SIZES.
+
+    CHALLENGER[i] and BASELINE[i] hold the trial values at SIZES[i]; SIGN is +1
+    when higher is better, -1 when lower is.  Each resample draws the trials of
+    every size and side with replacement and applies last_upcrossing to the
+    resampled means.  Resamples without an up-crossing in the bracket are kept,
+    counted beyond the bracket end they point to, so the percentiles are
+    censored at the bracket (a bound equal to a bracket end means "at or beyond
+    this tested size") instead of silently dropping the resamples that disagree.
+
+    A plain percentile bootstrap of means acts like a z-interval with the
+    (n-1)/n-biased variance and is too narrow with a handful of trials, so two
+    standard small-sample corrections ("expanded percentile", Hesterberg 2015)
+    are applied: each side's deviations from its mean are scaled by
+    sqrt(n/(n-1)) before resampling, and the percentile levels are the normal
+    tail probabilities of Student-t's quantile at the smallest Welch degrees of
+    freedom among the bracket's sizes.
+    """
+    rng = np.random.default_rng() if rng is None else rng
+    x = np.log2(sizes.astype(float))
+    pairs = list(zip(challenger, baseline, strict=True))
+    means = np.array([[c.mean() - b.mean() for c, b in pairs]])
+    point = last_upcrossing(x, sign * means)[0]
+    resampled = np.column_stack(
+        [_resampled_means(c, n_resamples, rng) - _resampled_means(b, n_resamples, rng) for c, b in pairs]
+    )
+    roots = last_upcrossing(x, sign * resampled)
+    dof = np.array([st.ttest_ind(c, b, equal_var=False).df for c, b in pairs])
+    dof = dof[np.isfinite(dof)]  # constant samples have no Welch df; they add no sampling noise either
+    tail = st.norm.sf(st.t.ppf((1 + confidence) / 2, dof.min())) if len(dof) else (1 - confidence) / 2
+    low, high = np.quantile(roots, [tail, 1 - tail], method="inverted_cdf")
+    low, high, point = np.clip([low, high, point], x[0], x[-1])
+    return float(2**point), float(2**low), float(2**high)
+
+
+def find_crossovers(
+    trials: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    pairs: Iterable[tuple[str, str]] = DEFAULT_PAIRS,
+    metrics: Iterable[str] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One crossovers.csv row per curve of COMPARISONS with at least two compared sizes.
+
+    TRIALS are the metric-augmented trials COMPARISONS came from
+    (copylab.stats.compare at the same confidence).  Every curve draws from its
+    own generator seeded by SEED and the curve's name, so results do not depend
+    on which other curves are analysed.
+    """
+    keep = (comparisons["challenger"] + "/" + comparisons["baseline"]).isin([f"{c}/{b}" for c, b in pairs])
+    if metrics is not None:
+        keep &= comparisons["metric"].isin(list(metrics))
+    wanted = comparisons[keep]
+    ok = trials[trials["status"] == "ok"]
+    rows = []
+    for curve, group in wanted.groupby(_CURVE, sort=True):
+        if len(group) < 2:
+            continue
+        group = group.sort_values("size_bytes")
+        labels = [
+            ("B" if better else "W") if significant else "0"
+            for better, significant in zip(group["challenger_better"], group["significant"], strict=True)
+        ]
+        sizes = group["size_bytes"].to_numpy()
+        status = classify(labels)
+        size = low = high = np.nan
+        if status == "crossover":
+            lo = max(i for i, label in enumerate(labels) if label == "W")
+            hi = min(i for i, label in enumerate(labels) if label == "B")
+            bracket = sizes[lo : hi + 1]
+            workload, threads, pinning, metric, challenger, baseline = curve
+            here = ok[(ok["workload"] == workload) & (ok["threads"] == threads) & (ok["pinning"] == pinning)]
+            values = {
+                name: [_values(here, name, s, metric) for s in bracket] for name in (challenger, baseline)
+            }
+            sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
+            rng = np.random.default_rng([seed, zlib.crc32("/".join(map(str, curve)).encode())])
+            size, low, high = crossover_interval(
+                values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
+            )
+        rows.append((*curve, status, size, low, high, first_significant_size(sizes, labels)))
+    crossovers = pd.DataFrame(rows, columns=list(CROSSOVER_COLUMNS))
+    crossovers["first_significant_size"] = crossovers["first_significant_size"].astype("Int64")
+    return crossovers
+
+
+def _values(trials: pd.DataFrame, implementation: str, size: int, metric: str) -> np.ndarray:
+    chosen = (trials["implementation"] == implementation) & (trials["size_bytes"] == size)
+    return trials.loc[chosen, metric].dropna().to_numpy()
+
+
+def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    n = len(values)
+    expanded = values.mean() + (values - values.mean()) * np.sqrt(n / (n - 1))
+    return expanded[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)

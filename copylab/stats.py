@@ -1,0 +1,239 @@
+"""Per-configuration summaries (summary.csv) and challenger-vs-baseline comparisons (comparisons.csv)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+from copylab.errors import CopylabError
+from copylab.metrics import METRICS
+
+CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "pinning")
+CURVE_KEYS = ("workload", "threads", "pinning")
+SUMMARY_COLUMNS = (*CONFIG_KEYS, "metric", "n", "n_failed", "mean", "std", "cv", "ci_low", "ci_high", "unstable")
+COMPARISON_COLUMNS = (
+    *CURVE_KEYS, "metric", "size_bytes", "challenger", "baseline", "ratio", "ratio_ci_low", "ratio_ci_high",
+    "p_value", "p_holm", "significant", "challenger_better",
+)  # fmt: skip
+DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
+    ("one_copy", "two_copy"),
+    ("zero_copy", "two_copy"),
+    ("iperf3", "two_copy"),
+)
+UNSTABLE_CV = 0.10
+MIN_TRIALS = 3
+
+
+def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t confidence interval of the mean; NaN bounds with fewer than two values."""
+    values = np.asarray(values, dtype=float)
+    mean = values.mean() if len(values) else np.nan
+    std = values.std(ddof=1) if len(values) > 1 else np.nan
+    half = _t_half_width(np.array([std]), np.array([len(values)]), confidence)[0]
+    return float(mean - half), float(mean + half)
+
+
+def bootstrap_interval(
+    values: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """BCa bootstrap confidence interval of the mean (scipy.stats.bootstrap); NaN with fewer than two values."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return np.nan, np.nan
+    if np.ptp(values) == 0:
+        return float(values[0]), float(values[0])
+    result = st.bootstrap(
+        (values,), np.mean, confidence_level=confidence, n_resamples=n_resamples, rng=np.random.default_rng(seed)
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm step-down adjusted p-values; NaN entries stay NaN and do not count as tests."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full_like(p, np.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    order = tested[np.argsort(p[tested], kind="stable")]
+    m = len(order)
+    scaled = p[order] * (m - np.arange(m))
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
+
+
+def fieller(
+    mean_c: np.ndarray,
+    var_c: np.ndarray,
+    n_c: np.ndarray,
+    mean_b: np.ndarray,
+    var_b: np.ndarray,
+    n_b: np.ndarray,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ratio of independent means mean_c/mean_b with Fieller's confidence interval (arrays; var = sample variance).
+
+    The interval is the set of rho with |m_c - rho m_b| <= t sqrt(v_c + rho^2 v_b),
+    v = var/n, t taken at the Welch-Satterthwaite degrees of freedom evaluated
+    at the point estimate.  When the baseline mean is not clearly away from
+    zero the set is unbounded and both bounds are NaN; a zero baseline mean
+    makes the ratio NaN too.
+    """
+    m_c, m_b = np.asarray(mean_c, dtype=float), np.asarray(mean_b, dtype=float)
+    v_c, v_b = np.asarray(var_c, dtype=float) / n_c, np.asarray(var_b, dtype=float) / n_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(m_b != 0, m_c / m_b, np.nan)
+        v_b_scaled = ratio**2 * v_b
+        dof = (v_c + v_b_scaled) ** 2 / (v_c**2 / (np.asarray(n_c) - 1) + v_b_scaled**2 / (np.asarray(n_b) - 1))
+        t = st.t.ppf((1 + confidence) / 2, dof)
+        a = m_b**2 - t**2 * v_b
+        half = np.sqrt((m_c * m_b) ** 2 - a * (m_c**2 - t**2 * v_c))
+        low, high = (m_c * m_b - half) / a, (m_c * m_b + half) / a
+    exact = (v_c + v_b_scaled) == 0
+    low = np.where(exact, ratio, np.where(a > 0, low, np.nan))
+    high = np.where(exact, ratio, np.where(a > 0, high, np.nan))
+    return ratio, low, high
+
+
+def ratio_interval(
+    challenger: np.ndarray, baseline: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """fieller() for two samples of trial values: (ratio, low, high)."""
+    c, b = np.asarray(challenger, dtype=float), np.asarray(baseline, dtype=float)
+    ratio, low, high = fieller(c.mean(), c.var(ddof=1), len(c), b.mean(), b.var(ddof=1), len(b), confidence)
+    return float(ratio), float(low), float(high)
+
+
+def describe(trials: pd.DataFrame, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+    """n, mean and sample std of every measured metric of the ok trials, per configuration and metric."""
+    grouped = _long(trials, _metrics(trials, metrics)).groupby([*CONFIG_KEYS, "metric"], sort=True)["value"]
+    return grouped.agg(n="count", mean="mean", std="std").reset_index()
+
+
+def summarize(
+    trials: pd.DataFrame,
+    metrics: Iterable[str] | None = None,
+    confidence: float = 0.95,
+    ci: str = "t",
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One summary.csv row per configuration and metric.
+
+    TRIALS must carry the METRICS columns (copylab.metrics.add_metrics).  Only
+    ok trials with a measured value count in n; failed trials of the
+    configuration are counted in n_failed (and excluded).  A metric gets rows
+    only for the implementation/workload pairs where some ok trial measured
+    it, so an unmeasured counter yields no rows rather than zeros, while a
+    configuration whose trials all failed still gets its rows (n = 0).  ci is
+    "t" (Student-t) or "bootstrap" (BCa, seeded).  cv = std/|mean| (0 when
+    std is 0); unstable means cv > 0.10 or n < 3.
+    """
+    if ci not in ("t", "bootstrap"):
+        raise CopylabError(f"unknown confidence interval method {ci!r} (t or bootstrap)")
+    metrics = _metrics(trials, metrics)
+    stats = describe(trials, metrics)
+    configs = trials[list(CONFIG_KEYS)].drop_duplicates()
+    measured = stats[["implementation", "workload", "metric"]].drop_duplicates()
+    failed = trials[trials["status"] != "ok"].groupby(list(CONFIG_KEYS)).size().rename("n_failed").reset_index()
+    summary = (
+        configs.merge(measured, on=["implementation", "workload"])
+        .merge(stats, on=[*CONFIG_KEYS, "metric"], how="left")
+        .merge(failed, on=list(CONFIG_KEYS), how="left")
+    )
+    summary["n"] = summary["n"].fillna(0).astype("int64")
+    summary["n_failed"] = summary["n_failed"].fillna(0).astype("int64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        summary["cv"] = np.where(summary["std"] == 0, 0.0, summary["std"] / summary["mean"].abs())
+    if ci == "t":
+        half = _t_half_width(summary["std"].to_numpy(), summary["n"].to_numpy(), confidence)
+        summary["ci_low"], summary["ci_high"] = summary["mean"] - half, summary["mean"] + half
+    else:
+        groups = _long(trials, metrics).groupby([*CONFIG_KEYS, "metric"])["value"]
+        values = {key: group.to_numpy() for key, group in groups}
+        keys = summary[[*CONFIG_KEYS, "metric"]].itertuples(index=False, name=None)
+        bounds = [bootstrap_interval(values.get(key, []), confidence, n_resamples, seed) for key in keys]
+        summary["ci_low"], summary["ci_high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+    summary["unstable"] = (summary["cv"] > UNSTABLE_CV) | (summary["n"] < MIN_TRIALS)
+    order = {m: i for i, m in enumerate(metrics)}
+    summary = summary.sort_values([*CONFIG_KEYS, "metric"], key=lambda s: s.map(order) if s.name == "metric" else s)
+    return summary[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+def compare(
+    trials: pd.DataFrame,
+    pairs: Iterable[tuple[str, str]] = DEFAULT_PAIRS,
+    metrics: Iterable[str] | None = None,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """One comparisons.csv row per curve, size and (challenger, baseline) pair present in the data.
+
+    A curve is (workload, threads, pinning, metric, challenger, baseline) along
+    size_bytes; a size is compared when both sides have at least two measured
+    ok trials.  p_value: Welch's two-sided t-test; p_holm: Holm-adjusted over
+    the sizes of one curve; significant: p_holm < 1 - confidence.
+    challenger_better is the direction-aware point estimate (higher mean for
+    "higher" metrics, lower for "lower"), significant or not.  ratio =
+    challenger mean / baseline mean with Fieller's interval (see fieller).
+    """
+    metrics = _metrics(trials, metrics)
+    stats = describe(trials, metrics)
+    stats = stats[stats["n"] >= 2]
+    keys = [*CURVE_KEYS, "size_bytes", "metric"]
+    frames = []
+    for challenger, baseline in pairs:
+        c = stats[stats["implementation"] == challenger].drop(columns="implementation")
+        b = stats[stats["implementation"] == baseline].drop(columns="implementation")
+        frames.append(c.merge(b, on=keys, suffixes=("_c", "_b")).assign(challenger=challenger, baseline=baseline))
+    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    columns = list(COMPARISON_COLUMNS)
+    if merged.empty:
+        return pd.DataFrame({c: pd.Series(dtype=_COMPARISON_DTYPES.get(c, "float64")) for c in columns})
+    m_c, s_c, n_c = merged["mean_c"].to_numpy(), merged["std_c"].to_numpy(), merged["n_c"].to_numpy()
+    m_b, s_b, n_b = merged["mean_b"].to_numpy(), merged["std_b"].to_numpy(), merged["n_b"].to_numpy()
+    ratio = fieller(m_c, s_c**2, n_c, m_b, s_b**2, n_b, confidence)
+    merged["ratio"], merged["ratio_ci_low"], merged["ratio_ci_high"] = ratio
+    with np.errstate(divide="ignore", invalid="ignore"):
+        merged["p_value"] = st.ttest_ind_from_stats(m_c, s_c, n_c, m_b, s_b, n_b, equal_var=False).pvalue
+    higher = merged["metric"].map(lambda m: METRICS[m].direction == "higher")
+    merged["challenger_better"] = np.where(higher, m_c > m_b, m_c < m_b)
+    curve = [*CURVE_KEYS, "metric", "challenger", "baseline"]
+    merged["p_holm"] = merged.groupby(curve)["p_value"].transform(holm)
+    merged["significant"] = merged["p_holm"] < 1 - confidence
+    order = {m: i for i, m in enumerate(metrics)}
+    merged = merged.sort_values(
+        [*CURVE_KEYS, "metric", "challenger", "size_bytes"], key=lambda s: s.map(order) if s.name == "metric" else s
+    )
+    return merged[columns].reset_index(drop=True)
+
+
+_COMPARISON_DTYPES = {
+    "workload": "str", "threads": "int64", "pinning": "str", "metric": "str", "size_bytes": "int64",
+    "challenger": "str", "baseline": "str", "significant": "bool", "challenger_better": "bool",
+}  # fmt: skip
+
+
+def _t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
+    """Half width of the Student-t interval of a mean: 0 when std is 0, NaN when n < 2."""
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = st.t.ppf((1 + confidence) / 2, n - 1) * std / np.sqrt(n)
+    return np.where(n < 2, np.nan, np.where(std == 0, 0.0, half))
+
+
+def _long(trials: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Measured values of the ok trials, one row per configuration, metric and trial."""
+    ok = trials[trials["status"] == "ok"]
+    return ok.melt(id_vars=list(CONFIG_KEYS), value_vars=metrics, var_name="metric").dropna(subset=["value"])
+
+
+def _metrics(trials: pd.DataFrame, metrics: Iterable[str] | None) -> list[str]:
+    metrics = list(METRICS) if metrics is None else list(metrics)
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise CopylabError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(METRICS)})")
+    absent = [m for m in metrics if m not in trials.columns]
+    if absent:
+        raise CopylabError(f"metric column(s) {', '.join(absent)} missing: apply copylab.metrics.add_metrics first")
+    return metrics

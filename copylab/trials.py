@@ -1,0 +1,247 @@
+"""Load and validate a sweep: trials.csv against copylab.schema, manifest.json against the trials."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from copylab import schema
+from copylab.errors import CopylabError
+
+TRIALS_FILE = "trials.csv"
+MANIFEST_FILE = "manifest.json"
+
+_ALLOWED_VALUES: dict[str, tuple[str, ...]] = {
+    "implementation": schema.IMPLEMENTATIONS + schema.BASELINE_TOOLS,
+    "workload": schema.WORKLOADS,
+    "pinning": schema.PINNINGS,
+    "status": schema.STATUSES,
+}
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+def load_trials(path: str | Path) -> pd.DataFrame:
+    """Read trials.csv, check it against schema.COLUMNS and return it typed.
+
+    str columns load as pandas strings, required int columns as int64, every
+    other numeric column as float64 so that an unmeasured (empty) value stays
+    NaN.  Any problem raises CopylabError with a one-line message.
+    """
+    path = Path(path)
+    text = _read_text(path)
+    header, lines = _check_rows(text, path)
+    _check_header(header, path)
+    raw = pd.read_csv(
+        io.StringIO(text),
+        dtype={name: str for name in header},
+        keep_default_na=False,
+        na_values=[""],
+        skip_blank_lines=False,
+    )
+    # Index by file line while validating, so every message can name the line.
+    raw.index = pd.Index(lines, name="line")
+    trials = pd.DataFrame({name: _convert(raw[name], column, path) for name, column in schema.COLUMN_BY_NAME.items()})
+    _check_values(trials, path)
+    return trials.reset_index(drop=True)
+
+
+def load_manifest(directory: str | Path) -> dict[str, Any]:
+    """Read DIRECTORY/manifest.json and check the keys the analysis relies on."""
+    path = Path(directory) / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CopylabError(f"{path}: no manifest (every sweep directory needs manifest.json)") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CopylabError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(manifest, dict):
+        raise CopylabError(f"{path}: expected a JSON object")
+    for key in ("sweep", "host", "parameters"):
+        if key not in manifest:
+            raise CopylabError(f"{path}: key '{key}' missing")
+    parameters = manifest["parameters"]
+    for key in ("implementations", "workloads", "sizes", "threads", "pinning", "trials"):
+        if key not in parameters:
+            raise CopylabError(f"{path}: key 'parameters.{key}' missing")
+    return manifest
+
+
+def check_manifest(trials: pd.DataFrame, manifest: dict[str, Any], trials_path: str | Path) -> None:
+    """Raise CopylabError unless the trials are what the manifest says was run.
+
+    Every sweep name, implementation, workload, size, thread count and pinning
+    in the rows must be one the manifest lists (iperf3 rows are accepted when
+    the manifest lists iperf3 or records an iperf3 version); no configuration
+    may have more repetitions than parameters.trials; and a complete manifest
+    with trials_sha256 must match the file byte for byte.
+    """
+    trials_path = Path(trials_path)
+    where = f"{trials_path.parent / MANIFEST_FILE}"
+    parameters = manifest["parameters"]
+    sweeps = set(trials["sweep"])
+    if sweeps != {manifest["sweep"]}:
+        raise CopylabError(f"{where}: sweep '{manifest['sweep']}' but trials.csv has sweep {sorted(sweeps)}")
+    implementations = set(parameters["implementations"])
+    if (manifest.get("toolchain") or {}).get("iperf3"):
+        implementations |= set(schema.BASELINE_TOOLS)
+    stream_sizes = set(parameters["sizes"])
+    rr_sizes = set(parameters.get("rr_sizes") or []) | stream_sizes
+    allowed = {
+        "implementation": implementations,
+        "workload": set(parameters["workloads"]),
+        "threads": set(parameters["threads"]),
+        "pinning": set(parameters["pinning"]),
+    }
+    for column, values in allowed.items():
+        _check_subset(trials[column], values, column, where)
+    _check_subset(trials.loc[trials["workload"] == "stream", "size_bytes"], stream_sizes, "stream size", where)
+    _check_subset(trials.loc[trials["workload"] == "rr", "size_bytes"], rr_sizes, "rr size", where)
+    most = int(trials["repetition"].max())
+    if most > int(parameters["trials"]):
+        raise CopylabError(f"{where}: parameters.trials is {parameters['trials']} but trials.csv has repetition {most}")
+    expected = manifest.get("trials_sha256")
+    if manifest.get("complete") and expected:
+        actual = hashlib.sha256(trials_path.read_bytes()).hexdigest()
+        if actual != expected:
+            raise CopylabError(
+                f"{trials_path}: sha256 {actual[:12]}... does not match the manifest's {expected[:12]}..."
+            )
+
+
+def load_sweep(directory: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Load DIRECTORY/trials.csv and DIRECTORY/manifest.json and check that they agree."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CopylabError(f"{directory}: no such sweep directory")
+    trials_path = directory / TRIALS_FILE
+    trials = load_trials(trials_path)
+    manifest = load_manifest(directory)
+    check_manifest(trials, manifest, trials_path)
+    return trials, manifest
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CopylabError(f"{path}: no such file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CopylabError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    if not text.strip():
+        raise CopylabError(f"{path}: empty file (no header)")
+    return text
+
+
+def _check_rows(text: str, path: Path) -> tuple[list[str], list[int]]:
+    """Return the header and the first file line of every record.
+
+    Raises on a record with the wrong number of fields and on a last line
+    without its newline, the traces of a writer that crashed mid-write.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    lines: list[int] = []
+    try:
+        header = next(reader)
+        start = reader.line_num + 1
+        for row in reader:
+            if len(row) != len(header):
+                cut = " (truncated: the writer probably crashed mid-write)" if _at_end(text, reader) else ""
+                raise CopylabError(f"{path}: line {start} has {len(row)} fields, the header has {len(header)}{cut}")
+            lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as error:
+        raise CopylabError(f"{path}: line {reader.line_num} is not valid CSV ({error})") from None
+    if not text.endswith(("\n", "\r")):
+        raise CopylabError(
+            f"{path}: line {reader.line_num} is truncated (no newline at the end of the file: "
+            "the writer probably crashed mid-write)"
+        )
+    return header, lines
+
+
+def _at_end(text: str, reader: Any) -> bool:
+    return reader.line_num >= len(text.splitlines())
+
+
+def _check_header(header: list[str], path: Path) -> None:
+    duplicated = sorted({name for name in header if header.count(name) > 1})
+    if duplicated:
+        raise CopylabError(f"{path}: duplicated column(s) {', '.join(duplicated)}")
+    missing = [name for name in schema.COLUMN_NAMES if name not in header]
+    if missing:
+        raise CopylabError(f"{path}: missing column(s) {', '.join(missing)}")
+    foreign = [name for name in header if name not in schema.COLUMN_BY_NAME]
+    if foreign:
+        raise CopylabError(f"{path}: unknown column(s) {', '.join(foreign)} (not in copylab.schema)")
+
+
+def _convert(values: pd.Series, column: schema.Column, path: Path) -> pd.Series:
+    if column.required and values.isna().any():
+        raise CopylabError(f"{path}: line {_line(values.isna())}: required column {column.name} is empty")
+    if column.kind == "str":
+        return values
+    if column.kind == "bool":
+        lowered = values.str.lower()
+        bad = values.notna() & ~lowered.isin(_TRUE | _FALSE)
+        _raise_bad(bad, values, column, path, "not true/false")
+        return lowered.isin(_TRUE).astype(object).where(values.notna()).astype("boolean")
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = values.notna() & ~np.isfinite(numbers.fillna(0.0))
+    bad |= values.notna() & numbers.isna()
+    _raise_bad(bad, values, column, path, "not a finite number (leave unmeasured values empty)")
+    if column.kind == "int":
+        fractional = numbers.notna() & (numbers != numbers.round())
+        _raise_bad(fractional, values, column, path, "not an integer")
+        if column.required:
+            return numbers.astype("int64")
+    return numbers.astype("float64")
+
+
+def _raise_bad(bad: pd.Series, values: pd.Series, column: schema.Column, path: Path, why: str) -> None:
+    if bad.any():
+        value = values[bad].iloc[0]
+        raise CopylabError(f"{path}: line {_line(bad)}: column {column.name} value {value!r} is {why}")
+
+
+def _line(mask: pd.Series) -> int:
+    """File line of the first flagged row (the frame is indexed by line while loading)."""
+    return int(mask.index[mask.to_numpy()][0])
+
+
+def _check_values(trials: pd.DataFrame, path: Path) -> None:
+    for column, allowed in _ALLOWED_VALUES.items():
+        bad = ~trials[column].isin(allowed)
+        if bad.any():
+            raise CopylabError(
+                f"{path}: line {_line(bad)}: unknown {column} {trials[column][bad].iloc[0]!r} "
+                f"(expected one of {', '.join(allowed)})"
+            )
+    for column in ("size_bytes", "threads", "repetition"):
+        bad = trials[column] < 1
+        if bad.any():
+            raise CopylabError(f"{path}: line {_line(bad)}: {column} must be at least 1")
+    duplicated = trials["trial_id"].duplicated()
+    if duplicated.any():
+        repeated = trials["trial_id"][duplicated].iloc[0]
+        raise CopylabError(f"{path}: line {_line(duplicated)}: trial_id {repeated!r} repeated")
+    if not (trials["status"] == "ok").any():
+        raise CopylabError(f"{path}: no ok trials ({len(trials)} rows, none with status ok)")
+
+
+def _check_subset(values: pd.Series, allowed: set[Any], what: str, where: str) -> None:
+    foreign = sorted(set(values) - allowed, key=str)
+    if foreign:
+        shown = ", ".join(str(value) for value in foreign[:5])
+        raise CopylabError(f"{where}: trials.csv has {what} {shown} that the manifest does not list")
+
+
