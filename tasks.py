@@ -162,7 +162,7 @@ def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations
     )
     result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
     print(result.summary())
-    if analyze and result.ok:
+    if analyze and (result.ok or result.skipped):  # skipped: ok rows of an earlier, interrupted run
         _analyze(result.directory)
     if result.failed:
         raise Exit(f"copylab: {result.failed} of {result.ran} trials failed (see the error column)", code=1)
@@ -223,7 +223,10 @@ def test(c, k=None, x=False):
 @one_line_errors
 def lab(c, port=8888, data=str(REFERENCE_DATA)):
     """Open the explorer notebook in JupyterLab on localhost (prints the URL)."""
-    env = dict(os.environ, COPYLAB_EXPLORE_DATA=str(Path(data).resolve()))
+    from copylab.explorer import ENV_VAR
+
+    # The kernel starts in notebooks/: PYTHONPATH lets it import copylab from the project root.
+    env = dict(os.environ, **{ENV_VAR: str(Path(data).resolve())}, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                f"--ServerApp.root_dir={ROOT}", "--allow-root", "notebooks/30_explore.ipynb"]
     raise Exit(code=subprocess.call(command, cwd=ROOT, env=env))
