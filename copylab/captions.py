@@ -1,0 +1,205 @@
+"""Figure captions that state, with numbers from the summary, what each figure of the report shows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from copylab.answers import (
+    THROUGHPUT,
+    Focus,
+    Sweep,
+    choose_focus,
+    code,
+    counters_unavailable_reason,
+    fmt_interval,
+    fmt_num,
+    fmt_pct,
+    fmt_size,
+    implementations,
+    measured,
+    metric_rows,
+    threads_text,
+    zero_copy_counts,
+)
+
+INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
+
+
+def _extremes(sweep: Sweep, metric: str, pick: str, **where: object) -> list[str]:
+    """Per implementation: 'impl m [lo, hi] at SIZE' for the row with the largest (pick='max') or smallest mean."""
+    parts = []
+    for impl in implementations(sweep):
+        rows = metric_rows(sweep, metric, implementation=impl, **where)
+        if rows.empty:
+            continue
+        row = rows.loc[rows["mean"].idxmax() if pick == "max" else rows["mean"].idxmin()]
+        interval = fmt_interval(row["mean"], row["ci_low"], row["ci_high"])
+        parts.append(f"{code(impl)} {interval} at {fmt_size(row['size_bytes'])}")
+    return parts
+
+
+def _at_sizes(sweep: Sweep, metric: str, focus: Focus, unit: str) -> str:
+    """'at 64 B: impl a, impl b; at 64 KiB: ...' for the smallest and largest stream size."""
+    rows = metric_rows(sweep, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    sizes = sorted(rows["size_bytes"].unique())
+    chunks = []
+    for size in (sizes[0], sizes[-1]) if sizes else ():
+        values = []
+        for impl in implementations(sweep):
+            rows = metric_rows(sweep, metric, implementation=impl, workload="stream", size_bytes=size,
+                               threads=focus.threads, pinning=focus.pinning)
+            if not rows.empty:
+                row = rows.iloc[0]
+                values.append(f"{code(impl)} {fmt_interval(row['mean'], row['ci_low'], row['ci_high'], unit)}")
+        chunks.append(f"At {fmt_size(size)}: " + ", ".join(values))
+    return "; ".join(chunks)
+
+
+def zero_copy_path(sweep: Sweep) -> str:
+    """Caption of the zero-copy path diagram, with the measured COPIED share."""
+    counts = zero_copy_counts(sweep)
+    measured_text = (
+        f" In this sweep {fmt_pct(counts['copied_fraction'])} of {counts['zc_completed']:,.0f} completed zero-copy "
+        "sends carried the COPIED flag."
+        if counts
+        else " This sweep recorded no zero-copy completions."
+    )
+    return (
+        "The MSG_ZEROCOPY send path as exercised here, steps 1 to 9. Red: the steps where bytes are still copied, by "
+        "the receiver's kernel on local delivery (5) and by recv() into user space (9); dashed: the completion "
+        "path back to the sender, which may reuse a buffer only after step 8." + measured_text
+    )
+
+
+def throughput_vs_size(sweep: Sweep, focus: Focus) -> str:
+    stream = metric_rows(sweep, THROUGHPUT, workload="stream", pinning=focus.pinning)
+    threads = sorted({int(t) for t in stream["threads"]})
+    text = f"Stream throughput against message size, one panel per thread count. {INTERVALS}"
+    for n in sorted({threads[0], threads[-1]}):
+        peaks = _extremes(sweep, THROUGHPUT, "max", workload="stream", threads=n, pinning=focus.pinning)
+        text += f" Peak throughput in Gbit/s with {threads_text(n)} (pinning {code(focus.pinning)}): "
+        text += "; ".join(peaks) + "."
+    crossings = sweep.crossovers[
+        (sweep.crossovers["status"] == "crossover")
+        & (sweep.crossovers["metric"] == THROUGHPUT)
+        & (sweep.crossovers["workload"] == "stream")
+    ]
+    if len(crossings):
+        text += (
+            f" Dotted lines mark the {len(crossings)} crossover size(s) found, shaded bands their 95% bootstrap "
+            "intervals (see the answers to questions 4 and 5)."
+        )
+    return text
+
+
+def latency_vs_threads(sweep: Sweep, focus: Focus) -> str:
+    rr = metric_rows(sweep, "latency_mean_us", workload="rr", pinning=focus.pinning)
+    if rr.empty:
+        return "The sweep has no request/response results, so no latency is shown."
+    size = int(rr["size_bytes"].min())
+    parts = []
+    for impl in implementations(sweep):
+        rows = rr[(rr["implementation"] == impl) & (rr["size_bytes"] == size)].sort_values("threads")
+        if len(rows):
+            first, last = rows.iloc[0], rows.iloc[-1]
+            parts.append(
+                f"{code(impl)} {fmt_interval(first['mean'], first['ci_low'], first['ci_high'])} µs with "
+                f"{threads_text(int(first['threads']))}, {fmt_interval(last['mean'], last['ci_low'], last['ci_high'])} "
+                f"µs with {int(last['threads'])}"
+            )
+    return (
+        f"Round-trip latency of the request/response workload against the number of threads, {fmt_size(size)} "
+        f"messages: mean (left) and 99th percentile (right). {INTERVALS} Mean latency, pinning "
+        f"{code(focus.pinning)}: {'; '.join(parts)}."
+    )
+
+
+def cache_misses_vs_size(sweep: Sweep, focus: Focus) -> str:
+    levels = {"L1d": "snd_l1d_misses_per_kib", "LLC": "snd_llc_misses_per_kib"}
+    present = {name: metric for name, metric in levels.items() if measured(sweep, metric)}
+    if not present:
+        return (
+            "Sender cache misses per KiB against message size: not measurable on this host, because "
+            f"{counters_unavailable_reason(sweep)}. No values are drawn rather than zeros."
+        )
+    text = (
+        f"Sender cache load misses per KiB sent against message size, one panel per thread count. {INTERVALS} "
+        f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}:"
+    )
+    for name, metric in present.items():
+        text += f" {name}: {_at_sizes(sweep, metric, focus, '')}."
+    return text
+
+
+def cpu_per_byte_vs_size(sweep: Sweep, focus: Focus) -> str:
+    if measured(sweep, "cycles_per_byte"):
+        metric, unit = "cycles_per_byte", "cycles/B"
+        rows_text = "CPU cycles per byte, then CPU time per byte of both ends and of the sender"
+    else:
+        metric, unit = "cpu_ns_per_byte", "ns/B"
+        rows_text = (
+            "CPU time per byte of both ends (user + system), then of the sender alone; CPU cycles are not "
+            "measurable on this host, so CPU time stands in for them"
+        )
+    text = (
+        f"CPU cost per byte against message size; rows: {rows_text}; one column per thread count. {INTERVALS} "
+        f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}, in {unit}: "
+        f"{_at_sizes(sweep, metric, focus, '')}."
+    )
+    rows = metric_rows(sweep, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    ends = rows.sort_values("size_bytes").groupby("implementation")["mean"].agg(["first", "last"])
+    if len(ends) and (ends["last"] < ends["first"]).all():
+        text += (
+            " Every implementation needs less per byte at the largest size than at the smallest: the per-message "
+            "cost (system call, TCP processing, notifications) is spread over more bytes."
+        )
+    return text
+
+
+def zc_copied_fraction(sweep: Sweep, focus: Focus) -> str:
+    rows = metric_rows(sweep, "zc_copied_fraction")
+    if rows.empty:
+        return "No zero-copy completions were recorded, so no copied fraction is shown."
+    return (
+        "Share of zero-copy sends whose completion carried `SO_EE_CODE_ZEROCOPY_COPIED` against message size, one "
+        f"line per thread count, one panel per workload: between "
+        f"{fmt_pct(rows['mean'].min())} and {fmt_pct(rows['mean'].max())} over {len(rows)} configurations. A share "
+        "near 100% means the kernel copied the pinned pages on local delivery, so no copy was saved."
+    )
+
+
+def retransmits(sweep: Sweep, focus: Focus) -> str:
+    rows = metric_rows(sweep, "retransmits", workload="stream")
+    if rows.empty:
+        return "TCP retransmits were not recorded."
+    worst = rows.loc[rows["mean"].idxmax()]
+    zero = int((rows["mean"] == 0).sum())
+    if zero == len(rows):
+        return (
+            "TCP retransmits per stream trial, one panel per implementation: none in any of the "
+            f"{len(rows)} configurations."
+        )
+    return (
+        f"TCP retransmits per stream trial (mean over trials), one panel per implementation. {zero} of {len(rows)} "
+        f"configurations had none; the most, {fmt_num(worst['mean'])} per trial, occurred for "
+        f"{code(worst['implementation'])} at "
+        f"{fmt_size(worst['size_bytes'])} with {threads_text(int(worst['threads']))} and pinning "
+        f"{code(worst['pinning'])}."
+    )
+
+
+CAPTIONS: dict[str, Callable[[Sweep, Focus], str]] = {
+    "throughput_vs_size": throughput_vs_size,
+    "latency_vs_threads": latency_vs_threads,
+    "cache_misses_vs_size": cache_misses_vs_size,
+    "cpu_per_byte_vs_size": cpu_per_byte_vs_size,
+    "zerocopy_copied_fraction": zc_copied_fraction,
+    "retransmits": retransmits,
+}
+
+
+def caption(kind: str, sweep: Sweep) -> str:
+    """The caption of figure ``kind`` for ``sweep``."""
+    if kind not in CAPTIONS:
+        raise KeyError(f"no caption for figure kind {kind!r} (known: {', '.join(CAPTIONS)})")
+    return CAPTIONS[kind](sweep, choose_focus(sweep))

@@ -1,0 +1,338 @@
+"""The report's answer sentences, on small hand-made analysis tables with known numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from copylab import answers
+from copylab.answers import Sweep, fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
+from copylab.errors import CopylabError
+
+SIZES = [64, 1024, 4096, 16384, 65536]
+THREADS = [1, 4]
+# stream throughput in Gbit/s per size: two_copy fastest at large sizes, as measured over veth
+THROUGHPUT = {
+    "two_copy": [0.55, 5.0, 12.0, 20.0, 26.0],
+    "one_copy": [0.40, 4.2, 16.0, 18.0, 24.0],
+    "zero_copy": [0.26, 1.7, 9.0, 15.0, 20.0],
+}
+UNSUPPORTED = {event: "<not supported>" for event in ("cycles", "L1-dcache-load-misses", "LLC-load-misses")}
+CROSSOVER = (5792.6, 4100.2, 8191.0)
+
+
+def _summary_row(impl, workload, size, threads, metric, mean, unstable=False):
+    half = 0.03 * abs(mean) if np.isfinite(mean) else np.nan
+    return {
+        "implementation": impl, "workload": workload, "size_bytes": size, "threads": threads, "pinning": "same_cpu",
+        "metric": metric, "n": 5, "n_failed": 0, "mean": mean, "std": half, "cv": 0.02,
+        "ci_low": mean - half, "ci_high": mean + half, "unstable": unstable,
+    }
+
+
+def make_sweep(
+    *,
+    counters: bool = False,
+    status: str = "crossover",
+    throughput: dict[str, list[float]] = THROUGHPUT,
+    miss_gain: tuple[float, float] = (0.4, 0.1),
+    failed: int = 0,
+    copied: float = 1.0,
+) -> Sweep:
+    """A sweep whose tables follow the contract; ``miss_gain`` = one_copy's (L1, LLC) miss reduction."""
+    summary, comparisons, trials = [], [], []
+    means: dict[tuple, float] = {}
+    for impl, curve in throughput.items():
+        for i, size in enumerate(SIZES):
+            for threads in THREADS:
+                tp = curve[i] * (1.0 if threads == 1 else 0.8)
+                l1 = {"two_copy": 100.0}.get(impl, 100.0 * (1 - miss_gain[0])) if counters else np.nan
+                llc = {"two_copy": 20.0}.get(impl, 20.0 * (1 - miss_gain[1])) if counters else np.nan
+                values = {
+                    "throughput_gbps": tp, "cpu_ns_per_byte": 8 / tp, "snd_cpu_ns_per_byte": 4 / tp,
+                    "ctx_switches_per_msg": 0.01 * threads, "retransmits": 0.0,
+                    "snd_l1d_misses_per_kib": l1, "snd_llc_misses_per_kib": llc,
+                }
+                if impl == "zero_copy":
+                    values["zc_copied_fraction"] = copied
+                for metric, mean in values.items():
+                    summary.append(_summary_row(impl, "stream", size, threads, metric, mean))
+                    means[(impl, size, threads, metric)] = mean
+                for rep in (1, 2, 3):
+                    sends = 1000.0
+                    trials.append({
+                        "implementation": impl, "workload": "stream", "size_bytes": size, "threads": threads,
+                        "pinning": "same_cpu", "repetition": rep, "status": "ok", "error": np.nan,
+                        "bytes": 1e9, "snd_cpu_user_s": {"two_copy": 0.5}.get(impl, 0.2) + 0.01 * rep,
+                        "zc_sends": sends if impl == "zero_copy" else np.nan,
+                        "zc_completed": sends if impl == "zero_copy" else np.nan,
+                        "zc_copied": sends * copied if impl == "zero_copy" else np.nan,
+                        "zc_notifications": 50.0 if impl == "zero_copy" else np.nan,
+                    })
+        for threads in THREADS:
+            summary.append(_summary_row(impl, "rr", 64, threads, "latency_mean_us", 20.0 * threads, threads > 1))
+    for k in range(failed):
+        trials.append({**trials[0], "repetition": 10 + k, "status": "failed", "error": "server did not start",
+                       "bytes": np.nan, "snd_cpu_user_s": np.nan})
+    for challenger in ("one_copy", "zero_copy"):
+        for metric in ("throughput_gbps", "snd_l1d_misses_per_kib", "snd_llc_misses_per_kib"):
+            for size in SIZES:
+                for threads in THREADS:
+                    ratio = means[(challenger, size, threads, metric)] / means[("two_copy", size, threads, metric)]
+                    significant = bool(np.isfinite(ratio) and abs(math.log(ratio)) > 0.05)
+                    higher = metric == "throughput_gbps"
+                    comparisons.append({
+                        "workload": "stream", "threads": threads, "pinning": "same_cpu", "metric": metric,
+                        "size_bytes": size, "challenger": challenger, "baseline": "two_copy", "ratio": ratio,
+                        "ratio_ci_low": ratio * 0.96, "ratio_ci_high": ratio * 1.04, "p_value": 0.001,
+                        "p_holm": 0.004 if significant else 0.5, "significant": significant,
+                        "challenger_better": significant and (ratio > 1) == higher,
+                    })
+    crossovers = []
+    for challenger in ("one_copy", "zero_copy"):
+        for threads in THREADS:
+            # zero_copy never wins in this fixture; one_copy carries the status under test
+            row_status = status if challenger == "one_copy" else "challenger_never_better"
+            value = CROSSOVER if row_status == "crossover" else (np.nan, np.nan, np.nan)
+            crossovers.append({
+                "workload": "stream", "threads": threads, "pinning": "same_cpu", "metric": "throughput_gbps",
+                "challenger": challenger, "baseline": "two_copy", "status": row_status, "crossover_size": value[0],
+                "ci_low": value[1], "ci_high": value[2],
+                "first_significant_size": 4096 if row_status in ("crossover", "challenger_always_better") else np.nan,
+            })
+    manifest = {
+        "sweep": "fixture",
+        "host": {"hostname": "h", "kernel": "6.1", "cpu_model": "cpu", "cores": 2, "memory_gib": 4.0,
+                 "virtualization": "kvm" if not counters else "none"},
+        "parameters": {"pinning": ["same_cpu"], "sizes": SIZES, "threads": THREADS, "trials": 3},
+        "perf": {"available": True, "supported_events": ["task-clock"],
+                 "unsupported_events": {} if counters else UNSUPPORTED},
+        "git": {"commit": "abc", "dirty": False},
+        "complete": True,
+    }
+    return Sweep("fixture", manifest, pd.DataFrame(trials), pd.DataFrame(summary), pd.DataFrame(comparisons),
+                 pd.DataFrame(crossovers))
+
+
+def test_formatting_is_exact():
+    assert fmt_num(26.04) == "26.0" and fmt_num(0.01234) == "0.0123" and fmt_num(1234.5) == "1,234"
+    assert fmt_size(65536) == "64 KiB" and fmt_size(64) == "64 B" and fmt_size(3000) == "3,000 B"
+    assert fmt_bytes(5792.6) == "5,793 B" and fmt_bytes(640.2) == "640 B"
+    assert answers.fmt_p(0.00002) == "<0.001" and answers.fmt_p(0.0123) == "0.0123"
+    assert fmt_interval(1.0, 0.5, 1.5, "ns") == "1.00 [0.500, 1.50] ns"
+    assert fmt_pct(0.973) == "97.3%"
+    assert answers.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|----------|----------|\n| 1 | x\\|y |"
+    wide = answers.markdown_table([{"a": "x" * 12, "b": "y" * 100}])
+    assert wide.splitlines()[1] == "|" + "-" * 12 + "|" + "-" * 40 + "|"
+    assert answers.md_escape("<not supported> a_b") == "\\<not supported\\> a\\_b"
+
+
+def test_focus_is_first_pinning_fewest_threads_largest_common_size():
+    assert answers.choose_focus(make_sweep()) == answers.Focus("same_cpu", 1, 65536)
+
+
+def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
+    text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy")
+    for value in CROSSOVER:
+        assert fmt_bytes(value) in text
+    assert "outperforms `two_copy` above about **5,793 B** (5.66 KiB; 95% bootstrap CI 4,100 B to 8,191 B)" in text
+    assert "From 4 KiB upward it is significantly better" in text
+    assert text.count("- With") == len(THREADS) and "1 thread, pinning `same_cpu`" in text
+
+
+@pytest.mark.parametrize(
+    ("status", "phrase"),
+    [
+        (
+            "challenger_always_better",
+            "outperforms `two_copy` at every tested size where they differ significantly (64 B to 64 KiB)",
+        ),
+        ("challenger_never_better", "never outperforms `two_copy` within the tested range of 64 B to 64 KiB"),
+        ("indistinguishable", "are indistinguishable: no size from 64 B to 64 KiB"),
+        # the fixture's one_copy is better only at 4 KiB (16 vs 12 Gbit/s) and worse elsewhere
+        ("multiple_crossings", "significantly better at 4 KiB and significantly worse at 64 B, 1 KiB, 16 KiB, 64 KiB"),
+    ],
+)
+def test_crossover_statuses_without_a_crossover_are_stated_honestly(status, phrase):
+    text = answers.answer_crossover(make_sweep(status=status), "one_copy")
+    assert phrase in text
+    assert "bootstrap CI" not in text.split("\n", 1)[1]
+
+
+def test_unknown_crossover_status_is_an_error():
+    sweep = make_sweep()
+    sweep.crossovers.loc[0, "status"] = "maybe"
+    with pytest.raises(CopylabError, match="unknown status 'maybe'"):
+        answers.answer_crossover(sweep, "one_copy")
+
+
+def test_q5_zero_copy_never_better_and_q4_q5_listed_in_order():
+    pairs = answers.answers(make_sweep())
+    assert [q for q, _ in pairs] == list(answers.QUESTIONS)
+    assert "`zero_copy` never outperforms" in pairs[4][1]
+
+
+def test_q1_uses_copied_fraction_notifications_and_ratios():
+    text = answers.answer_q1(make_sweep(copied=0.75))
+    assert "75.0% of 30,000 completed zero-copy sends" in text
+    assert "copied anyway on delivery" in text
+    assert "0.0500 error-queue notifications" in text
+    ratio = 20.0 / 26.0
+    assert f"| 64 KiB | {fmt_num(ratio)} | [{fmt_num(ratio * 0.96)}, {fmt_num(ratio * 1.04)}]" in text
+    assert "significantly faster at 0 of 5 sizes, significantly slower at 5" in text
+    # CPU per byte at the smallest and largest size, both implementations
+    assert fmt_num(8 / 20.0) in text and fmt_num(8 / 0.55) in text
+
+
+def test_q1_when_the_kernel_did_not_copy():
+    assert "most sends really avoided the copy" in answers.answer_q1(make_sweep(copied=0.1))
+
+
+def test_q2_without_counters_says_not_measurable_and_why():
+    text = answers.answer_q2(make_sweep(counters=False))
+    assert text.startswith(
+        "Not measurable on this host, because the hardware counters are not supported "
+        "(perf reports `<not supported>` for L1-dcache-load-misses, LLC-load-misses)"
+    )
+    assert "the host is a virtual machine (kvm)" in text
+    assert "largest reduction" not in text
+
+
+@pytest.mark.parametrize(("gain", "level"), [((0.4, 0.1), "L1 data cache"), ((0.1, 0.5), "last-level cache")])
+def test_q2_with_counters_names_the_level_with_the_largest_reduction(gain, level):
+    text = answers.answer_q2(make_sweep(counters=True, miss_gain=gain))
+    assert text.startswith(f"The {level} shows the largest reduction")
+    assert f"{fmt_pct(max(gain))} fewer sender misses per KiB" in text
+    assert "Not measurable" not in text
+
+
+def test_q3_reports_thread_scaling_numbers_and_missing_counters():
+    text = answers.answer_q3(make_sweep())
+    # two_copy at 64 KiB: 26.0 Gbit/s with 1 thread, 20.8 with 4
+    assert "- `two_copy`, 1 to 4 threads: throughput 26.0 to 20.8 Gbit/s (-20.0%)" in text
+    assert "The host has 2 cores, so beyond 2 threads" in text
+    assert "not measurable on this host" in text
+    assert "Sender LLC misses/KiB" not in text
+    assert "Sender LLC misses/KiB" in answers.answer_q3(make_sweep(counters=True))
+
+
+def test_q6_finds_the_zero_copy_reversal_in_the_fixture():
+    sweep = make_sweep()
+    anomaly = answers.find_anomaly(sweep)
+    assert anomaly.kind == "ordering_reversal" and anomaly.implementation == "zero_copy"
+    # largest gap in the upper half of sizes: one_copy 16 vs zero_copy 9 Gbit/s at 4 KiB, each +-3%
+    assert anomaly.observed[0] == "one_copy" and anomaly.size == 4096
+    assert anomaly.score == pytest.approx(16 * 0.97 / (9 * 1.03) - 1)
+    text = answers.answer_q6(sweep)
+    assert "deferred" in text and "`one_copy` reached 16.0 [15.5, 16.5] Gbit/s" in text
+    assert fmt_pct(anomaly.score) in text
+
+
+def test_q6_prefers_a_bigger_drop_in_a_curve():
+    curves = {
+        "two_copy": [0.5, 5.0, 12.0, 20.0, 26.0],
+        "one_copy": [0.6, 6.0, 14.0, 24.0, 30.0],
+        "zero_copy": [0.7, 7.0, 16.0, 80.0, 32.0],  # falls 80 -> 32 from 16 KiB to 64 KiB
+    }
+    anomaly = answers.find_anomaly(make_sweep(throughput=curves))
+    assert anomaly.kind == "non_monotonic" and anomaly.implementation == "zero_copy"
+    assert anomaly.observed[0] == 16384 and anomaly.expected[0] == 65536
+    assert "fell from" in answers.answer_q6(make_sweep(throughput=curves))
+
+
+def test_q6_without_significant_anomaly_says_so():
+    flat = {name: [1.0] * len(SIZES) for name in THROUGHPUT}
+    sweep = make_sweep(throughput=flat)
+    sweep.summary.loc[sweep.summary["metric"] == "throughput_gbps", ["ci_low", "ci_high"]] = (0.5, 1.5)
+    assert "not a significant anomaly" in answers.answer_q6(sweep)
+
+
+def test_limitations_are_counted():
+    items = answers.limitations(make_sweep(failed=2))
+    text = "\n".join(items)
+    total = len(SIZES) * len(THREADS) * 3 * 3 + 2
+    assert f"2 of {total} trials failed" in text and '"server did not start", 2 times' in text
+    # 3 implementations x (5 sizes x 2 thread counts + 2 rr configurations); rr with 4 threads is unstable
+    assert "3 of 36 configurations were flagged unstable" in text and "largest CV being 2.0%" in text
+    assert "virtualised (kvm)" in text
+    assert "cycles, L1-dcache-load-misses, LLC-load-misses (perf: `<not supported>`)" in text
+    assert "100.0% of sends were copied" in text
+
+
+def test_copy_evidence_shows_the_eliminated_user_space_copy():
+    text = answers.copy_evidence(make_sweep())
+    # two_copy 0.5x s of user CPU per 1e9 bytes = 0.5x ns/B, one_copy 0.2x
+    assert "`two_copy` spent 0.520 [" in text and "`one_copy` 0.220 [" in text
+    assert "The difference is the eliminated copy." in text
+    assert "30,000 zero-copy sends" in text
+
+
+def test_captions_state_peaks_and_ends_with_numbers():
+    from copylab import captions
+
+    sweep = make_sweep()
+    text = captions.caption("throughput_vs_size", sweep)
+    # peak of two_copy with 1 thread: 26.0 Gbit/s +-3% at 64 KiB
+    assert "with 1 thread (pinning `same_cpu`): `two_copy` 26.0 [25.2, 26.8] at 64 KiB" in text
+    # with 4 threads the fixture runs at 0.8 x: 20.8 Gbit/s
+    assert "with 4 threads (pinning `same_cpu`): `two_copy` 20.8 [20.2, 21.4] at 64 KiB" in text
+    assert "Dotted lines mark the 2 crossover size(s)" in text
+    latency = captions.caption("latency_vs_threads", sweep)
+    assert "`two_copy` 20.0 [19.4, 20.6] µs with 1 thread, 80.0 [77.6, 82.4] µs with 4" in latency
+    cpu = captions.caption("cpu_per_byte_vs_size", sweep)
+    assert "cycles are not measurable" in cpu and f"`two_copy` {fmt_num(8 / 0.55)} [" in cpu
+    assert "Every implementation needs less per byte" in cpu
+    assert "not measurable on this host" in captions.caption("cache_misses_vs_size", sweep)
+    assert "between 100.0% and 100.0% over 10 configurations" in captions.caption("zerocopy_copied_fraction", sweep)
+    assert "none in any of the 30 configurations" in captions.caption("retransmits", sweep)
+    with pytest.raises(KeyError, match="no caption for figure kind 'pie'"):
+        captions.caption("pie", sweep)
+
+
+def test_cache_caption_with_counters_gives_both_levels():
+    from copylab import captions
+
+    text = captions.caption("cache_misses_vs_size", make_sweep(counters=True))
+    assert "L1d: At 64 B: `two_copy` 100 [97.0, 103]" in text and "LLC: At 64 B" in text
+
+
+def test_short_answer_summarises_all_configurations():
+    text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy")
+    assert text.startswith(
+        "**In short:** `one_copy` outperforms `two_copy` above a crossover size of about 5,793 B in 2 of 2 "
+        "configurations."
+    )
+    text = answers.answer_crossover(make_sweep(status="indistinguishable"), "one_copy")
+    assert text.startswith(
+        "**In short:** `one_copy` has no crossover over `two_copy`; it is not distinguishable from the baseline in "
+        "2 of 2 configurations."
+    )
+
+
+def test_single_trial_has_no_interval_and_containers_are_not_called_vms():
+    assert fmt_interval(18.3, float("nan"), float("nan"), "Gbit/s") == "18.3 (no interval) Gbit/s"
+    sweep = make_sweep()
+    sweep.manifest["host"]["virtualization"] = "docker"
+    assert "inside a container (docker), where perf could not open these events" in answers.answer_q2(sweep)
+    assert "virtual machine" not in answers.answer_q2(sweep)
+    assert any("inside a container (docker)" in item for item in answers.limitations(sweep))
+
+
+def test_focus_size_has_the_most_results_when_a_sweep_is_incomplete():
+    sweep = make_sweep()
+    summary = sweep.summary
+    drop = (summary["size_bytes"] == 65536) & (summary["threads"] == 4) & (summary["implementation"] == "two_copy")
+    sweep = Sweep(sweep.name, sweep.manifest, sweep.trials, summary[~drop], sweep.comparisons, sweep.crossovers)
+    assert answers.choose_focus(sweep).size == 16384
+
+
+def test_retransmit_causes_depend_on_pinning():
+    sweep = make_sweep()
+    rows = sweep.summary["metric"] == "retransmits"
+    sweep.summary.loc[rows & (sweep.summary["size_bytes"] == 64), "mean"] = 12.0
+    text = "\n".join(answers.limitations(sweep))
+    assert "6 of 30 configurations saw TCP retransmits (up to 12.0 per trial" in text
+    assert "6 ran with both ends on one CPU, where veth does not reorder" in text and "takes the reordering" not in text
