@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from copylab.errors import CopylabError
 from copylab.paths import program
 
@@ -53,3 +55,22 @@ def measure_memcpy(runs: int = 7, cpu: str | None = "0") -> dict[str, Any]:
 
 def copy_bound_gbps(memcpy_gbps: float, implementation: str) -> float:
     return memcpy_gbps / COPIES_PER_BYTE[implementation]
+
+
+def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
+    """Per implementation, its best mean stream throughput and what fraction of its copy bound that is."""
+    throughput = summary[(summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream")
+                         & (summary["n"] > 0)]
+    rows = []
+    for implementation, copies in COPIES_PER_BYTE.items():
+        mine = throughput[throughput["implementation"] == implementation]
+        if mine.empty:
+            continue
+        best = mine.loc[mine["mean"].idxmax()]
+        limit = copy_bound_gbps(memcpy_gbps, implementation)
+        rows.append({
+            "implementation": implementation, "copies": copies, "size_bytes": int(best["size_bytes"]),
+            "threads": int(best["threads"]), "best_gbps": float(best["mean"]), "limit_gbps": limit,
+            "fraction": float(best["mean"]) / limit,
+        })
+    return rows

@@ -25,6 +25,7 @@ from copylab.answers import (
     md_escape,
     zero_copy_counts,
 )
+from copylab.calibrate import copy_limit_rows
 from copylab.captions import caption
 from copylab.diagram import draw_zerocopy_path
 from copylab.errors import CopylabError
@@ -156,6 +157,28 @@ def method(sweep: Sweep) -> str:
             "the tested range.",
         ]
     )
+
+
+def copy_limit(sweep: Sweep) -> str:
+    """Best throughput of each implementation against the ceiling its copies allow on this host."""
+    calibration = sweep.manifest.get("calibration")
+    if not calibration:
+        return ("The sweep's manifest holds no memcpy calibration (`./inv calibrate --data DIR` adds one), so the "
+                "distance to the copy-bound limit cannot be stated.")
+    memcpy = calibration["memcpy_gbps"]
+    rows = copy_limit_rows(sweep.summary, memcpy)
+    table = markdown_table({
+        "Implementation": code(row["implementation"]), "Copies per byte": str(row["copies"]),
+        "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
+                                   f"{row['threads']} thread{'s' if row['threads'] > 1 else ''})",
+        "Copy bound, Gbit/s": fmt_num(row["limit_gbps"]), "Fraction of the bound": f"{row['fraction']:.0%}",
+    } for row in rows)
+    return (f"Single-core memcpy on this host copies {fmt_num(memcpy)} Gbit/s (best of "
+            f"{calibration.get('runs', 'several')} copies of a {calibration.get('buffer_mib', '?')} MiB buffer, "
+            "larger than the last-level cache, measured when the sweep started). With both ends on one CPU that "
+            "core performs every copy of every byte, so an implementation making *k* copies cannot exceed "
+            f"{fmt_num(memcpy)}/*k* Gbit/s. The rest of the gap is protocol processing, system calls and "
+            f"scheduling.\n\n{table}")
 
 
 def limitations_markdown(sweep: Sweep) -> str:

@@ -30,7 +30,8 @@ def rendered(tmp_path_factory):
     """(pdf path, its text with whitespace collapsed, the sweep directory) for a sweep analysed by the renderer."""
     base = tmp_path_factory.mktemp("report")
     trials = make_trials(sweep=SWEEP, sizes=(64, 1024, 4096, 16384, 65536), rr_sizes=(1024,), threads=(1, 2), trials=3)
-    data = write_sweep(base / "data" / SWEEP, trials)
+    data = write_sweep(base / "data" / SWEEP, trials,
+                       {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}})
     try:
         out = base / "report" / "report.pdf"
         pdf = render_report([data], out, ROOT, title="Synthetic test report", author="pytest")
@@ -74,8 +75,10 @@ def test_crossover_sizes_of_the_csv_appear(rendered):
 @needs_latex
 def test_sections_and_figures_are_there(rendered):
     pdf, text, _ = rendered
-    for heading in ("Setup", "Method", "Part A", "Part D", "Part E", "Limitations", "Reproducing this report"):
+    for heading in ("Setup", "Method", "Part A", "Part D", "How far from the limit", "Part E", "Limitations",
+                    "Reproducing this report"):
         assert heading in text
+    assert "copies 90.0 Gbit/s" in text and "Fraction of the bound" in text
     assert "./inv report --data" in text
     listing = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
     images = [line for line in listing.splitlines()[2:] if " image " in line]
