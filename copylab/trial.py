@@ -257,11 +257,14 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                 raise TrialFailed(f"timed out after {budget:.0f} s") from None
             try:
                 # A failed client can leave the server waiting for it: then the client's error is the cause.
-                server_out, server_err = server.communicate(timeout=1 if _failed(client, client_out) else 5)
+                # Otherwise the server gets a few seconds to finish, but never beyond the trial's bound.
+                left = budget - (time.monotonic() - started)
+                wait = 1.0 if _failed(client, client_out) else min(5.0, max(1.0, left))
+                server_out, server_err = server.communicate(timeout=wait)
             except subprocess.TimeoutExpired:
                 if _failed(client, client_out):
                     raise TrialFailed(_error_line("client", client, client_err)) from None
-                raise TrialFailed("server: still running 5 s after the client ended") from None
+                raise TrialFailed(f"server: still running {wait:.0f} s after the client ended") from None
             # Both sides' errors: whichever failed first is the cause, and either may have.
             errors = [_error_line(role, process, err) for role, process, out, err in
                       (("server", server, server_out, server_err), ("client", client, client_out, client_err))

@@ -230,10 +230,12 @@ def _check_values(trials: pd.DataFrame, path: Path) -> None:
         bad = trials[column] < 1
         if bad.any():
             raise CopylabError(f"{path}: line {_line(bad)}: {column} must be at least 1")
-    duplicated = trials["trial_id"].duplicated()
+    # --resume retries failed trials under their planned id: failed attempts may repeat, a measurement may not.
+    duplicated = trials["trial_id"].where(trials["status"] == "ok").dropna().duplicated()
     if duplicated.any():
+        duplicated = duplicated.reindex(trials.index, fill_value=False)
         repeated = trials["trial_id"][duplicated].iloc[0]
-        raise CopylabError(f"{path}: line {_line(duplicated)}: trial_id {repeated!r} repeated")
+        raise CopylabError(f"{path}: line {_line(duplicated)}: trial_id {repeated!r} measured twice")
     if not (trials["status"] == "ok").any():
         raise CopylabError(f"{path}: no ok trials ({len(trials)} rows, none with status ok)")
 

@@ -19,9 +19,18 @@
 
 static _Noreturn void vdie(int code, const char *fmt, va_list ap)
 {
-    char line[512];
+    char line[512], safe[4 * sizeof line];
     vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "copylab: error: %s\n", line);
+    /* Values from the command line may hold control characters: the error stays one line. */
+    size_t k = 0;
+    for (const unsigned char *c = (const unsigned char *)line; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f)
+            k += (size_t)snprintf(safe + k, sizeof safe - k, "\\x%02x", *c);
+        else
+            safe[k++] = (char)*c;
+    }
+    safe[k] = '\0';
+    fprintf(stderr, "copylab: error: %s\n", safe);
     fflush(stderr);
     /* Other threads may still run: leave without atexit handlers. */
     _exit(code);

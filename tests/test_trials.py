@@ -137,7 +137,7 @@ def test_no_ok_trials(sweep):
 def test_repeated_trial_id(sweep):
     lines = _lines(sweep)
     _rewrite(sweep, [*lines, lines[1]])
-    with pytest.raises(CopylabError, match=f"line {len(lines) + 1}: trial_id .* repeated"):
+    with pytest.raises(CopylabError, match=f"line {len(lines) + 1}: trial_id .* measured twice"):
         load_trials(sweep / "trials.csv")
 
 

@@ -1,0 +1,1052 @@
+"""Robustness: link and process faults, interruption, hostile environments, bad files, stress, security.
+
+Every case records what it tried and what copylab did through the ``outcome`` fixture;
+``python -m tests.robustness_table`` renders ROBUSTNESS.md from that record.  Every namespace,
+sweep and trial directory here carries this run's own tag, so a sweep running beside the suite
+is never touched.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import errno
+import hashlib
+import io
+import json
+import math
+import os
+import pwd
+import random
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from copylab import manifest as manifest_module
+from copylab import netns, perf, sweep, trial
+from copylab.errors import CopylabError
+from copylab.paths import ROOT, program
+from copylab.schema import COLUMN_NAMES, HARDWARE_EVENTS, PERF_EVENTS, SIDES
+from copylab.trials import load_trials
+from tests.conftest import needs_root, run_in
+from tests.robustness_table import outcome, skip  # noqa: F401  (outcome is a fixture)
+from tests.synthetic import make_trials, write_sweep
+from tests.test_programs import VARIANTS, run_pair
+from tests.test_sweep import cli, read_rows
+
+TAG = os.getpid() % 100000
+PAIR_NAMES = (f"clrob{TAG}_s", f"clrob{TAG}_c")
+SLACK_S = 1.5  # "a little" beyond warm-up + duration + trial.GRACE_S
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def in_ns(namespace: str, *command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([*netns.exec_prefix(namespace), *command], capture_output=True, text=True, timeout=30)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} in {namespace}: {result.stderr.strip()}")
+    return result
+
+
+@contextmanager
+def fresh_pair(**changes: Any) -> Iterator[netns.NamespacePair]:
+    with netns.namespace_pair(netns.NamespacePair(*PAIR_NAMES, **changes)) as pair:
+        yield pair
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.01,
+             process: subprocess.Popen[str] | None = None) -> Any:
+    """CONDITION's first true value; fails after TIMEOUT, or at once if PROCESS ends first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the process ended first (exit {process.returncode}): "
+                                 f"{process.stderr.read()[-2000:]}")
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def pgrep(pattern: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+
+
+def leftovers(sweep_name: str | None, namespaces: tuple[str, ...] = PAIR_NAMES,
+              files: tuple[Path, ...] = ()) -> list[str]:
+    """Namespaces (with their veths and qdiscs), markers, processes, fifos and temporary files left behind."""
+    found = []
+    present = netns.existing_namespaces()
+    found += [f"namespace {name}" for name in namespaces if name in present]
+    found += [f"marker {netns.MARKERS / name}" for name in namespaces if (netns.MARKERS / name).exists()]
+    if sweep_name:
+        marker = f"copylab-trial-{sweep_name}-"
+        found += [f"process {pid}" for pid in pgrep(marker)]
+        found += [f"trial directory {path}" for path in Path(tempfile.gettempdir()).glob(f"{marker}*")]
+    found += [f"file {path}" for path in files if path.exists()]
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    if re.search(rf"^\d+: {netns.INTERFACE}[@:]", links, re.MULTILINE):
+        found.append(f"veth {netns.INTERFACE} in the host namespace")
+    return found
+
+
+def _stat(pid: int) -> tuple[int, int, str] | None:
+    """(parent, start time, state) of a live process; None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[1]), int(fields[19]), fields[0]) if fields[0] != "Z" else None
+
+
+class Descendants(threading.Thread):
+    """Every process below ROOT seen while it runs, so that survivors can be found after it ends."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.seen: dict[int, tuple[int, str]] = {}
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            try:
+                self._poll()
+            except Exception as error:  # surfaced by stop(): a dead watcher must not pass for "no survivors"
+                self.error = error
+                return
+            time.sleep(0.05)
+
+    def _poll(self) -> None:
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and (stat := _stat(int(entry.name))):
+                children.setdefault(stat[0], []).append(int(entry.name))
+        todo = [self.root]
+        while todo:
+            for pid in children.get(todo.pop(), []):
+                todo.append(pid)
+                if pid not in self.seen and (stat := _stat(pid)):
+                    try:
+                        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                    except OSError:
+                        continue
+                    with self.lock:
+                        self.seen[pid] = (stat[1], command.decode(errors="replace").strip())
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+        assert self.error is None, f"the process watcher failed: {self.error!r}"
+
+    def commands(self) -> list[str]:
+        with self.lock:
+            return [command for _, command in self.seen.values()]
+
+    def survivors(self) -> list[str]:
+        with self.lock:
+            seen = dict(self.seen)
+        return [f"process {pid} ({command[:70]})" for pid, (start, command) in seen.items()
+                if (stat := _stat(pid)) and stat[1] == start]
+
+    def kernel_files(self) -> list[Path]:
+        """Connection files of the notebook kernels it started (temporary files of the analysis)."""
+        files = []
+        for command in self.commands():
+            words = command.split()
+            if "ipykernel_launcher" in command and "-f" in words:
+                files.append(Path(words[words.index("-f") + 1]))
+        return files
+
+
+def settings_for(sweep_name: str, pair: netns.NamespacePair, support: perf.PerfSupport,
+                 duration: float = 0.4, warmup: float = 0.1) -> trial.TrialSettings:
+    return trial.TrialSettings(sweep_name, pair, support, duration, warmup)
+
+
+def spec_for(workload: str = "stream", size: int = 16384, implementation: str = "two_copy",
+             threads: int = 1) -> trial.TrialSpec:
+    return trial.TrialSpec(f"{implementation}-{workload}-{size}-{threads}-same_cpu-r1", 0, implementation, workload,
+                           size, threads, "same_cpu", 1)
+
+
+def bound_s(settings: trial.TrialSettings) -> float:
+    return settings.warmup_s + settings.duration_s + trial.GRACE_S + SLACK_S
+
+
+def describe(row: dict[str, Any]) -> str:
+    if row["status"] != "ok":
+        return f"{row['workload']}: failed ({row['error']}) after {row['trial_wall_s']:.1f} s"
+    measured = (f"mean latency {row['latency_mean_us']:.0f} us" if row["workload"] == "rr" and row["latency_mean_us"]
+                else f"{row['throughput_gbps']:.3g} Gbit/s")
+    return f"{row['workload']}: ok, {measured}, {row['retransmits']} retransmits, {row['trial_wall_s']:.1f} s"
+
+
+def lost(rows: list[dict[str, Any]]) -> int:
+    """Rows that carry neither a measurement nor the cause of their failure."""
+    return sum(not (row["status"] == "ok" and math.isfinite(row.get("throughput_gbps") or math.nan)
+                    or row["status"] == "failed" and row["error"].strip()) for row in rows)
+
+
+def check_recorded(row: dict[str, Any], settings: trial.TrialSettings) -> None:
+    """Ended within the bound, and either measured or failed with its cause: never a silent half row."""
+    assert row["trial_wall_s"] <= bound_s(settings), describe(row)
+    if row["status"] == "ok":
+        assert row["error"] == ""
+        assert row["measured_s"] > 0 and row["bytes"] >= 0
+        assert row["throughput_gbps"] == pytest.approx(row["bytes"] * 8 / row["measured_s"] / 1e9, rel=1e-6)
+    else:
+        assert row["status"] == "failed" and row["error"].strip(), row
+        assert row.get("throughput_gbps") is None and row.get("bytes") is None
+
+
+def tcp_counters(namespace: str) -> dict[str, int]:
+    """The namespace's TCP counters (/proc/net/snmp and /proc/net/netstat, per namespace)."""
+    counters = {}
+    for table in ("snmp", "netstat"):
+        lines = in_ns(namespace, "cat", f"/proc/net/{table}").stdout.splitlines()
+        for names, values in zip(lines[::2], lines[1::2]):
+            if names.startswith("Tcp"):
+                counters.update(zip(names.split()[1:], map(int, values.split()[1:])))
+    return counters
+
+
+@pytest.fixture(scope="module")
+def support() -> perf.PerfSupport:
+    return perf.detect()
+
+
+@pytest.fixture
+def no_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Calibration is not under test here; it would add a second of memory-bandwidth load per sweep.
+    monkeypatch.setattr(sweep, "measure_memcpy", lambda cpu=None: {"memcpy_gbps": None, "skipped": "robustness test"})
+
+
+# ---------------------------------------------------------------- link faults
+
+# Classic BPF for cls_bpf: A = a random u32 (SKF_AD_OFF + SKF_AD_RANDOM); A <= T takes the second return.
+_RANDOM_SPLIT = "4,32 0 0 4294963256,37 0 1 {threshold},6 0 0 {above},6 0 0 {below}"
+
+
+def _random_split(probability: float, below: int, above: int) -> str:
+    return _RANDOM_SPLIT.format(threshold=int(probability * 2**32), above=above, below=below)
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    id: str
+    description: str
+    namespace: str  # "server" or "client"
+    commands: tuple[tuple[str, ...], ...]
+    evidence: str  # retransmits | reordering | latency
+    netem: bool = False
+
+
+TC = ("tc", "qdisc", "add", "dev", netns.INTERFACE)
+LINK_FAULTS = [
+    LinkFault("netem-loss-1", "1% packet loss (netem)", "server", ((*TC, "root", "netem", "loss", "1%"),),
+              "retransmits", netem=True),
+    LinkFault("netem-loss-5", "5% packet loss (netem)", "server", ((*TC, "root", "netem", "loss", "5%"),),
+              "retransmits", netem=True),
+    LinkFault("netem-delay", "10 ms delay (netem)", "server", ((*TC, "root", "netem", "delay", "10ms"),),
+              "latency", netem=True),
+    LinkFault("netem-reorder", "reordering: 25% of packets sent 10 ms early (netem)", "server",
+              ((*TC, "root", "netem", "delay", "10ms", "reorder", "25%", "50%"),), "reordering", netem=True),
+    # Dropped on the receiver's ingress, i.e. after leaving the sender: a drop on the sender's own
+    # egress is local back-pressure that TCP just retries, not loss.
+    LinkFault("bpf-loss-1", "1% packet loss (tc bpf random drop on the receiver's ingress)", "client",
+              ((*TC, "clsact"), ("tc", "filter", "add", "dev", netns.INTERFACE, "ingress", "bpf", "da", "bytecode",
+                                 _random_split(0.01, below=2, above=0))), "retransmits"),
+    LinkFault("bpf-loss-5", "5% packet loss (tc bpf random drop on the receiver's ingress)", "client",
+              ((*TC, "clsact"), ("tc", "filter", "add", "dev", netns.INTERFACE, "ingress", "bpf", "da", "bytecode",
+                                 _random_split(0.05, below=2, above=0))), "retransmits"),
+    # 25% of packets at random through a slow HTB class: they arrive after later ones.
+    LinkFault("htb-reorder", "reordering: 25% of packets at random through a 200 Mbit/s class (tc htb + bpf)",
+              "server",
+              ((*TC, "root", "handle", "1:", "htb", "default", "10"),
+               ("tc", "class", "add", "dev", netns.INTERFACE, "parent", "1:", "classid", "1:10", "htb", "rate",
+                "20gbit", "burst", "256kb"),
+               ("tc", "class", "add", "dev", netns.INTERFACE, "parent", "1:", "classid", "1:20", "htb", "rate",
+                "200mbit"),
+               ("tc", "filter", "add", "dev", netns.INTERFACE, "parent", "1:", "bpf", "bytecode",
+                _random_split(0.25, below=0x10020, above=0x10010))), "reordering"),
+    LinkFault("tbf-slow", "a 2 Mbit/s link with a 100 ms queue (tc tbf)", "server",
+              ((*TC, "root", "tbf", "rate", "2mbit", "burst", "16kb", "latency", "100ms"),), "latency"),
+]
+
+
+@needs_root
+@pytest.mark.parametrize("fault", LINK_FAULTS, ids=[fault.id for fault in LINK_FAULTS])
+def test_link_fault(support, outcome, fault):
+    outcome.update(area="link", fault=fault.description, rows_lost=None)
+    name = f"rob-link-{TAG}"
+    with fresh_pair() as pair:
+        namespace = pair.server if fault.namespace == "server" else pair.client
+        for command in fault.commands:
+            applied = in_ns(namespace, *command, check=not fault.netem)
+            if applied.returncode != 0:
+                outcome["leftovers"] = None
+                skip(outcome, f"this kernel has no netem (tc: {applied.stderr.strip().rstrip('.')})")
+        settings = settings_for(name, pair, support)
+        before = tcp_counters(pair.client)
+        rows = [trial.run_trial(spec_for(workload, size), settings)
+                for workload, size in (("stream", 16384), ("rr", 4096))]
+        reordered = tcp_counters(pair.client)["TCPOFOQueue"] - before["TCPOFOQueue"]
+        qdiscs = in_ns(namespace, "tc", "-s", "qdisc", "show", "dev", netns.INTERFACE).stdout
+    dropped = sum(map(int, re.findall(r"dropped (\d+)", qdiscs)))
+    outcome["behaviour"] = "; ".join(describe(row) for row in rows) + (
+        f"; {dropped} packets dropped by the fault" if fault.evidence == "retransmits" else
+        f"; {reordered} out-of-order arrivals at the receiver" if fault.evidence == "reordering" else "")
+    outcome.update(leftovers=leftovers(name), rows_lost=lost(rows))
+    for row in rows:
+        check_recorded(row, settings)
+    stream, rr = rows
+    # The fault really acted on the link, and the rows show it.
+    if fault.evidence == "retransmits":
+        assert stream["status"] != "ok" or stream["retransmits"] > 0, describe(stream)
+    elif fault.evidence == "reordering":
+        assert reordered > 0
+    else:
+        assert rr["status"] != "ok" or rr["latency_mean_us"] >= 10_000, describe(rr)
+    assert outcome["leftovers"] == []
+
+
+@needs_root
+@pytest.mark.parametrize("flap", [False, True], ids=["down", "down-0.3s-then-up"])
+def test_link_goes_down_mid_trial(support, outcome, flap):
+    fault = "the link goes down inside the measured window" + (" and comes back 0.3 s later" if flap else "")
+    outcome.update(area="link", fault=f"{fault} (ip link set {netns.INTERFACE} down)", rows_lost=None)
+    name = f"rob-down-{TAG}"
+    with fresh_pair() as pair:
+        settings = settings_for(name, pair, support, duration=0.5)
+        cuts: list[float] = []
+
+        def cut() -> None:
+            wait_for(lambda: pgrep(f"^{program('two_copy_client')} .*copylab-trial-{name}-"), 10)
+            time.sleep(settings.warmup_s + 0.15)
+            in_ns(pair.server, "ip", "link", "set", netns.INTERFACE, "down")
+            cuts.append(time.monotonic())
+            if flap:
+                time.sleep(0.3)
+                in_ns(pair.server, "ip", "link", "set", netns.INTERFACE, "up")
+
+        cutter = threading.Thread(target=cut)
+        cutter.start()
+        row = trial.run_trial(spec_for(), settings)
+        cutter.join()
+    outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row]))
+    assert cuts, "the link really went down during the trial"
+    check_recorded(row, settings)
+    assert outcome["leftovers"] == []
+
+
+# ---------------------------------------------------------------- process faults
+
+FAIL_NOW = 'echo "copylab: error: injected failure" >&2; exit 3'
+PYTHON_HANG = "import time; time.sleep(600)"
+PYTHON_MUTE_SERVER = ("import socket, sys, time; a = sys.argv; s = socket.socket(); "
+                      "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+                      "s.bind((a[a.index('--bind') + 1], int(a[a.index('--port') + 1]))); s.listen(64); "
+                      "time.sleep(600)")
+PROCESS_FAULTS = {
+    # id: (what, role whose program is replaced once, shell snippet it runs instead, expected error)
+    "client-killed": ("the client is killed (SIGKILL) inside its measured window", None, None, "client: "),
+    "server-exits": ("the server exits 3 at once with an error line", "server", FAIL_NOW,
+                     "server: injected failure"),
+    "client-exits": ("the client exits 3 at once with an error line", "client", FAIL_NOW,
+                     "client: injected failure"),
+    "client-hangs": ("the client hangs (never ends)", "client", f'exec python3 -c "{PYTHON_HANG}" "$@"',
+                     "timed out after"),
+    "server-hangs": ("the server accepts connections but never serves them", "server",
+                     f'exec python3 -c "{PYTHON_MUTE_SERVER}" "$@"', "server: still running"),
+}
+
+
+def small_config(name: str, **changes: Any) -> sweep.SweepConfig:
+    settings = dict(implementations=["two_copy"], workloads=["stream"], sizes=[4096], threads=[1], trials=3,
+                    duration_s=0.3, warmup_s=0.05, pinning=["same_cpu"], namespaces=list(PAIR_NAMES))
+    settings.update(changes)
+    return sweep.make_config(name, "quick", **settings)
+
+
+def replace_once(monkeypatch: pytest.MonkeyPatch, directory: Path, role: str, snippet: str) -> None:
+    """The first trial runs SNIPPET instead of the two_copy program of ROLE; later ones the real program."""
+    real = program(f"two_copy_{role}")
+    wrapper = directory / f"fake_two_copy_{role}"
+    wrapper.write_text(f"#!/bin/sh\nif mkdir '{directory / 'used'}' 2>/dev/null; then\n{snippet}\nfi\n"
+                       f"exec '{real}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(trial, "program", lambda name, sanitize=None: wrapper if name == real.name
+                        else program(name, sanitize))
+
+
+@needs_root
+@pytest.mark.usefixtures("no_calibration")
+@pytest.mark.parametrize("fault", list(PROCESS_FAULTS))
+def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, outcome, fault):
+    what, role, snippet, expected = PROCESS_FAULTS[fault]
+    outcome.update(area="process", fault=what)
+    # The bound under test, shortened to keep the suite fast (still above the client's 3 s connect timeout).
+    monkeypatch.setattr(trial, "GRACE_S", 4.0)
+    name = f"rob-{fault}-{TAG}"
+    config = small_config(name)
+    killed: list[str] = []
+    if role:
+        replace_once(monkeypatch, tmp_path, role, snippet)
+    else:
+        def kill_first_client() -> None:
+            pids = wait_for(lambda: pgrep(f"^{program('two_copy_client')} .*copylab-trial-{name}-"), 20)
+            time.sleep(config.warmup_s + 0.1)
+            os.kill(int(pids[0]), signal.SIGKILL)
+            killed.append(pids[0])
+
+        killer = threading.Thread(target=kill_first_client)
+        killer.start()
+    result = sweep.run(config, data_root=tmp_path, progress=False)
+    if not role:
+        killer.join()
+    trials_csv = tmp_path / name / "trials.csv"
+    rows = read_rows(trials_csv)
+    failed = [row for row in rows if row["status"] == "failed"]
+    before = trials_csv.read_bytes()
+    complete_before = manifest_module.read(tmp_path / name / "manifest.json")["complete"]
+    outcome["leftovers"] = leftovers(name)
+    # Resume re-runs exactly the failed trial; nothing written before changes.
+    resumed = sweep.run(config, data_root=tmp_path, resume=True, progress=False)
+    after = trials_csv.read_bytes()
+    outcome["leftovers"] += leftovers(name)
+    ok_ids = {row["trial_id"] for row in read_rows(trials_csv) if row["status"] == "ok"}
+    outcome["rows_lost"] = 0 if after.startswith(before) else len(rows)
+    try:
+        load_trials(trials_csv)
+        loadable = "the resumed file loads"
+    except CopylabError as error:
+        loadable = f"the loader refuses the resumed file ({str(error).split(': ', 1)[1]})"
+    wall = float(failed[0]["trial_wall_s"]) if failed else math.nan
+    outcome["behaviour"] = (f"row failed after {wall:.1f} s: {failed[0]['error'] if failed else '?'}; the other "
+                            f"{result.ok} trials ok; --resume re-ran {resumed.ran} and completed the sweep; {loadable}")
+
+    assert len(rows) == result.planned == 3, "every trial has its row"
+    assert len(failed) == 1 and result.failed == 1 and result.ok == 2, [r["error"] for r in rows]
+    assert failed[0]["order_index"] == "0", "the fault hit the first trial"
+    assert expected in failed[0]["error"], failed[0]["error"]
+    assert failed[0]["throughput_gbps"] == failed[0]["bytes"] == "", "a failed row carries no measurement"
+    assert wall <= config.warmup_s + config.duration_s + trial.GRACE_S + SLACK_S
+    if fault == "client-hangs":
+        assert wall >= config.warmup_s + config.duration_s + trial.GRACE_S, "killed at the bound, not before"
+    if not role:
+        assert killed and ("Killed" in failed[0]["error"] or "signal 9" in failed[0]["error"])
+    assert not complete_before, "a sweep with a failed trial is not complete"
+    assert after.startswith(before) and resumed.ran == 1 and resumed.ok == 1
+    assert ok_ids == {spec.trial_id for spec in sweep.plan(config)}
+    assert manifest_module.read(tmp_path / name / "manifest.json")["complete"]
+    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+
+
+def test_resumed_failed_trial_leaves_a_loadable_file(tmp_path, outcome):
+    outcome.update(area="data", fault="trials.csv of a sweep resumed after a failed trial (a failed row, then "
+                                      "an ok row with the same trial_id)", leftovers=None)
+    trials = make_trials(sizes=(1024, 4096), rr_sizes=(64,), threads=(1,), trials=3, seed=3)
+    path = write_sweep(tmp_path / "retried", trials) / "trials.csv"
+    header, first, *rest = path.read_text().splitlines(keepends=True)
+    failed = dict(zip(COLUMN_NAMES, next(csv.reader([first]))))
+    failed.update(status="failed", error="server: killed by signal 9", measured_s="", bytes="", messages="",
+                  throughput_gbps="")
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(failed.values())
+    path.write_text(header + buffer.getvalue() + first + "".join(rest))
+    loaded = load_trials(path)
+    outcome.update(behaviour=f"loads all {len(loaded)} rows; the failed attempt is kept and excluded from statistics",
+                   rows_lost=len(trials) + 1 - len(loaded))
+    assert len(loaded) == len(trials) + 1
+    assert (loaded["status"] == "ok").sum() == len(trials)
+
+
+# ---------------------------------------------------------------- interruption
+
+INTERRUPT_ARGS = ("--implementations", "two_copy,zero_copy", "--workloads", "stream", "--sizes", "1K,16K",
+                  "--threads", "1", "--trials", "2", "--duration", "0.15", "--warmup", "0.05")
+
+
+def _complete_lines(path: Path) -> bytes:
+    data = path.read_bytes() if path.exists() else b""
+    return data[: data.rfind(b"\n") + 1]
+
+
+@needs_root
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("moment", ["namespace-setup", "mid-trial", "analysis"])
+def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
+    how = "Ctrl-C (SIGINT to the process group)" if signum == signal.SIGINT else "SIGTERM to run-sweep"
+    during = {"namespace-setup": "namespace set-up", "mid-trial": "a trial", "analysis": "the analysis"}[moment]
+    outcome.update(area="interruption", fault=f"{how} during {during}, at a seeded random moment")
+    if moment == "analysis" and not (ROOT / "copylab" / "analysis.py").exists():
+        skip(outcome, "copylab/analysis.py does not exist yet: run-sweep has no analysis step to interrupt")
+    rng = random.Random(f"copylab-robustness-{moment}-{signum.name}")
+    name = f"rob-int-{moment}-{signum.name.lower()}-{TAG}"
+    data = ROOT / "data" / name
+    trials_csv = data / "trials.csv"
+    outputs = (ROOT / "figures" / name, ROOT / "report" / "sweeps" / f"{name}.ipynb")
+    args = ("run-sweep", "--name", name, *INTERRUPT_ARGS, "--namespaces", ",".join(PAIR_NAMES),
+            *(() if moment == "analysis" else ("--no-analyze",)))
+    shutil.rmtree(data, ignore_errors=True)
+    try:
+        process = cli(*args)
+        watcher = Descendants(process.pid)
+        watcher.start()
+        if moment == "namespace-setup":
+            wait_for(lambda: (netns.MARKERS / PAIR_NAMES[0]).exists(), 60, 0.002, process)
+            delay = rng.uniform(0, 0.05)
+            phase = f"{delay * 1000:.0f} ms after namespace creation began"
+            time.sleep(delay)
+        elif moment == "mid-trial":
+            rows_first = rng.randrange(0, 6)
+            wait_for(lambda: trials_csv.exists() and len(read_rows(trials_csv)) >= rows_first, 60, 0.01, process)
+            wait_for(lambda: list(Path(tempfile.gettempdir()).glob(f"copylab-trial-{name}-*")), 30, 0.002, process)
+            delay = rng.uniform(0.0, 0.2)  # warm-up + measured window
+            phase = f"{delay * 1000:.0f} ms into trial {rows_first + 1}"
+            time.sleep(delay)
+        else:
+            wait_for(lambda: any("ipykernel_launcher" in c for c in watcher.commands()), 120, 0.05, process)
+            delay = rng.uniform(0.5, 4.0)
+            phase = f"{delay:.1f} s after the analysis kernel started"
+            time.sleep(delay)
+        written = _complete_lines(trials_csv)
+        os.killpg(process.pid, signum) if signum == signal.SIGINT else process.send_signal(signum)
+        _, stderr = process.communicate(timeout=90)
+        watcher.stop()
+        left = (leftovers(name, files=(data / "manifest.json.tmp", *watcher.kernel_files()))
+                + watcher.survivors())
+        after = trials_csv.read_bytes() if trials_csv.exists() else b""
+        rows = read_rows(trials_csv) if trials_csv.exists() else []
+        outcome["leftovers"] = left
+        outcome["rows_lost"] = 0 if after.startswith(written) else len(written.splitlines())
+        loaded = len(load_trials(trials_csv)) if any(row["status"] == "ok" for row in rows) else None
+
+        assert process.returncode == 130 and "copylab: interrupted" in stderr, stderr[-2000:]
+        assert left == [], left
+        assert after.startswith(written) and after.endswith(b"\n"), "rows written before are intact"
+        assert all(row["status"] in ("ok", "failed") and row["trial_id"] for row in rows)
+        assert loaded in (None, len(rows)), "the loader reads every row written before"
+        crash = moment == "mid-trial" and signum == signal.SIGTERM and rows
+        if crash:
+            # A power cut could still leave half a line: the loader names it, --resume cuts it.
+            with trials_csv.open("ab") as stream:
+                stream.write(after.splitlines(keepends=True)[-1][:40])
+            with pytest.raises(CopylabError, match="truncated"):
+                load_trials(trials_csv)
+
+        resume = cli(*args, "--resume")
+        watcher = Descendants(resume.pid)
+        watcher.start()
+        _, stderr = resume.communicate(timeout=300)
+        watcher.stop()
+        final = read_rows(trials_csv)
+        ok = [row["trial_id"] for row in final if row["status"] == "ok"]
+        outcome["leftovers"] += leftovers(name, files=(data / "manifest.json.tmp", *watcher.kernel_files()))
+        outcome["leftovers"] += watcher.survivors()
+        outcome["rows_lost"] += sum(row not in final for row in rows)
+        outcome["behaviour"] = (
+            f"signal {phase}: exit {process.returncode}, 'interrupted'; {len(rows)} rows kept intact"
+            f"{' (then half a line appended, which the loader named and --resume cut)' if crash else ''}; "
+            f"--resume exit {resume.returncode}: {len(ok)} of 8 trials ok"
+            f"{', analysis written' if (data / 'crossovers.csv').exists() else ''}")
+        assert resume.returncode == 0, stderr[-2000:]
+        assert len(ok) == len(set(ok)) == 8, "resume runs exactly the missing trials"
+        assert manifest_module.read(data / "manifest.json")["complete"]
+        assert load_trials(trials_csv)["trial_id"].is_unique
+        if moment == "analysis":
+            assert (data / "crossovers.csv").exists() and outputs[1].exists(), "--resume ran the analysis"
+        assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(outputs[0], ignore_errors=True)
+        outputs[1].unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- environment
+
+
+@needs_root
+@pytest.mark.usefixtures("no_calibration")
+def test_perf_missing_rows_still_measured(tmp_path, monkeypatch, outcome):
+    outcome.update(area="environment", fault="perf is not installed (not on PATH)")
+    monkeypatch.setattr(perf, "shutil", SimpleNamespace(which=lambda name: None if name == "perf" else
+                                                        shutil.which(name)))
+    name = f"rob-noperf-{TAG}"
+    config = small_config(name, implementations=["two_copy", "zero_copy"], trials=1)
+    result = sweep.run(config, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / name / "trials.csv")
+    stored = manifest_module.read(tmp_path / name / "manifest.json")
+    perf_columns = [f"{side}_{suffix}" for side in SIDES for suffix in PERF_EVENTS.values()]
+    outcome.update(rows_lost=result.planned - len(rows), leftovers=leftovers(name), behaviour=(
+        f"{result.ok} of {result.planned} rows ok with throughput and CPU times; perf columns empty; "
+        f"perf_missing: '{rows[0]['perf_missing']}'; manifest perf.available={stored['perf']['available']}"))
+    assert result.ok == result.planned == len(rows) == 2
+    for row in rows:
+        assert float(row["throughput_gbps"]) > 0 and float(row["snd_cpu_sys_s"]) + float(row["snd_cpu_user_s"]) > 0
+        assert all(row[column] == "" for column in perf_columns), "unmeasured, so empty: never 0"
+        assert row["perf_missing"] == "all: perf is not installed"
+    assert stored["perf"]["available"] is False and stored["toolchain"]["perf"] is None
+    assert set(stored["perf"]["unsupported_events"].values()) == {"perf is not installed"}
+    assert outcome["leftovers"] == []
+
+
+@needs_root
+def test_unsupported_hardware_events_are_missing_not_zero(tmp_path, support, outcome):
+    outcome.update(area="environment", fault="perf present, hardware events <not supported> (this VM)")
+    if not set(HARDWARE_EVENTS) <= set(support.unsupported):
+        skip(outcome, f"this host counts hardware events ({', '.join(support.supported)})")
+    name = f"rob-hw-{TAG}"
+    with fresh_pair() as pair:
+        row = trial.run_trial(spec_for(), settings_for(name, pair, support, duration=0.3))
+    writer = sweep.TrialWriter(tmp_path / "trials.csv")
+    writer.write(row)
+    writer.close()
+    written = read_rows(tmp_path / "trials.csv")[0]
+    hardware = [f"{side}_{PERF_EVENTS[event]}" for side in SIDES for event in HARDWARE_EVENTS]
+    software = [f"{side}_{PERF_EVENTS[event]}" for side in SIDES for event in PERF_EVENTS if event not in
+                HARDWARE_EVENTS]
+    outcome.update(rows_lost=1 - len(read_rows(tmp_path / "trials.csv")), leftovers=leftovers(name), behaviour=(
+        f"row {row['status']}; {len(hardware)} hardware columns empty, each named in perf_missing with perf's "
+        f"reason ('{support.unsupported[HARDWARE_EVENTS[0]]}'); task-clock {row['snd_task_clock_ms']:.1f} ms "
+        "and the other software counters filled"))
+    assert row["status"] == "ok", row["error"]
+    for column in hardware:
+        assert math.isnan(row[column]) and written[column] == "", f"{column} must be missing, never 0"
+        assert f"{column}: {support.unsupported[_event_of(column)]}" in row["perf_missing"]
+    for column in software:
+        assert written[column] != "" and math.isfinite(float(written[column]))
+    assert row["snd_task_clock_ms"] > 0 and row["rcv_task_clock_ms"] > 0
+    assert outcome["leftovers"] == []
+
+
+def _event_of(column: str) -> str:
+    suffix = column.split("_", 1)[1]
+    return next(event for event, name in PERF_EVENTS.items() if name == suffix)
+
+
+def as_nobody(*command: str, home: str = "/nonexistent", **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8",
+           "MPLCONFIGDIR": str(Path(home) / "mpl")}
+    return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command],
+                          capture_output=True, text=True, env=env, timeout=180, **kwargs)
+
+
+NOT_ROOT_TASKS = {
+    "run-sweep": ("run-sweep", "--name", f"rob-nobody-{TAG}", "--namespaces", ",".join(PAIR_NAMES), "--no-analyze"),
+    "netns-up": ("netns-up", "--server", PAIR_NAMES[0], "--client", PAIR_NAMES[1]),
+    "netns-down": ("netns-down",),
+}
+
+
+@needs_root  # to drop it
+@pytest.mark.parametrize("task", list(NOT_ROOT_TASKS))
+def test_not_root_fails_in_one_line_before_touching_anything(outcome, task):
+    outcome.update(area="environment", fault=f"./inv {task} run by an unprivileged user (nobody)", rows_lost=None)
+    markers_before = sorted(netns.owned_namespaces())
+    result = as_nobody(sys.executable, "-m", "invoke", *NOT_ROOT_TASKS[task], cwd=ROOT)
+    markers_after = sorted(netns.owned_namespaces())
+    data = ROOT / "data" / f"rob-nobody-{TAG}"
+    outcome.update(behaviour=f"exit {result.returncode}: {result.stderr.strip()}",
+                   leftovers=leftovers(None) + ([f"data directory {data}"] if data.exists() else []))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("copylab: error: "), result.stderr
+    assert "needs root" in result.stderr
+    assert set(markers_before) - set(markers_after) == set(), "nothing of anyone's was removed"
+    assert outcome["leftovers"] == []
+
+
+@needs_root
+def test_foreign_namespace_of_the_same_name_is_not_clobbered(outcome):
+    foreign = PAIR_NAMES[0]
+    outcome.update(area="environment", fault=f"a namespace named {foreign} exists, made with plain 'ip netns add'",
+                   rows_lost=None)
+    name = f"rob-foreign-{TAG}"
+    subprocess.run(["ip", "netns", "add", foreign], check=True)
+    try:
+        in_ns(foreign, "ip", "link", "set", "lo", "up")
+        identity = os.stat(f"/run/netns/{foreign}").st_ino
+        process = cli("run-sweep", "--name", name, "--namespaces", ",".join(PAIR_NAMES), "--no-analyze")
+        _, stderr = process.communicate(timeout=60)
+        with pytest.raises(CopylabError, match="not created by copylab"):
+            netns.up(netns.NamespacePair(*PAIR_NAMES))
+        still_there = os.stat(f"/run/netns/{foreign}").st_ino == identity
+        lo_up = "UP" in in_ns(foreign, "ip", "-o", "link", "show", "lo").stdout
+        created = (ROOT / "data" / name).exists()
+        outcome.update(behaviour=f"exit {process.returncode}: {stderr.strip()}; the namespace left as it was",
+                       leftovers=[f"namespace {PAIR_NAMES[1]}"] * (PAIR_NAMES[1] in netns.existing_namespaces())
+                       + [f"marker for {foreign}"] * (netns.MARKERS / foreign).exists()
+                       + [f"data directory {ROOT / 'data' / name}"] * created)
+        assert process.returncode == 2 and stderr.count("\n") == 1, stderr
+        assert f"namespace {foreign} exists and was not created by copylab" in stderr
+        assert still_there and lo_up, "the foreign namespace was not recreated or changed"
+        assert outcome["leftovers"] == []
+    finally:
+        subprocess.run(["ip", "netns", "delete", foreign], check=True)
+        shutil.rmtree(ROOT / "data" / name, ignore_errors=True)
+
+
+@needs_root
+def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
+    outcome.update(area="environment", fault="a second run-sweep names the namespaces a running sweep is using")
+    first, second = f"rob-busy-a-{TAG}", f"rob-busy-b-{TAG}"
+    common = ("--implementations", "two_copy", "--workloads", "stream", "--sizes", "4K,16K", "--threads", "1",
+              "--trials", "2", "--duration", "0.3", "--warmup", "0.05", "--namespaces", ",".join(PAIR_NAMES),
+              "--no-analyze")
+    try:
+        running = cli("run-sweep", "--name", first, *common)
+        wait_for(lambda: (ROOT / "data" / first / "trials.csv").exists()
+                 and len(read_rows(ROOT / "data" / first / "trials.csv")) >= 1, 60)
+        intruder = cli("run-sweep", "--name", second, *common)
+        _, intruder_err = intruder.communicate(timeout=60)
+        _, running_err = running.communicate(timeout=120)
+        rows = read_rows(ROOT / "data" / first / "trials.csv")
+        outcome.update(rows_lost=4 - sum(row["status"] == "ok" for row in rows),
+                       leftovers=leftovers(first) + leftovers(second)
+                       + [f"data directory {second}"] * (ROOT / "data" / second).exists(),
+                       behaviour=f"second sweep exit {intruder.returncode}: {intruder_err.strip()}; the running "
+                                 f"sweep finished with {len(rows)} rows, exit {running.returncode}")
+        assert intruder.returncode == 2 and intruder_err.count("\n") == 1, intruder_err
+        assert "is in use by copylab process" in intruder_err
+        assert running.returncode == 0, running_err
+        assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    finally:
+        shutil.rmtree(ROOT / "data" / first, ignore_errors=True)
+        shutil.rmtree(ROOT / "data" / second, ignore_errors=True)
+
+
+@needs_root
+def test_port_already_taken(support, outcome):
+    outcome.update(area="environment", fault=f"port {trial.PORT} already taken by another listener in the "
+                                              "server namespace", rows_lost=None)
+    name = f"rob-port-{TAG}"
+    with fresh_pair() as pair:
+        listener = subprocess.Popen(
+            [*netns.exec_prefix(pair.server), sys.executable, "-c",
+             "import socket, sys, time; s = socket.socket(); s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(128);"
+             " print('ready', flush=True); time.sleep(120)", pair.server_address, str(trial.PORT)],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            assert listener.stdout.readline().strip() == "ready"
+            settings = settings_for(name, pair, support, duration=0.2)
+            row = trial.run_trial(spec_for(), settings)
+        finally:
+            listener.kill()
+            listener.wait()
+    outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row]))
+    check_recorded(row, settings)
+    assert row["status"] == "failed" and "Address already in use" in row["error"], row["error"]
+    assert row["error"].startswith("server: cannot bind")
+    assert outcome["leftovers"] == []
+
+
+@needs_root
+def test_finished_sweep_is_not_overwritten_without_resume(outcome):
+    name = f"rob-finished-{TAG}"
+    outcome.update(area="environment", fault=f"data/{name} already holds a finished sweep; run-sweep without --resume")
+    directory = ROOT / "data" / name
+    try:
+        trials = make_trials(sweep=name, sizes=(1024, 4096), rr_sizes=(64,), threads=(1,), trials=3, seed=7)
+        write_sweep(directory, trials, {"parameters": {"namespaces": list(PAIR_NAMES)}})
+        digests = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in directory.iterdir()}
+        process = cli("run-sweep", "--name", name, "--namespaces", ",".join(PAIR_NAMES), "--no-analyze")
+        _, stderr = process.communicate(timeout=60)
+        after = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in directory.iterdir()}
+        outcome.update(behaviour=f"exit {process.returncode}: {stderr.strip()}",
+                       rows_lost=len(trials) - len(read_rows(directory / "trials.csv"))
+                       + (after != digests) * len(trials), leftovers=leftovers(name))
+        assert process.returncode == 2 and stderr.count("\n") == 1, stderr
+        assert "already holds a sweep: pass --resume" in stderr
+        assert after == digests, "both files byte for byte as they were"
+        assert outcome["leftovers"] == []
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- data files
+
+
+BAD_MANIFESTS = {
+    "not JSON": "{not json",
+    "no parameters": '{"sweep": "x", "profile": "quick"}',
+    "a foreign setting": json.dumps({"sweep": "x", "profile": "quick",
+                                     "parameters": {"warp": 9, "namespaces": list(PAIR_NAMES)}}),
+    "a list, not an object": "[1, 2]",
+}
+
+
+@needs_root
+@pytest.mark.parametrize("damage", list(BAD_MANIFESTS))
+def test_resume_with_a_damaged_manifest(outcome, damage):
+    name = f"rob-badmanifest-{TAG}"
+    outcome.update(area="data", fault=f"run-sweep --resume where manifest.json is {damage}")
+    directory = ROOT / "data" / name
+    try:
+        directory.mkdir(parents=True)
+        (directory / "manifest.json").write_text(BAD_MANIFESTS[damage].replace('"x"', json.dumps(name)))
+        trials = make_trials(sweep=name, sizes=(1024,), workloads=("stream",), threads=(1,), trials=2, seed=1)
+        trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
+        before = (directory / "trials.csv").read_bytes()
+        process = cli("run-sweep", "--name", name, "--resume", "--no-analyze")
+        _, stderr = process.communicate(timeout=60)
+        outcome.update(behaviour=f"exit {process.returncode}: {stderr.strip()}",
+                       rows_lost=0 if (directory / "trials.csv").read_bytes() == before else len(trials),
+                       leftovers=leftovers(name))
+        assert process.returncode == 2, stderr
+        assert stderr.count("\n") == 1 and stderr.startswith("copylab: error: "), stderr
+        assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@needs_root
+def test_resume_refuses_to_append_to_foreign_columns(tmp_path, outcome):
+    outcome.update(area="data", fault="run-sweep --resume onto a trials.csv with a foreign column set")
+    name = f"rob-foreigncols-{TAG}"
+    config = small_config(name)
+    directory = tmp_path / name
+    directory.mkdir()
+    manifest_module.write(directory / "manifest.json", manifest_module.create(
+        name, "quick", config.parameters(), perf.PerfSupport(False, None)))
+    trials = make_trials(sweep=name, sizes=(4096,), workloads=("stream",), implementations=("two_copy",),
+                         threads=(1,), trials=2, seed=2).rename(columns={"throughput_gbps": "goodput_gbps"})
+    trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
+    before = (directory / "trials.csv").read_bytes()
+    with pytest.raises(CopylabError, match="refusing to append") as refused:
+        sweep.run(config, data_root=tmp_path, resume=True, progress=False)
+    with pytest.raises(CopylabError, match="(missing|unknown) column") as loader:
+        load_trials(directory / "trials.csv")
+    outcome.update(behaviour=f"resume: {refused.value}; loader: {str(loader.value).split(': ', 1)[1]}",
+                   rows_lost=0 if (directory / "trials.csv").read_bytes() == before else len(trials),
+                   leftovers=leftovers(name))
+    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+
+
+# ---------------------------------------------------------------- correctness under stress
+
+FULL_SIZES = sweep.PROFILES["full"]["sizes"]
+
+
+@needs_root
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_verified_at_every_full_profile_size_with_8_threads(bin_dir, pair, outcome, variant):
+    outcome.update(area="stress", fault=f"{variant} --verify, 8 threads, every full-profile size "
+                                        f"({FULL_SIZES[0]} B to {FULL_SIZES[-1] >> 10} KiB), stream and rr",
+                   rows_lost=None, leftovers=None)
+    verified = 0
+    cases = [("stream", size) for size in FULL_SIZES] + [("rr", size) for size in (64, 4096, FULL_SIZES[-1])]
+    for mode, size in cases:
+        server, client = run_pair(bin_dir, pair, variant, mode, size, threads=8, duration=0.15)
+        assert client["verified"] == "yes" and client["bytes"] > 0, (mode, size)
+        if variant == "zero_copy":
+            assert server["zc_completed"] == server["zc_sends"] > 0, (mode, size)
+        verified += client["bytes"]
+    outcome["behaviour"] = (f"{len(cases)} runs, every client exit 0 with verified=yes: "
+                            f"{verified / 2**20:.0f} MiB in the measured windows checked, 0 bytes differ")
+
+
+@needs_root
+def test_zero_copy_verified_under_enobufs(bin_dir, outcome):
+    outcome.update(area="stress", fault="zero_copy --verify under ENOBUFS pressure (optmem_max 2048), 8 threads, "
+                                        "every full-profile size", rows_lost=None)
+    tight = netns.NamespacePair(f"clrob{TAG}_es", f"clrob{TAG}_ec", optmem_max=2048)
+    enobufs, verified = 0, 0
+    with netns.namespace_pair(tight):
+        for size in FULL_SIZES:
+            server, client = run_pair(bin_dir, tight, "zero_copy", "stream", size, threads=8, duration=0.15)
+            assert client["verified"] == "yes" and server["zc_completed"] == server["zc_sends"], size
+            enobufs += server["zc_enobufs"]
+            verified += client["bytes"]
+    outcome.update(leftovers=leftovers(None, (tight.server, tight.client)), behaviour=(
+        f"{len(FULL_SIZES)} runs verified ({verified / 2**20:.0f} MiB checked, 0 bytes differ) through "
+        f"{enobufs} ENOBUFS retries; every send completed"))
+    assert enobufs > 0, "the pressure must be real"
+    assert outcome["leftovers"] == []
+
+
+def _pattern(size: int, messages: int) -> bytearray:
+    """The bytes the sender's verification pattern puts in messages 0..MESSAGES-1 (pattern_byte in copylab.h)."""
+    return bytearray((offset * 131 + (offset >> 8) * 7 + seq * 29 + (seq >> 8)) & 0xFF
+                     for seq in range(messages) for offset in range(size))
+
+
+def _corrupting_server(listener: socket.socket, size: int) -> None:
+    """Speaks the session protocol, sends the pattern with one byte flipped per connection, waits for the end."""
+    control, _ = listener.accept()
+    hello = b""
+    while len(hello) < 40:
+        hello += control.recv(40 - len(hello))
+    threads = struct.unpack("<QQIIIId", hello)[2]
+    payload = _pattern(size, 32)
+    payload[size + 5] ^= 0xFF
+    connections = [listener.accept()[0] for _ in range(threads)]
+    for connection in connections:
+        connection.sendall(payload)
+    while control.recv(1):
+        pass
+    for connection in (*connections, control):
+        connection.close()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_verification_catches_a_flipped_byte(bin_dir, outcome, variant):
+    outcome.update(area="stress", fault=f"{variant}_client --verify fed one flipped byte per connection "
+                                        "(negative control of the checker)", rows_lost=None, leftovers=None)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        server = threading.Thread(target=_corrupting_server, args=(listener, 1024))
+        server.start()
+        client = subprocess.run([str(bin_dir / f"{variant}_client"), "--connect", "127.0.0.1", "--port",
+                                 str(listener.getsockname()[1]), "--size", "1024", "--threads", "2", "--duration",
+                                 "0.2", "--warmup", "0", "--verify"], capture_output=True, text=True, timeout=20)
+        server.join(timeout=20)
+    outcome["behaviour"] = f"exit {client.returncode}: {client.stderr.strip()}"
+    assert client.returncode == 1 and client.stdout == ""
+    assert client.stderr == "copylab: error: verification failed: 2 bytes differ from the pattern\n"
+
+
+# ---------------------------------------------------------------- security
+
+SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), ("subprocess", "getstatusoutput"),
+               ("c", "run"), ("c", "sudo"), ("ctx", "run")}
+
+
+def shell_uses(source: str, filename: str) -> list[str]:
+    """Calls that hand a command line to a shell: shell=<anything but False>, os.system and relatives."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            literal_false = isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+            if keyword.arg == "shell" and not literal_false:
+                found.append(f"{filename}:{node.lineno}: shell={ast.unparse(keyword.value)}")
+        function = node.func
+        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) \
+                and (function.value.id, function.attr) in SHELL_CALLS:
+            found.append(f"{filename}:{node.lineno}: {function.value.id}.{function.attr}()")
+    return found
+
+
+def test_no_shell_anywhere(outcome):
+    sources = sorted((ROOT / "copylab").glob("*.py")) + [ROOT / "tasks.py"]
+    outcome.update(area="security", fault="shell=True, os.system, os.popen or invoke's c.run in copylab/ or tasks.py",
+                   rows_lost=None, leftovers=None)
+    planted = shell_uses("import os, subprocess\nsubprocess.run('ls', shell=True)\nsubprocess.run(['ls'], "
+                         "shell=False)\nos.system('ls')\nc.run('make')\n", "planted.py")
+    found = [hit for path in sources for hit in shell_uses(path.read_text(), str(path.relative_to(ROOT)))]
+    outcome["behaviour"] = f"{len(sources)} files scanned: {len(found)} shell calls" + (f" ({found})" if found else "")
+    assert planted == ["planted.py:2: shell=True", "planted.py:4: os.system()", "planted.py:5: c.run()"]
+    assert found == []
+
+
+HOSTILE_NAMES = ["-n", "--all", "a;id", "$(id)", "a`id`", "a b", "a\nb", "../x", "x/y", "a|b", ""]
+
+
+def test_hostile_names_are_rejected(outcome):
+    outcome.update(area="security", fault="namespace and sweep names built to inject options, commands or paths "
+                                          f"({', '.join(map(repr, HOSTILE_NAMES))}), also via a tampered manifest",
+                   rows_lost=None, leftovers=None)
+    accepted = []
+    for name in HOSTILE_NAMES:
+        for attempt in (lambda: netns.NamespacePair(name, "ok_c"), lambda: netns.NamespacePair("ok_s", name),
+                        lambda: small_config(name), lambda: small_config("ok", namespaces=[name, "ok_c"])):
+            try:
+                attempt()
+                accepted.append(name)
+            except CopylabError:
+                pass
+    stored = manifest_module.create("ok", "quick", small_config("ok").parameters(), perf.PerfSupport(False, None))
+    tampered = [dict(stored, sweep="../../etc"),
+                dict(stored, parameters=dict(stored["parameters"], namespaces=["$(reboot)", "ok_c"]))]
+    for manifest in tampered:
+        with pytest.raises(CopylabError):
+            sweep.config_from_manifest(manifest)
+    outcome["behaviour"] = (f"{len(HOSTILE_NAMES) * 4 + len(tampered)} attempts, "
+                            f"{len(accepted)} accepted; each refused with a one-line CopylabError")
+    assert accepted == []
+    assert netns.NamespacePair("a" * 31, "b_1").server == "a" * 31, "the rule still lets ordinary names through"
+
+
+@needs_root
+def test_servers_listen_only_on_the_given_address(bin_dir, pair, outcome):
+    outcome.update(area="security", fault="a waiting server must listen on --bind ADDR only, not 0.0.0.0 / ::",
+                   rows_lost=None, leftovers=None)
+    port = 5431
+    seen = []
+    for variant in VARIANTS:
+        server = subprocess.Popen([*netns.exec_prefix(pair.server), str(bin_dir / f"{variant}_server"), "--bind",
+                                   pair.server_address, "--port", str(port), "--size", "64", "--timeout", "10"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # ss names the owner once it has scanned the process's descriptors: wait for that too.
+            lines = wait_for(lambda: [line for line in run_in(pair.server, ["ss", "-ltnpH", f"sport = :{port}"])
+                                      .stdout.splitlines() if "users:" in line], 5)
+            refused = run_in(pair.server, [sys.executable, "-c", "import socket, sys; s = socket.socket(); "
+                                           "s.settimeout(2); print(s.connect_ex(('127.0.0.1', int(sys.argv[1]))))",
+                                           str(port)]).stdout.strip()
+        finally:
+            server.kill()
+            server.wait()
+        local = [line.split()[3] for line in lines]
+        seen.append(f"{variant}: {', '.join(local)}")
+        assert local == [f"{pair.server_address}:{port}"], lines
+        assert f"pid={server.pid}," in lines[0], "the listener is the server ('ip netns exec' execs it)"
+        assert refused == str(errno.ECONNREFUSED), "127.0.0.1 in the namespace must be refused"
+    outcome["behaviour"] = "listening sockets (ss -ltnp): " + "; ".join(seen) + "; 127.0.0.1 refused"
+
+
+NOBODY_ANALYSIS = """
+import json, os, sys
+from copylab import analysis, explorer
+directory = sys.argv[1]
+result = analysis.analyze(directory, n_resamples=200, figures_dir=os.path.join(directory, "figures"))
+table = explorer.sweep_summary(directory, 0.95, "throughput_gbps")
+print(json.dumps({"euid": os.geteuid(), "trials": len(result.trials), "summary": len(result.summary),
+                  "crossovers": len(result.crossovers), "written": len(result.written), "explorer": len(table)}))
+"""
+
+
+@needs_root  # to drop it
+def test_analysis_and_explorer_need_no_root(outcome):
+    outcome.update(area="security", fault="the analysis (load, statistics, crossovers, figures) and the explorer's "
+                                          "tables run as nobody", rows_lost=None)
+    home = Path(tempfile.mkdtemp(prefix="copylab-rob-nobody-"))
+    nobody = pwd.getpwnam("nobody")
+    try:
+        trials = make_trials(sizes=(1024, 4096, 16384), rr_sizes=(64,), threads=(1,), trials=3, seed=11)
+        directory = write_sweep(home / "synthetic", trials)
+        for path in (home, *home.rglob("*")):
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        result = as_nobody(sys.executable, "-c", NOBODY_ANALYSIS, str(directory), home=str(home), cwd=ROOT)
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        outcome.update(behaviour=f"as uid {report['euid']}: {report['trials']} trials loaded, {report['summary']} "
+                                 f"summary rows, {report['crossovers']} crossover rows, {report['written']} files "
+                                 f"written, explorer table of {report['explorer']} rows", leftovers=[])
+        assert report["euid"] == nobody.pw_uid != 0
+        assert report["trials"] == len(trials) and report["summary"] > 0 and report["written"] > 3
+        assert report["explorer"] > 0
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
