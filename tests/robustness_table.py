@@ -52,8 +52,7 @@ def outcome(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     entry.update(
         test=request.node.nodeid,
         seconds=round(time.monotonic() - started, 1),
-        result="skipped" if "skipped" in entry else "failed" if failed else
-        "known bug" if "known_bug" in entry else "passed",
+        result="skipped" if "skipped" in entry else "failed" if failed else "passed",
         recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=f"{platform.node()}, Linux {platform.release()}, {os.cpu_count()} CPUs",
     )
@@ -96,10 +95,9 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
     """ROBUSTNESS.md: a summary and one table row per fault or bad input, every figure from ENTRIES."""
     rows = sorted(entries.values(), key=lambda e: (list(AREAS).index(e["area"]), e["test"]))
     counted = [e for e in rows if e["result"] != "skipped"]
-    lost = sum(e.get("rows_lost") or 0 for e in counted if e["result"] != "known bug")
-    lost_to_bugs = sum(e.get("rows_lost") or 0 for e in counted if e["result"] == "known bug")
+    lost = sum(e.get("rows_lost") or 0 for e in counted)
     left = sum(len(e["leftovers"]) for e in counted if e.get("leftovers") is not None)
-    results = {name: sum(e["result"] == name for e in rows) for name in ("passed", "failed", "known bug", "skipped")}
+    results = {name: sum(e["result"] == name for e in rows) for name in ("passed", "failed", "skipped")}
     recorded = sorted(e["recorded_at"] for e in rows)
     hosts = sorted({e["host"] for e in rows})
     lines = [
@@ -115,14 +113,9 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
         "case that remained after it. Both must be 0; n/a where the case writes no rows or creates nothing.",
         "",
         f"Recorded {recorded[0]} to {recorded[-1]} on {', '.join(hosts)}: {len(rows)} cases, "
-        f"{results['passed']} passed, {results['failed']} failed, {results['known bug']} known bug(s) (listed below), "
-        f"{results['skipped']} not producible here; "
-        f"rows lost in total: {lost}, plus {lost_to_bugs} in the known bugs below; leftovers in total: {left}.",
+        f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} not producible here; "
+        f"rows lost in total: {lost}; leftovers in total: {left}.",
     ]
-    bugs = [e for e in rows if e["result"] == "known bug"]
-    if bugs:
-        lines += ["", "Known bugs (their tests are marked expected-to-fail until fixed):", ""]
-        lines += [f"- {_cell(e['known_bug'])} (`{e['test']}`)" for e in bugs]
     for area, title in AREAS.items():
         selected = [e for e in rows if e["area"] == area]
         if not selected:
