@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from copylab import netns, perf, sweep
-from copylab.calibrate import COPIES_PER_BYTE, copy_bound_gbps, measure_memcpy
+from copylab.calibrate import copy_limit_rows, measure_memcpy
 from copylab.errors import CopylabError
 from copylab.paths import DATA, REFERENCE_DATA, ROOT
 from copylab.trial import TrialSettings, TrialSpec, run_trial
@@ -138,21 +138,24 @@ def adaptive_saving(reference: Path, target: float = 0.05) -> list[Figure]:
 
 
 def copy_limit(reference: Path) -> list[Figure]:
-    """Best measured throughput of each implementation as a fraction of its copy-bound limit."""
-    memcpy = measure_memcpy()["memcpy_gbps"]
-    trials = pd.read_csv(reference / "trials.csv")
-    ok = trials[(trials["status"] == "ok") & (trials["workload"] == "stream")]
-    best = ok.groupby(["implementation", "size_bytes", "threads"])["throughput_gbps"].mean()
-    figures = [Figure("single-core memcpy bandwidth (this host, now)", "report", f"{memcpy:.1f} Gbit/s", None)]
-    for implementation in COPIES_PER_BYTE:
-        if implementation not in best.index.get_level_values(0):
-            continue
-        series = best.loc[implementation]
-        (size, threads), value = series.idxmax(), float(series.max())
-        limit = copy_bound_gbps(memcpy, implementation)
+    """Best throughput of each implementation against its copy bound, from the sweep's own calibration."""
+    from copylab import manifest
+    from copylab.stats import summarize
+    from copylab.trials import load_trials
+
+    calibrated = manifest.read(reference / "manifest.json").get("calibration", {}).get("memcpy_gbps")
+    now = measure_memcpy()["memcpy_gbps"]
+    figures = [Figure("single-core memcpy bandwidth", "report",
+                      f"{calibrated or float('nan'):.1f} Gbit/s when {reference.name} started, {now:.1f} Gbit/s now",
+                      None)]
+    if calibrated is None:
+        return figures
+    summary = summarize(load_trials(reference / "trials.csv"), metrics=["throughput_gbps"])
+    for row in copy_limit_rows(summary, calibrated):
         figures.append(Figure(
-            f"{implementation}: best throughput / copy bound ({COPIES_PER_BYTE[implementation]} copies)", "report",
-            f"{value:.1f} / {limit:.1f} Gbit/s = {value / limit:.0%} ({size} B, {threads} thread(s))", None))
+            f"{row['implementation']}: best throughput / copy bound ({row['copies']} copies)", "report",
+            f"{row['best_gbps']:.1f} / {row['limit_gbps']:.1f} Gbit/s = {row['fraction']:.0%} "
+            f"({row['size_bytes']} B, {row['threads']} thread(s))", None))
     return figures
 
 

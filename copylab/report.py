@@ -168,7 +168,7 @@ def copy_limit(sweep: Sweep) -> str:
     memcpy = calibration["memcpy_gbps"]
     rows = copy_limit_rows(sweep.summary, memcpy)
     table = markdown_table({
-        "Implementation": code(row["implementation"]), "Copies per byte": str(row["copies"]),
+        "Implementation": code(row["implementation"]), "Copies": str(row["copies"]),
         "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
                                    f"{row['threads']} thread{'s' if row['threads'] > 1 else ''})",
         "Copy bound, Gbit/s": fmt_num(row["limit_gbps"]), "Fraction of the bound": f"{row['fraction']:.0%}",
