@@ -21,7 +21,7 @@ import pandas as pd
 from copylab import netns, perf, sweep
 from copylab.calibrate import copy_limit_rows, measure_memcpy
 from copylab.errors import CopylabError
-from copylab.paths import DATA, REFERENCE_DATA, ROOT
+from copylab.paths import REFERENCE_DATA, ROOT
 from copylab.trial import TrialSettings, TrialSpec, run_trial
 
 
@@ -98,13 +98,14 @@ def analysis_and_report_time(reference: Path, rows: int, scratch: Path) -> list[
     big["trial_id"] = [f"{tid}-b{i}" for i, tid in enumerate(big["trial_id"])]
     big["order_index"] = range(rows)
     big["sweep"] = "bench-analysis"
-    directory = scratch / "bench-analysis"
+    # Figures go beside data/ (data/NAME/../../figures): keep both inside the scratch directory.
+    directory = scratch / "data" / "bench-analysis"
     directory.mkdir(parents=True)
     big.to_csv(directory / "trials.csv", index=False)
     record = manifest.read(reference / "manifest.json")
     record.update(sweep="bench-analysis", complete=False, trials_sha256=None)
     manifest.write(directory / "manifest.json", record)
-    analysis_s = _timed(lambda: run_analysis_notebook(directory, ROOT))
+    analysis_s = _timed(lambda: run_analysis_notebook(directory, ROOT, output=scratch / "bench-analysis.ipynb"))
     report_s = _timed(lambda: render_report([reference], scratch / "report.pdf", ROOT))
     return [
         Figure(f"analysis notebook on a {rows:,}-row trials.csv", "<= 20 s", f"{analysis_s:.1f} s", analysis_s <= 20),
@@ -173,7 +174,7 @@ def run_bench(pairs: int = 5, duration_s: float = 2.0, rows: int = 10_000, smoke
     netns.require_root("bench")
     if not (reference / "trials.csv").exists():
         raise CopylabError(f"{reference} holds no sweep to replay")
-    with tempfile.TemporaryDirectory(prefix="copylab-bench-", dir=DATA) as scratch:
+    with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
         figures = iperf3_comparison(1 if smoke else pairs, 1.0 if smoke else duration_s)
         figures += harness_cost(Path(scratch), smoke)
         figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch))
