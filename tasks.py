@@ -29,8 +29,10 @@ def one_line_errors(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # SIGTERM ends a task like Ctrl-C, so every clean-up (namespaces, notebook kernels, temporary files) runs.
+        # SIGTERM ends a task like Ctrl-C, so every clean-up (namespaces, notebook kernels, temporary files) runs;
+        # and Ctrl-C interrupts even where the task was started with SIGINT ignored (a background job).
         previous = signal.signal(signal.SIGTERM, _terminated)
+        previous_interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             return function(*args, **kwargs)
         except CopylabError as error:
@@ -39,6 +41,7 @@ def one_line_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             raise Exit("copylab: interrupted; everything measured so far is saved", code=130) from None
         finally:
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_interrupt)
 
     return wrapper
 

@@ -88,9 +88,15 @@ def test_tiny_sweep_rows_and_counters(tmp_path):
     assert leftovers("tiny") == {"namespaces": [], "processes": [], "trial_dirs": []}
 
 
+def _default_sigint() -> None:
+    # A suite started in the background inherits SIGINT ignored; the CLI under test must feel Ctrl-C.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
 
 
 @needs_root
