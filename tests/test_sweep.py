@@ -252,3 +252,14 @@ def test_adaptive_rounds_repeat_only_imprecise_configurations():
     assert len(measured[stable]) == 3 and len(measured[noisy]) == 5
     order = [spec.order_index for batch in rounds for spec in batch]
     assert order == list(range(len(order)))
+
+
+@needs_root
+def test_every_pinning_runs_and_is_recorded(tmp_path):
+    config = tiny("pinning", implementations=["one_copy"], workloads=["stream"], sizes=[16384], threads=[2],
+                  trials=1, pinning=["none", "same_cpu", "split_cpu"])
+    result = sweep.run(config, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / "pinning" / "trials.csv")
+    assert result.ok == 3 and sorted(row["pinning"] for row in rows) == ["none", "same_cpu", "split_cpu"]
+    for row in rows:
+        assert row["status"] == "ok" and float(row["throughput_gbps"]) > 0 and row["retransmits"] != ""
