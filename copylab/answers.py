@@ -6,8 +6,7 @@ Every function takes a loaded ``Sweep`` and returns Markdown; nothing here types
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,18 @@ import numpy as np
 import pandas as pd
 
 from copylab.errors import CopylabError
+from copylab.formatting import (
+    fmt_num,
+    fmt_size,
+    fmt_bytes,
+    fmt_p,
+    fmt_interval,
+    fmt_pct,
+    fmt_change,
+    code,
+    md_escape,
+    markdown_table,
+)
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV, t_interval
 from copylab.trials import load_sweep
 
@@ -85,89 +96,6 @@ def load_results(data_dir: Path) -> Sweep:
     trials, manifest = load_sweep(data_dir)
     tables = [pd.read_csv(data_dir / name) for name in RESULT_FILES]
     return Sweep(str(manifest["sweep"]), manifest, trials, *tables, directory=data_dir)
-
-
-# ---------------------------------------------------------------- formatting
-
-
-def fmt_num(x: float) -> str:
-    """About three significant digits, thousands separated, never in scientific notation."""
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    magnitude = abs(x)
-    if magnitude >= 100:
-        return f"{x:,.0f}"
-    if magnitude >= 10:
-        return f"{x:.1f}"
-    if magnitude >= 1 or magnitude == 0:
-        return f"{x:.2f}"
-    return f"{x:.{2 - math.floor(math.log10(magnitude))}f}"
-
-
-def fmt_size(n: float) -> str:
-    """A tested message size: '64 B', '4 KiB', '1 MiB'."""
-    n = int(n)
-    for unit, factor in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= factor and n % factor == 0:
-            return f"{n // factor} {unit}"
-    return f"{n:,} B"
-
-
-def fmt_bytes(x: float) -> str:
-    """An estimated size (e.g. an interpolated crossover) in whole bytes: '5,793 B'."""
-    return f"{int(round(x)):,} B"
-
-
-def fmt_p(p: float) -> str:
-    """A p-value, floored at '<0.001'."""
-    return "<0.001" if p < 0.001 else fmt_num(p)
-
-
-def fmt_interval(mean: float, low: float, high: float, unit: str = "") -> str:
-    """'12.3 [11.9, 12.7] unit': a mean with its 95% interval; a single trial has none."""
-    bounds = f"[{fmt_num(low)}, {fmt_num(high)}]" if math.isfinite(low) and math.isfinite(high) else "(no interval)"
-    return f"{fmt_num(mean)} {bounds} {unit}" if unit else f"{fmt_num(mean)} {bounds}"
-
-
-def fmt_pct(fraction: float) -> str:
-    """A fraction as a percentage with one decimal."""
-    return f"{fraction * 100:.1f}%"
-
-
-def fmt_change(before: float, after: float) -> str:
-    """Relative change from before to after, signed: '+12.0%'."""
-    return f"{(after / before - 1) * 100:+.1f}%" if before else "n/a"
-
-
-def code(name: str) -> str:
-    """An identifier (implementation, flag, syscall) or a tool's literal output, set in monospace."""
-    return f"`{name}`"
-
-
-def md_escape(text: object) -> str:
-    """Free text (an error message, a CPU model) made literal in Markdown: '<x>' would vanish as raw HTML."""
-    return re.sub(r"([\\`*_{}\[\]<>#|~^$])", r"\\\1", str(text)).replace("\n", " ")
-
-
-def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
-    """A Markdown pipe table from row dicts (all rows share the first row's keys).
-
-    The separator's dashes follow each column's widest cell, clamped to 10..40 so that one long cell does not
-    squeeze the others: when a table is wider than a line, pandoc sizes the columns by them.
-    """
-    rows = list(rows)
-    if not rows:
-        raise CopylabError("a table needs at least one row")
-    header = list(rows[0])
-
-    def cell(value: object) -> str:
-        return re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
-
-    body = [[cell(row[key]) for key in header] for row in rows]
-    widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * min(max(w, 10), 40) for w in widths) + "|"]
-    lines += ["| " + " | ".join(line) + " |" for line in body]
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- selections
@@ -645,7 +573,7 @@ def answer_q3(sweep: Sweep) -> str:
     focus = choose_focus(sweep)
     stream = metric_rows(sweep, THROUGHPUT, workload="stream", pinning=focus.pinning)
     threads = sorted(int(t) for t in stream["threads"].unique())
-    lo, hi = threads[0], threads[-1]
+    hi = threads[-1]
     llc = measured(sweep, "snd_llc_misses_per_kib")
     rows, sentences = [], []
     for impl in implementations(sweep):

@@ -9,18 +9,14 @@ from copylab.answers import (
     Focus,
     Sweep,
     choose_focus,
-    code,
     counters_unavailable_reason,
-    fmt_interval,
-    fmt_num,
-    fmt_pct,
-    fmt_size,
     implementations,
     measured,
     metric_rows,
     threads_text,
     zero_copy_counts,
 )
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size
 
 INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
 

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from copylab import schema
-from copylab.answers import fmt_bytes, fmt_num, fmt_size
+from copylab.formatting import fmt_bytes, fmt_num, fmt_size
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
 from copylab.metrics import METRICS, add_metrics

@@ -17,18 +17,14 @@ from copylab.answers import (
     RESULT_FILES,
     Sweep,
     answer_crossover,
-    code,
-    fmt_num,
-    fmt_size,
     limitations,
-    markdown_table,
-    md_escape,
     zero_copy_counts,
 )
 from copylab.calibrate import copy_limit_rows
 from copylab.captions import caption
 from copylab.diagram import draw_zerocopy_path
 from copylab.errors import CopylabError
+from copylab.formatting import code, fmt_num, fmt_size, markdown_table, md_escape
 from copylab.figures import make_figures, save_figures
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV
 from copylab.trial import cpus_for

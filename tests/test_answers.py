@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from copylab import answers
-from copylab.answers import Sweep, fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
+from copylab import formatting
+from copylab.answers import Sweep
+from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.errors import CopylabError
 
 SIZES = [64, 1024, 4096, 16384, 65536]
@@ -121,13 +123,13 @@ def test_formatting_is_exact():
     assert fmt_num(26.04) == "26.0" and fmt_num(0.01234) == "0.0123" and fmt_num(1234.5) == "1,234"
     assert fmt_size(65536) == "64 KiB" and fmt_size(64) == "64 B" and fmt_size(3000) == "3,000 B"
     assert fmt_bytes(5792.6) == "5,793 B" and fmt_bytes(640.2) == "640 B"
-    assert answers.fmt_p(0.00002) == "<0.001" and answers.fmt_p(0.0123) == "0.0123"
+    assert formatting.fmt_p(0.00002) == "<0.001" and formatting.fmt_p(0.0123) == "0.0123"
     assert fmt_interval(1.0, 0.5, 1.5, "ns") == "1.00 [0.500, 1.50] ns"
     assert fmt_pct(0.973) == "97.3%"
-    assert answers.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|----------|----------|\n| 1 | x\\|y |"
-    wide = answers.markdown_table([{"a": "x" * 12, "b": "y" * 100}])
+    assert formatting.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|----------|----------|\n| 1 | x\\|y |"
+    wide = formatting.markdown_table([{"a": "x" * 12, "b": "y" * 100}])
     assert wide.splitlines()[1] == "|" + "-" * 12 + "|" + "-" * 40 + "|"
-    assert answers.md_escape("<not supported> a_b") == "\\<not supported\\> a\\_b"
+    assert formatting.md_escape("<not supported> a_b") == "\\<not supported\\> a\\_b"
 
 
 def test_focus_is_first_pinning_fewest_threads_largest_common_size():

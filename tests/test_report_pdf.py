@@ -10,7 +10,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from copylab.answers import QUESTIONS, fmt_bytes
+from copylab.answers import QUESTIONS
+from copylab.formatting import fmt_bytes
 from copylab.errors import CopylabError
 from copylab.paths import FIGURES, ROOT
 from copylab import report
