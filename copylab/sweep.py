@@ -9,14 +9,11 @@ import math
 import os
 import random
 import re
-import signal
 import time
 import tomllib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -274,22 +271,6 @@ def recorded_ok(path: Path) -> set[str]:
     return {row["trial_id"] for row in recorded_ok_rows(path)}
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C so every context manager cleans up."""
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 @dataclass
 class SweepResult:
     directory: Path
@@ -381,7 +362,7 @@ def run(config: SweepConfig, data_root: Path = DATA, resume: bool = False,
     started = time.monotonic()
     writer = TrialWriter(trials_path)
     try:
-        with _terminate_as_interrupt(), netns.namespace_pair(pair), tqdm(
+        with netns.namespace_pair(pair), tqdm(
             total=planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True
         ) as bar:
             for batch in batches:

@@ -222,6 +222,12 @@ def _perf_values(runs: dict[str, PerfRun], support: PerfSupport, measured: bool)
     return values, "; ".join(missing)
 
 
+def _perf_unused_reason(is_iperf3: bool, support: PerfSupport) -> str:
+    if is_iperf3 and support.available:
+        return "all: iperf3 cannot mark the measured window for perf"
+    return "all: " + next(iter(support.unsupported.values()), "perf unavailable")
+
+
 def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     """Runs one trial and returns its row (status ok or failed, never raises TrialFailed)."""
     row: dict[str, Any] = {
@@ -278,9 +284,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                                                 _parse_json("client", client_out)))
             perf_values, missing = _perf_values(runs, settings.perf, use_perf)
             row.update(perf_values)
-            row["perf_missing"] = missing if use_perf else (
-                "all: iperf3 cannot mark the measured window for perf" if is_iperf3 and settings.perf.available
-                else "all: " + (next(iter(settings.perf.unsupported.values()), "perf unavailable")))
+            row["perf_missing"] = missing if use_perf else _perf_unused_reason(is_iperf3, settings.perf)
         except TrialFailed as failure:
             row["status"], row["error"] = "failed", str(failure)
         finally:
