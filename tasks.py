@@ -152,6 +152,7 @@ def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations
               seed=None, verify=False, mtu=None, optmem_max=None, namespaces=None, target_ci=None, max_trials=None, resume=False, analyze=True):
     """Run every configuration of a sweep in namespaces, writing data/NAME/trials.csv (root)."""
     from copylab import sweep
+    from copylab.build import build as run_build
 
     config = sweep.make_config(
         name, profile, Path(sweep_file) if sweep_file else None,
@@ -163,6 +164,7 @@ def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations
         namespaces=_list(namespaces), target_ci=_number("target-ci", target_ci, float),
         max_trials=_number("max-trials", max_trials, int),
     )
+    run_build(config.sanitize)
     result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
     print(result.summary())
     if analyze and (result.ok or result.skipped):  # skipped: ok rows of an earlier, interrupted run

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from copylab import netns, perf, sweep
+from copylab.build import require_programs
 from copylab.calibrate import copy_limit_rows, measure_memcpy
 from copylab.errors import CopylabError
 from copylab.paths import REFERENCE_DATA, ROOT
@@ -174,6 +175,8 @@ def run_bench(pairs: int = 5, duration_s: float = 2.0, rows: int = 10_000, smoke
     netns.require_root("bench")
     if not (reference / "trials.csv").exists():
         raise CopylabError(f"{reference} holds no sweep to replay")
+    require_programs([f"{implementation}_{side}" for implementation in ("one_copy", "two_copy")
+                      for side in ("server", "client")])
     with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
         figures = iperf3_comparison(1 if smoke else pairs, 1.0 if smoke else duration_s)
         figures += harness_cost(Path(scratch), smoke)

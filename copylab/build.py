@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from copylab.errors import CopylabError
-from copylab.paths import CSRC, build_dir
+from copylab.paths import CSRC, build_dir, program
 
 SANITIZERS = ("address", "undefined", "thread")
 
@@ -24,3 +24,12 @@ def build(sanitize: str | None = None, jobs: int = 2) -> Path:
         lines = (result.stderr or result.stdout).strip().splitlines()
         raise CopylabError(f"the C build failed: {lines[-1] if lines else 'make exited ' + str(result.returncode)}")
     return out
+
+
+def require_programs(names: list[str], sanitize: str | None = None) -> None:
+    """A one-line error naming the build command, before any namespace or row exists, when a program is missing."""
+    missing = [name for name in names if not program(name, sanitize).exists()]
+    if missing:
+        command = "./inv build" + (f" --sanitize {sanitize}" if sanitize else "")
+        raise CopylabError(f"{program(missing[0], sanitize)} is not built: run `{command}` first")
+

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from copylab.build import require_programs
 from copylab.errors import CopylabError
 from copylab.paths import program
 
@@ -39,6 +40,7 @@ def last_level_cache_bytes() -> int | None:
 
 def measure_memcpy(runs: int = 7, cpu: str | None = "0") -> dict[str, Any]:
     """Best of several copies of a buffer at least 4x the last-level cache, on one CPU."""
+    require_programs(["memcpy_bandwidth"])
     llc = last_level_cache_bytes()
     mib = max(128, 4 * (llc or 0) >> 20)
     command = [str(program("memcpy_bandwidth")), str(mib), str(runs)]

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from copylab import manifest as manifest_module
 from copylab import netns, perf
+from copylab.build import require_programs
 from copylab.calibrate import measure_memcpy
 from copylab.errors import CopylabError
 from copylab.paths import DATA
@@ -333,6 +334,9 @@ def run(config: SweepConfig, data_root: Path = DATA, resume: bool = False,
     elif trials_path.exists() or manifest_path.exists():
         raise CopylabError(f"{directory} already holds a sweep: pass --resume to finish it, or choose another --name")
     netns.require_root("run-sweep")
+    require_programs([f"{implementation}_{side}" for implementation in config.implementations
+                      if implementation in IMPLEMENTATIONS for side in ("server", "client")], config.sanitize)
+    require_programs(["memcpy_bandwidth"])
     pair = netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
     netns.check_free(pair)  # before anything is written, so a refusal leaves nothing behind
     support = perf.detect()

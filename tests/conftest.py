@@ -15,8 +15,9 @@ from copylab.build import build
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def bin_dir() -> Path:
+    """Built once before any test, so no test depends on which ran first (CI starts from a clean clone)."""
     return build() / "bin"
 
 

@@ -263,3 +263,12 @@ def test_every_pinning_runs_and_is_recorded(tmp_path):
     assert result.ok == 3 and sorted(row["pinning"] for row in rows) == ["none", "same_cpu", "split_cpu"]
     for row in rows:
         assert row["status"] == "ok" and float(row["throughput_gbps"]) > 0 and row["retransmits"] != ""
+
+
+@needs_root
+def test_unbuilt_programs_are_named_before_anything_is_made(tmp_path, monkeypatch):
+    monkeypatch.setattr("copylab.build.program", lambda name, sanitize=None: tmp_path / "nowhere" / name)
+    with pytest.raises(CopylabError, match=r"two_copy_server is not built: run `\./inv build` first"):
+        sweep.run(tiny("unbuilt"), data_root=tmp_path, progress=False)
+    assert not (tmp_path / "unbuilt").exists()
+    assert not any(name.startswith(f"clsweep{TAG}") for name in netns.existing_namespaces())
