@@ -9,20 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import papermill
 from matplotlib.figure import Figure
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from papermill.exceptions import PapermillExecutionError
 
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
 from copylab.figures import IMPLEMENTATION_ORDER, format_size, make_figures, save_figures
+from copylab.notebook_runner import execute
 from copylab.metrics import METRICS, add_metrics
 from copylab.stats import DEFAULT_PAIRS, compare, summarize
 from copylab.trials import load_manifest, load_sweep
 
 NOTEBOOK = Path("notebooks") / "10_analyze_sweep.ipynb"
-KERNEL = "python3"
 
 
 @dataclass
@@ -132,20 +129,5 @@ def run_analysis_notebook(
         "pairs": [list(pair) for pair in pairs],
         "metrics": None if metrics is None else list(metrics),
     }
-    try:
-        papermill.execute_notebook(
-            str(project_root / NOTEBOOK),
-            str(output),
-            parameters=parameters,
-            kernel_name=KERNEL,
-            cwd=str(project_root),
-            progress_bar=False,
-        )
-    except PapermillExecutionError as error:
-        message = str(error.evalue).splitlines()[0] if error.evalue else ""
-        raise CopylabError(
-            f"analysis notebook failed in cell {error.exec_count}: {error.ename}: {message} (see {output})"
-        ) from None
-    except (CellTimeoutError, DeadKernelError) as error:
-        raise CopylabError(f"analysis notebook did not finish ({type(error).__name__}; see {output})") from None
+    execute(project_root / NOTEBOOK, output, parameters, project_root, "analysis")
     return output

@@ -8,7 +8,6 @@ from datetime import date
 from pathlib import Path
 
 import nbformat
-import papermill
 from nbconvert import PDFExporter
 from nbconvert.exporters.pdf import LatexFailed
 
@@ -24,6 +23,7 @@ from copylab.calibrate import copy_limit_rows
 from copylab.captions import caption
 from copylab.diagram import draw_zerocopy_path
 from copylab.errors import CopylabError
+from copylab.notebook_runner import execute
 from copylab.formatting import code, fmt_num, fmt_size, markdown_table, md_escape
 from copylab.figures import make_figures, save_figures
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV
@@ -322,11 +322,6 @@ def _ensure_analysis(data_dir: Path) -> None:
     analyze(data_dir)
 
 
-def _first_line(text: object) -> str:
-    lines = str(text).strip().splitlines()
-    return lines[0] if lines else "no message"
-
-
 def _latex_error(log: str) -> str:
     errors = [line for line in log.splitlines() if line.startswith("!")]
     return errors[0] if errors else "see the LaTeX log"
@@ -383,18 +378,6 @@ def render_report(
     out_pdf = Path(out_pdf).resolve()
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     executed = out_pdf.with_suffix(".ipynb")
-    try:
-        papermill.execute_notebook(
-            str(root / NOTEBOOK),
-            str(executed),
-            parameters={"data_dirs": [str(d) for d in dirs], "title": title, "author": author},
-            kernel_name="python3",
-            cwd=str(root),
-            progress_bar=False,
-        )
-    except papermill.PapermillExecutionError as error:
-        raise CopylabError(
-            f"report notebook failed in cell {error.exec_count}: {error.ename}: {_first_line(error.evalue)} "
-            f"(see {executed})"
-        ) from None
+    execute(root / NOTEBOOK, executed, {"data_dirs": [str(d) for d in dirs], "title": title, "author": author},
+            root, "report")
     return export_pdf(executed, out_pdf)

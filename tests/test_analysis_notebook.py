@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -68,7 +70,7 @@ def test_analyze_rejects_bad_arguments(tmp_path):
         analyze(tmp_path / "data" / "missing")
 
 
-def test_notebook_runs_under_papermill_and_writes_everything(tmp_path):
+def test_notebook_runs_under_papermill_and_writes_everything(tmp_path, capfd):
     data_dir = _sweep(tmp_path, "nb")
     output = tmp_path / "report" / "sweeps" / "nb.ipynb"
     started = time.monotonic()
@@ -90,6 +92,10 @@ def test_notebook_runs_under_papermill_and_writes_everything(tmp_path):
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert sum("image/png" in o.get("data", {}) for o in outputs) == len(FIGURES)
     assert not any(o.get("output_type") == "error" for o in outputs)
+    # the kernel ran on a private socket (no TCP warning) and was stopped, not left to its parent's exit
+    assert "IPKernelApp" not in capfd.readouterr().err
+    kernels = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "ipykernel"], capture_output=True, text=True)
+    assert kernels.stdout == ""
 
 
 def test_failing_notebook_raises_and_names_the_output(tmp_path):
