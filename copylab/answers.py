@@ -22,6 +22,7 @@ from copylab.formatting import (
     fmt_interval,
     fmt_pct,
     fmt_change,
+    fmt_span,
     code,
     md_escape,
     markdown_table,
@@ -253,7 +254,7 @@ def copy_evidence(sweep: Sweep) -> str:
         )
         span = copied_fraction_range(sweep)
         if span is not None:
-            text += f" (per configuration between {fmt_pct(span[0])} and {fmt_pct(span[1])})"
+            text += f" (per configuration {fmt_span(fmt_pct(span[0]), fmt_pct(span[1]))})"
         parts.append(
             text + f"; the sender read {fmt_num(counts['notifications_per_send'])} notifications per send (one per "
             f"{fmt_num(1 / counts['notifications_per_send'])} sends), because the kernel coalesces consecutive "
@@ -767,7 +768,10 @@ def answer_q6(sweep: Sweep) -> str:
         )
         rule = "the largest loss of throughput from the fewest to the most threads"
     if anomaly.score > 0:
-        verdict = f"The 95% intervals are separated by {fmt_pct(anomaly.score)} (lower bound over upper bound)."
+        verdict = (
+            f"The 95% intervals do not overlap: the lower bound of the higher result is {fmt_num(1 + anomaly.score)} "
+            "times the upper bound of the lower one."
+        )
     else:
         verdict = (
             "No candidate had non-overlapping 95% intervals, so this is the closest call, not a significant "
@@ -829,7 +833,8 @@ def limitations(sweep: Sweep) -> list[str]:
     n = main["n"]
     if len(n):
         items.append(
-            f"Each configuration rests on {int(n.min())} to {int(n.max())} successful trials; intervals are "
+            f"Each configuration rests on {fmt_span(str(int(n.min())), str(int(n.max())))} successful trials; "
+            "intervals are "
             "correspondingly wide."
         )
     perf = sweep.manifest.get("perf") or {}

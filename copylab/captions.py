@@ -16,7 +16,7 @@ from copylab.answers import (
     threads_text,
     zero_copy_counts,
 )
-from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span
 
 INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
 
@@ -34,7 +34,7 @@ def _extremes(sweep: Sweep, metric: str, pick: str, **where: object) -> list[str
     return parts
 
 
-def _at_sizes(sweep: Sweep, metric: str, focus: Focus, unit: str) -> str:
+def _at_sizes(sweep: Sweep, metric: str, focus: Focus) -> str:
     """'at 64 B: impl a, impl b; at 64 KiB: ...' for the smallest and largest stream size."""
     rows = metric_rows(sweep, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
     sizes = sorted(rows["size_bytes"].unique())
@@ -46,8 +46,8 @@ def _at_sizes(sweep: Sweep, metric: str, focus: Focus, unit: str) -> str:
                                threads=focus.threads, pinning=focus.pinning)
             if not rows.empty:
                 row = rows.iloc[0]
-                values.append(f"{code(impl)} {fmt_interval(row['mean'], row['ci_low'], row['ci_high'], unit)}")
-        chunks.append(f"At {fmt_size(size)}: " + ", ".join(values))
+                values.append(f"{code(impl)} {fmt_interval(row['mean'], row['ci_low'], row['ci_high'])}")
+        chunks.append(f"at {fmt_size(size)}: " + ", ".join(values))
     return "; ".join(chunks)
 
 
@@ -123,7 +123,7 @@ def cache_misses_vs_size(sweep: Sweep, focus: Focus) -> str:
         f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}:"
     )
     for name, metric in present.items():
-        text += f" {name}: {_at_sizes(sweep, metric, focus, '')}."
+        text += f" {name}: {_at_sizes(sweep, metric, focus)}."
     return text
 
 
@@ -140,7 +140,7 @@ def cpu_per_byte_vs_size(sweep: Sweep, focus: Focus) -> str:
     text = (
         f"CPU cost per byte against message size; rows: {rows_text}; one column per thread count. {INTERVALS} "
         f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}, in {unit}: "
-        f"{_at_sizes(sweep, metric, focus, '')}."
+        f"{_at_sizes(sweep, metric, focus)}."
     )
     rows = metric_rows(sweep, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
     ends = rows.sort_values("size_bytes").groupby("implementation")["mean"].agg(["first", "last"])
@@ -158,8 +158,8 @@ def zc_copied_fraction(sweep: Sweep, focus: Focus) -> str:
         return "No zero-copy completions were recorded, so no copied fraction is shown."
     return (
         "Share of zero-copy sends whose completion carried `SO_EE_CODE_ZEROCOPY_COPIED` against message size, one "
-        f"line per thread count, one panel per workload: between "
-        f"{fmt_pct(rows['mean'].min())} and {fmt_pct(rows['mean'].max())} over {len(rows)} configurations. A share "
+        f"line per thread count, one panel per workload: {fmt_span(fmt_pct(rows['mean'].min()), fmt_pct(rows['mean'].max()))} "
+        f"over {len(rows)} configurations. A share "
         "near 100% means the kernel copied the pinned pages on local delivery, so no copy was saved."
     )
 

@@ -53,6 +53,11 @@ def fmt_pct(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
+def fmt_span(low: str, high: str) -> str:
+    """'3 to 5' for a range of already formatted values, or just '3' when both ends print the same."""
+    return low if low == high else f"{low} to {high}"
+
+
 def fmt_change(before: float, after: float) -> str:
     """Relative change from before to after, signed: '+12.0%'."""
     return f"{(after / before - 1) * 100:+.1f}%" if before else "n/a"

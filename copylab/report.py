@@ -24,7 +24,7 @@ from copylab.captions import caption
 from copylab.diagram import draw_zerocopy_path
 from copylab.errors import CopylabError
 from copylab.notebook_runner import execute
-from copylab.formatting import code, fmt_num, fmt_size, markdown_table, md_escape
+from copylab.formatting import code, fmt_num, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.figures import make_figures, save_figures
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV
 from copylab.trial import cpus_for
@@ -136,8 +136,8 @@ def method(sweep: Sweep) -> str:
             "",
             f"**Repetitions.** {len(trials):,} trials in total ({int((trials['status'] == 'ok').sum()):,} succeeded), "
             f"{params.get('trials', 'n/a')} per configuration, run in one seeded random order so that drift in the "
-            f"host does not line up with any factor. Summaries use {int(n.min()) if len(n) else 0} to "
-            f"{int(n.max()) if len(n) else 0} successful trials per configuration.",
+            f"host does not line up with any factor. Summaries use "
+            f"{fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else 0} successful trials per configuration.",
             "",
             "**Intervals.** Every mean comes with a Student-t 95% confidence interval over its trials. A "
             "configuration is flagged unstable when its coefficient of variation exceeds "
