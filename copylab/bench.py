@@ -7,6 +7,8 @@ so drift of a shared machine cancels out instead of biasing one side.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import statistics
 import tempfile
@@ -114,6 +116,24 @@ def analysis_and_report_time(reference: Path, rows: int, scratch: Path) -> list[
     ]
 
 
+def explorer_redraw_time(reference: Path, changes: int = 7) -> list[Figure]:
+    """Median time from moving the explorer's slider to a finished redraw, on the reference sweep."""
+    from copylab.explorer import Explorer
+
+    with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel, the widgets' display() prints reprs
+        explorer = Explorer(reference, roots=[reference.parent])
+        values = [value for _, value in explorer.fixed.options]
+        if len(values) < 2:
+            raise CopylabError(f"{reference.name} has one {explorer.fixed.description} value: no slider to move")
+        explorer.fixed.value = values[0]
+        # Cycling through the values: every change differs from the value before it, so each one redraws.
+        times = [_timed(lambda value=value: setattr(explorer.fixed, "value", value))
+                 for value in (values * changes)[1:changes + 1]]
+    median = statistics.median(times)
+    return [Figure(f"explorer redraw after a slider change ({reference.name}, median of {len(times)})", "<= 0.5 s",
+                   f"{median:.2f} s", median <= 0.5)]
+
+
 def adaptive_saving(reference: Path, target: float = 0.05) -> list[Figure]:
     """Replays the reference sweep's trials in their recorded order under the adaptive rule."""
     trials = pd.read_csv(reference / "trials.csv")
@@ -181,6 +201,7 @@ def run_bench(pairs: int = 5, duration_s: float = 2.0, rows: int = 10_000, smoke
         figures = iperf3_comparison(1 if smoke else pairs, 1.0 if smoke else duration_s)
         figures += harness_cost(Path(scratch), smoke)
         figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch))
+        figures += explorer_redraw_time(reference)
         figures += adaptive_saving(reference)
         figures += copy_limit(reference)
     return figures

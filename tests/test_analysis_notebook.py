@@ -73,11 +73,15 @@ def test_analyze_rejects_bad_arguments(tmp_path):
 def test_notebook_runs_under_papermill_and_writes_everything(tmp_path, capfd):
     data_dir = _sweep(tmp_path, "nb")
     output = tmp_path / "report" / "sweeps" / "nb.ipynb"
+    options = dict(confidence=0.9, pairs=[("one_copy", "two_copy")], metrics=["throughput_gbps"])
     started = time.monotonic()
-    written = run_analysis_notebook(
-        data_dir, PROJECT, confidence=0.9, pairs=[("one_copy", "two_copy")], metrics=["throughput_gbps"], output=output
-    )
-    assert time.monotonic() - started < 30
+    analyze(data_dir, **options)
+    in_process = time.monotonic() - started
+    started = time.monotonic()
+    written = run_analysis_notebook(data_dir, PROJECT, output=output, **options)
+    # The notebook is thin: beyond the functions it calls it adds kernel start-up, imports and display
+    # (about 8x the in-process analysis of this small fixture here; seconds are timed by `invoke bench`).
+    assert time.monotonic() - started < 20 * in_process
     assert written == output and output.exists()
     for name in ("summary", "comparisons", "crossovers"):
         assert (data_dir / f"{name}.csv").exists()

@@ -37,6 +37,6 @@ def test_bench_smoke_runs_every_part(bin_dir):
     figures = bench.run_bench(smoke=True)
     names = " ".join(figure.name for figure in figures)
     for part in ("one_copy / iperf3", "two_copy / iperf3", "outside measured windows", "analysis notebook",
-                 "report rendered", "adaptive repetition", "copy bound", "memcpy"):
+                 "report rendered", "explorer redraw", "adaptive repetition", "copy bound", "memcpy"):
         assert part in names
     assert all(figure.measured for figure in figures)

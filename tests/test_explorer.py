@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -265,19 +263,18 @@ def test_caches_hold_sweeps_and_summaries(data_root: Path) -> None:
     assert explorer.sweep_summary(directory, 0.9, "throughput_gbps") is not at95
 
 
-def test_redraw_of_reference_sized_data_takes_under_half_a_second(tmp_path: Path) -> None:
+def test_slider_redraws_from_the_caches_without_reloading(tmp_path: Path) -> None:
+    """What keeps a redraw fast (timed by `invoke bench`): moving a slider reads no file and summarises nothing."""
     df = make_trials(implementations=("two_copy", "one_copy", "zero_copy", "iperf3"), threads=(1, 2, 4, 8))
     assert len(df) >= 1100
     ex = Explorer(write_sweep(tmp_path / "data" / "big", df), roots=[tmp_path / "data"])
     ex.show_raw.value = True
-
-    times = []
-    for threads in (2, 4, 8, 1, 2, 4, 8):
-        start = time.perf_counter()
+    loads, summaries = explorer._loaded.cache_info().misses, explorer._summary.cache_info().misses
+    for threads in (2, 4, 8, 1):
         ex.fixed.value = threads
-        times.append(time.perf_counter() - start)
         assert set(ex.data["threads"]) == {threads}
-    assert statistics.median(times) < 0.5
+    assert explorer._loaded.cache_info().misses == loads
+    assert explorer._summary.cache_info().misses == summaries
 
 
 def test_pure_functions_follow_the_requested_order() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -99,10 +98,13 @@ def test_zero_copy_survives_enobufs(bin_dir):
     assert server["zc_enobufs"] > 0
 
 
-def _run(bin_dir: Path, program: str, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    result = subprocess.run([str(bin_dir / program), *args], capture_output=True, text=True, timeout=10)
-    return result, time.monotonic() - started
+# Every bad input must end the program within 5 s (no hang, no waiting on the network). A guard, not a
+# speed test: subprocess raises TimeoutExpired, failing the test, only for a program that is still running.
+HANG_GUARD_S = 5
+
+
+def _run(bin_dir: Path, program: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_dir / program), *args], capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 CLIENT = ("--connect", "127.0.0.1", "--port", "5999")
@@ -140,12 +142,11 @@ BAD_INPUT = [
 @pytest.mark.parametrize("role,args,code,message", BAD_INPUT, ids=[" ".join(row[1][4:]) or row[0] for row in BAD_INPUT])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_input(bin_dir, variant, role, args, code, message):
-    result, elapsed = _run(bin_dir, f"{variant}_{role}", *args)
+    result = _run(bin_dir, f"{variant}_{role}", *args)
     assert result.returncode == code
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("copylab: error: ")
     assert message in result.stderr
-    assert elapsed < 5
 
 
 def test_port_in_use(bin_dir):
@@ -153,29 +154,24 @@ def test_port_in_use(bin_dir):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result, elapsed = _run(bin_dir, "one_copy_server", "--bind", "127.0.0.1", "--port", str(port),
-                               "--size", "64")
+        result = _run(bin_dir, "one_copy_server", "--bind", "127.0.0.1", "--port", str(port), "--size", "64")
     assert result.returncode == 1
     assert "Address already in use" in result.stderr and result.stderr.count("\n") == 1
-    assert elapsed < 5
 
 
 def test_server_not_there(bin_dir):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free_port = probe.getsockname()[1]
-    result, elapsed = _run(bin_dir, "two_copy_client", "--connect", "127.0.0.1", "--port", str(free_port),
-                           "--size", "64")
+    result = _run(bin_dir, "two_copy_client", "--connect", "127.0.0.1", "--port", str(free_port), "--size", "64")
     assert result.returncode == 1
     assert "cannot connect" in result.stderr and result.stderr.count("\n") == 1
-    assert elapsed < 5
 
 
 def test_server_gives_up_without_client(bin_dir):
-    result, elapsed = _run(bin_dir, "zero_copy_server", "--bind", "127.0.0.1", "--port", "5998", "--size", "64",
-                           "--timeout", "0.5")
+    result = _run(bin_dir, "zero_copy_server", "--bind", "127.0.0.1", "--port", "5998", "--size", "64",
+                  "--timeout", "0.5")
     assert result.returncode == 1 and "waiting for the client timed out" in result.stderr
-    assert elapsed < 5
 
 
 @pytest.mark.parametrize("sanitizer", ["address", "thread"])

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -64,9 +67,19 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert lines[-1].strip() in ("./inv test", "exec ./inv test")
 
 
-def test_inv_is_idempotent_and_fast_when_prepared():
+def test_inv_is_idempotent_and_cheap_when_prepared():
+    """A prepared ./inv installs nothing and costs little beside invoke itself (ratios in one run, medians)."""
+    invoke = [str(Path(sys.executable).parent / "invoke"), "--list"]
     subprocess.run([str(ROOT / "inv"), "--list"], check=True, capture_output=True)
-    started = time.monotonic()
-    result = subprocess.run([str(ROOT / "inv"), "--list"], capture_output=True, text=True)
-    assert result.returncode == 0 and "run-sweep" in result.stdout
-    assert time.monotonic() - started < 3
+    ratios = []
+    for _ in range(5):
+        started = time.monotonic()
+        result = subprocess.run([str(ROOT / "inv"), "--list"], capture_output=True, text=True)
+        wrapped = time.monotonic() - started
+        assert result.returncode == 0 and "run-sweep" in result.stdout
+        assert result.stderr == ""  # nothing installed, nothing prepared
+        started = time.monotonic()
+        subprocess.run(invoke, check=True, capture_output=True)
+        ratios.append(wrapped / (time.monotonic() - started))
+    # The checks cost about as much as invoke's own start-up; a reinstall would cost dozens of times more.
+    assert statistics.median(ratios) < 10
