@@ -36,38 +36,60 @@ class Figure:
     passed: bool | None  # None: a figure to report, not a goal
 
 
-def _pair_ratios(implementation: str, size: int, pairs: int, settings: TrialSettings) -> list[float]:
-    """copylab/iperf3 throughput ratio per interleaved pair, alternating which runs first."""
+@dataclass(frozen=True)
+class Contender:
+    implementation: str
+    profiled: bool  # run under perf stat, as in a sweep
+
+
+def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: int, pair: netns.NamespacePair,
+                 duration_s: float) -> list[float]:
+    """challenger/baseline throughput ratio per interleaved pair, alternating which runs first."""
+    supports = {True: perf.detect(), False: perf.PerfSupport(available=False, version=None)}
     ratios = []
     for repetition in range(1, pairs + 1):
-        results = {}
-        order = (implementation, "iperf3") if repetition % 2 else ("iperf3", implementation)
-        for name in order:
-            spec = TrialSpec(f"bench-{name}-{size}-r{repetition}", repetition, name, "stream", size, 1, "same_cpu",
-                             repetition)
+        results = []
+        order = (challenger, baseline) if repetition % 2 else (baseline, challenger)
+        for contender in order:
+            label = contender.implementation + ("-perf" if contender.profiled else "")
+            spec = TrialSpec(f"bench-{label}-{size}-r{repetition}", repetition, contender.implementation, "stream",
+                             size, 1, "same_cpu", repetition)
+            settings = TrialSettings("bench", pair, supports[contender.profiled], duration_s, 1.0)
             row = run_trial(spec, settings)
             if row["status"] != "ok":
                 raise CopylabError(f"bench trial {spec.trial_id} failed: {row['error']}")
-            results[name] = row["throughput_gbps"]
-        ratios.append(results[implementation] / results["iperf3"])
+            results.append(row["throughput_gbps"])
+        first, second = results
+        ratios.append(first / second if order[0] is challenger else second / first)
     return ratios
 
 
+def _ratio_text(ratios: list[float]) -> str:
+    return (f"{statistics.median(ratios):.2f}x (median of {len(ratios)} pairs, range {min(ratios):.2f}-"
+            f"{max(ratios):.2f})")
+
+
 def iperf3_comparison(pairs: int, duration_s: float) -> list[Figure]:
+    """The programs against iperf3, both unprofiled (iperf3 cannot run under perf's window control), and what
+    profiling costs copylab in a sweep."""
     goals = {"one_copy": 1.0, "two_copy": 0.9}
     pair = netns.NamespacePair("copylab_bsrv", "copylab_bcli")
     # iperf3 takes whole seconds: give copylab the same warm-up and window.
-    settings = TrialSettings("bench", pair, perf.detect(), float(math.ceil(duration_s)), 1.0)
+    duration_s = float(math.ceil(duration_s))
+    iperf3 = Contender("iperf3", profiled=False)
     figures = []
     with netns.namespace_pair(pair):
         for size in (65536, 1024):
             for implementation, goal in goals.items():
-                ratios = _pair_ratios(implementation, size, pairs, settings)
-                median = statistics.median(ratios)
+                ratios = _pair_ratios(Contender(implementation, profiled=False), iperf3, size, pairs, pair,
+                                      duration_s)
                 figures.append(Figure(
-                    f"{implementation} / iperf3 throughput, {size // 1024} KiB, 1 thread, same CPU",
-                    f">= {goal:.1f}x", f"{median:.2f}x (median of {pairs} pairs, range {min(ratios):.2f}-"
-                    f"{max(ratios):.2f})", median >= goal))
+                    f"{implementation} / iperf3 throughput, {size // 1024} KiB, 1 thread, same CPU", f">= {goal:.1f}x",
+                    _ratio_text(ratios), statistics.median(ratios) >= goal))
+        ratios = _pair_ratios(Contender("one_copy", profiled=True), Contender("one_copy", profiled=False), 65536,
+                              pairs, pair, duration_s)
+        figures.append(Figure("one_copy throughput under perf stat / without, 64 KiB, 1 thread", "report",
+                              _ratio_text(ratios), None))
     return figures
 
 
