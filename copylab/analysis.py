@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
 from copylab.figures import IMPLEMENTATION_ORDER, format_size, make_figures, save_figures
-from copylab.notebook_runner import execute
 from copylab.metrics import METRICS, add_metrics
+from copylab.notebook_runner import execute
 from copylab.stats import DEFAULT_PAIRS, compare, summarize
 from copylab.trials import load_manifest, load_sweep
 

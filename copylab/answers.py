@@ -834,8 +834,7 @@ def limitations(sweep: Sweep) -> list[str]:
     if len(n):
         items.append(
             f"Each configuration rests on {fmt_span(str(int(n.min())), str(int(n.max())))} successful trials; "
-            "intervals are "
-            "correspondingly wide."
+            "intervals are correspondingly wide."
         )
     perf = sweep.manifest.get("perf") or {}
     unsupported = perf.get("unsupported_events") or {}

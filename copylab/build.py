@@ -32,4 +32,3 @@ def require_programs(names: list[str], sanitize: str | None = None) -> None:
     if missing:
         command = "./inv build" + (f" --sanitize {sanitize}" if sanitize else "")
         raise CopylabError(f"{program(missing[0], sanitize)} is not built: run `{command}` first")
-

@@ -156,11 +156,11 @@ def zc_copied_fraction(sweep: Sweep, focus: Focus) -> str:
     rows = metric_rows(sweep, "zc_copied_fraction")
     if rows.empty:
         return "No zero-copy completions were recorded, so no copied fraction is shown."
+    shares = fmt_span(fmt_pct(rows["mean"].min()), fmt_pct(rows["mean"].max()))
     return (
         "Share of zero-copy sends whose completion carried `SO_EE_CODE_ZEROCOPY_COPIED` against message size, one "
-        f"line per thread count, one panel per workload: {fmt_span(fmt_pct(rows['mean'].min()), fmt_pct(rows['mean'].max()))} "
-        f"over {len(rows)} configurations. A share "
-        "near 100% means the kernel copied the pinned pages on local delivery, so no copy was saved."
+        f"line per thread count, one panel per workload: {shares} over {len(rows)} configurations. A share near "
+        "100% means the kernel copied the pinned pages on local delivery, so no copy was saved."
     )
 
 

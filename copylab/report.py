@@ -23,9 +23,9 @@ from copylab.calibrate import copy_limit_rows
 from copylab.captions import caption
 from copylab.diagram import draw_zerocopy_path
 from copylab.errors import CopylabError
-from copylab.notebook_runner import execute
-from copylab.formatting import code, fmt_num, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.figures import make_figures, save_figures
+from copylab.formatting import code, fmt_num, fmt_size, fmt_span, markdown_table, md_escape
+from copylab.notebook_runner import execute
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV
 from copylab.trial import cpus_for
 
