@@ -38,29 +38,24 @@ class Figure:
 
 @dataclass(frozen=True)
 class Contender:
+    label: str  # names its trials; unique within a comparison
     implementation: str
-    profiled: bool  # run under perf stat, as in a sweep
+    settings: TrialSettings  # with or without perf
 
 
-def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: int, pair: netns.NamespacePair,
-                 duration_s: float) -> list[float]:
+def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: int) -> list[float]:
     """challenger/baseline throughput ratio per interleaved pair, alternating which runs first."""
-    supports = {True: perf.detect(), False: perf.PerfSupport(available=False, version=None)}
     ratios = []
     for repetition in range(1, pairs + 1):
-        results = []
-        order = (challenger, baseline) if repetition % 2 else (baseline, challenger)
-        for contender in order:
-            label = contender.implementation + ("-perf" if contender.profiled else "")
-            spec = TrialSpec(f"bench-{label}-{size}-r{repetition}", repetition, contender.implementation, "stream",
-                             size, 1, "same_cpu", repetition)
-            settings = TrialSettings("bench", pair, supports[contender.profiled], duration_s, 1.0)
-            row = run_trial(spec, settings)
+        throughput = {}
+        for contender in (challenger, baseline) if repetition % 2 else (baseline, challenger):
+            spec = TrialSpec(f"bench-{contender.label}-{size}-r{repetition}", repetition, contender.implementation,
+                             "stream", size, 1, "same_cpu", repetition)
+            row = run_trial(spec, contender.settings)
             if row["status"] != "ok":
                 raise CopylabError(f"bench trial {spec.trial_id} failed: {row['error']}")
-            results.append(row["throughput_gbps"])
-        first, second = results
-        ratios.append(first / second if order[0] is challenger else second / first)
+            throughput[contender.label] = row["throughput_gbps"]
+        ratios.append(throughput[challenger.label] / throughput[baseline.label])
     return ratios
 
 
@@ -76,18 +71,19 @@ def iperf3_comparison(pairs: int, duration_s: float) -> list[Figure]:
     pair = netns.NamespacePair("copylab_bsrv", "copylab_bcli")
     # iperf3 takes whole seconds: give copylab the same warm-up and window.
     duration_s = float(math.ceil(duration_s))
-    iperf3 = Contender("iperf3", profiled=False)
+    unprofiled = TrialSettings("bench", pair, perf.PerfSupport(available=False, version=None), duration_s, 1.0)
+    profiled = TrialSettings("bench", pair, perf.detect(), duration_s, 1.0)
+    iperf3 = Contender("iperf3", "iperf3", unprofiled)
     figures = []
     with netns.namespace_pair(pair):
         for size in (65536, 1024):
             for implementation, goal in goals.items():
-                ratios = _pair_ratios(Contender(implementation, profiled=False), iperf3, size, pairs, pair,
-                                      duration_s)
+                ratios = _pair_ratios(Contender(implementation, implementation, unprofiled), iperf3, size, pairs)
                 figures.append(Figure(
                     f"{implementation} / iperf3 throughput, {size // 1024} KiB, 1 thread, same CPU", f">= {goal:.1f}x",
                     _ratio_text(ratios), statistics.median(ratios) >= goal))
-        ratios = _pair_ratios(Contender("one_copy", profiled=True), Contender("one_copy", profiled=False), 65536,
-                              pairs, pair, duration_s)
+        ratios = _pair_ratios(Contender("one_copy-perf", "one_copy", profiled),
+                              Contender("one_copy", "one_copy", unprofiled), 65536, pairs)
         figures.append(Figure("one_copy throughput under perf stat / without, 64 KiB, 1 thread", "report",
                               _ratio_text(ratios), None))
     return figures

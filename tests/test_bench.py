@@ -33,7 +33,7 @@ def test_adaptive_saving_replays_recorded_trials(tmp_path):
 
 @needs_root
 @pytest.mark.skipif(not (REFERENCE_DATA / "trials.csv").exists(), reason="needs the committed reference sweep")
-def test_bench_smoke_runs_every_part(bin_dir):
+def test_bench_smoke_runs_every_part():
     figures = bench.run_bench(smoke=True)
     names = " ".join(figure.name for figure in figures)
     for part in ("one_copy / iperf3", "two_copy / iperf3", "outside measured windows", "analysis notebook",
