@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 from invoke import Exit, task
 
 from copylab.errors import CopylabError
-from copylab.paths import DATA, REFERENCE_DATA, REPORT, ROOT
+from copylab.paths import DATA, NOTEBOOKS, REFERENCE_DATA, REPORT, ROOT
 
 
 def _terminated(signum: int, frame: Any) -> None:
@@ -142,26 +143,59 @@ def netns_status(c):
         "analyze": "analyse the sweep when it ends (default yes)",
         "namespaces": "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
         "target_ci": "adaptive repetition: add trials until the 95%% interval half-width is within this "
-                     "fraction of the mean (e.g. 0.05), at least 3 trials",
+        "fraction of the mean (e.g. 0.05), at least 3 trials",
         "max_trials": "adaptive repetition: at most this many trials per configuration",
     },
 )
 @one_line_errors
-def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations=None, workloads=None,
-              sizes=None, rr_sizes=None, threads=None, trials=None, duration=None, warmup=None, pinning=None,
-              seed=None, verify=False, mtu=None, optmem_max=None, namespaces=None, target_ci=None, max_trials=None, resume=False, analyze=True):
+def run_sweep(
+    c,
+    name="sweep",
+    profile="quick",
+    sweep_file=None,
+    implementations=None,
+    workloads=None,
+    sizes=None,
+    rr_sizes=None,
+    threads=None,
+    trials=None,
+    duration=None,
+    warmup=None,
+    pinning=None,
+    seed=None,
+    verify=False,
+    mtu=None,
+    optmem_max=None,
+    namespaces=None,
+    target_ci=None,
+    max_trials=None,
+    resume=False,
+    analyze=True,
+):
     """Run every configuration of a sweep in namespaces, writing data/NAME/trials.csv (root)."""
     from copylab import sweep
     from copylab.build import build as run_build
+    from copylab.config import make_config
 
-    config = sweep.make_config(
-        name, profile, Path(sweep_file) if sweep_file else None,
-        implementations=_list(implementations), workloads=_list(workloads), sizes=_list(sizes, _size),
-        rr_sizes=_list(rr_sizes, _size), threads=_list(threads, int),
-        trials=_number("trials", trials, int), duration_s=_number("duration", duration, float),
-        warmup_s=_number("warmup", warmup, float), pinning=_list(pinning), seed=_number("seed", seed, int),
-        verify=verify or None, mtu=_number("mtu", mtu, int), optmem_max=_number("optmem-max", optmem_max, int),
-        namespaces=_list(namespaces), target_ci=_number("target-ci", target_ci, float),
+    config = make_config(
+        name,
+        profile,
+        Path(sweep_file) if sweep_file else None,
+        implementations=_list(implementations),
+        workloads=_list(workloads),
+        sizes=_list(sizes, _size),
+        rr_sizes=_list(rr_sizes, _size),
+        threads=_list(threads, int),
+        trials=_number("trials", trials, int),
+        duration_s=_number("duration", duration, float),
+        warmup_s=_number("warmup", warmup, float),
+        pinning=_list(pinning),
+        seed=_number("seed", seed, int),
+        verify=verify or None,
+        mtu=_number("mtu", mtu, int),
+        optmem_max=_number("optmem-max", optmem_max, int),
+        namespaces=_list(namespaces),
+        target_ci=_number("target-ci", target_ci, float),
         max_trials=_number("max-trials", max_trials, int),
     )
     run_build(config.sanitize)
@@ -175,41 +209,56 @@ def run_sweep(c, name="sweep", profile="quick", sweep_file=None, implementations
 
 def _analyze(data: Path) -> None:
     from copylab.analysis import run_analysis_notebook
+    from copylab.store import SweepStore
 
-    notebook = run_analysis_notebook(data, ROOT)
-    print(f"analysis: {data}/crossovers.csv, figures/{data.name}/, {notebook}")
+    store = SweepStore(data)
+    notebook = run_analysis_notebook(store)
+    print(f"analysis: {store.directory}/crossovers.csv, {store.figures_dir}/, {notebook}")
 
 
 @task(help={"data": "sweep directory, e.g. data/reference"})
 @one_line_errors
 def analyze(c, data=str(REFERENCE_DATA)):
     """Run the analysis notebook on a sweep (statistics, crossovers, figures)."""
-    _analyze(Path(data).resolve())
+    _analyze(Path(data))
 
 
-@task(help={"data": "render from this existing sweep instead of running a new quick sweep (no root needed)",
-            "title": "report title", "author": "author line"})
+@task(
+    help={
+        "data": "render from this existing sweep instead of running a new quick sweep (no root needed)",
+        "title": "report title",
+        "author": "author line",
+    }
+)
 @one_line_errors
 def report(c, data=None, title=None, author=None):
     """The main job: build, run the quick sweep, analyse it and write report/report.pdf."""
     from copylab.report import render_report
+    from copylab.store import SweepStore
 
     if data is None:
         from copylab import sweep
         from copylab.build import build as run_build
+        from copylab.config import make_config
         from copylab.manifest import now_iso
 
         run_build()
         name = "quick-" + now_iso().replace(":", "").replace("-", "").replace("+0000", "")
-        result = sweep.run(sweep.make_config(name, "quick"), progress=sys.stderr.isatty())
+        result = sweep.run(make_config(name, "quick"), progress=sys.stderr.isatty())
         print(result.summary())
         if not result.ok:
             raise CopylabError("no trial of the sweep succeeded; nothing to report")
-        data_dir = result.directory
+        store = SweepStore(result.directory)
     else:
-        data_dir = Path(data).resolve()
+        store = SweepStore(data)
+        if not store.trials_path.is_file():
+            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+    missing = store.missing_tables()
+    if missing:
+        print(f"analysis first: {store.directory} has no current {', '.join(missing)}")
+        _analyze(store.directory)
     kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
-    pdf = render_report([data_dir], REPORT / "report.pdf", ROOT, **kwargs)
+    pdf = render_report([store], REPORT / "report.pdf", **kwargs)
     print(f"report: {pdf}")
 
 
@@ -227,13 +276,29 @@ def test(c, k=None, x=False):
 @task(help={"port": "port on localhost", "data": "default sweep shown by the explorer"})
 @one_line_errors
 def lab(c, port=8888, data=str(REFERENCE_DATA)):
-    """Open the explorer notebook in JupyterLab on localhost (prints the URL)."""
+    """Open the explorer notebook in JupyterLab on localhost; prints the URL that opens it."""
     from copylab.explorer import ENV_VAR
 
-    # The kernel starts in notebooks/: PYTHONPATH lets it import copylab from the project root.
-    env = dict(os.environ, **{ENV_VAR: str(Path(data).resolve())}, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-               f"--ServerApp.root_dir={ROOT}", "--allow-root", "notebooks/30_explore.ipynb"]
+    port = _number("port", port, int)
+    if not 1 <= port <= 65535:
+        raise CopylabError(f"--port: {port} is not a port (1 to 65535)")
+    # A token of our own, so the printed URL can open the explorer notebook itself, not the launcher.
+    token = secrets.token_hex(24)
+    notebook = (NOTEBOOKS / "30_explore.ipynb").relative_to(ROOT).as_posix()
+    env = dict(os.environ, **{ENV_VAR: str(Path(data).resolve())})
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={ROOT}",
+        f"--IdentityProvider.token={token}",
+        "--allow-root",
+    ]
+    print(f"copylab explorer: http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}", flush=True)
     raise Exit(code=subprocess.call(command, cwd=ROOT, env=env))
 
 
@@ -241,26 +306,31 @@ def lab(c, port=8888, data=str(REFERENCE_DATA)):
 @one_line_errors
 def calibrate(c, data=None):
     """Measure single-core memcpy bandwidth: the copy-bound ceiling the report compares against."""
-    from copylab import manifest
+    import dataclasses
+
     from copylab.build import build as run_build
     from copylab.calibrate import measure_memcpy
+    from copylab.manifest import Calibration
+    from copylab.store import SweepStore
 
+    store = SweepStore(data) if data else None
+    record = store.read_manifest() if store else None  # a bad --data fails before anything is measured
     run_build()
     result = measure_memcpy()
     print(f"memcpy: {result['memcpy_gbps']:.1f} Gbit/s on CPU {result['cpu']} ({result['buffer_mib']} MiB buffer)")
-    if data:
-        path = Path(data) / "manifest.json"
-        if not path.exists():
-            raise CopylabError(f"{path} does not exist")
-        record = manifest.read(path)
-        record["calibration"] = result
-        manifest.write(path, record)
-        print(f"stored in {path}")
+    if store and record:
+        store.write_manifest(dataclasses.replace(record, calibration=Calibration(**result)))
+        print(f"stored in {store.manifest_path}")
 
 
-@task(help={"pairs": "interleaved copylab/iperf3 pairs per comparison", "duration": "seconds per trial",
-            "rows": "rows of the synthetic trials.csv the analysis is timed on",
-            "smoke": "run every part as briefly as possible (what CI runs)"})
+@task(
+    help={
+        "pairs": "interleaved copylab/iperf3 pairs per comparison",
+        "duration": "seconds per trial",
+        "rows": "rows of the synthetic trials.csv the analysis is timed on",
+        "smoke": "run every part as briefly as possible (what CI runs)",
+    }
+)
 @one_line_errors
 def bench(c, pairs=5, duration=2.0, rows=10000, smoke=False):
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
@@ -271,7 +341,7 @@ def bench(c, pairs=5, duration=2.0, rows=10000, smoke=False):
     run_build()
     figures = run_bench(int(pairs), float(duration), int(rows), smoke)
     machine = host()
-    print(f"copylab bench, {now_iso()}, {machine['cpu_model']}, {machine['cores']} cores, kernel {machine['kernel']}")
+    print(f"copylab bench, {now_iso()}, {machine.cpu_model}, {machine.cores} cores, kernel {machine.kernel}")
     print(table(figures))
     if any(figure.passed is False for figure in figures):
         raise Exit(code=1)

@@ -15,17 +15,11 @@ from typing import Any
 
 import pandas as pd
 
+from copylab import implementations
 from copylab.build import require_programs
 from copylab.errors import CopylabError
 from copylab.paths import program
 
-# Copies of each payload byte on local delivery (veth, both ends on this host).
-COPIES_PER_BYTE: dict[str, int] = {
-    "two_copy": 3,  # user-space pack, send() into skbs, recv() out of skbs
-    "one_copy": 2,  # sendmsg() gathers the fields into skbs, recv()
-    "zero_copy": 2,  # the deferred copy on local delivery (skb_orphan_frags_rx), recv()
-    "iperf3": 2,  # write() into skbs, read()
-}
 CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
@@ -55,24 +49,26 @@ def measure_memcpy(runs: int = 7, cpu: str | None = "0") -> dict[str, Any]:
     return measured
 
 
-def copy_bound_gbps(memcpy_gbps: float, implementation: str) -> float:
-    return memcpy_gbps / COPIES_PER_BYTE[implementation]
-
-
 def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
     """Per implementation, its best mean stream throughput and what fraction of its copy bound that is."""
-    throughput = summary[(summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream")
-                         & (summary["n"] > 0)]
+    throughput = summary[
+        (summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream") & (summary["n"] > 0)
+    ]
     rows = []
-    for implementation, copies in COPIES_PER_BYTE.items():
+    for implementation in implementations.ordered(throughput["implementation"]):
+        copies = implementations.get(implementation).copies.per_byte()
         mine = throughput[throughput["implementation"] == implementation]
-        if mine.empty:
-            continue
         best = mine.loc[mine["mean"].idxmax()]
-        limit = copy_bound_gbps(memcpy_gbps, implementation)
-        rows.append({
-            "implementation": implementation, "copies": copies, "size_bytes": int(best["size_bytes"]),
-            "threads": int(best["threads"]), "best_gbps": float(best["mean"]), "limit_gbps": limit,
-            "fraction": float(best["mean"]) / limit,
-        })
+        limit = memcpy_gbps / copies
+        rows.append(
+            {
+                "implementation": implementation,
+                "copies": copies,
+                "size_bytes": int(best["size_bytes"]),
+                "threads": int(best["threads"]),
+                "best_gbps": float(best["mean"]),
+                "limit_gbps": limit,
+                "fraction": float(best["mean"]) / limit,
+            }
+        )
     return rows

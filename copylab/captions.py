@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from copylab.answers import (
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, threads_text
+from copylab.results import (
     THROUGHPUT,
     Focus,
-    Sweep,
+    Results,
     choose_focus,
     counters_unavailable_reason,
-    implementations,
     measured,
     metric_rows,
-    threads_text,
+    present,
+    role,
     zero_copy_counts,
 )
-from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span
 
 INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
 
 
-def _extremes(sweep: Sweep, metric: str, pick: str, **where: object) -> list[str]:
+def _extremes(results: Results, metric: str, pick: str, **where: object) -> list[str]:
     """Per implementation: 'impl m [lo, hi] at SIZE' for the row with the largest (pick='max') or smallest mean."""
     parts = []
-    for impl in implementations(sweep):
-        rows = metric_rows(sweep, metric, implementation=impl, **where)
+    for impl in present(results):
+        rows = metric_rows(results, metric, implementation=impl, **where)
         if rows.empty:
             continue
         row = rows.loc[rows["mean"].idxmax() if pick == "max" else rows["mean"].idxmin()]
@@ -34,16 +34,23 @@ def _extremes(sweep: Sweep, metric: str, pick: str, **where: object) -> list[str
     return parts
 
 
-def _at_sizes(sweep: Sweep, metric: str, focus: Focus) -> str:
+def _at_sizes(results: Results, metric: str, focus: Focus) -> str:
     """'at 64 B: impl a, impl b; at 64 KiB: ...' for the smallest and largest stream size."""
-    rows = metric_rows(sweep, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    rows = metric_rows(results, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
     sizes = sorted(rows["size_bytes"].unique())
     chunks = []
     for size in (sizes[0], sizes[-1]) if sizes else ():
         values = []
-        for impl in implementations(sweep):
-            rows = metric_rows(sweep, metric, implementation=impl, workload="stream", size_bytes=size,
-                               threads=focus.threads, pinning=focus.pinning)
+        for impl in present(results):
+            rows = metric_rows(
+                results,
+                metric,
+                implementation=impl,
+                workload="stream",
+                size_bytes=size,
+                threads=focus.threads,
+                pinning=focus.pinning,
+            )
             if not rows.empty:
                 row = rows.iloc[0]
                 values.append(f"{code(impl)} {fmt_interval(row['mean'], row['ci_low'], row['ci_high'])}")
@@ -51,9 +58,10 @@ def _at_sizes(sweep: Sweep, metric: str, focus: Focus) -> str:
     return "; ".join(chunks)
 
 
-def zero_copy_path(sweep: Sweep) -> str:
+def zero_copy_path(results: Results, focus: Focus) -> str:
     """Caption of the zero-copy path diagram, with the measured COPIED share."""
-    counts = zero_copy_counts(sweep)
+    zero_copy = role(results, "A3")
+    counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
     measured_text = (
         f" In this sweep {fmt_pct(counts['copied_fraction'])} of {counts['zc_completed']:,.0f} completed zero-copy "
         "sends carried the COPIED flag."
@@ -67,18 +75,18 @@ def zero_copy_path(sweep: Sweep) -> str:
     )
 
 
-def throughput_vs_size(sweep: Sweep, focus: Focus) -> str:
-    stream = metric_rows(sweep, THROUGHPUT, workload="stream", pinning=focus.pinning)
+def throughput_vs_size(results: Results, focus: Focus) -> str:
+    stream = metric_rows(results, THROUGHPUT, workload="stream", pinning=focus.pinning)
     threads = sorted({int(t) for t in stream["threads"]})
     text = f"Stream throughput against message size, one panel per thread count. {INTERVALS}"
     for n in sorted({threads[0], threads[-1]}):
-        peaks = _extremes(sweep, THROUGHPUT, "max", workload="stream", threads=n, pinning=focus.pinning)
+        peaks = _extremes(results, THROUGHPUT, "max", workload="stream", threads=n, pinning=focus.pinning)
         text += f" Peak throughput in Gbit/s with {threads_text(n)} (pinning {code(focus.pinning)}): "
         text += "; ".join(peaks) + "."
-    crossings = sweep.crossovers[
-        (sweep.crossovers["status"] == "crossover")
-        & (sweep.crossovers["metric"] == THROUGHPUT)
-        & (sweep.crossovers["workload"] == "stream")
+    crossings = results.crossovers[
+        (results.crossovers["status"] == "crossover")
+        & (results.crossovers["metric"] == THROUGHPUT)
+        & (results.crossovers["workload"] == "stream")
     ]
     if len(crossings):
         text += (
@@ -88,13 +96,13 @@ def throughput_vs_size(sweep: Sweep, focus: Focus) -> str:
     return text
 
 
-def latency_vs_threads(sweep: Sweep, focus: Focus) -> str:
-    rr = metric_rows(sweep, "latency_mean_us", workload="rr", pinning=focus.pinning)
+def latency_vs_threads(results: Results, focus: Focus) -> str:
+    rr = metric_rows(results, "latency_mean_us", workload="rr", pinning=focus.pinning)
     if rr.empty:
         return "The sweep has no request/response results, so no latency is shown."
     size = int(rr["size_bytes"].min())
     parts = []
-    for impl in implementations(sweep):
+    for impl in present(results):
         rows = rr[(rr["implementation"] == impl) & (rr["size_bytes"] == size)].sort_values("threads")
         if len(rows):
             first, last = rows.iloc[0], rows.iloc[-1]
@@ -110,25 +118,25 @@ def latency_vs_threads(sweep: Sweep, focus: Focus) -> str:
     )
 
 
-def cache_misses_vs_size(sweep: Sweep, focus: Focus) -> str:
+def cache_misses_vs_size(results: Results, focus: Focus) -> str:
     levels = {"L1d": "snd_l1d_misses_per_kib", "LLC": "snd_llc_misses_per_kib"}
-    present = {name: metric for name, metric in levels.items() if measured(sweep, metric)}
+    present = {name: metric for name, metric in levels.items() if measured(results, metric)}
     if not present:
         return (
             "Sender cache misses per KiB against message size: not measurable on this host, because "
-            f"{counters_unavailable_reason(sweep)}. No values are drawn rather than zeros."
+            f"{counters_unavailable_reason(results)}. No values are drawn rather than zeros."
         )
     text = (
         f"Sender cache load misses per KiB sent against message size, one panel per thread count. {INTERVALS} "
         f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}:"
     )
     for name, metric in present.items():
-        text += f" {name}: {_at_sizes(sweep, metric, focus)}."
+        text += f" {name}: {_at_sizes(results, metric, focus)}."
     return text
 
 
-def cpu_per_byte_vs_size(sweep: Sweep, focus: Focus) -> str:
-    if measured(sweep, "cycles_per_byte"):
+def cpu_per_byte_vs_size(results: Results, focus: Focus) -> str:
+    if measured(results, "cycles_per_byte"):
         metric, unit = "cycles_per_byte", "cycles/B"
         rows_text = "CPU cycles per byte, then CPU time per byte of both ends and of the sender"
     else:
@@ -140,9 +148,9 @@ def cpu_per_byte_vs_size(sweep: Sweep, focus: Focus) -> str:
     text = (
         f"CPU cost per byte against message size; rows: {rows_text}; one column per thread count. {INTERVALS} "
         f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}, in {unit}: "
-        f"{_at_sizes(sweep, metric, focus)}."
+        f"{_at_sizes(results, metric, focus)}."
     )
-    rows = metric_rows(sweep, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    rows = metric_rows(results, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
     ends = rows.sort_values("size_bytes").groupby("implementation")["mean"].agg(["first", "last"])
     if len(ends) and (ends["last"] < ends["first"]).all():
         text += (
@@ -152,8 +160,8 @@ def cpu_per_byte_vs_size(sweep: Sweep, focus: Focus) -> str:
     return text
 
 
-def zc_copied_fraction(sweep: Sweep, focus: Focus) -> str:
-    rows = metric_rows(sweep, "zc_copied_fraction")
+def zc_copied_fraction(results: Results, focus: Focus) -> str:
+    rows = metric_rows(results, "zc_copied_fraction")
     if rows.empty:
         return "No zero-copy completions were recorded, so no copied fraction is shown."
     shares = fmt_span(fmt_pct(rows["mean"].min()), fmt_pct(rows["mean"].max()))
@@ -164,8 +172,8 @@ def zc_copied_fraction(sweep: Sweep, focus: Focus) -> str:
     )
 
 
-def retransmits(sweep: Sweep, focus: Focus) -> str:
-    rows = metric_rows(sweep, "retransmits", workload="stream")
+def retransmits(results: Results, focus: Focus) -> str:
+    rows = metric_rows(results, "retransmits", workload="stream")
     if rows.empty:
         return "TCP retransmits were not recorded."
     worst = rows.loc[rows["mean"].idxmax()]
@@ -184,7 +192,9 @@ def retransmits(sweep: Sweep, focus: Focus) -> str:
     )
 
 
-CAPTIONS: dict[str, Callable[[Sweep, Focus], str]] = {
+# Figure name (the file stem the analysis saved) -> its caption, in the report's order.
+CAPTIONS: dict[str, Callable[[Results, Focus], str]] = {
+    "zerocopy_path": zero_copy_path,
     "throughput_vs_size": throughput_vs_size,
     "latency_vs_threads": latency_vs_threads,
     "cache_misses_vs_size": cache_misses_vs_size,
@@ -194,8 +204,17 @@ CAPTIONS: dict[str, Callable[[Sweep, Focus], str]] = {
 }
 
 
-def caption(kind: str, sweep: Sweep) -> str:
-    """The caption of figure ``kind`` for ``sweep``."""
+PART_A_FIGURE = "zerocopy_path"
+PART_D_FIGURES = tuple(name for name in CAPTIONS if name != PART_A_FIGURE)
+
+
+def caption(kind: str, results: Results) -> str:
+    """The caption of figure ``kind`` for ``results``."""
     if kind not in CAPTIONS:
         raise KeyError(f"no caption for figure kind {kind!r} (known: {', '.join(CAPTIONS)})")
-    return CAPTIONS[kind](sweep, choose_focus(sweep))
+    return CAPTIONS[kind](results, choose_focus(results))
+
+
+def numbered(number: int, text: str) -> str:
+    """A caption with its figure number."""
+    return f"**Figure {number}.** {text}"

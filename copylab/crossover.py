@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from copylab import tables
 from copylab.metrics import METRICS
-from copylab.stats import CURVE_KEYS, DEFAULT_PAIRS
+from copylab.tables import CURVE_KEYS
 
 STATUSES = (
     "crossover",
@@ -37,10 +38,6 @@ STATUSES = (
     "indistinguishable",
     "multiple_crossings",
 )
-CROSSOVER_COLUMNS = (
-    *CURVE_KEYS, "metric", "challenger", "baseline", "status", "crossover_size", "ci_low", "ci_high",
-    "first_significant_size",
-)  # fmt: skip
 _CURVE = [*CURVE_KEYS, "metric", "challenger", "baseline"]
 
 
@@ -135,7 +132,7 @@ def crossover_interval(
 def find_crossovers(
     trials: pd.DataFrame,
     comparisons: pd.DataFrame,
-    pairs: Iterable[tuple[str, str]] = DEFAULT_PAIRS,
+    pairs: Iterable[tuple[str, str]],
     metrics: Iterable[str] | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
@@ -171,18 +168,14 @@ def find_crossovers(
             bracket = sizes[lo : hi + 1]
             workload, threads, pinning, metric, challenger, baseline = curve
             here = ok[(ok["workload"] == workload) & (ok["threads"] == threads) & (ok["pinning"] == pinning)]
-            values = {
-                name: [_values(here, name, s, metric) for s in bracket] for name in (challenger, baseline)
-            }
+            values = {name: [_values(here, name, s, metric) for s in bracket] for name in (challenger, baseline)}
             sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
             rng = np.random.default_rng([seed, zlib.crc32("/".join(map(str, curve)).encode())])
             size, low, high = crossover_interval(
                 values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
             )
         rows.append((*curve, status, size, low, high, first_significant_size(sizes, labels)))
-    crossovers = pd.DataFrame(rows, columns=list(CROSSOVER_COLUMNS))
-    crossovers["first_significant_size"] = crossovers["first_significant_size"].astype("Int64")
-    return crossovers
+    return tables.typed("crossovers", pd.DataFrame(rows, columns=list(tables.CROSSOVERS)))
 
 
 def _values(trials: pd.DataFrame, implementation: str, size: int, metric: str) -> np.ndarray:

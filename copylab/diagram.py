@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-matplotlib.use("Agg")  # a file is drawn, never shown; must work without a display
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
-
-from copylab.errors import CopylabError  # noqa: E402
+from copylab.errors import CopylabError
 
 # lane name -> (y of the lane centre, background colour)
 _LANES: dict[str, tuple[float, str]] = {
@@ -55,14 +51,14 @@ def _ends(start: int, end: int) -> tuple[tuple[float, float], tuple[float, float
     return (x0, y0 + side), (x1, y1 - side)
 
 
-def draw_zerocopy_path(out_png: Path, copied_fraction: float | None = None) -> Path:
-    """Draw the zero-copy send path to ``out_png`` (PNG); annotate the measured COPIED share if given."""
+def zerocopy_path_figure(copied_fraction: float | None = None) -> Figure:
+    """The zero-copy send path; annotated with the measured COPIED share if given."""
     if copied_fraction is not None and not (math.isfinite(copied_fraction) and 0.0 <= copied_fraction <= 1.0):
         raise CopylabError(f"copied fraction must be within 0..1, got {copied_fraction}")
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
     width = 4 * _COLUMN_W
-    fig, ax = plt.subplots(figsize=(8, 5))
+    # Not a pyplot figure: it works under any backend and is never left open.
+    fig = Figure(figsize=(8, 5))
+    ax = fig.subplots()
     for name, (y, colour) in _LANES.items():
         ax.add_patch(FancyBboxPatch((0, y - 0.48), width, 0.96, boxstyle="square,pad=0", fc=colour, ec="none"))
         ax.text(0.05, y + 0.47, name, fontsize=7.5, style="italic", va="top", color="#555555")
@@ -106,6 +102,4 @@ def draw_zerocopy_path(out_png: Path, copied_fraction: float | None = None) -> P
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
-    return out_png
+    return fig

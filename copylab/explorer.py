@@ -27,26 +27,33 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from copylab import implementations as registry
 from copylab import schema
-from copylab.formatting import fmt_bytes, fmt_num, fmt_size
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
+from copylab.formatting import fmt_bytes, fmt_num, fmt_size
+from copylab.manifest import Manifest
 from copylab.metrics import METRICS, add_metrics
 from copylab.paths import DATA, REFERENCE_DATA
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV, compare, summarize
-from copylab.trials import TRIALS_FILE, load_sweep
+from copylab.store import TRIALS_FILE, SweepStore
 
 Axis = Literal["size_bytes", "threads"]
 AXES: dict[str, str] = {"size_bytes": "message size", "threads": "threads"}
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
 ENV_VAR = "COPYLAB_EXPLORE_DATA"
-BASELINE = "two_copy"
-ALL_IMPLEMENTATIONS = schema.IMPLEMENTATIONS + schema.BASELINE_TOOLS
-# one colour per implementation in every view, so a line keeps its colour when others are unchecked
-COLORS = dict(zip(ALL_IMPLEMENTATIONS, ("tab:blue", "tab:orange", "tab:green", "tab:gray"), strict=True))
 CONFIG_COLUMNS = ("implementation", "n", "n_failed", "mean", "std", "cv", "ci_low", "ci_high", "unstable")
-TRIAL_COLUMNS = ("implementation", "repetition", "trial_id", "order_index", "started_at", "status", "value",
-                 "deviation", "error")  # fmt: skip
+TRIAL_COLUMNS = (
+    "implementation",
+    "repetition",
+    "trial_id",
+    "order_index",
+    "started_at",
+    "status",
+    "value",
+    "deviation",
+    "error",
+)
 
 
 # ------------------------------------------------------------------ cached loading
@@ -63,8 +70,8 @@ def _stamp(directory: str | Path) -> tuple[str, int, int]:
 
 
 @functools.lru_cache(maxsize=8)
-def _loaded(stamp: tuple[str, int, int]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    trials, manifest = load_sweep(stamp[0])
+def _loaded(stamp: tuple[str, int, int]) -> tuple[pd.DataFrame, Manifest]:
+    trials, manifest = SweepStore(stamp[0]).load()
     return add_metrics(trials), manifest
 
 
@@ -84,7 +91,7 @@ def _comparison(
     return comparisons, find_crossovers(trials, comparisons, pairs, [metric], confidence)
 
 
-def load(directory: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+def load(directory: str | Path) -> tuple[pd.DataFrame, Manifest]:
     """The sweep's trials with the METRICS columns added, and its manifest (cached; do not modify)."""
     return _loaded(_stamp(directory))
 
@@ -94,11 +101,17 @@ def sweep_summary(directory: str | Path, confidence: float, metric: str) -> pd.D
     return _summary(_stamp(directory), confidence, metric)
 
 
+def default_baseline() -> str:
+    """The study's baseline (role A1): what comparisons are against until the user picks another."""
+    baseline = registry.by_role("A1")
+    return baseline.name if baseline else registry.names()[0]
+
+
 def sweep_comparison(
-    directory: str | Path, confidence: float, metric: str, baseline: str = BASELINE
+    directory: str | Path, confidence: float, metric: str, baseline: str | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """compare and find_crossovers of every implementation against BASELINE for one metric (cached)."""
-    return _comparison(_stamp(directory), confidence, metric, baseline)
+    return _comparison(_stamp(directory), confidence, metric, baseline or default_baseline())
 
 
 def find_sweeps(*roots: str | Path) -> list[Path]:
@@ -111,9 +124,8 @@ def find_sweeps(*roots: str | Path) -> list[Path]:
 
 
 def implementations(trials: pd.DataFrame) -> list[str]:
-    """Implementations present in TRIALS, baseline first, the reference tool last."""
-    present = set(trials["implementation"])
-    return [name for name in ALL_IMPLEMENTATIONS if name in present]
+    """Implementations present in TRIALS, in registry order."""
+    return registry.ordered(trials["implementation"])
 
 
 def measured_metrics(trials: pd.DataFrame, workload: str) -> list[str]:
@@ -146,11 +158,7 @@ def axis_label(axis: Axis, value: int) -> str:
 
 
 def _curves(frame: pd.DataFrame, x: Axis, fixed: int, workload: str, pinning: str) -> pd.DataFrame:
-    chosen = (
-        (frame["workload"] == workload)
-        & (frame["pinning"] == pinning)
-        & (frame[other_axis(x)] == fixed)
-    )  # fmt: skip
+    chosen = (frame["workload"] == workload) & (frame["pinning"] == pinning) & (frame[other_axis(x)] == fixed)
     return frame[chosen]
 
 
@@ -221,7 +229,7 @@ def crossover_data(
         & (crossovers["pinning"] == pinning)
         & (crossovers["threads"] == threads)
         & crossovers["challenger"].isin(list(challengers))
-    )  # fmt: skip
+    )
     order = {name: i for i, name in enumerate(challengers)}
     rows = crossovers[chosen]
     return rows.iloc[np.argsort(rows["challenger"].map(order).to_numpy(), kind="stable")].reset_index(drop=True)
@@ -233,7 +241,7 @@ def _configuration(frame: pd.DataFrame, workload: str, pinning: str, size: int, 
         & (frame["pinning"] == pinning)
         & (frame["size_bytes"] == size)
         & (frame["threads"] == threads)
-    )  # fmt: skip
+    )
 
 
 def config_table(
@@ -295,13 +303,10 @@ def unstable_flags(data: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------ figures
 
 
-def figure_title(manifest: dict[str, Any], metric: str, workload: str, pinning: str, x: Axis, fixed: int) -> str:
+def figure_title(manifest: Manifest, metric: str, workload: str, pinning: str, x: Axis, fixed: int) -> str:
     """Two lines: what is plotted, then the sweep and its system configuration."""
-    host = manifest.get("host", {})
-    system = (
-        f"{manifest.get('sweep', '?')}: {host.get('cpu_model', '?')}, {host.get('cores', '?')} cores, "
-        f"kernel {host.get('kernel', '?')}, {host.get('virtualization', '?')}"
-    )
+    host = manifest.host
+    system = f"{manifest.sweep}: {host.cpu_model}, {host.cores} cores, kernel {host.kernel}, {host.virtualization}"
     return f"{METRICS[metric].label}, {workload}, {axis_label(other_axis(x), fixed)}, pinning {pinning}\n{system}"
 
 
@@ -335,20 +340,31 @@ def make_figure(
     fig, ax = _figure()
     for name, rows in data.groupby("implementation", sort=False):
         ax.errorbar(
-            rows[x], rows["mean"], yerr=_errors(rows["mean"], rows["ci_low"], rows["ci_high"]),
-            marker="o", capsize=3, color=COLORS.get(name), label=name,
-        )  # fmt: skip
+            rows[x],
+            rows["mean"],
+            yerr=_errors(rows["mean"], rows["ci_low"], rows["ci_high"]),
+            marker="o",
+            capsize=3,
+            color=registry.get(name).color,
+            label=name,
+        )
         if raw is not None:
             points = raw[raw["implementation"] == name]
-            ax.scatter(points[x], points["value"], s=12, alpha=0.45, color=COLORS.get(name), zorder=3)
+            ax.scatter(points[x], points["value"], s=12, alpha=0.45, color=registry.get(name).color, zorder=3)
     if raw is not None and len(raw):
         ax.scatter([], [], s=12, alpha=0.45, color="black", label="individual trials")
     unstable = data[data["unstable"].astype(bool)]
     if len(unstable):
         ax.scatter(
-            unstable[x], unstable["mean"], s=160, facecolors="none", edgecolors="red", linewidths=1.5, zorder=4,
+            unstable[x],
+            unstable["mean"],
+            s=160,
+            facecolors="none",
+            edgecolors="red",
+            linewidths=1.5,
+            zorder=4,
             label=f"unstable (cv > {UNSTABLE_CV:.0%} or n < {MIN_TRIALS})",
-        )  # fmt: skip
+        )
     spec = METRICS[metric]
     ax.set_ylabel(f"{metric} ({spec.unit}), {spec.direction} is better")
     _finish(ax, x, data[x], log_y, title, f"points: means; bars: {confidence:.0%} Student-t intervals")
@@ -371,7 +387,7 @@ def make_ratio_figure(
     ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label=f"{baseline} (ratio 1)")
     statuses = crossovers.set_index("challenger") if len(crossovers) else None
     for name, rows in ratios.groupby("challenger", sort=False):
-        color = COLORS.get(name)
+        color = registry.get(name).color
         label = name
         if statuses is not None and name in statuses.index:
             found = statuses.loc[name]
@@ -381,13 +397,18 @@ def make_ratio_figure(
                 ax.axvline(found["crossover_size"], color=color, linestyle="--", linewidth=1.2)
                 ax.axvspan(found["ci_low"], found["ci_high"], color=color, alpha=0.12)
         ax.errorbar(
-            rows[x], rows["ratio"], yerr=_errors(rows["ratio"], rows["ratio_ci_low"], rows["ratio_ci_high"]),
-            color=color, capsize=3, label=label,
-        )  # fmt: skip
+            rows[x],
+            rows["ratio"],
+            yerr=_errors(rows["ratio"], rows["ratio_ci_low"], rows["ratio_ci_high"]),
+            color=color,
+            capsize=3,
+            label=label,
+        )
         significant = rows["significant"].astype(bool)
         ax.scatter(rows.loc[significant, x], rows.loc[significant, "ratio"], color=color, zorder=3)
-        ax.scatter(rows.loc[~significant, x], rows.loc[~significant, "ratio"], facecolors="white", edgecolors=color,
-                   zorder=3)  # fmt: skip
+        ax.scatter(
+            rows.loc[~significant, x], rows.loc[~significant, "ratio"], facecolors="white", edgecolors=color, zorder=3
+        )
     spec = METRICS[metric]
     ax.set_ylabel(f"{metric} ratio to {baseline} ({spec.direction} is better)")
     note = f"bars: {confidence:.0%} Fieller intervals; filled: significant (Holm); shaded: crossover interval"
@@ -412,8 +433,9 @@ def _finish(ax: Axes, x: Axis, values: pd.Series, log_y: bool, title: str, note:
         ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title(title, fontsize="medium")
-    ax.annotate(note, (0.99, 0.01), xycoords="figure fraction", ha="right", va="bottom", fontsize="x-small",
-                color="dimgray")  # fmt: skip
+    ax.annotate(
+        note, (0.99, 0.01), xycoords="figure fraction", ha="right", va="bottom", fontsize="x-small", color="dimgray"
+    )
 
 
 def figure_png(fig: Figure) -> bytes:
@@ -436,6 +458,7 @@ def _styled_config(table: pd.DataFrame) -> Any:
 
 def _styled_trials(table: pd.DataFrame) -> Any:
     """Trials further from their configuration's mean than the instability threshold, in red."""
+
     def mark(value: float) -> str:
         return "color: #c00; font-weight: bold" if abs(value) > UNSTABLE_CV else ""
 
@@ -457,16 +480,19 @@ class Explorer:
         found = find_sweeps(*roots)
         directories = found if sweep in found else [*found, sweep]
         self._busy = 0
-        self.sweep = widgets.Dropdown(options=[(_sweep_label(d, roots), str(d)) for d in directories],
-                                      value=str(sweep), description="sweep")  # fmt: skip
+        self.sweep = widgets.Dropdown(
+            options=[(_sweep_label(d, roots), str(d)) for d in directories], value=str(sweep), description="sweep"
+        )
         self.workload = widgets.Dropdown(description="workload")
         self.metric = widgets.Dropdown(description="metric")
         self.pinning = widgets.Dropdown(description="pinning")
-        self.x_axis = widgets.ToggleButtons(options=[(label, axis) for axis, label in AXES.items()],
-                                            value="size_bytes", style=_TOGGLE_STYLE)  # fmt: skip
+        self.x_axis = widgets.ToggleButtons(
+            options=[(label, axis) for axis, label in AXES.items()], value="size_bytes", style=_TOGGLE_STYLE
+        )
         self.fixed = widgets.SelectionSlider(options=[("-", 0)], description="threads", continuous_update=False)
-        self.confidence = widgets.Dropdown(options=[(f"{c:.0%}", c) for c in CONFIDENCES], value=0.95,
-                                           description="confidence")  # fmt: skip
+        self.confidence = widgets.Dropdown(
+            options=[(f"{c:.0%}", c) for c in CONFIDENCES], value=0.95, description="confidence"
+        )
         self.y_scale = widgets.ToggleButtons(options=["linear", "log"], value="linear", style=_TOGGLE_STYLE)
         self.show_raw = widgets.Checkbox(value=False, description="show raw trials")
         self.compare = widgets.Checkbox(value=False, description="compare to baseline")
@@ -498,13 +524,25 @@ class Explorer:
                 self.inspect,
                 self.tables,
             ]
-        )  # fmt: skip
+        )
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
         self.figure: Figure | None = None
         self.png = b""
-        for control in (self.sweep, self.workload, self.metric, self.pinning, self.x_axis, self.fixed,
-                        self.confidence, self.y_scale, self.show_raw, self.compare, self.baseline, self.inspect):
-            control.observe(self._changed, names="value")  # fmt: skip
+        for control in (
+            self.sweep,
+            self.workload,
+            self.metric,
+            self.pinning,
+            self.x_axis,
+            self.fixed,
+            self.confidence,
+            self.y_scale,
+            self.show_raw,
+            self.compare,
+            self.baseline,
+            self.inspect,
+        ):
+            control.observe(self._changed, names="value")
         self.update()
 
     @classmethod
@@ -544,13 +582,19 @@ class Explorer:
         names = implementations(trials)
         if list(self.checkboxes) != names:
             old = self.checkboxes
-            self.checkboxes = {n: widgets.Checkbox(value=old[n].value if n in old else True, description=n,
-                                                   indent=False, layout=widgets.Layout(width="auto"))
-                               for n in names}  # fmt: skip
+            self.checkboxes = {
+                n: widgets.Checkbox(
+                    value=old[n].value if n in old else True,
+                    description=n,
+                    indent=False,
+                    layout=widgets.Layout(width="auto"),
+                )
+                for n in names
+            }
             for box in self.checkboxes.values():
                 box.observe(self._changed, names="value")
             self.implementation_box.children = list(self.checkboxes.values())
-        _choose(self.baseline, [(n, n) for n in names], BASELINE)
+        _choose(self.baseline, [(n, n) for n in names], default_baseline())
         workloads = [w for w in schema.WORKLOADS if w in set(trials["workload"])]
         _choose(self.workload, [(w, w) for w in workloads], workloads[0])
         metrics = measured_metrics(trials, self.workload.value)
@@ -563,8 +607,11 @@ class Explorer:
         other = other_axis(x)
         values = axis_values(trials, other, self.workload.value, self.pinning.value)
         self.fixed.description = AXES[other]
-        _choose(self.fixed, [(fmt_size(v) if other == "size_bytes" else str(v), v) for v in values],
-                values[len(values) // 2] if other == "size_bytes" else values[0])  # fmt: skip
+        _choose(
+            self.fixed,
+            [(fmt_size(v) if other == "size_bytes" else str(v), v) for v in values],
+            values[len(values) // 2] if other == "size_bytes" else values[0],
+        )
         xs = axis_values(trials, x, self.workload.value, self.pinning.value)
         _choose(self.inspect, [(axis_label(x, v), v) for v in xs], xs[-1])
 
@@ -586,11 +633,13 @@ class Explorer:
             self.data = ratio_data(comparisons, metric, x, fixed, challengers, baseline, workload, pinning)
             self.crossovers = (
                 crossover_data(crossovers, metric, fixed, challengers, baseline, workload, pinning)
-                if x == "size_bytes" else crossovers.iloc[:0]
-            )  # fmt: skip
+                if x == "size_bytes"
+                else crossovers.iloc[:0]
+            )
             self.raw = pd.DataFrame()
-            self.figure = make_ratio_figure(self.data, self.crossovers, metric, x, baseline, log_y=log_y,
-                                            title=title, confidence=confidence)  # fmt: skip
+            self.figure = make_ratio_figure(
+                self.data, self.crossovers, metric, x, baseline, log_y=log_y, title=title, confidence=confidence
+            )
         else:
             self.data = points
             self.crossovers = pd.DataFrame()
@@ -615,22 +664,24 @@ class Explorer:
         # last, so that a front end seeing the new status has every other output already
         self.status.value = self._status_text(manifest, metric, x, fixed, confidence)
 
-    def _status_text(self, manifest: dict[str, Any], metric: str, x: Axis, fixed: int, confidence: float) -> str:
+    def _status_text(self, manifest: Manifest, metric: str, x: Axis, fixed: int, confidence: float) -> str:
         spec = METRICS[metric]
         mode = f"ratio to {self.baseline.value}" if self.compare.value else "means"
         parts = [
-            f"<b>{html.escape(str(manifest.get('sweep')))}</b>{'' if manifest.get('complete') else ' (incomplete)'}",
+            f"<b>{html.escape(manifest.sweep)}</b>{'' if manifest.complete else ' (incomplete)'}",
             f"{html.escape(metric)} ({html.escape(spec.unit)}, {spec.direction} is better)",
             f"{self.workload.value}, {axis_label(other_axis(x), fixed)}, pinning {self.pinning.value}",
             f"{mode}, {confidence:.0%} intervals",
             f"{len(self.data)} points, {len(self.flags)} flagged",
         ]
         if self.compare.value and len(self.crossovers):
-            parts.append("; ".join(
-                f"{row.challenger}: {row.status.replace('_', ' ')}"
-                + (f" at {fmt_bytes(row.crossover_size)}" if row.status == "crossover" else "")
-                for row in self.crossovers.itertuples()
-            ))  # fmt: skip
+            parts.append(
+                "; ".join(
+                    f"{row.challenger}: {row.status.replace('_', ' ')}"
+                    + (f" at {fmt_bytes(row.crossover_size)}" if row.status == "crossover" else "")
+                    for row in self.crossovers.itertuples()
+                )
+            )
         if self.compare.value and x == "threads":
             parts.append("crossovers are found along message size")
         measured = measured_metrics(load(self.sweep.value)[0], self.workload.value)

@@ -7,8 +7,7 @@ under any backend, show inline in a notebook via display(fig), and never leak.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -20,29 +19,38 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from copylab import schema
+from copylab import implementations, schema
+from copylab.diagram import zerocopy_path_figure
+from copylab.manifest import Manifest
 from copylab.metrics import METRICS
+from copylab.results import zero_copy_counts
 
-IMPLEMENTATION_ORDER = (*schema.IMPLEMENTATIONS, *schema.BASELINE_TOOLS)
-# iperf3 is a reference, drawn dark grey and dashed, so the three variants keep the distinct colours.
-COLORS: dict[str, Any] = {
-    **dict(zip(schema.IMPLEMENTATIONS, sns.color_palette("colorblind", 3), strict=True)),
-    "iperf3": "0.25",
-}
 PINNING_STYLES = {"none": "-", "same_cpu": "--", "split_cpu": ":"}  # only used when a sweep has several
-DPI = 200
 NO_DATA_COLOR = "0.35"
+
+
+def _color(implementation: str) -> str:
+    return implementations.get(implementation).color
+
+
+def _reference_tools() -> list[str]:
+    """Implementations drawn dashed: external tools measured for reference."""
+    return [impl.name for impl in implementations.IMPLEMENTATIONS.values() if impl.reference]
+
+
+def _zero_copy_implementations() -> list[str]:
+    return [name for name in implementations.names() if implementations.uses_zero_copy(name)]
 
 
 def make_figures(
     trials: pd.DataFrame,
     summary: pd.DataFrame,
     crossovers: pd.DataFrame,
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     confidence: float = 0.95,
     latency_size: int | None = None,
 ) -> dict[str, Figure]:
-    """All figures of one sweep, keyed by file stem.
+    """All plots of one sweep, keyed by file stem, in the report's order.
 
     TRIALS are the loaded trials (used for what was attempted), SUMMARY and
     CROSSOVERS the frames of copylab.stats / copylab.crossover at CONFIDENCE.
@@ -60,41 +68,34 @@ def make_figures(
     }
 
 
-def save_figures(figures: Mapping[str, Figure], outdir: str | Path) -> list[Path]:
-    """Write every figure as OUTDIR/NAME.png at 200 dpi; return the paths."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, figure in figures.items():
-        path = outdir / f"{name}.png"
-        figure.savefig(path, dpi=DPI)
-        paths.append(path)
-    return paths
+def zerocopy_path_diagram(trials: pd.DataFrame) -> Figure:
+    """The zero-copy send path, annotated with the COPIED share the study's zero-copy variant measured."""
+    zero_copy = implementations.by_role("A3")
+    counts = zero_copy_counts(trials, zero_copy.name) if zero_copy else None
+    return zerocopy_path_figure(counts["copied_fraction"] if counts else None)
 
 
-def describe_setup(manifest: Mapping[str, Any]) -> str:
+def describe_setup(manifest: Manifest) -> str:
     """Two title lines: the host and the sweep's settings, from the manifest."""
-    host, parameters = manifest.get("host", {}), manifest.get("parameters", {})
+    host, parameters = manifest.host, manifest.parameters
     machine = ", ".join(
         str(part)
         for part in (
-            host.get("hostname"),
-            host.get("cpu_model"),
-            f"{host['cores']} cores" if "cores" in host else None,
-            f"{host['memory_gib']:g} GiB" if "memory_gib" in host else None,
-            f"kernel {host['kernel']}" if "kernel" in host else None,
-            host.get("virtualization"),
+            host.hostname,
+            host.cpu_model,
+            f"{host.cores} cores",
+            f"{host.memory_gib:g} GiB",
+            f"kernel {host.kernel}",
+            host.virtualization,
         )
         if part
     )
     settings = [
-        f"sweep {manifest.get('sweep')}",
-        f"{parameters['trials']} trials/config" if "trials" in parameters else None,
-        f"{parameters['duration_s']:g} s each after {parameters.get('warmup_s', 0):g} s warm-up"
-        if "duration_s" in parameters
-        else None,
-        f"MTU {parameters['mtu']}" if "mtu" in parameters else None,
-        None if manifest.get("complete", True) else "INCOMPLETE sweep",
+        f"sweep {manifest.sweep}",
+        f"{parameters.trials} trials/config",
+        f"{parameters.duration_s:g} s each after {parameters.warmup_s:g} s warm-up",
+        f"MTU {parameters.mtu}",
+        None if manifest.complete else "INCOMPLETE sweep",
     ]
     return machine + "\n" + ", ".join(s for s in settings if s)
 
@@ -120,16 +121,16 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
         for c, n_threads in enumerate(threads):
             ax = axes[r][c]
             panel = data[(data["pinning"] == pinning) & (data["threads"] == n_threads)]
-            for implementation in _ordered(panel["implementation"], IMPLEMENTATION_ORDER):
+            for implementation in implementations.ordered(panel["implementation"]):
                 rows = panel[panel["implementation"] == implementation]
-                style = "--" if implementation in schema.BASELINE_TOOLS else "-"
-                _curve(ax, rows, "size_bytes", COLORS[implementation], style)
+                style = "--" if implementation in _reference_tools() else "-"
+                _curve(ax, rows, "size_bytes", _color(implementation), style)
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
             _mark_crossovers(ax, here[here["status"] == "crossover"])
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{_threads(n_threads)}, pinning {pinning}", fontsize=9)
             ax.set_ylabel(_ylabel("throughput_gbps") if c == 0 else "")
-    handles = _implementation_handles(data["implementation"], dashed=schema.BASELINE_TOOLS)
+    handles = _implementation_handles(data["implementation"], dashed=_reference_tools())
     if (marked["status"] == "crossover").any():
         handles.append(Patch(color="0.5", alpha=0.25, label=f"crossover size, {confidence:.0%} CI (dotted: estimate)"))
     _legend(figure, handles)
@@ -153,8 +154,8 @@ def latency_figure(summary: pd.DataFrame, setup: str, confidence: float, size: i
         for c, metric in enumerate(metrics):
             ax = axes[r][c]
             panel = data[(data["pinning"] == pinning) & (data["metric"] == metric)]
-            for implementation in _ordered(panel["implementation"], IMPLEMENTATION_ORDER):
-                _curve(ax, panel[panel["implementation"] == implementation], "threads", COLORS[implementation], "-")
+            for implementation in implementations.ordered(panel["implementation"]):
+                _curve(ax, panel[panel["implementation"] == implementation], "threads", _color(implementation), "-")
             _log2_axis(ax, data["threads"], str, "client threads (= connections), log2 scale", rotation=0)
             ax.set_title(f"{METRICS[metric].label}, pinning {pinning}", fontsize=9)
             ax.set_ylabel(_ylabel(metric))
@@ -162,14 +163,14 @@ def latency_figure(summary: pd.DataFrame, setup: str, confidence: float, size: i
     return figure
 
 
-def cache_figure(summary: pd.DataFrame, manifest: Mapping[str, Any], setup: str, confidence: float) -> Figure:
+def cache_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
     """Sender L1d and LLC load misses per KiB vs message size, or a plain note when not measured."""
     metrics = ["snd_l1d_misses_per_kib", "snd_llc_misses_per_kib"]
     title = f"Sender cache misses vs message size (mean, {confidence:.0%} CI)"
     return _size_panels(summary, metrics, manifest, title, setup, "cache miss counters")
 
 
-def cpu_figure(summary: pd.DataFrame, manifest: Mapping[str, Any], setup: str, confidence: float) -> Figure:
+def cpu_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
     """CPU cost per byte vs message size: cycles/byte where measured, CPU time per byte from getrusage always."""
     metrics = ["cycles_per_byte", "cpu_ns_per_byte", "snd_cpu_ns_per_byte"]
     title = f"CPU cost per byte vs message size (mean, {confidence:.0%} CI)"
@@ -178,11 +179,12 @@ def cpu_figure(summary: pd.DataFrame, manifest: Mapping[str, Any], setup: str, c
 
 def copied_fraction_figure(summary: pd.DataFrame, trials: pd.DataFrame, setup: str, confidence: float) -> Figure:
     """Fraction of zero-copy sends the kernel copied anyway, per configuration."""
-    data = summary[(summary["metric"] == "zc_copied_fraction") & (summary["implementation"] == "zero_copy")]
+    zero_copy = _zero_copy_implementations()
+    data = summary[(summary["metric"] == "zc_copied_fraction") & summary["implementation"].isin(zero_copy)]
     title = f"MSG_ZEROCOPY sends completed as copied (mean, {confidence:.0%} CI)"
     if data.empty:
-        attempted = (trials["implementation"] == "zero_copy").any()
-        why = "no completion counts were recorded" if attempted else "no zero_copy trials in this sweep"
+        attempted = trials["implementation"].isin(zero_copy).any()
+        why = "no completion counts were recorded" if attempted else "no zero-copy trials in this sweep"
         return _empty_figure(title, setup, f"Nothing to plot: {why}.")
     return _per_threads_panels(data, "workload", schema.WORKLOADS, "zc_copied_fraction", title, setup, (-0.05, 1.05))
 
@@ -193,11 +195,11 @@ def retransmits_figure(summary: pd.DataFrame, setup: str, confidence: float) -> 
     title = f"TCP retransmits per stream trial (mean, {confidence:.0%} CI)"
     if data.empty:
         return _empty_figure(title, setup, "No retransmit counts in this sweep.")
-    return _per_threads_panels(data, "implementation", IMPLEMENTATION_ORDER, "retransmits", title, setup, None)
+    return _per_threads_panels(data, "implementation", implementations.names(), "retransmits", title, setup, None)
 
 
 def _size_panels(
-    summary: pd.DataFrame, metrics: list[str], manifest: Mapping[str, Any], title: str, setup: str, what: str
+    summary: pd.DataFrame, metrics: list[str], manifest: Manifest, title: str, setup: str, what: str
 ) -> Figure:
     """Rows: METRICS, columns: thread counts, lines: implementation (style: pinning); unmeasured rows get a note."""
     data = summary[(summary["workload"] == "stream") & summary["metric"].isin(metrics)]
@@ -214,10 +216,10 @@ def _size_panels(
         for c, n_threads in enumerate(threads):
             ax = axes[r][c]
             panel = data[(data["metric"] == metric) & (data["threads"] == n_threads)]
-            for implementation in _ordered(panel["implementation"], IMPLEMENTATION_ORDER):
+            for implementation in implementations.ordered(panel["implementation"]):
                 for pinning in pinnings:
                     rows = panel[(panel["implementation"] == implementation) & (panel["pinning"] == pinning)]
-                    _curve(ax, rows, "size_bytes", COLORS[implementation], styles[pinning])
+                    _curve(ax, rows, "size_bytes", _color(implementation), styles[pinning])
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{METRICS[metric].label}\n{_threads(n_threads)}", fontsize=8)
             ax.set_ylabel(_ylabel(metric) if c == 0 else "")
@@ -272,7 +274,7 @@ def _curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: str) -> None
 
 def _mark_crossovers(ax: Axes, crossovers: pd.DataFrame) -> None:
     for _, row in crossovers.iterrows():
-        color = COLORS.get(row["challenger"], "0.3")
+        color = _color(row["challenger"])
         ax.axvspan(row["ci_low"], row["ci_high"], color=color, alpha=0.12, linewidth=0)
         ax.axvline(row["crossover_size"], color=color, linestyle=":", linewidth=1.2)
         ax.text(
@@ -310,9 +312,8 @@ def _ylabel(metric: str) -> str:
     return textwrap.fill(f"{METRICS[metric].label} [{METRICS[metric].unit}]", 32)
 
 
-def _unmeasured_note(missing: list[str], manifest: Mapping[str, Any], what: str) -> str:
-    perf = manifest.get("perf") or {}
-    reasons = sorted(set((perf.get("unsupported_events") or {}).values()))
+def _unmeasured_note(missing: list[str], manifest: Manifest, what: str) -> str:
+    reasons = sorted(set(manifest.perf.unsupported_events.values()))
     why = f" (perf: {', '.join(reasons)})" if reasons else ""
     names = ", ".join(METRICS[m].label for m in missing)
     return (
@@ -350,8 +351,8 @@ def _empty_figure(title: str, setup: str, message: str) -> Figure:
 def _implementation_handles(present: pd.Series, dashed: Iterable[str] = ()) -> list[Any]:
     dashed = set(dashed)
     return [
-        Line2D([], [], color=COLORS[i], marker="o", linestyle="--" if i in dashed else "-", label=i)
-        for i in _ordered(present, IMPLEMENTATION_ORDER)
+        Line2D([], [], color=_color(i), marker="o", linestyle="--" if i in dashed else "-", label=i)
+        for i in implementations.ordered(present)
     ]
 
 

@@ -34,7 +34,7 @@ def fmt_size(n: float) -> str:
 
 def fmt_bytes(x: float) -> str:
     """An estimated size (e.g. an interpolated crossover) in whole bytes: '5,793 B'."""
-    return f"{int(round(x)):,} B"
+    return f"{round(x):,} B"
 
 
 def fmt_p(p: float) -> str:
@@ -61,6 +61,11 @@ def fmt_span(low: str, high: str) -> str:
 def fmt_change(before: float, after: float) -> str:
     """Relative change from before to after, signed: '+12.0%'."""
     return f"{(after / before - 1) * 100:+.1f}%" if before else "n/a"
+
+
+def threads_text(threads: int) -> str:
+    """'1 thread', '4 threads'."""
+    return f"{threads} thread{'s' if threads != 1 else ''}"
 
 
 def code(name: str) -> str:

@@ -1,20 +1,30 @@
-"""Provenance of a sweep: host, toolchain, code version, parameters and a checksum of the data."""
+"""Provenance of a sweep as a typed object: host, toolchain, code version, settings, and a checksum of the data.
+
+Manifest.from_dict accepts every manifest copylab has written (settings a manifest predates keep their
+defaults) and rejects anything else with one line naming the key; copylab.store reads and writes the file.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import json
 import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
+import types
+import typing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from copylab import implementations
+from copylab.config import SweepConfig
+from copylab.errors import CopylabError
 from copylab.paths import ROOT
 from copylab.perf import PerfSupport
 
@@ -49,44 +59,179 @@ def _virtualization() -> str:
     return "unknown hypervisor" if re.search(r"\bhypervisor\b", flags) else "none detected"
 
 
-def host() -> dict[str, Any]:
-    return {
-        "hostname": platform.node(),
-        "kernel": platform.release(),
-        "cpu_model": _cpu_model(),
-        "cores": os.cpu_count(),
-        "memory_gib": _memory_gib(),
-        "virtualization": _virtualization(),
-    }
+@dataclass(frozen=True)
+class Host:
+    hostname: str
+    kernel: str
+    cpu_model: str
+    cores: int
+    memory_gib: float
+    virtualization: str  # what systemd-detect-virt says, or whether /proc/cpuinfo names a hypervisor
 
 
-def toolchain(perf: PerfSupport) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Toolchain:
+    python: str
+    packages: dict[str, str | None]
+    # Program -> the first line of its version output (None: not installed): gcc, perf, wrapped tools.
+    programs: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Git:
+    commit: str
+    dirty: bool
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    available: bool
+    supported_events: list[str]
+    unsupported_events: dict[str, str]  # event -> perf's reason
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Single-core memcpy bandwidth when the sweep started: the copy-bound ceiling."""
+
+    buffer_mib: int
+    runs: int
+    memcpy_gbps: float
+    llc_bytes: int | None = None
+    cpu: str | None = None
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What the sweep cost beyond its measured windows."""
+
+    median_overhead_s: float
+    wall_s: float
+    window_s: float
+    trials_run: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    sweep: str
+    profile: str
+    host: Host
+    toolchain: Toolchain
+    git: Git
+    parameters: SweepConfig
+    perf: PerfRecord
+    started_at: str | None = None
+    ended_at: str | None = None
+    complete: bool = False
+    trials_sha256: str | None = None
+    calibration: Calibration | None = None
+    harness: Harness | None = None
+    # The trials.csv schema it was written with (copylab.schema.SCHEMA_VERSION); manifests before it: 1.
+    schema_version: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        record = dataclasses.asdict(self)
+        record["parameters"] = self.parameters.parameters()
+        record["toolchain"] = {
+            **self.toolchain.programs,
+            "python": self.toolchain.python,
+            "packages": self.toolchain.packages,
+        }
+        return record
+
+    @classmethod
+    def from_dict(cls, record: Any) -> Manifest:
+        """A manifest from its JSON; CopylabError naming the first missing, unknown or mistyped key."""
+        if not isinstance(record, dict):
+            raise CopylabError("expected a JSON object")
+        record = dict(record)
+        toolchain = record.get("toolchain")
+        if isinstance(toolchain, dict):
+            programs = {k: v for k, v in toolchain.items() if k not in ("python", "packages")}
+            record["toolchain"] = {
+                "python": toolchain.get("python"),
+                "packages": toolchain.get("packages"),
+                "programs": programs,
+            }
+        parameters = record.get("parameters")
+        if not isinstance(parameters, dict):
+            raise CopylabError("key 'parameters' missing or not an object")
+        record["parameters"] = SweepConfig.from_parameters(
+            str(record.get("sweep")), str(record.get("profile")), parameters
+        )
+        return _build(cls, record, "")
+
+
+def _build(cls: type, record: Any, where: str) -> Any:
+    """An instance of dataclass CLS from RECORD, every field checked against its annotation."""
+    if not isinstance(record, dict):
+        raise CopylabError(f"key '{where.rstrip('.')}' is not an object")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(record) - set(known))
+    if unknown:
+        raise CopylabError(f"unknown key '{where}{unknown[0]}'")
+    values = {}
+    for name, spec in known.items():
+        if name not in record:
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                raise CopylabError(f"key '{where}{name}' missing")
+            continue
+        values[name] = _value(hints[name], record[name], f"{where}{name}")
+    return cls(**values)
+
+
+def _value(hint: Any, value: Any, where: str) -> Any:
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in arguments:
+            return None
+        return _value(next(a for a in arguments if a is not type(None)), value, where)
+    if dataclasses.is_dataclass(hint):
+        return value if isinstance(value, hint) else _build(hint, value, f"{where}.")
+    expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint) or (origin or hint,)
+    if (isinstance(value, bool) and hint is not bool) or not isinstance(value, expected):
+        raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not {getattr(hint, '__name__', hint)}")
+    return value
+
+
+def host() -> Host:
+    return Host(
+        hostname=platform.node(),
+        kernel=platform.release(),
+        cpu_model=_cpu_model(),
+        cores=os.cpu_count() or 0,
+        memory_gib=_memory_gib(),
+        virtualization=_virtualization(),
+    )
+
+
+def toolchain(perf: PerfSupport) -> Toolchain:
     packages = {}
     for name in PACKAGES:
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             packages[name] = None
-    return {
-        "gcc": _first_line(["gcc", "--version"]),
-        "perf": perf.version,
-        "iperf3": _first_line(["iperf3", "--version"]),
-        "python": sys.version.split()[0],
-        "packages": packages,
-    }
+    programs = {"gcc": _first_line(["gcc", "--version"]), "perf": perf.version}
+    for implementation in implementations.IMPLEMENTATIONS.values():
+        command = list(implementation.driver.version_command)
+        if command:
+            programs[command[0]] = _first_line(command)
+    return Toolchain(python=sys.version.split()[0], packages=packages, programs=programs)
 
 
-def git_state() -> dict[str, Any]:
+def git_state() -> Git:
     def git(*args: str) -> str:
         result = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
         return result.stdout.strip() if result.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD") or "unknown"
-    return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    return Git(commit=commit, dirty=bool(git("status", "--porcelain", "--untracked-files=no")))
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def sha256_of(path: Path) -> str:
@@ -97,32 +242,16 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def create(sweep: str, profile: str, parameters: dict[str, Any], perf: PerfSupport) -> dict[str, Any]:
-    return {
-        "sweep": sweep,
-        "profile": profile,
-        "host": host(),
-        "toolchain": toolchain(perf),
-        "git": git_state(),
-        "parameters": parameters,
-        "perf": {
-            "available": perf.available,
-            "supported_events": list(perf.supported),
-            "unsupported_events": dict(perf.unsupported),
-        },
-        "started_at": now_iso(),
-        "ended_at": None,
-        "complete": False,
-        "trials_sha256": None,
-    }
-
-
-def write(path: Path, manifest: dict[str, Any]) -> None:
-    """Replaces the manifest atomically, so an interruption never leaves half a file."""
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(temporary, path)
-
-
-def read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+def create(config: SweepConfig, perf: PerfSupport, schema_version: int) -> Manifest:
+    """The manifest of a sweep about to start."""
+    return Manifest(
+        sweep=config.name,
+        profile=config.profile,
+        host=host(),
+        toolchain=toolchain(perf),
+        git=git_state(),
+        parameters=config,
+        perf=PerfRecord(perf.available, list(perf.supported), dict(perf.unsupported)),
+        started_at=now_iso(),
+        schema_version=schema_version,
+    )

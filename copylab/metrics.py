@@ -22,6 +22,7 @@ METRICS: dict[str, Metric] = {
     "latency_p99_us": Metric("lower", "µs", "99th percentile round-trip latency"),
     "cpu_ns_per_byte": Metric("lower", "ns/B", "CPU time per byte, sender + receiver (user + sys)"),
     "snd_cpu_ns_per_byte": Metric("lower", "ns/B", "sender CPU time per byte (user + sys)"),
+    "snd_user_ns_per_byte": Metric("lower", "ns/B", "sender user-space CPU time per byte (where packing copies run)"),
     "rcv_cpu_ns_per_byte": Metric("lower", "ns/B", "receiver CPU time per byte (user + sys)"),
     "cycles_per_byte": Metric("lower", "cycles/B", "CPU cycles per byte, sender + receiver"),
     "snd_l1d_misses_per_kib": Metric("lower", "misses/KiB", "sender L1d load misses per KiB"),
@@ -46,6 +47,7 @@ def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     out["cpu_ns_per_byte"] = (cpu["snd"] + cpu["rcv"]) * 1e9 / byte_count
     out["snd_cpu_ns_per_byte"] = cpu["snd"] * 1e9 / byte_count
     out["rcv_cpu_ns_per_byte"] = cpu["rcv"] * 1e9 / byte_count
+    out["snd_user_ns_per_byte"] = trials["snd_cpu_user_s"] * 1e9 / byte_count
     out["cycles_per_byte"] = (trials["snd_cycles"] + trials["rcv_cycles"]) / byte_count
     kib = byte_count / 1024
     out["snd_l1d_misses_per_kib"] = trials["snd_l1d_load_misses"] / kib

@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -38,9 +38,7 @@ class NamespacePair:
     def __post_init__(self) -> None:
         for name in (self.server, self.client):
             if not NAME_PATTERN.fullmatch(name):
-                raise CopylabError(
-                    f"namespace name {name!r} must be a lowercase letter then up to 30 of [a-z0-9_]"
-                )
+                raise CopylabError(f"namespace name {name!r} must be a lowercase letter then up to 30 of [a-z0-9_]")
         if self.server == self.client:
             raise CopylabError("the server and client namespaces need different names")
         try:
@@ -106,8 +104,10 @@ def check_free(pair: NamespacePair) -> None:
         owner = _owner(name)
         # Another sweep's namespaces would be torn down under it: never reuse them while it lives.
         if name in present and owner not in (None, os.getpid()) and Path(f"/proc/{owner}").exists():
-            raise CopylabError(f"namespace {name} is in use by copylab process {owner}; choose other names "
-                               "(or ./inv netns-down if that process is not copylab's)")
+            raise CopylabError(
+                f"namespace {name} is in use by copylab process {owner}; choose other names "
+                "(or ./inv netns-down if that process is not copylab's)"
+            )
 
 
 def up(pair: NamespacePair) -> None:
@@ -120,8 +120,26 @@ def up(pair: NamespacePair) -> None:
         for name in (pair.server, pair.client):
             _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
             _run("ip", "netns", "add", name)
-        _run("ip", "link", "add", "name", INTERFACE, "netns", pair.server, "mtu", str(pair.mtu), "type", "veth",
-             "peer", "name", INTERFACE, "netns", pair.client, "mtu", str(pair.mtu))
+        _run(
+            "ip",
+            "link",
+            "add",
+            "name",
+            INTERFACE,
+            "netns",
+            pair.server,
+            "mtu",
+            str(pair.mtu),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            INTERFACE,
+            "netns",
+            pair.client,
+            "mtu",
+            str(pair.mtu),
+        )
         for name, address in ((pair.server, pair.server_address), (pair.client, pair.client_address)):
             inside = exec_prefix(name)
             _run(*inside, "ip", "addr", "add", f"{address}/{pair.prefix_length}", "dev", INTERFACE)
@@ -146,10 +164,8 @@ def down(pair: NamespacePair | None = None) -> list[str]:
             # Deleting a namespace kills nothing: end what still runs inside first.
             pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
             for pid in pids:
-                try:
+                with suppress(ProcessLookupError):
                     os.kill(int(pid), 9)
-                except ProcessLookupError:
-                    pass
             _run("ip", "netns", "delete", name)
             removed.append(name)
         _marker(name).unlink(missing_ok=True)
@@ -167,9 +183,7 @@ def status() -> list[dict[str, str]]:
             for link in links:
                 entry["state"] = link.get("operstate", "?")
                 entry["mtu"] = str(link.get("mtu", "?"))
-                entry["addresses"] = ", ".join(
-                    f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", [])
-                )
+                entry["addresses"] = ", ".join(f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", []))
         entries.append(entry)
     return entries
 

@@ -22,11 +22,20 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
     # Configured rather than passed as a ready kernel manager, so that nbclient still owns and stops the kernel.
     kernel_config = Config({"KernelManager": {"transport": "ipc"}})
     try:
-        papermill.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name=KERNEL,
-                                   cwd=str(cwd), progress_bar=False, config=kernel_config)
+        papermill.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=parameters,
+            kernel_name=KERNEL,
+            cwd=str(cwd),
+            progress_bar=False,
+            config=kernel_config,
+        )
     except PapermillExecutionError as error:
         lines = str(error.evalue or "").strip().splitlines()
-        raise CopylabError(f"{label} notebook failed in cell {error.exec_count}: {error.ename}: "
-                           f"{lines[0] if lines else 'no message'} (see {output})") from None
+        raise CopylabError(
+            f"{label} notebook failed in cell {error.exec_count}: {error.ename}: "
+            f"{lines[0] if lines else 'no message'} (see {output})"
+        ) from None
     except (CellTimeoutError, DeadKernelError) as error:
         raise CopylabError(f"{label} notebook did not finish ({type(error).__name__}; see {output})") from None

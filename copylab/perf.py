@@ -33,9 +33,7 @@ def detect(events: tuple[str, ...] = tuple(PERF_EVENTS)) -> PerfSupport:
     if perf is None:
         return PerfSupport(False, None, (), {event: "perf is not installed" for event in events})
     version = subprocess.run([perf, "--version"], capture_output=True, text=True).stdout.strip() or None
-    result = subprocess.run(
-        [perf, "stat", "-x,", "-e", ",".join(events), "--", "true"], capture_output=True, text=True
-    )
+    result = subprocess.run([perf, "stat", "-x,", "-e", ",".join(events), "--", "true"], capture_output=True, text=True)
     if result.returncode != 0 and not result.stderr:
         return PerfSupport(False, version, (), {event: f"perf stat exited {result.returncode}" for event in events})
     values = parse_output(result.stderr)
@@ -79,8 +77,17 @@ class PerfRun:
 
     def command(self, support: PerfSupport) -> list[str]:
         return [
-            "perf", "stat", "-D", "-1", f"--control=fifo:{self.control},{self.ack}",
-            "-x,", "-o", str(self.output), "-e", ",".join(support.supported), "--",
+            "perf",
+            "stat",
+            "-D",
+            "-1",
+            f"--control=fifo:{self.control},{self.ack}",
+            "-x,",
+            "-o",
+            str(self.output),
+            "-e",
+            ",".join(support.supported),
+            "--",
         ]
 
     def program_options(self) -> list[str]:

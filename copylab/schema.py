@@ -3,6 +3,9 @@
 "snd_" columns describe the sending side (the server: the variant under test),
 "rcv_" columns the receiving side (the client).  Counters a host cannot measure
 are left empty (NaN after loading), never 0; ``perf_missing`` says why.
+
+Columns carry the schema version that introduced them: a file written by an older
+copylab lacks the later ones, and loads with them empty (copylab.trials).
 """
 
 from __future__ import annotations
@@ -12,8 +15,7 @@ from typing import Literal
 
 Kind = Literal["str", "int", "float", "bool"]
 
-IMPLEMENTATIONS = ("two_copy", "one_copy", "zero_copy")
-BASELINE_TOOLS = ("iperf3",)
+SCHEMA_VERSION = 2
 WORKLOADS = ("stream", "rr")
 PINNINGS = ("none", "same_cpu", "split_cpu")
 STATUSES = ("ok", "failed")
@@ -30,15 +32,6 @@ PERF_EVENTS: dict[str, str] = {
     "cpu-migrations": "cpu_migrations",
     "task-clock": "task_clock_ms",
 }
-HARDWARE_EVENTS = (
-    "cycles",
-    "instructions",
-    "cache-references",
-    "cache-misses",
-    "L1-dcache-load-misses",
-    "LLC-load-misses",
-)
-SIDES = ("snd", "rcv")
 
 
 @dataclass(frozen=True)
@@ -48,6 +41,7 @@ class Column:
     unit: str
     description: str
     required: bool = False  # must be filled in every row, ok or failed
+    since: int = 1  # the schema version that introduced it
 
 
 def _side_columns(side: str, who: str) -> list[Column]:
@@ -69,7 +63,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("sweep", "str", "", "sweep name (the directory under data/)", True),
     Column("trial_id", "str", "", "unique id: implementation-workload-size-threads-pinning-repetition", True),
     Column("order_index", "int", "", "position in the seeded random trial order", True),
-    Column("implementation", "str", "", "two_copy, one_copy, zero_copy, or the baseline tool iperf3", True),
+    Column("implementation", "str", "", "the implementation under test (copylab/implementations.py)", True),
     Column("workload", "str", "", "stream (bulk transfer) or rr (request/response)", True),
     Column("size_bytes", "int", "B", "message size", True),
     Column("threads", "int", "", "client threads = connections = server worker threads", True),
@@ -94,6 +88,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("zc_completed", "int", "count", "sends covered by completion notifications (zero_copy only)"),
     Column("zc_copied", "int", "count", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED (zero_copy only)"),
     Column("zc_notifications", "int", "count", "completion notifications read from the error queue (zero_copy only)"),
+    Column("zc_enobufs", "int", "count", "zero-copy sends refused with ENOBUFS and retried (zero_copy only)", since=2),
     Column("trial_wall_s", "float", "s", "wall time of the whole trial, start-up and teardown included"),
 )
 

@@ -8,21 +8,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from copylab import tables
 from copylab.errors import CopylabError
 from copylab.metrics import METRICS
+from copylab.tables import CONFIG_KEYS, CURVE_KEYS
 
-CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "pinning")
-CURVE_KEYS = ("workload", "threads", "pinning")
-SUMMARY_COLUMNS = (*CONFIG_KEYS, "metric", "n", "n_failed", "mean", "std", "cv", "ci_low", "ci_high", "unstable")
-COMPARISON_COLUMNS = (
-    *CURVE_KEYS, "metric", "size_bytes", "challenger", "baseline", "ratio", "ratio_ci_low", "ratio_ci_high",
-    "p_value", "p_holm", "significant", "challenger_better",
-)  # fmt: skip
-DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
-    ("one_copy", "two_copy"),
-    ("zero_copy", "two_copy"),
-    ("iperf3", "two_copy"),
-)
 UNSTABLE_CV = 0.10
 MIN_TRIALS = 3
 
@@ -96,15 +86,6 @@ def fieller(
     return ratio, low, high
 
 
-def ratio_interval(
-    challenger: np.ndarray, baseline: np.ndarray, confidence: float = 0.95
-) -> tuple[float, float, float]:
-    """fieller() for two samples of trial values: (ratio, low, high)."""
-    c, b = np.asarray(challenger, dtype=float), np.asarray(baseline, dtype=float)
-    ratio, low, high = fieller(c.mean(), c.var(ddof=1), len(c), b.mean(), b.var(ddof=1), len(b), confidence)
-    return float(ratio), float(low), float(high)
-
-
 def describe(trials: pd.DataFrame, metrics: Iterable[str] | None = None) -> pd.DataFrame:
     """n, mean and sample std of every measured metric of the ok trials, per configuration and metric."""
     grouped = _long(trials, _metrics(trials, metrics)).groupby([*CONFIG_KEYS, "metric"], sort=True)["value"]
@@ -158,12 +139,12 @@ def summarize(
     summary["unstable"] = (summary["cv"] > UNSTABLE_CV) | (summary["n"] < MIN_TRIALS)
     order = {m: i for i, m in enumerate(metrics)}
     summary = summary.sort_values([*CONFIG_KEYS, "metric"], key=lambda s: s.map(order) if s.name == "metric" else s)
-    return summary[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+    return tables.typed("summary", summary.reset_index(drop=True))
 
 
 def compare(
     trials: pd.DataFrame,
-    pairs: Iterable[tuple[str, str]] = DEFAULT_PAIRS,
+    pairs: Iterable[tuple[str, str]],
     metrics: Iterable[str] | None = None,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -187,9 +168,8 @@ def compare(
         b = stats[stats["implementation"] == baseline].drop(columns="implementation")
         frames.append(c.merge(b, on=keys, suffixes=("_c", "_b")).assign(challenger=challenger, baseline=baseline))
     merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    columns = list(COMPARISON_COLUMNS)
     if merged.empty:
-        return pd.DataFrame({c: pd.Series(dtype=_COMPARISON_DTYPES.get(c, "float64")) for c in columns})
+        return tables.empty("comparisons")
     m_c, s_c, n_c = merged["mean_c"].to_numpy(), merged["std_c"].to_numpy(), merged["n_c"].to_numpy()
     m_b, s_b, n_b = merged["mean_b"].to_numpy(), merged["std_b"].to_numpy(), merged["n_b"].to_numpy()
     ratio = fieller(m_c, s_c**2, n_c, m_b, s_b**2, n_b, confidence)
@@ -205,13 +185,7 @@ def compare(
     merged = merged.sort_values(
         [*CURVE_KEYS, "metric", "challenger", "size_bytes"], key=lambda s: s.map(order) if s.name == "metric" else s
     )
-    return merged[columns].reset_index(drop=True)
-
-
-_COMPARISON_DTYPES = {
-    "workload": "str", "threads": "int64", "pinning": "str", "metric": "str", "size_bytes": "int64",
-    "challenger": "str", "baseline": "str", "significant": "bool", "challenger_better": "bool",
-}  # fmt: skip
+    return tables.typed("comparisons", merged.reset_index(drop=True))
 
 
 def _t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:

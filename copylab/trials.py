@@ -1,42 +1,55 @@
-"""Load and validate a sweep: trials.csv against copylab.schema, manifest.json against the trials."""
+"""The trials.csv format: a text checked against copylab.schema and typed, and its agreement with the manifest.
+
+Pure functions of text and frames; copylab.store reads the files.  Every problem is a CopylabError whose
+one line names the file and, where there is one, the line.
+"""
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from copylab import schema
+from copylab import implementations, schema
 from copylab.errors import CopylabError
+from copylab.manifest import Manifest
 
-TRIALS_FILE = "trials.csv"
-MANIFEST_FILE = "manifest.json"
-
-_ALLOWED_VALUES: dict[str, tuple[str, ...]] = {
-    "implementation": schema.IMPLEMENTATIONS + schema.BASELINE_TOOLS,
-    "workload": schema.WORKLOADS,
-    "pinning": schema.PINNINGS,
-    "status": schema.STATUSES,
-}
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
 
-def load_trials(path: str | Path) -> pd.DataFrame:
-    """Read trials.csv, check it against schema.COLUMNS and return it typed.
+def _allowed_values() -> dict[str, tuple[str, ...]]:
+    return {
+        "implementation": implementations.names(),
+        "workload": schema.WORKLOADS,
+        "pinning": schema.PINNINGS,
+        "status": schema.STATUSES,
+    }
 
-    str columns load as pandas strings, required int columns as int64, every
-    other numeric column as float64 so that an unmeasured (empty) value stays
-    NaN.  Any problem raises CopylabError with a one-line message.
+
+def decode(data: bytes, path: Path) -> str:
+    """The UTF-8 text of a trials file; an empty one is refused."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CopylabError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    if not text.strip():
+        raise CopylabError(f"{path}: empty file (no header)")
+    return text
+
+
+def parse_trials(text: str, path: Path, require_ok: bool = True) -> pd.DataFrame:
+    """TEXT (the contents of PATH) checked against schema.COLUMNS and typed.
+
+    str columns load as pandas strings, required int columns as int64, every other numeric column as
+    float64 so that an unmeasured (empty) value stays NaN.  A file written by an older copylab lacks the
+    columns added since; they load empty and are listed in the frame's attrs["absent_columns"].  With
+    REQUIRE_OK, a file without a single ok trial is refused (there is nothing to analyse).
     """
-    path = Path(path)
-    text = _read_text(path)
     header, lines = _check_rows(text, path)
     _check_header(header, path)
     raw = pd.read_csv(
@@ -48,98 +61,58 @@ def load_trials(path: str | Path) -> pd.DataFrame:
     )
     # Index by file line while validating, so every message can name the line.
     raw.index = pd.Index(lines, name="line")
+    absent = [name for name in schema.COLUMN_NAMES if name not in header]
+    for name in absent:
+        raw[name] = pd.Series(np.nan, index=raw.index, dtype=object)
     trials = pd.DataFrame({name: _convert(raw[name], column, path) for name, column in schema.COLUMN_BY_NAME.items()})
-    _check_values(trials, path)
-    return trials.reset_index(drop=True)
+    _check_values(trials, path, require_ok)
+    trials = trials.reset_index(drop=True)
+    trials.attrs["absent_columns"] = absent
+    return trials
 
 
-def load_manifest(directory: str | Path) -> dict[str, Any]:
-    """Read DIRECTORY/manifest.json and check the keys the analysis relies on."""
-    path = Path(directory) / MANIFEST_FILE
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CopylabError(f"{path}: no manifest (every sweep directory needs manifest.json)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CopylabError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(manifest, dict):
-        raise CopylabError(f"{path}: expected a JSON object")
-    for key in ("sweep", "host", "parameters"):
-        if key not in manifest:
-            raise CopylabError(f"{path}: key '{key}' missing")
-    parameters = manifest["parameters"]
-    for key in ("implementations", "workloads", "sizes", "threads", "pinning", "trials"):
-        if key not in parameters:
-            raise CopylabError(f"{path}: key 'parameters.{key}' missing")
-    return manifest
-
-
-def check_manifest(trials: pd.DataFrame, manifest: dict[str, Any], trials_path: str | Path) -> None:
+def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path, trials_sha256: str | None) -> None:
     """Raise CopylabError unless the trials are what the manifest says was run.
 
-    Every sweep name, implementation, workload, size, thread count and pinning
-    in the rows must be one the manifest lists (iperf3 rows are accepted when
-    the manifest lists iperf3 or records an iperf3 version); no configuration
-    may have more repetitions than parameters.trials; and a complete manifest
-    with trials_sha256 must match the file byte for byte.
+    Every sweep name, implementation, workload, size, thread count and pinning in the rows must be one the
+    manifest lists; no configuration may have more repetitions than its trials setting allows; the file may
+    not lack columns of the schema version the manifest records; and a complete manifest with trials_sha256
+    must match the file (TRIALS_SHA256, its actual digest) byte for byte.
     """
-    trials_path = Path(trials_path)
-    where = f"{trials_path.parent / MANIFEST_FILE}"
-    parameters = manifest["parameters"]
+    parameters = manifest.parameters
     sweeps = set(trials["sweep"])
-    if sweeps != {manifest["sweep"]}:
-        raise CopylabError(f"{where}: sweep '{manifest['sweep']}' but trials.csv has sweep {sorted(sweeps)}")
-    implementations = set(parameters["implementations"])
-    if (manifest.get("toolchain") or {}).get("iperf3"):
-        implementations |= set(schema.BASELINE_TOOLS)
-    stream_sizes = set(parameters["sizes"])
-    rr_sizes = set(parameters.get("rr_sizes") or []) | stream_sizes
+    if sweeps != {manifest.sweep}:
+        raise CopylabError(f"{where}: sweep '{manifest.sweep}' but trials.csv has sweep {sorted(sweeps)}")
+    stream_sizes = set(parameters.sizes)
+    rr_sizes = set(parameters.rr_sizes) | stream_sizes
     allowed = {
-        "implementation": implementations,
-        "workload": set(parameters["workloads"]),
-        "threads": set(parameters["threads"]),
-        "pinning": set(parameters["pinning"]),
+        "implementation": set(parameters.implementations),
+        "workload": set(parameters.workloads),
+        "threads": set(parameters.threads),
+        "pinning": set(parameters.pinning),
     }
     for column, values in allowed.items():
         _check_subset(trials[column], values, column, where)
     _check_subset(trials.loc[trials["workload"] == "stream", "size_bytes"], stream_sizes, "stream size", where)
     _check_subset(trials.loc[trials["workload"] == "rr", "size_bytes"], rr_sizes, "rr size", where)
-    most = int(trials["repetition"].max())
-    if most > int(parameters["trials"]):
-        raise CopylabError(f"{where}: parameters.trials is {parameters['trials']} but trials.csv has repetition {most}")
-    expected = manifest.get("trials_sha256")
-    if manifest.get("complete") and expected:
-        actual = hashlib.sha256(trials_path.read_bytes()).hexdigest()
-        if actual != expected:
-            raise CopylabError(
-                f"{trials_path}: sha256 {actual[:12]}... does not match the manifest's {expected[:12]}..."
-            )
-
-
-def load_sweep(directory: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Load DIRECTORY/trials.csv and DIRECTORY/manifest.json and check that they agree."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise CopylabError(f"{directory}: no such sweep directory")
-    trials_path = directory / TRIALS_FILE
-    trials = load_trials(trials_path)
-    manifest = load_manifest(directory)
-    check_manifest(trials, manifest, trials_path)
-    return trials, manifest
-
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CopylabError(f"{path}: no such file") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CopylabError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    if not text.strip():
-        raise CopylabError(f"{path}: empty file (no header)")
-    return text
+    most = int(trials["repetition"].max()) if len(trials) else 0
+    allowed_repetitions = parameters.trials if parameters.target_ci is None else parameters.max_trials
+    if most > allowed_repetitions:
+        raise CopylabError(f"{where}: parameters.trials is {allowed_repetitions} but trials.csv has repetition {most}")
+    lacking = [
+        name
+        for name in trials.attrs.get("absent_columns", [])
+        if schema.COLUMN_BY_NAME[name].since <= manifest.schema_version
+    ]
+    if lacking:
+        raise CopylabError(
+            f"{where}: schema version {manifest.schema_version} but trials.csv lacks {', '.join(lacking)}"
+        )
+    expected = manifest.trials_sha256
+    if manifest.complete and expected and trials_sha256 != expected:
+        raise CopylabError(
+            f"{where}: trials.csv has sha256 {str(trials_sha256)[:12]}..., the manifest says {expected[:12]}..."
+        )
 
 
 def _check_rows(text: str, path: Path) -> tuple[list[str], list[int]]:
@@ -177,7 +150,7 @@ def _check_header(header: list[str], path: Path) -> None:
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         raise CopylabError(f"{path}: duplicated column(s) {', '.join(duplicated)}")
-    missing = [name for name in schema.COLUMN_NAMES if name not in header]
+    missing = [column.name for column in schema.COLUMNS if column.since == 1 and column.name not in header]
     if missing:
         raise CopylabError(f"{path}: missing column(s) {', '.join(missing)}")
     foreign = [name for name in header if name not in schema.COLUMN_BY_NAME]
@@ -218,8 +191,8 @@ def _line(mask: pd.Series) -> int:
     return int(mask.index[mask.to_numpy()][0])
 
 
-def _check_values(trials: pd.DataFrame, path: Path) -> None:
-    for column, allowed in _ALLOWED_VALUES.items():
+def _check_values(trials: pd.DataFrame, path: Path, require_ok: bool) -> None:
+    for column, allowed in _allowed_values().items():
         bad = ~trials[column].isin(allowed)
         if bad.any():
             raise CopylabError(
@@ -236,7 +209,7 @@ def _check_values(trials: pd.DataFrame, path: Path) -> None:
         duplicated = duplicated.reindex(trials.index, fill_value=False)
         repeated = trials["trial_id"][duplicated].iloc[0]
         raise CopylabError(f"{path}: line {_line(duplicated)}: trial_id {repeated!r} measured twice")
-    if not (trials["status"] == "ok").any():
+    if require_ok and not (trials["status"] == "ok").any():
         raise CopylabError(f"{path}: no ok trials ({len(trials)} rows, none with status ok)")
 
 
@@ -245,5 +218,3 @@ def _check_subset(values: pd.Series, allowed: set[Any], what: str, where: str) -
     if foreign:
         shown = ", ".join(str(value) for value in foreign[:5])
         raise CopylabError(f"{where}: trials.csv has {what} {shown} that the manifest does not list")
-
-

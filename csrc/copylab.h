@@ -127,7 +127,7 @@ void histogram_record(struct histogram *h, uint64_t ns);
 void histogram_merge(struct histogram *into, const struct histogram *from);
 double histogram_percentile_ns(const struct histogram *h, double percentile);
 
-/* ---- JSON output: exactly one object on stdout ---- */
+/* ---- JSON output: exactly one object on stdout; copylab/contract.py declares every key ---- */
 struct json {
     bool first;
 };
@@ -136,6 +136,7 @@ void json_str(struct json *j, const char *key, const char *value);
 void json_u64(struct json *j, const char *key, uint64_t value);
 void json_f64(struct json *j, const char *key, double value);
 void json_null(struct json *j, const char *key);
+void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
 void json_end(struct json *j);
 
 /* ---- the variant's sending path (one per binary) ---- */

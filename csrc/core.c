@@ -518,6 +518,14 @@ void json_null(struct json *j, const char *key)
     fputs("null", stdout);
 }
 
+void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value)
+{
+    if (present)
+        json_u64(j, key, value);
+    else
+        json_null(j, key);
+}
+
 void json_end(struct json *j)
 {
     (void)j;

@@ -11,6 +11,9 @@ import pytest
 
 from copylab import netns
 from copylab.build import build
+from tests.robustness_table import outcome
+
+__all__ = ["outcome"]  # the robustness record's fixture, for every test module
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
@@ -32,5 +35,4 @@ def pair() -> Iterator[netns.NamespacePair]:
 
 
 def run_in(namespace: str, command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*netns.exec_prefix(namespace), *command], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([*netns.exec_prefix(namespace), *command], capture_output=True, text=True, timeout=timeout)

@@ -16,7 +16,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ def outcome(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
         test=request.node.nodeid,
         seconds=round(time.monotonic() - started, 1),
         result="skipped" if "skipped" in entry else "failed" if failed else "passed",
-        recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
         host=f"{platform.node()}, Linux {platform.release()}, {os.cpu_count()} CPUs",
     )
     save(entry)
@@ -120,12 +120,19 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
         selected = [e for e in rows if e["area"] == area]
         if not selected:
             continue
-        lines += ["", f"## {title}", "", "| Fault or bad input | What copylab did | Rows lost | Leftovers | Test |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            "| Fault or bad input | What copylab did | Rows lost | Leftovers | Test |",
+            "|---|---|---|---|---|",
+        ]
         for e in selected:
             behaviour = _cell(e.get("behaviour", "the test ended before recording it"))
-            lines.append(f"| {_cell(e['fault'])} | {behaviour} | {_cell(e.get('rows_lost'))} | "
-                         f"{_cell(e.get('leftovers'))} | {e['result']}, {e['seconds']} s |")
+            lines.append(
+                f"| {_cell(e['fault'])} | {behaviour} | {_cell(e.get('rows_lost'))} | "
+                f"{_cell(e.get('leftovers'))} | {e['result']}, {e['seconds']} s |"
+            )
     return "\n".join(lines) + "\n"
 
 

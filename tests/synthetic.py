@@ -33,8 +33,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from copylab import implementations as registry
 from copylab import schema
+from copylab.manifest import Manifest
+from copylab.store import SweepStore
 
+# perf's hardware events, which these KVM guests report <not supported>.
+HARDWARE_EVENTS = (
+    "cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "L1-dcache-load-misses",
+    "LLC-load-misses",
+)
+SIDES = ("snd", "rcv")
 SIZES = tuple(2**k for k in range(6, 19))  # 64 B .. 256 KiB
 RR_SIZES = (64, 1024, 16384)
 DEFAULT_SHAPES: dict[str, float | str] = {"one_copy": 4096.0, "zero_copy": "worse", "iperf3": "worse"}
@@ -87,7 +100,7 @@ def make_trials(
         (impl, workload, size, n_threads, pinning, rep)
         for impl in implementations
         for workload in workloads
-        if not (impl == "iperf3" and workload == "rr")
+        if workload in registry.get(impl).driver.workloads
         for size in (sizes if workload == "stream" else rr_sizes)
         for n_threads in threads
         for pinning in pinnings
@@ -154,17 +167,20 @@ def _trial(
         byte_count = int(gbps * 1e9 * measured_s / 8)
         messages = byte_count // size
     else:
-        latency = (20 + size / 1e3) * (1 + 0.3 * (threads - 1)) * _RR_FACTOR[impl] * noise
+        latency = (20 + size / 1e3) * (1 + 0.3 * (threads - 1)) * _RR_FACTOR.get(impl, 1.0) * noise
         messages = int(threads * measured_s * 1e6 / latency)
         byte_count = messages * size
         row.update(
-            latency_mean_us=latency, latency_p50_us=0.95 * latency, latency_p99_us=2.5 * latency,
+            latency_mean_us=latency,
+            latency_p50_us=0.95 * latency,
+            latency_p99_us=2.5 * latency,
             latency_max_us=6 * latency,
-        )  # fmt: skip
+        )
     row.update(bytes=byte_count, messages=messages, throughput_gbps=byte_count * 8 / measured_s / 1e9)
-    per_message_ns = 900 if impl == "zero_copy" else 300
+    zero_copy = registry.uses_zero_copy(impl)
+    per_message_ns = 900 if zero_copy else 300
     for side, share in (("snd", 0.6), ("rcv", 0.4)):
-        cpu_s = share * (byte_count * _CPU_NS_PER_BYTE[impl] + messages * per_message_ns) / 1e9
+        cpu_s = share * (byte_count * _CPU_NS_PER_BYTE.get(impl, 0.5) + messages * per_message_ns) / 1e9
         cpu_s = min(cpu_s, measured_s * threads) * rng.normal(1.0, noise_cv)
         ctx = int(messages / 50) + int(rng.integers(0, 20))
         row.update(
@@ -193,15 +209,15 @@ def _trial(
             )
     if not hardware_counters:
         row["perf_missing"] = "; ".join(
-            f"{side}_{schema.PERF_EVENTS[event]}: <not supported>"
-            for side in schema.SIDES
-            for event in schema.HARDWARE_EVENTS
+            f"{side}_{schema.PERF_EVENTS[event]}: <not supported>" for side in SIDES for event in HARDWARE_EVENTS
         )
     row["retransmits"] = 0 if pinning == "same_cpu" else int(rng.poisson(500))
-    if impl == "zero_copy":
+    if zero_copy:
         # as measured over veth: every completion flagged copied, notifications coalesced
         notifications = max(messages // 20, 1)
-        row.update(zc_sends=messages, zc_completed=messages, zc_copied=messages, zc_notifications=notifications)
+        row.update(
+            zc_sends=messages, zc_completed=messages, zc_copied=messages, zc_notifications=notifications, zc_enobufs=0
+        )
     row["trial_wall_s"] = measured_s + 1.3
     return row
 
@@ -232,7 +248,7 @@ def _manifest(df: pd.DataFrame, sha256: str) -> dict[str, Any]:
         rows = df if workload is None else df[df["workload"] == workload]
         return sorted(int(v) for v in rows[column].unique())
 
-    implementations = [i for i in (*schema.IMPLEMENTATIONS, *schema.BASELINE_TOOLS) if i in set(df["implementation"])]
+    implementations = registry.ordered(df["implementation"])
     hardware = bool(df["snd_cycles"].notna().any())
     return {
         "sweep": str(df["sweep"].iloc[0]),
@@ -264,15 +280,16 @@ def _manifest(df: pd.DataFrame, sha256: str) -> dict[str, Any]:
             "pinning": [p for p in schema.PINNINGS if p in set(df["pinning"])],
             "seed": 0,
             "rr_sizes": values("size_bytes", "rr"),
-            "mtu": 65536,
+            "mtu": 1500,
             "optmem_max": 131072,
             "verify": False,
         },
         "perf": {
             "available": True,
-            "supported_events": [e for e in schema.PERF_EVENTS if hardware or e not in schema.HARDWARE_EVENTS],
-            "unsupported_events": {} if hardware else {e: "<not supported>" for e in schema.HARDWARE_EVENTS},
+            "supported_events": [e for e in schema.PERF_EVENTS if hardware or e not in HARDWARE_EVENTS],
+            "unsupported_events": {} if hardware else {e: "<not supported>" for e in HARDWARE_EVENTS},
         },
+        "schema_version": schema.SCHEMA_VERSION,
         "started_at": "2025-01-01T00:00:00Z",
         "ended_at": "2025-01-01T01:00:00Z",
         "complete": True,
@@ -288,3 +305,13 @@ def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]
         else:
             merged[key] = value
     return merged
+
+
+def load_trials(path: str | Path) -> pd.DataFrame:
+    """The trials file at PATH as copylab's store reads it."""
+    return SweepStore(Path(path).parent).read_trials()
+
+
+def load_sweep(directory: str | Path) -> tuple[pd.DataFrame, Manifest]:
+    """The trials and manifest of DIRECTORY as copylab's store loads and checks them."""
+    return SweepStore(directory).load()

@@ -11,14 +11,15 @@ import nbformat
 import pandas as pd
 import pytest
 
+from copylab import tables
 from copylab.analysis import NOTEBOOK, analyze, crossover_sentences, run_analysis_notebook
-from copylab.crossover import CROSSOVER_COLUMNS, STATUSES
+from copylab.crossover import STATUSES
 from copylab.errors import CopylabError
-from copylab.stats import COMPARISON_COLUMNS, SUMMARY_COLUMNS
+from copylab.store import SweepStore
 from tests.synthetic import make_trials, write_sweep
 
-PROJECT = Path(__file__).resolve().parents[1]
 FIGURES = {
+    "zerocopy_path.png",
     "throughput_vs_size.png",
     "latency_vs_threads.png",
     "cache_misses_vs_size.png",
@@ -28,15 +29,15 @@ FIGURES = {
 }
 
 
-def _sweep(root: Path, name: str) -> Path:
+def _sweep(root: Path, name: str) -> SweepStore:
     trials = make_trials(sweep=name, sizes=(512, 2048, 8192, 32768), rr_sizes=(64,), threads=(1,), trials=3, seed=4)
-    return write_sweep(root / "data" / name, trials)
+    return SweepStore(write_sweep(root / "data" / name, trials), figures_root=root / "figures")
 
 
 def test_notebook_is_committed_clean_with_a_parameters_cell():
-    notebook = nbformat.read(PROJECT / NOTEBOOK, as_version=4)
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(notebook)
-    assert notebook.metadata["kernelspec"]["name"] == "python3"
+    assert notebook.metadata["kernelspec"]["name"] == "copylab"
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert all(cell.outputs == [] and cell.execution_count is None for cell in code)
     tagged = [cell for cell in code if "parameters" in cell.metadata.get("tags", [])]
@@ -46,14 +47,14 @@ def test_notebook_is_committed_clean_with_a_parameters_cell():
 
 
 def test_analyze_writes_the_three_tables_and_the_figures(tmp_path):
-    data_dir = _sweep(tmp_path, "unit")
-    result = analyze(data_dir, n_resamples=300)
-    tables = {name: pd.read_csv(data_dir / f"{name}.csv") for name in ("summary", "comparisons", "crossovers")}
-    assert tuple(tables["summary"].columns) == SUMMARY_COLUMNS
-    assert tuple(tables["comparisons"].columns) == COMPARISON_COLUMNS
-    assert tuple(tables["crossovers"].columns) == CROSSOVER_COLUMNS
-    assert set(tables["crossovers"]["status"]) <= set(STATUSES)
-    assert len(tables["summary"]) == len(result.summary)
+    store = _sweep(tmp_path, "unit")
+    result = analyze(store, n_resamples=300)
+    written = {name: store.read_table(name) for name in tables.TABLES}
+    for name, frame in written.items():
+        assert dict(frame.dtypes.astype(str)) == tables.TABLES[name], name  # typed after the round trip
+    pd.testing.assert_frame_equal(written["summary"], result.summary)
+    pd.testing.assert_frame_equal(written["crossovers"], result.crossovers)
+    assert set(written["crossovers"]["status"]) <= set(STATUSES)
     assert {p.name for p in (tmp_path / "figures" / "unit").iterdir()} == FIGURES
     assert len(result.written) == 3 + len(FIGURES)
     throughput = result.crossovers[result.crossovers["metric"] == "throughput_gbps"]
@@ -61,24 +62,34 @@ def test_analyze_writes_the_three_tables_and_the_figures(tmp_path):
 
 
 def test_analyze_rejects_bad_arguments(tmp_path):
-    data_dir = _sweep(tmp_path, "args")
+    store = _sweep(tmp_path, "args")
     with pytest.raises(CopylabError, match="confidence"):
-        analyze(data_dir, confidence=95)
-    with pytest.raises(CopylabError, match="unknown: four_copy"):
-        analyze(data_dir, pairs=[("four_copy", "two_copy")])
+        analyze(store, confidence=95)
+    with pytest.raises(CopylabError, match="unknown implementation 'four_copy'"):
+        analyze(store, pairs=[("four_copy", "two_copy")])
     with pytest.raises(CopylabError, match="no such sweep directory"):
-        analyze(tmp_path / "data" / "missing")
+        analyze(SweepStore(tmp_path / "data" / "missing"))
+
+
+def test_a_nested_sweep_gets_its_figures_under_figures_never_under_data(tmp_path):
+    trials = make_trials(sweep="run1", sizes=(512, 2048), workloads=("stream",), threads=(1,), trials=3, seed=4)
+    directory = write_sweep(tmp_path / "data" / "study" / "run1", trials)
+    store = SweepStore(directory, figures_root=tmp_path / "figures", data_root=tmp_path / "data")
+    analyze(store, n_resamples=100)
+    assert {p.name for p in (tmp_path / "figures" / "study" / "run1").iterdir()} == FIGURES
+    assert not list((tmp_path / "data").rglob("*.png"))
 
 
 def test_notebook_runs_under_papermill_and_writes_everything(tmp_path, capfd):
-    data_dir = _sweep(tmp_path, "nb")
+    store = _sweep(tmp_path, "nb")
+    data_dir = store.directory
     output = tmp_path / "report" / "sweeps" / "nb.ipynb"
     options = dict(confidence=0.9, pairs=[("one_copy", "two_copy")], metrics=["throughput_gbps"])
     started = time.monotonic()
-    analyze(data_dir, **options)
+    analyze(store, **options)
     in_process = time.monotonic() - started
     started = time.monotonic()
-    written = run_analysis_notebook(data_dir, PROJECT, output=output, **options)
+    written = run_analysis_notebook(store, output=output, **options)
     # The notebook is thin: beyond the functions it calls it adds kernel start-up, imports and display
     # (about 8x the in-process analysis of this small fixture here; seconds are timed by `invoke bench`).
     assert time.monotonic() - started < 20 * in_process
@@ -103,10 +114,10 @@ def test_notebook_runs_under_papermill_and_writes_everything(tmp_path, capfd):
 
 
 def test_failing_notebook_raises_and_names_the_output(tmp_path):
-    data_dir = _sweep(tmp_path, "broken")
-    trials = data_dir / "trials.csv"
+    store = _sweep(tmp_path, "broken")
+    trials = store.trials_path
     trials.write_text(trials.read_text()[:-30])  # cut mid-row, as a crashed writer would
     output = tmp_path / "broken.ipynb"
     with pytest.raises(CopylabError, match=r"notebook failed in cell \d+: CopylabError: .*truncated.*broken\.ipynb"):
-        run_analysis_notebook(data_dir, PROJECT, output=output)
+        run_analysis_notebook(store, output=output)
     assert output.exists()

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import answers
-from copylab import formatting
-from copylab.answers import Sweep
-from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
+from copylab import answers, formatting, sections
+from copylab.anomaly import find_anomaly
 from copylab.errors import CopylabError
+from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
+from copylab.manifest import Manifest
+from copylab.results import Focus, Results, choose_focus
+from copylab.store import SweepStore
 
 SIZES = [64, 1024, 4096, 16384, 65536]
 THREADS = [1, 4]
@@ -29,9 +33,20 @@ CROSSOVER = (5792.6, 4100.2, 8191.0)
 def _summary_row(impl, workload, size, threads, metric, mean, unstable=False):
     half = 0.03 * abs(mean) if np.isfinite(mean) else np.nan
     return {
-        "implementation": impl, "workload": workload, "size_bytes": size, "threads": threads, "pinning": "same_cpu",
-        "metric": metric, "n": 5, "n_failed": 0, "mean": mean, "std": half, "cv": 0.02,
-        "ci_low": mean - half, "ci_high": mean + half, "unstable": unstable,
+        "implementation": impl,
+        "workload": workload,
+        "size_bytes": size,
+        "threads": threads,
+        "pinning": "same_cpu",
+        "metric": metric,
+        "n": 5,
+        "n_failed": 0,
+        "mean": mean,
+        "std": half,
+        "cv": 0.02,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+        "unstable": unstable,
     }
 
 
@@ -43,7 +58,7 @@ def make_sweep(
     miss_gain: tuple[float, float] = (0.4, 0.1),
     failed: int = 0,
     copied: float = 1.0,
-) -> Sweep:
+) -> Results:
     """A sweep whose tables follow the contract; ``miss_gain`` = one_copy's (L1, LLC) miss reduction."""
     summary, comparisons, trials = [], [], []
     means: dict[tuple, float] = {}
@@ -54,9 +69,15 @@ def make_sweep(
                 l1 = {"two_copy": 100.0}.get(impl, 100.0 * (1 - miss_gain[0])) if counters else np.nan
                 llc = {"two_copy": 20.0}.get(impl, 20.0 * (1 - miss_gain[1])) if counters else np.nan
                 values = {
-                    "throughput_gbps": tp, "cpu_ns_per_byte": 8 / tp, "snd_cpu_ns_per_byte": 4 / tp,
-                    "ctx_switches_per_msg": 0.01 * threads, "retransmits": 0.0,
-                    "snd_l1d_misses_per_kib": l1, "snd_llc_misses_per_kib": llc,
+                    "throughput_gbps": tp,
+                    "cpu_ns_per_byte": 8 / tp,
+                    "snd_cpu_ns_per_byte": 4 / tp,
+                    "ctx_switches_per_msg": 0.01 * threads,
+                    "retransmits": 0.0,
+                    "snd_l1d_misses_per_kib": l1,
+                    "snd_llc_misses_per_kib": llc,
+                    # the mean of the trials' snd_cpu_user_s below over 1e9 bytes
+                    "snd_user_ns_per_byte": {"two_copy": 0.52}.get(impl, 0.22),
                 }
                 if impl == "zero_copy":
                     values["zc_copied_fraction"] = copied
@@ -65,20 +86,37 @@ def make_sweep(
                     means[(impl, size, threads, metric)] = mean
                 for rep in (1, 2, 3):
                     sends = 1000.0
-                    trials.append({
-                        "implementation": impl, "workload": "stream", "size_bytes": size, "threads": threads,
-                        "pinning": "same_cpu", "repetition": rep, "status": "ok", "error": np.nan,
-                        "bytes": 1e9, "snd_cpu_user_s": {"two_copy": 0.5}.get(impl, 0.2) + 0.01 * rep,
-                        "zc_sends": sends if impl == "zero_copy" else np.nan,
-                        "zc_completed": sends if impl == "zero_copy" else np.nan,
-                        "zc_copied": sends * copied if impl == "zero_copy" else np.nan,
-                        "zc_notifications": 50.0 if impl == "zero_copy" else np.nan,
-                    })
+                    trials.append(
+                        {
+                            "implementation": impl,
+                            "workload": "stream",
+                            "size_bytes": size,
+                            "threads": threads,
+                            "pinning": "same_cpu",
+                            "repetition": rep,
+                            "status": "ok",
+                            "error": np.nan,
+                            "bytes": 1e9,
+                            "snd_cpu_user_s": {"two_copy": 0.5}.get(impl, 0.2) + 0.01 * rep,
+                            "zc_sends": sends if impl == "zero_copy" else np.nan,
+                            "zc_completed": sends if impl == "zero_copy" else np.nan,
+                            "zc_copied": sends * copied if impl == "zero_copy" else np.nan,
+                            "zc_notifications": 50.0 if impl == "zero_copy" else np.nan,
+                        }
+                    )
         for threads in THREADS:
             summary.append(_summary_row(impl, "rr", 64, threads, "latency_mean_us", 20.0 * threads, threads > 1))
     for k in range(failed):
-        trials.append({**trials[0], "repetition": 10 + k, "status": "failed", "error": "server did not start",
-                       "bytes": np.nan, "snd_cpu_user_s": np.nan})
+        trials.append(
+            {
+                **trials[0],
+                "repetition": 10 + k,
+                "status": "failed",
+                "error": "server did not start",
+                "bytes": np.nan,
+                "snd_cpu_user_s": np.nan,
+            }
+        )
     for challenger in ("one_copy", "zero_copy"):
         for metric in ("throughput_gbps", "snd_l1d_misses_per_kib", "snd_llc_misses_per_kib"):
             for size in SIZES:
@@ -86,37 +124,92 @@ def make_sweep(
                     ratio = means[(challenger, size, threads, metric)] / means[("two_copy", size, threads, metric)]
                     significant = bool(np.isfinite(ratio) and abs(math.log(ratio)) > 0.05)
                     higher = metric == "throughput_gbps"
-                    comparisons.append({
-                        "workload": "stream", "threads": threads, "pinning": "same_cpu", "metric": metric,
-                        "size_bytes": size, "challenger": challenger, "baseline": "two_copy", "ratio": ratio,
-                        "ratio_ci_low": ratio * 0.96, "ratio_ci_high": ratio * 1.04, "p_value": 0.001,
-                        "p_holm": 0.004 if significant else 0.5, "significant": significant,
-                        "challenger_better": significant and (ratio > 1) == higher,
-                    })
+                    comparisons.append(
+                        {
+                            "workload": "stream",
+                            "threads": threads,
+                            "pinning": "same_cpu",
+                            "metric": metric,
+                            "size_bytes": size,
+                            "challenger": challenger,
+                            "baseline": "two_copy",
+                            "ratio": ratio,
+                            "ratio_ci_low": ratio * 0.96,
+                            "ratio_ci_high": ratio * 1.04,
+                            "p_value": 0.001,
+                            "p_holm": 0.004 if significant else 0.5,
+                            "significant": significant,
+                            "challenger_better": significant and (ratio > 1) == higher,
+                        }
+                    )
     crossovers = []
     for challenger in ("one_copy", "zero_copy"):
         for threads in THREADS:
             # zero_copy never wins in this fixture; one_copy carries the status under test
             row_status = status if challenger == "one_copy" else "challenger_never_better"
             value = CROSSOVER if row_status == "crossover" else (np.nan, np.nan, np.nan)
-            crossovers.append({
-                "workload": "stream", "threads": threads, "pinning": "same_cpu", "metric": "throughput_gbps",
-                "challenger": challenger, "baseline": "two_copy", "status": row_status, "crossover_size": value[0],
-                "ci_low": value[1], "ci_high": value[2],
-                "first_significant_size": 4096 if row_status in ("crossover", "challenger_always_better") else np.nan,
-            })
-    manifest = {
-        "sweep": "fixture",
-        "host": {"hostname": "h", "kernel": "6.1", "cpu_model": "cpu", "cores": 2, "memory_gib": 4.0,
-                 "virtualization": "kvm" if not counters else "none"},
-        "parameters": {"pinning": ["same_cpu"], "sizes": SIZES, "threads": THREADS, "trials": 3},
-        "perf": {"available": True, "supported_events": ["task-clock"],
-                 "unsupported_events": {} if counters else UNSUPPORTED},
-        "git": {"commit": "abc", "dirty": False},
-        "complete": True,
-    }
-    return Sweep("fixture", manifest, pd.DataFrame(trials), pd.DataFrame(summary), pd.DataFrame(comparisons),
-                 pd.DataFrame(crossovers))
+            crossovers.append(
+                {
+                    "workload": "stream",
+                    "threads": threads,
+                    "pinning": "same_cpu",
+                    "metric": "throughput_gbps",
+                    "challenger": challenger,
+                    "baseline": "two_copy",
+                    "status": row_status,
+                    "crossover_size": value[0],
+                    "ci_low": value[1],
+                    "ci_high": value[2],
+                    "first_significant_size": 4096
+                    if row_status in ("crossover", "challenger_always_better")
+                    else np.nan,
+                }
+            )
+    manifest = Manifest.from_dict(
+        {
+            "sweep": "fixture",
+            "profile": "custom",
+            "host": {
+                "hostname": "h",
+                "kernel": "6.1",
+                "cpu_model": "cpu",
+                "cores": 2,
+                "memory_gib": 4.0,
+                "virtualization": "kvm" if not counters else "none",
+            },
+            "toolchain": {"gcc": "12", "perf": "6", "python": "3.11", "packages": {}},
+            "parameters": {
+                "implementations": list(throughput),
+                "workloads": ["stream", "rr"],
+                "sizes": SIZES,
+                "rr_sizes": [64],
+                "pinning": ["same_cpu"],
+                "threads": THREADS,
+                "trials": 3,
+            },
+            "perf": {
+                "available": True,
+                "supported_events": ["task-clock"],
+                "unsupported_events": {} if counters else UNSUPPORTED,
+            },
+            "git": {"commit": "abc", "dirty": False},
+            "complete": True,
+        }
+    )
+    return Results(
+        "fixture",
+        manifest,
+        pd.DataFrame(trials),
+        pd.DataFrame(summary),
+        pd.DataFrame(comparisons),
+        pd.DataFrame(crossovers),
+        SweepStore(Path("fixture")),
+    )
+
+
+def _in_container(sweep: Results) -> Results:
+    host = dataclasses.replace(sweep.manifest.host, virtualization="docker")
+    return dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, host=host))
 
 
 def test_formatting_is_exact():
@@ -134,7 +227,7 @@ def test_formatting_is_exact():
 
 
 def test_focus_is_first_pinning_fewest_threads_largest_common_size():
-    assert answers.choose_focus(make_sweep()) == answers.Focus("same_cpu", 1, 65536)
+    assert choose_focus(make_sweep()) == Focus("same_cpu", 1, 65536)
 
 
 def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
@@ -224,7 +317,7 @@ def test_q3_reports_thread_scaling_numbers_and_missing_counters():
 
 def test_q6_finds_the_zero_copy_reversal_in_the_fixture():
     sweep = make_sweep()
-    anomaly = answers.find_anomaly(sweep)
+    anomaly = find_anomaly(sweep)
     assert anomaly.kind == "ordering_reversal" and anomaly.implementation == "zero_copy"
     # largest gap in the upper half of sizes: one_copy 16 vs zero_copy 9 Gbit/s at 4 KiB, each +-3%
     assert anomaly.observed[0] == "one_copy" and anomaly.size == 4096
@@ -240,7 +333,7 @@ def test_q6_prefers_a_bigger_drop_in_a_curve():
         "one_copy": [0.6, 6.0, 14.0, 24.0, 30.0],
         "zero_copy": [0.7, 7.0, 16.0, 80.0, 32.0],  # falls 80 -> 32 from 16 KiB to 64 KiB
     }
-    anomaly = answers.find_anomaly(make_sweep(throughput=curves))
+    anomaly = find_anomaly(make_sweep(throughput=curves))
     assert anomaly.kind == "non_monotonic" and anomaly.implementation == "zero_copy"
     assert anomaly.observed[0] == 16384 and anomaly.expected[0] == 65536
     assert "fell from" in answers.answer_q6(make_sweep(throughput=curves))
@@ -254,8 +347,7 @@ def test_q6_without_significant_anomaly_says_so():
 
 
 def test_limitations_are_counted():
-    items = answers.limitations(make_sweep(failed=2))
-    text = "\n".join(items)
+    text = sections.limitations(make_sweep(failed=2))
     total = len(SIZES) * len(THREADS) * 3 * 3 + 2
     assert f"2 of {total} trials failed" in text and '"server did not start", 2 times' in text
     # 3 implementations x (5 sizes x 2 thread counts + 2 rr configurations); rr with 4 threads is unstable
@@ -289,7 +381,9 @@ def test_captions_state_peaks_and_ends_with_numbers():
     assert "cycles are not measurable" in cpu and f"`two_copy` {fmt_num(8 / 0.55)} [" in cpu
     assert "Every implementation needs less per byte" in cpu
     assert "not measurable on this host" in captions.caption("cache_misses_vs_size", sweep)
-    assert "one panel per workload: 100.0% over 10 configurations" in captions.caption("zerocopy_copied_fraction", sweep)
+    assert "one panel per workload: 100.0% over 10 configurations" in captions.caption(
+        "zerocopy_copied_fraction", sweep
+    )
     assert "none in any of the 30 configurations" in captions.caption("retransmits", sweep)
     with pytest.raises(KeyError, match="no caption for figure kind 'pie'"):
         captions.caption("pie", sweep)
@@ -317,25 +411,24 @@ def test_short_answer_summarises_all_configurations():
 
 def test_single_trial_has_no_interval_and_containers_are_not_called_vms():
     assert fmt_interval(18.3, float("nan"), float("nan"), "Gbit/s") == "18.3 (no interval) Gbit/s"
-    sweep = make_sweep()
-    sweep.manifest["host"]["virtualization"] = "docker"
+    sweep = _in_container(make_sweep())
     assert "inside a container (docker), where perf could not open these events" in answers.answer_q2(sweep)
     assert "virtual machine" not in answers.answer_q2(sweep)
-    assert any("inside a container (docker)" in item for item in answers.limitations(sweep))
+    assert "inside a container (docker)" in sections.limitations(sweep)
 
 
 def test_focus_size_has_the_most_results_when_a_sweep_is_incomplete():
     sweep = make_sweep()
     summary = sweep.summary
     drop = (summary["size_bytes"] == 65536) & (summary["threads"] == 4) & (summary["implementation"] == "two_copy")
-    sweep = Sweep(sweep.name, sweep.manifest, sweep.trials, summary[~drop], sweep.comparisons, sweep.crossovers)
-    assert answers.choose_focus(sweep).size == 16384
+    sweep = dataclasses.replace(sweep, summary=summary[~drop])
+    assert choose_focus(sweep).size == 16384
 
 
 def test_retransmit_causes_depend_on_pinning():
     sweep = make_sweep()
     rows = sweep.summary["metric"] == "retransmits"
     sweep.summary.loc[rows & (sweep.summary["size_bytes"] == 64), "mean"] = 12.0
-    text = "\n".join(answers.limitations(sweep))
+    text = sections.limitations(sweep)
     assert "6 of 30 configurations saw TCP retransmits (up to 12.0 per trial" in text
     assert "6 ran with both ends on one CPU, where veth does not reorder" in text and "takes the reordering" not in text

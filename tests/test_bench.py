@@ -11,24 +11,38 @@ from tests.conftest import needs_root
 
 
 def test_table_marks_goals():
-    figures = [bench.Figure("a", ">= 1", "1.2x", True), bench.Figure("b", "<= 2", "3", False),
-               bench.Figure("c", "report", "x", None)]
+    figures = [
+        bench.Figure("a", ">= 1", "1.2x", True),
+        bench.Figure("b", "<= 2", "3", False),
+        bench.Figure("c", "report", "x", None),
+    ]
     lines = bench.table(figures).splitlines()
     assert lines[2].endswith("| pass |") and lines[3].endswith("| FAIL |") and lines[4].endswith("| - |")
 
 
-def test_adaptive_saving_replays_recorded_trials(tmp_path):
+def test_adaptive_replay_of_recorded_trials():
     rows = []
     for threads, values in ((1, [10.0, 10.1, 9.9, 10.0, 10.0]), (2, [5.0, 9.0, 2.0, 8.0, 4.0])):
         for repetition, value in enumerate(values, start=1):
-            rows.append({"status": "ok", "order_index": len(rows), "workload": "stream", "implementation": "one_copy",
-                         "size_bytes": 1024, "threads": threads, "pinning": "same_cpu", "repetition": repetition,
-                         "throughput_gbps": value, "latency_mean_us": None, "trial_wall_s": 1.5})
-    pd.DataFrame(rows).to_csv(tmp_path / "trials.csv", index=False)
-    (figure,) = bench.adaptive_saving(tmp_path, target=0.05)
+            rows.append(
+                {
+                    "status": "ok",
+                    "order_index": len(rows),
+                    "workload": "stream",
+                    "implementation": "one_copy",
+                    "size_bytes": 1024,
+                    "threads": threads,
+                    "pinning": "same_cpu",
+                    "repetition": repetition,
+                    "throughput_gbps": value,
+                    "latency_mean_us": None,
+                    "trial_wall_s": 1.5,
+                }
+            )
+    fixed, adaptive, fixed_precise, adaptive_precise = bench.replay_adaptive(pd.DataFrame(rows), target=0.05)
     # the stable configuration stops at 3 trials, the noisy one runs all 5: 8 instead of 10
-    assert "8 instead of 10 trials" in figure.measured
-    assert "within target: 1 adaptive vs 1 fixed" in figure.measured
+    assert (fixed, adaptive) == (10, 8)
+    assert (fixed_precise, adaptive_precise) == (1, 1)
 
 
 @needs_root
@@ -36,7 +50,16 @@ def test_adaptive_saving_replays_recorded_trials(tmp_path):
 def test_bench_smoke_runs_every_part():
     figures = bench.run_bench(smoke=True)
     names = " ".join(figure.name for figure in figures)
-    for part in ("one_copy / iperf3", "two_copy / iperf3", "outside measured windows", "analysis notebook",
-                 "report rendered", "explorer redraw", "adaptive repetition", "copy bound", "memcpy"):
+    for part in (
+        "one_copy / iperf3",
+        "two_copy / iperf3",
+        "outside measured windows",
+        "analysis notebook",
+        "report rendered",
+        "explorer redraw",
+        "adaptive repetition",
+        "copy bound",
+        "memcpy",
+    ):
         assert part in names
     assert all(figure.measured for figure in figures)

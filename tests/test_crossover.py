@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from copylab import tables
 from copylab.crossover import (
-    CROSSOVER_COLUMNS,
     classify,
     crossover_interval,
     find_crossovers,
@@ -23,14 +23,20 @@ PAIR = [("one_copy", "two_copy")]
 
 def _crossover(shape: float | str, seed: int, metric: str = "throughput_gbps", **kwargs) -> pd.Series:
     frame = add_metrics(
-        make_trials(implementations=("two_copy", "one_copy"), workloads=("stream",), threads=(1,),
-                    shapes={"one_copy": shape}, seed=seed, **kwargs)
-    )  # fmt: skip
+        make_trials(
+            implementations=("two_copy", "one_copy"),
+            workloads=("stream",),
+            threads=(1,),
+            shapes={"one_copy": shape},
+            seed=seed,
+            **kwargs,
+        )
+    )
     if metric == "latency_mean_us":  # a "lower is better" view of the same curves: equal exactly where throughput is
         frame[metric] = 100 / frame["throughput_gbps"]
     comparisons = compare(frame, PAIR, [metric])
     crossovers = find_crossovers(frame, comparisons, PAIR, [metric], n_resamples=1000, seed=seed)
-    assert tuple(crossovers.columns) == CROSSOVER_COLUMNS and len(crossovers) == 1
+    assert tuple(crossovers.columns) == tuple(tables.CROSSOVERS) and len(crossovers) == 1
     return crossovers.iloc[0]
 
 

@@ -16,8 +16,7 @@ from copylab.explorer import Explorer
 from copylab.metrics import add_metrics
 from copylab.paths import ROOT
 from copylab.stats import compare, summarize
-from copylab.trials import load_trials
-from tests.synthetic import make_trials, write_sweep
+from tests.synthetic import load_trials, make_trials, write_sweep
 
 OUTLIER = {"implementation": "one_copy", "workload": "stream", "size_bytes": 4096, "threads": 1, "repetition": 3}
 
@@ -31,8 +30,12 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     outlier = np.logical_and.reduce([noisy[column] == value for column, value in OUTLIER.items()])
     noisy.loc[outlier, "throughput_gbps"] *= 1.6
     write_sweep(root / "noisy", noisy)
-    write_sweep(root / "small", make_trials(sweep="small", implementations=("two_copy", "one_copy"), threads=(4,),
-                                            workloads=("stream",), seed=3))  # fmt: skip
+    write_sweep(
+        root / "small",
+        make_trials(
+            sweep="small", implementations=("two_copy", "one_copy"), threads=(4,), workloads=("stream",), seed=3
+        ),
+    )
     return root
 
 
@@ -278,8 +281,9 @@ def test_slider_redraws_from_the_caches_without_reloading(tmp_path: Path) -> Non
 
 
 def test_pure_functions_follow_the_requested_order() -> None:
-    summary = summarize(add_metrics(make_trials(threads=(1,), workloads=("stream",), sizes=(64, 1024))),
-                        ["throughput_gbps"])  # fmt: skip
+    summary = summarize(
+        add_metrics(make_trials(threads=(1,), workloads=("stream",), sizes=(64, 1024))), ["throughput_gbps"]
+    )
     chosen = ["zero_copy", "two_copy"]
     data = explorer.plot_data(summary, "throughput_gbps", "size_bytes", 1, chosen, "stream", "same_cpu")
     assert list(data["implementation"]) == ["zero_copy", "zero_copy", "two_copy", "two_copy"]
@@ -291,7 +295,7 @@ def test_pure_functions_follow_the_requested_order() -> None:
 
 def test_notebook_is_committed_clean_and_only_calls_the_explorer() -> None:
     notebook = json.loads((ROOT / "notebooks" / "30_explore.ipynb").read_text())
-    assert notebook["metadata"]["kernelspec"]["name"] == "python3"
+    assert notebook["metadata"]["kernelspec"]["name"] == "copylab"
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code and all(cell["execution_count"] is None and cell["outputs"] == [] for cell in code)
     source = "".join("".join(cell["source"]) for cell in code)

@@ -28,8 +28,14 @@ from tests.synthetic import make_trials, write_sweep
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker": {"autoStartDefaultKernel": True},
     "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "doNotDisturbMode": True},
@@ -69,8 +75,9 @@ class Lab:
         return f"{self.base}/lab/tree/notebooks/30_explore.ipynb?token={self.token}"
 
     def api(self, path: str, method: str = "GET") -> Any:
-        request = urllib.request.Request(f"{self.base}/api/{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})  # fmt: skip
+        request = urllib.request.Request(
+            f"{self.base}/api/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -96,29 +103,43 @@ def _write_settings(directory: Path) -> None:
 def lab(tmp_path: Path) -> Iterator[Lab]:
     """A JupyterLab on a free localhost port serving a copy of the notebook.
 
-    The root is a scratch directory (a copy of the notebook; copylab comes from PYTHONPATH, as in invoke lab)
-    so that autosave never writes outputs into the committed notebook.
+    The root is a scratch directory (a copy of the notebook; its "copylab" kernel imports the installed
+    package) so that autosave never writes outputs into the committed notebook.
     """
     root = tmp_path / "root"
     (root / "notebooks").mkdir(parents=True)
     shutil.copy(ROOT / "notebooks" / "30_explore.ipynb", root / "notebooks")
     sweep = write_sweep(tmp_path / "data" / "synthetic", make_trials(seed=4))
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, **{ENV_VAR: str(sweep)}, PYTHONPATH=str(ROOT), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), IPYTHONDIR=str(tmp_path / "ipython"))  # fmt: skip
+    env = dict(
+        os.environ,
+        **{ENV_VAR: str(sweep)},
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+    )
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--allow-root",
-        f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
-        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--allow-root",
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+        f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]  # fmt: skip
+    ]
     _write_settings(tmp_path / "settings")
     log = tmp_path / "jupyterlab.log"
     with log.open("wb") as out:
         # its own session, so the server and the kernels it starts end together
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     lab = Lab(f"http://127.0.0.1:{port}", token)
     try:
         _wait_ready(f"{lab.base}/api/status?token={token}", process, log)

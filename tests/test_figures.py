@@ -10,12 +10,13 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from PIL import Image
 
+from copylab import implementations
 from copylab.crossover import find_crossovers
-from copylab.figures import format_size, make_figures, save_figures
+from copylab.figures import format_size, make_figures
 from copylab.metrics import add_metrics
 from copylab.stats import compare, summarize
-from copylab.trials import load_sweep
-from tests.synthetic import make_trials, write_sweep
+from copylab.store import SweepStore
+from tests.synthetic import load_sweep, make_trials, write_sweep
 
 SIZES = (256, 1024, 4096, 16384, 65536)
 NAMES = {
@@ -33,7 +34,8 @@ def _figures(tmp_path, **kwargs) -> tuple[dict[str, Figure], pd.DataFrame, dict]
     trials, manifest = load_sweep(write_sweep(tmp_path / "fig", make_trials(sweep="fig", **options)))
     measured = add_metrics(trials)
     summary = summarize(measured)
-    crossovers = find_crossovers(measured, compare(measured), n_resamples=200)
+    pairs = implementations.comparison_pairs()
+    crossovers = find_crossovers(measured, compare(measured, pairs), pairs, n_resamples=200)
     return make_figures(trials, summary, crossovers, manifest), crossovers, manifest
 
 
@@ -58,7 +60,7 @@ def test_every_figure_is_titled_with_host_and_settings_and_labelled_with_units(f
     assert plt.get_fignums() == []  # plain Figures: nothing left open in pyplot
     for name, figure in figures.items():
         title = figure.get_suptitle()
-        assert manifest["host"]["hostname"] in title and manifest["host"]["kernel"] in title, name
+        assert manifest.host.hostname in title and manifest.host.kernel in title, name
         assert "4 trials/config" in title and "95% CI" in title, name
         for ax in _plotted_axes(figure):
             assert "log2" in ax.get_xlabel(), name
@@ -123,17 +125,21 @@ def test_graceful_without_rr_iperf3_zero_copy_and_with_one_thread_count(tmp_path
     figures, _, _ = _figures(tmp_path, implementations=("two_copy", "one_copy"), workloads=("stream",), threads=(4,))
     assert set(figures) == NAMES
     assert "No request/response (rr) trials" in _texts(figures["latency_vs_threads"])
-    assert "no zero_copy trials" in _texts(figures["zerocopy_copied_fraction"])
+    assert "no zero-copy trials" in _texts(figures["zerocopy_copied_fraction"])
     assert len(_plotted_axes(figures["throughput_vs_size"])) == 1
     legend = {t.get_text() for t in figures["throughput_vs_size"].legends[0].get_texts()}
     assert "iperf3" not in legend and "zero_copy" not in legend
 
 
-def test_save_figures_writes_png_at_200_dpi(full, tmp_path):
+def test_the_store_saves_figures_as_png_at_200_dpi_under_figures(full, tmp_path):
     figures, _, _ = full
     subset = {name: figures[name] for name in ("throughput_vs_size", "cache_misses_vs_size")}
-    paths = save_figures(subset, tmp_path / "figures" / "fig")
-    assert [p.name for p in paths] == ["throughput_vs_size.png", "cache_misses_vs_size.png"]
+    store = SweepStore(tmp_path / "data" / "fig", figures_root=tmp_path / "figures", data_root=tmp_path / "data")
+    paths = store.save_figures(subset)
+    assert paths == [
+        tmp_path / "figures" / "fig" / "throughput_vs_size.png",
+        tmp_path / "figures" / "fig" / "cache_misses_vs_size.png",
+    ]
     for path in paths:
         with Image.open(path) as image:
             assert image.format == "PNG"

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import re
+import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from copylab.paths import NOTEBOOKS, ROOT
+from copylab import implementations
+from copylab.paths import NOTEBOOKS, REFERENCE_DATA, ROOT
 from copylab.schema import COLUMN_NAMES
+
+VENV_BIN = Path(sys.executable).parent
 
 
 def requirement_pins() -> dict[str, str]:
@@ -50,8 +60,9 @@ def test_every_requirement_is_pinned():
 @pytest.mark.parametrize("notebook", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_committed_without_outputs(notebook):
     cells = json.loads(notebook.read_text())["cells"]
-    assert all(not cell.get("outputs") and cell.get("execution_count") is None
-               for cell in cells if cell["cell_type"] == "code")
+    assert all(
+        not cell.get("outputs") and cell.get("execution_count") is None for cell in cells if cell["cell_type"] == "code"
+    )
 
 
 def test_readme_documents_every_trials_column_and_both_commands():
@@ -62,8 +73,9 @@ def test_readme_documents_every_trials_column_and_both_commands():
 
 
 def test_ci_runs_exactly_the_readme_test_command():
-    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
+    lines = [
+        line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
     assert lines[-1].strip() in ("./inv test", "exec ./inv test")
 
 
@@ -83,3 +95,117 @@ def test_inv_is_idempotent_and_cheap_when_prepared():
         ratios.append(wrapped / (time.monotonic() - started))
     # The checks cost about as much as invoke's own start-up; a reinstall would cost dozens of times more.
     assert statistics.median(ratios) < 10
+
+
+def test_copylab_imports_and_papermill_runs_every_notebook_from_elsewhere(tmp_path):
+    """The package is installed: nothing depends on the working directory being the project root."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    imported = subprocess.run(
+        [sys.executable, "-c", "import copylab.report, copylab.explorer; print(copylab.__file__)"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(imported.stdout.strip()).parent == ROOT / "copylab"
+    data = tmp_path / "data" / "reference"
+    data.mkdir(parents=True)
+    for name in ("trials.csv", "manifest.json"):
+        shutil.copy(REFERENCE_DATA / name, data / name)
+    figures = tmp_path / "figures"
+    runs = {
+        "10_analyze_sweep": ["-p", "data_dir", str(data), "-p", "figures_root", str(figures)],
+        "20_report": ["-y", json.dumps({"data_dirs": [str(data)], "figures_root": str(figures)})],
+        "30_explore": [],
+    }
+    for notebook, parameters in runs.items():  # in this order: the report reads what the analysis wrote
+        output = elsewhere / f"{notebook}.out.ipynb"
+        result = subprocess.run(
+            [str(VENV_BIN / "papermill"), str(NOTEBOOKS / f"{notebook}.ipynb"), str(output), *parameters],
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, f"{notebook}: {result.stderr[-1500:]}"
+        executed = nbformat.read(output, as_version=4)
+        assert executed.metadata.kernelspec.name == "copylab"
+        assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert (figures / "reference" / "throughput_vs_size.png").is_file() and (data / "crossovers.csv").is_file()
+
+
+def test_bare_pytest_collects_the_suite_from_the_root():
+    result = subprocess.run(
+        [str(VENV_BIN / "pytest"), "--collect-only", "-q", "tests/test_project.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout[-1500:]
+    assert "test_bare_pytest_collects_the_suite_from_the_root" in result.stdout
+
+
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])
+def test_ruff_is_clean(command):
+    result = subprocess.run([str(VENV_BIN / "ruff"), *command, "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]
+
+
+def test_no_module_outside_the_registry_names_an_implementation():
+    """Adding an implementation touches the registry only: no string literal elsewhere in copylab/ names one."""
+    names = set(implementations.names())
+    found = []
+    for path in sorted((ROOT / "copylab").glob("*.py")):
+        if path.name in ("implementations.py", "drivers.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                found.append(f"{path.name}:{node.lineno} {node.value!r}")
+    assert found == []
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_inv_lab_prints_the_url_of_the_explorer_notebook(tmp_path):
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "invoke", "lab", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        line = process.stdout.readline()
+        match = re.fullmatch(
+            rf"copylab explorer: (http://127\.0\.0\.1:{port}/lab/tree/notebooks/30_explore\.ipynb"
+            r"\?token=([0-9a-f]+))\n",
+            line,
+        )
+        assert match, line
+        url, token = match.groups()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as page:
+                    assert page.status == 200 and "JupyterLab" in page.read().decode()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, "JupyterLab did not come up"
+                time.sleep(0.3)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/contents/notebooks/30_explore.ipynb?content=0",
+            headers={"Authorization": f"token {token}"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as contents:
+            assert json.loads(contents.read())["type"] == "notebook"
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)

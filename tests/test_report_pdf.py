@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
 import subprocess
+from datetime import date
 
-import pandas as pd
 import pytest
 
+from copylab import answers, sections
+from copylab.analysis import analyze
 from copylab.answers import QUESTIONS
-from copylab.formatting import fmt_bytes
 from copylab.errors import CopylabError
-from copylab.paths import FIGURES, ROOT
-from copylab import report
+from copylab.formatting import fmt_bytes
 from copylab.report import render_report
+from copylab.store import SweepStore
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
 
@@ -28,43 +30,55 @@ SWEEP = f"pdftest{os.getpid()}"
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    """(pdf path, its text with whitespace collapsed, the sweep directory) for a sweep analysed by the renderer."""
+    """(pdf path, its text with whitespace collapsed, the sweep's store) for an analysed synthetic sweep."""
     base = tmp_path_factory.mktemp("report")
     trials = make_trials(sweep=SWEEP, sizes=(64, 1024, 4096, 16384, 65536), rr_sizes=(1024,), threads=(1, 2), trials=3)
-    data = write_sweep(base / "data" / SWEEP, trials,
-                       {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}})
-    try:
-        out = base / "report" / "report.pdf"
-        pdf = render_report([data], out, ROOT, title="Synthetic test report", author="pytest")
-        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-        yield pdf, " ".join(text.split()), data
-    finally:
-        shutil.rmtree(FIGURES / SWEEP, ignore_errors=True)
+    data = write_sweep(
+        base / "data" / SWEEP, trials, {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}}
+    )
+    store = SweepStore(data, figures_root=base / "figures")
+    analyze(store)
+    out = base / "report" / "report.pdf"
+    pdf = render_report([store], out, title="Synthetic test report", author="pytest")
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return pdf, " ".join(text.split()), store
 
 
 @needs_latex
 def test_pdf_is_written_with_the_executed_notebook_beside_it(rendered):
-    pdf, text, data = rendered
+    pdf, text, _ = rendered
     assert pdf.read_bytes()[:5] == b"%PDF-"
     assert pdf.with_suffix(".ipynb").is_file()
-    assert (data / "crossovers.csv").is_file()  # the renderer ran the analysis
     assert "Synthetic test report" in text and "pytest" in text
+
+
+def test_the_report_reads_the_analysis_and_never_redoes_it(tmp_path):
+    trials = make_trials(sweep="unanalysed", sizes=(1024, 4096), workloads=("stream",), threads=(1,), trials=3)
+    store = SweepStore(write_sweep(tmp_path / "data" / "unanalysed", trials), figures_root=tmp_path / "figures")
+    with pytest.raises(
+        CopylabError,
+        match=r"no current summary.csv, comparisons.csv, crossovers.csv \(run ./inv "
+        r"analyze --data .*unanalysed first\)",
+    ):
+        render_report([store], tmp_path / "r.pdf")
+    assert not (tmp_path / "figures").exists() and not store.table_path("summary").exists()
 
 
 @needs_latex
 def test_every_question_is_a_heading_in_order(rendered):
     _, text, _ = rendered
     positions = [text.find(question) for question in QUESTIONS]
-    assert all(p >= 0 for p in positions), [q for q, p in zip(QUESTIONS, positions) if p < 0]
+    assert all(p >= 0 for p in positions), [q for q, p in zip(QUESTIONS, positions, strict=True) if p < 0]
     assert positions == sorted(positions)
 
 
 @needs_latex
 def test_crossover_sizes_of_the_csv_appear(rendered):
-    _, text, data = rendered
-    crossovers = pd.read_csv(data / "crossovers.csv")
+    _, text, store = rendered
+    crossovers = store.read_table("crossovers")
     found = crossovers[
-        (crossovers["status"] == "crossover") & (crossovers["metric"] == "throughput_gbps")
+        (crossovers["status"] == "crossover")
+        & (crossovers["metric"] == "throughput_gbps")
         & (crossovers["workload"] == "stream")
     ]
     assert len(found) >= 1  # the synthetic one_copy overtakes two_copy at 4 KiB
@@ -76,8 +90,16 @@ def test_crossover_sizes_of_the_csv_appear(rendered):
 @needs_latex
 def test_sections_and_figures_are_there(rendered):
     pdf, text, _ = rendered
-    for heading in ("Setup", "Method", "Part A", "Part D", "How far from the limit", "Part E", "Limitations",
-                    "Reproducing this report"):
+    for heading in (
+        "Setup",
+        "Method",
+        "Part A",
+        "Part D",
+        "How far from the limit",
+        "Part E",
+        "Limitations",
+        "Reproducing this report",
+    ):
         assert heading in text
     assert "copies 90.0 Gbit/s" in text and "Fraction of the bound" in text
     assert "./inv report --data" in text
@@ -96,55 +118,62 @@ def test_no_code_prompts_or_raw_frames_leak(rendered):
 
 def test_missing_sweep_is_one_line_error(tmp_path):
     with pytest.raises(CopylabError, match="not a sweep directory"):
-        render_report([tmp_path / "nothing"], tmp_path / "r.pdf", ROOT)
+        render_report([SweepStore(tmp_path / "nothing")], tmp_path / "r.pdf")
+
+
+def _with_parameters(sweep, **changes):
+    manifest = dataclasses.replace(sweep.manifest, parameters=dataclasses.replace(sweep.manifest.parameters, **changes))
+    return dataclasses.replace(sweep, manifest=manifest)
 
 
 def test_reproduce_gives_the_sweep_command_from_the_manifest(tmp_path):
-    sweep = make_sweep()
-    sweep.manifest["parameters"].update(trials=5, duration_s=1.0, warmup_s=0.3, seed=1, mtu=1500)
-    text = report.reproduce(sweep, ROOT)
+    sweep = _with_parameters(make_sweep(), trials=5, duration_s=1.0, warmup_s=0.3, seed=1, mtu=1500)
+    sweep = dataclasses.replace(sweep, store=SweepStore(tmp_path / "elsewhere" / "fixture"))
+    text = sections.reproduce(sweep)
     command = " ".join(text.replace("\\\n", " ").split())
     assert (
-        "./inv run-sweep --name fixture --sizes 64,1K,4K,16K,64K --threads 1,4 --trials 5 --duration 1.0 "
-        "--warmup 0.3 --pinning same_cpu --seed 1 --mtu 1500"
+        "./inv run-sweep --name fixture --implementations two_copy,one_copy,zero_copy --workloads stream,rr "
+        "--sizes 64,1K,4K,16K,64K --rr-sizes 64 --threads 1,4 --trials 5 --duration 1.0 --warmup 0.3 "
+        "--pinning same_cpu --seed 1 --mtu 1500 --optmem-max 131072"
     ) in command
-    assert "./inv report --data data/NAME" in text  # an in-memory sweep has no directory
-    assert all(len(line) <= 72 for line in text.splitlines() if line.startswith(("./inv", "    --")))
+    assert f"./inv report --data {tmp_path / 'elsewhere' / 'fixture'}" in text  # outside the project: absolute
+    assert all(len(line) <= 72 for line in text.splitlines() if line.startswith(("./inv run-sweep", "    --")))
     assert "commit `abc`" in text
 
 
 def test_front_matter_and_method_come_from_the_manifest():
-    from datetime import date
-
-    sweep = make_sweep()
-    sweep.manifest["host"]["cpu_model"] = "Intel(R) <weird> CPU"
-    sweep.manifest["parameters"].update(duration_s=1.0, warmup_s=0.3, mtu=1500, optmem_max=131072)
-    text = report.front_matter(sweep, date(2026, 1, 2))
+    sweep = _with_parameters(make_sweep(), duration_s=1.0, warmup_s=0.3, mtu=1500, optmem_max=131072)
+    host = dataclasses.replace(sweep.manifest.host, cpu_model="Intel(R) <weird> CPU")
+    sweep = dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, host=host))
+    text = sections.front_matter(sweep, date(2026, 1, 2))
     assert "Report generated on 2026-01-02" in text and "(not finished)" not in text
     assert "| CPU | Intel(R) \\<weird\\> CPU |" in text and "| net.core.optmem_max | 131,072 B |" in text
     assert "| Stream message sizes | 64 B, 1 KiB, 4 KiB, 16 KiB, 64 KiB |" in text
-    method = report.method(sweep)
+    method = sections.method(sweep)
     assert "warm-up of 0.300 s" in method and "window of 1.00 s" in method and "MTU of 1500 B" in method
     assert "`same_cpu`: sender and receiver both on CPU 0" in method
     assert "exceeds 10.0%" in method
 
 
-def test_further_sweeps_section_only_when_there_are_some():
-    assert report.further_sweeps([]) == ""
-    text = report.further_sweeps([make_sweep()])
-    assert text.startswith("# Further sweeps") and "## Sweep `fixture`" in text and "5,793 B" in text
+def test_a_further_sweep_is_summed_up_by_its_settings_and_crossovers():
+    sweep = make_sweep()
+    assert sections.sweep_heading(sweep).startswith("## Sweep `fixture`")
+    text = answers.crossover_summary(sweep)
+    assert text.startswith("**One-copy against two-copy.**") and "5,793 B" in text
 
 
 @needs_latex
 def test_a_failing_notebook_cell_is_one_line_error(rendered, tmp_path):
-    _, _, data = rendered
-    broken = shutil.copytree(data, tmp_path / "data" / SWEEP)
-    crossovers = pd.read_csv(broken / "crossovers.csv")
+    _, _, store = rendered
+    broken = SweepStore(shutil.copytree(store.directory, tmp_path / "data" / SWEEP), figures_root=store.figures_root)
+    crossovers = broken.read_table("crossovers")
     crossovers["status"] = "maybe"
-    crossovers.to_csv(broken / "crossovers.csv", index=False)
+    broken.write_table("crossovers", crossovers)
     with pytest.raises(CopylabError) as error:
-        render_report([broken], tmp_path / "report" / "report.pdf", ROOT)
+        render_report([broken], tmp_path / "report" / "report.pdf")
     message = str(error.value)
     assert "\n" not in message
-    assert re.search(r"report notebook failed in cell \d+: CopylabError: crossovers.csv: unknown status 'maybe'", message)
+    assert re.search(
+        r"report notebook failed in cell \d+: CopylabError: crossovers.csv: unknown status 'maybe'", message
+    )
     assert (tmp_path / "report" / "report.ipynb").is_file() and not (tmp_path / "report" / "report.pdf").exists()

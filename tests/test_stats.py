@@ -7,19 +7,23 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
+from copylab import implementations, tables
 from copylab.errors import CopylabError
 from copylab.metrics import add_metrics
-from copylab.stats import (
-    COMPARISON_COLUMNS,
-    SUMMARY_COLUMNS,
-    bootstrap_interval,
-    compare,
-    holm,
-    ratio_interval,
-    summarize,
-    t_interval,
-)
+from copylab.stats import bootstrap_interval, compare, fieller, holm, summarize, t_interval
 from tests.synthetic import make_trials
+
+SUMMARY_COLUMNS = tuple(tables.SUMMARY)
+COMPARISON_COLUMNS = tuple(tables.COMPARISONS)
+PAIRS = implementations.comparison_pairs()
+
+
+def ratio_interval(challenger: list[float], baseline: list[float]) -> tuple[float, float, float]:
+    """fieller() on two samples of trial values."""
+    c, b = np.asarray(challenger), np.asarray(baseline)
+    ratio, low, high = fieller(c.mean(), c.var(ddof=1), len(c), b.mean(), b.var(ddof=1), len(b))
+    return float(ratio), float(low), float(high)
+
 
 CONFIG = {"implementation": "two_copy", "workload": "stream", "size_bytes": 1024, "threads": 1, "pinning": "same_cpu"}
 
@@ -123,16 +127,19 @@ def test_unknown_or_missing_metric_is_an_error(measured):
     with pytest.raises(CopylabError, match="unknown metric"):
         summarize(measured, metrics=["goodput"])
     with pytest.raises(CopylabError, match="add_metrics"):
-        compare(make_trials(sizes=(64,), threads=(1,), trials=2), metrics=["cpu_ns_per_byte"])
+        compare(make_trials(sizes=(64,), threads=(1,), trials=2), PAIRS, metrics=["cpu_ns_per_byte"])
 
 
 def test_comparisons_welch_holm_and_direction(measured):
-    comparisons = compare(measured, metrics=["throughput_gbps", "latency_mean_us"])
+    comparisons = compare(measured, PAIRS, metrics=["throughput_gbps", "latency_mean_us"])
     assert tuple(comparisons.columns) == COMPARISON_COLUMNS
     assert set(comparisons["challenger"]) == {"one_copy", "zero_copy"}  # no iperf3 in the data: pair skipped
 
-    row = comparisons[_select(comparisons, workload="stream", threads=1, metric="throughput_gbps", size_bytes=1024,
-                              challenger="one_copy")].iloc[0]  # fmt: skip
+    row = comparisons[
+        _select(
+            comparisons, workload="stream", threads=1, metric="throughput_gbps", size_bytes=1024, challenger="one_copy"
+        )
+    ].iloc[0]
     ok = measured[_select(measured, status="ok", workload="stream", threads=1, size_bytes=1024)]
     c = ok.loc[ok["implementation"] == "one_copy", "throughput_gbps"]
     b = ok.loc[ok["implementation"] == "two_copy", "throughput_gbps"]
@@ -153,8 +160,11 @@ def test_comparisons_welch_holm_and_direction(measured):
 
 
 def test_challenger_better_follows_the_metric_direction():
-    frame = add_metrics(make_trials(sizes=(16384,), workloads=("stream",), threads=(1,), trials=4, seed=4,
-                                    shapes={"one_copy": "better"}))  # fmt: skip
+    frame = add_metrics(
+        make_trials(
+            sizes=(16384,), workloads=("stream",), threads=(1,), trials=4, seed=4, shapes={"one_copy": "better"}
+        )
+    )
     comparisons = compare(frame, pairs=[("one_copy", "two_copy")], metrics=["throughput_gbps", "cpu_ns_per_byte"])
     better = comparisons.set_index("metric")["challenger_better"]
     assert better["throughput_gbps"]  # higher is better, one_copy is 1.25 x

@@ -14,22 +14,33 @@ from pathlib import Path
 
 import pytest
 
-from copylab import netns, sweep
+from copylab import config, netns, sweep
+from copylab.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import ROOT
-from copylab.schema import COLUMN_NAMES, COLUMNS, HARDWARE_EVENTS, PERF_EVENTS
+from copylab.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
+from copylab.store import SweepStore
 from tests.conftest import needs_root
+from tests.synthetic import HARDWARE_EVENTS
 
 TAG = os.getpid() % 100000
 NAMESPACES = (f"clsweep{TAG}_s", f"clsweep{TAG}_c")
 
 
-def tiny(name: str, **changes) -> sweep.SweepConfig:
-    settings = dict(implementations=["two_copy", "zero_copy"], workloads=["stream", "rr"], sizes=[1024, 16384],
-                    rr_sizes=[512], threads=[1, 2], trials=2, duration_s=0.2, warmup_s=0.1,
-                    namespaces=list(NAMESPACES))
+def tiny(name: str, **changes) -> SweepConfig:
+    settings = dict(
+        implementations=["two_copy", "zero_copy"],
+        workloads=["stream", "rr"],
+        sizes=[1024, 16384],
+        rr_sizes=[512],
+        threads=[1, 2],
+        trials=2,
+        duration_s=0.2,
+        warmup_s=0.1,
+        namespaces=list(NAMESPACES),
+    )
     settings.update(changes)
-    return sweep.make_config(name, "quick", **settings)
+    return config.make_config(name, "quick", **settings)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -81,10 +92,10 @@ def test_tiny_sweep_rows_and_counters(tmp_path):
             assert row["zc_sends"] == ""
         if row["workload"] == "rr":
             assert float(row["latency_p50_us"]) <= float(row["latency_p99_us"])
-    manifest = sweep.manifest_module.read(tmp_path / "tiny" / "manifest.json")
-    assert manifest["complete"] and manifest["trials_sha256"]
-    assert manifest["parameters"]["sizes"] == [1024, 16384]
-    assert set(manifest["perf"]["supported_events"]) >= {"task-clock", "context-switches"}
+    manifest = SweepStore(tmp_path / "tiny").read_manifest()
+    assert manifest.complete and manifest.trials_sha256
+    assert manifest.parameters.sizes == (1024, 16384)
+    assert set(manifest.perf.supported_events) >= {"task-clock", "context-switches"}
     assert leftovers("tiny") == {"namespaces": [], "processes": [], "trial_dirs": []}
 
 
@@ -94,9 +105,15 @@ def _default_sigint() -> None:
 
 
 def cli(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_default_sigint)
+    return subprocess.Popen(
+        [sys.executable, "-m", "invoke", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
+    )
 
 
 @needs_root
@@ -105,9 +122,28 @@ def test_interrupt_then_resume(signum):
     name = f"test-interrupt-{TAG}-{signum}"
     data = ROOT / "data" / name
     shutil.rmtree(data, ignore_errors=True)
-    args = ("run-sweep", "--name", name, "--implementations", "one_copy,two_copy", "--workloads", "stream",
-            "--sizes", "1K,4K,16K", "--threads", "1,2", "--trials", "2", "--duration", "0.2", "--warmup", "0.05",
-            "--namespaces", ",".join(NAMESPACES), "--no-analyze")
+    args = (
+        "run-sweep",
+        "--name",
+        name,
+        "--implementations",
+        "one_copy,two_copy",
+        "--workloads",
+        "stream",
+        "--sizes",
+        "1K,4K,16K",
+        "--threads",
+        "1,2",
+        "--trials",
+        "2",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--namespaces",
+        ",".join(NAMESPACES),
+        "--no-analyze",
+    )
     try:
         process = cli(*args)
         trials_csv = data / "trials.csv"
@@ -126,13 +162,13 @@ def test_interrupt_then_resume(signum):
         first = {row["trial_id"] for row in rows if row["status"] == "ok"}
 
         resumed = cli(*args, "--resume")
-        stdout, stderr = resumed.communicate(timeout=120)
+        _stdout, stderr = resumed.communicate(timeout=120)
         assert resumed.returncode == 0, stderr
         rows = read_rows(trials_csv)
         ok = [row["trial_id"] for row in rows if row["status"] == "ok"]
         assert len(ok) == len(set(ok)) == 24, "resume runs exactly the missing trials"
         assert first <= set(ok)
-        assert sweep.manifest_module.read(data / "manifest.json")["complete"]
+        assert SweepStore(data).read_manifest().complete
         assert leftovers(name) == {"namespaces": [], "processes": [], "trial_dirs": []}
     finally:
         shutil.rmtree(data, ignore_errors=True)
@@ -145,8 +181,9 @@ def test_dead_server_is_a_failed_trial_and_the_sweep_goes_on(tmp_path):
 
     def kill_first_server() -> None:
         while not stop.is_set() and not killed:
-            pids = subprocess.run(["pgrep", "-f", "two_copy_server .*copylab-trial-dead-"], capture_output=True,
-                                  text=True).stdout.split()
+            pids = subprocess.run(
+                ["pgrep", "-f", "two_copy_server .*copylab-trial-dead-"], capture_output=True, text=True
+            ).stdout.split()
             for pid in pids:
                 time.sleep(0.15)  # inside its measured window
                 try:
@@ -160,8 +197,19 @@ def test_dead_server_is_a_failed_trial_and_the_sweep_goes_on(tmp_path):
     killer = threading.Thread(target=kill_first_server)
     killer.start()
     try:
-        result = sweep.run(tiny("dead", implementations=["two_copy"], workloads=["stream"], sizes=[4096],
-                                threads=[1], trials=3, duration_s=0.5), data_root=tmp_path, progress=False)
+        result = sweep.run(
+            tiny(
+                "dead",
+                implementations=["two_copy"],
+                workloads=["stream"],
+                sizes=[4096],
+                threads=[1],
+                trials=3,
+                duration_s=0.5,
+            ),
+            data_root=tmp_path,
+            progress=False,
+        )
     finally:
         stop.set()
         killer.join()
@@ -171,7 +219,7 @@ def test_dead_server_is_a_failed_trial_and_the_sweep_goes_on(tmp_path):
     assert len(failed) == 1 and result.failed == 1 and result.ok == 2
     assert failed[0]["error"].startswith(("server:", "client:"))
     assert failed[0]["throughput_gbps"] == ""
-    assert not sweep.manifest_module.read(tmp_path / "dead" / "manifest.json")["complete"]
+    assert not SweepStore(tmp_path / "dead").read_manifest().complete
 
 
 BAD_OPTIONS = [
@@ -224,9 +272,10 @@ def test_plan_is_seeded_and_complete():
 def test_truncated_tail_is_repaired(tmp_path):
     path = tmp_path / "trials.csv"
     path.write_text("a,b\n1,2\n3,")
-    assert sweep.repair_truncated_tail(path)
+    store = SweepStore(tmp_path)
+    assert store.repair_truncated_tail()
     assert path.read_text() == "a,b\n1,2\n"
-    assert not sweep.repair_truncated_tail(path)
+    assert not store.repair_truncated_tail()
 
 
 def test_precise_enough_uses_the_t_interval():
@@ -256,8 +305,15 @@ def test_adaptive_rounds_repeat_only_imprecise_configurations():
 
 @needs_root
 def test_every_pinning_runs_and_is_recorded(tmp_path):
-    config = tiny("pinning", implementations=["one_copy"], workloads=["stream"], sizes=[16384], threads=[2],
-                  trials=1, pinning=["none", "same_cpu", "split_cpu"])
+    config = tiny(
+        "pinning",
+        implementations=["one_copy"],
+        workloads=["stream"],
+        sizes=[16384],
+        threads=[2],
+        trials=1,
+        pinning=["none", "same_cpu", "split_cpu"],
+    )
     result = sweep.run(config, data_root=tmp_path, progress=False)
     rows = read_rows(tmp_path / "pinning" / "trials.csv")
     assert result.ok == 3 and sorted(row["pinning"] for row in rows) == ["none", "same_cpu", "split_cpu"]

@@ -11,8 +11,8 @@ import pytest
 from copylab import schema
 from copylab.errors import CopylabError
 from copylab.metrics import METRICS, add_metrics
-from copylab.trials import load_manifest, load_sweep, load_trials
-from tests.synthetic import make_trials, write_sweep
+from copylab.store import SweepStore
+from tests.synthetic import load_sweep, load_trials, make_trials, write_sweep
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def _rewrite(sweep, lines: list[str]) -> None:
 def test_valid_sweep_loads_typed_with_nan_for_unmeasured(sweep, trials):
     loaded, manifest = load_sweep(sweep)
     assert list(loaded.columns) == list(schema.COLUMN_NAMES)
-    assert len(loaded) == len(trials) and manifest["sweep"] == "synthetic"
+    assert len(loaded) == len(trials) and manifest.sweep == "synthetic"
     assert loaded["size_bytes"].dtype == np.int64
     assert loaded["throughput_gbps"].dtype == np.float64
     assert loaded["snd_cycles"].isna().all()  # empty in the file: NaN, never 0
@@ -48,14 +48,14 @@ def test_valid_sweep_loads_typed_with_nan_for_unmeasured(sweep, trials):
 def test_missing_column(sweep):
     frame = pd.read_csv(sweep / "trials.csv").drop(columns="throughput_gbps")
     frame.to_csv(sweep / "trials.csv", index=False)
-    with pytest.raises(CopylabError, match="missing column.*throughput_gbps"):
+    with pytest.raises(CopylabError, match=r"missing column.*throughput_gbps"):
         load_trials(sweep / "trials.csv")
 
 
 def test_foreign_column(sweep):
     frame = pd.read_csv(sweep / "trials.csv").assign(goodput_gbps=1.0)
     frame.to_csv(sweep / "trials.csv", index=False)
-    with pytest.raises(CopylabError, match="unknown column.*goodput_gbps"):
+    with pytest.raises(CopylabError, match=r"unknown column.*goodput_gbps"):
         load_trials(sweep / "trials.csv")
 
 
@@ -74,7 +74,7 @@ def test_fractional_count_is_rejected(sweep):
     frame = pd.read_csv(sweep / "trials.csv", dtype=str)
     frame.loc[0, "messages"] = "10.5"
     frame.to_csv(sweep / "trials.csv", index=False)
-    with pytest.raises(CopylabError, match="line 2: column messages value '10.5' is not an integer"):
+    with pytest.raises(CopylabError, match=r"line 2: column messages value '10\.5' is not an integer"):
         load_trials(sweep / "trials.csv")
 
 
@@ -152,18 +152,53 @@ def test_missing_and_empty_files(tmp_path):
 def test_manifest_must_exist_and_parse(sweep):
     (sweep / "manifest.json").write_text("{not json")
     with pytest.raises(CopylabError, match="not valid JSON"):
-        load_manifest(sweep)
+        SweepStore(sweep).read_manifest()
     (sweep / "manifest.json").unlink()
     with pytest.raises(CopylabError, match="no manifest"):
         load_sweep(sweep)
 
 
-def test_manifest_needs_parameters(sweep):
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda m: m["parameters"].pop("sizes"), r"sizes: needs at least one value"),
+        (lambda m: m.pop("host"), r"key 'host' missing"),
+        (lambda m: m["host"].update(cores="two"), r"key 'host.cores' has str 'two', not int"),
+        (lambda m: m.update(warp=9), r"unknown key 'warp'"),
+        (lambda m: m["parameters"].update(implementations=["four_copy"]), "unknown 'four_copy'"),
+    ],
+    ids=["no sizes", "no host", "mistyped cores", "foreign key", "unknown implementation"],
+)
+def test_manifest_is_typed_and_checked(sweep, damage, message):
     manifest = json.loads((sweep / "manifest.json").read_text())
-    del manifest["parameters"]["sizes"]
+    damage(manifest)
     (sweep / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(CopylabError, match=r"parameters\.sizes"):
-        load_manifest(sweep)
+    with pytest.raises(CopylabError, match=message) as refused:
+        SweepStore(sweep).read_manifest()
+    assert str(refused.value).startswith(str(sweep / "manifest.json")) and "\n" not in str(refused.value)
+
+
+def test_manifest_round_trip(sweep):
+    store = SweepStore(sweep)
+    manifest = store.read_manifest()
+    store.write_manifest(manifest)
+    assert store.read_manifest() == manifest
+
+
+def test_file_of_an_older_schema_loads_with_the_new_columns_empty(sweep):
+    frame = pd.read_csv(sweep / "trials.csv", dtype=str, keep_default_na=False)
+    newer = [column.name for column in schema.COLUMNS if column.since > 1]
+    frame.drop(columns=newer).to_csv(sweep / "trials.csv", index=False)
+    manifest = json.loads((sweep / "manifest.json").read_text())
+    manifest.update(schema_version=1, complete=False)
+    (sweep / "manifest.json").write_text(json.dumps(manifest))
+    loaded, _ = load_sweep(sweep)
+    assert loaded.attrs["absent_columns"] == newer
+    assert loaded[newer].isna().all().all() and list(loaded.columns) == list(schema.COLUMN_NAMES)
+    manifest.update(schema_version=schema.SCHEMA_VERSION)
+    (sweep / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CopylabError, match=f"schema version {schema.SCHEMA_VERSION} but trials.csv lacks"):
+        load_sweep(sweep)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +209,7 @@ def test_manifest_needs_parameters(sweep):
         ({"parameters": {"implementations": ["two_copy", "one_copy"]}}, "implementation zero_copy"),
         ({"parameters": {"threads": [2]}}, "threads 1 that"),
         ({"parameters": {"trials": 2}}, "parameters.trials is 2 but trials.csv has repetition 3"),
-        ({"trials_sha256": "0" * 64}, "does not match the manifest"),
+        ({"trials_sha256": "0" * 64}, "the manifest says 000000000000"),
     ],
 )
 def test_manifest_disagreeing_with_data(tmp_path, trials, overrides, message):

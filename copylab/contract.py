@@ -1,0 +1,123 @@
+"""What the C programs print: one JSON object per program, every key declared here with its type and unit.
+
+The drivers read results only through parse(); tests/test_contract.py checks that the C sources emit
+exactly these keys and that every program's real output parses.  A missing, unknown, null or mistyped
+key is an error that names it, never an empty column.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["int", "float", "str"]
+
+
+class ContractError(ValueError):
+    """A program's output does not match its declared keys."""
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    kind: Kind
+    unit: str
+    meaning: str
+    nullable: bool = False
+    # The trials.csv column it fills ("{side}" becomes snd or rcv); None: checked against the trial, not stored.
+    column: str | None = None
+
+
+_IDENTITY = (
+    Key("role", "str", "", "server or client"),
+    Key("variant", "str", "", "the sending path compiled into the program (csrc/send_VARIANT.c)"),
+    Key("mode", "str", "", "stream or rr"),
+    Key("size", "int", "B", "message size"),
+    Key("threads", "int", "", "data connections, one thread each"),
+)
+_USAGE = (
+    Key("cpu_user_s", "float", "s", "user CPU time over the measured window", column="{side}_cpu_user_s"),
+    Key("cpu_sys_s", "float", "s", "system CPU time over the measured window", column="{side}_cpu_sys_s"),
+    Key("ctx_voluntary", "int", "count", "voluntary context switches in the window", column="{side}_ctx_voluntary"),
+    Key(
+        "ctx_involuntary", "int", "count", "involuntary context switches in the window", column="{side}_ctx_involuntary"
+    ),
+)
+_ZERO_COPY = tuple(
+    Key(name, "int", "count", meaning + " (null unless the sending path uses MSG_ZEROCOPY)", True, name)
+    for name, meaning in (
+        ("zc_sends", "MSG_ZEROCOPY sendmsg calls that succeeded"),
+        ("zc_completed", "sends covered by completion notifications"),
+        ("zc_copied", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED"),
+        ("zc_notifications", "completion notifications read from the error queue"),
+        ("zc_enobufs", "sends refused with ENOBUFS and retried"),
+    )
+)
+_LATENCY = tuple(
+    Key(
+        f"latency_{name}_us",
+        "float",
+        "us",
+        f"{meaning} round-trip time (null in stream mode)",
+        True,
+        f"latency_{name}_us",
+    )
+    for name, meaning in (("mean", "mean"), ("p50", "median"), ("p99", "99th percentile"), ("max", "largest"))
+)
+
+RESULTS: dict[str, tuple[Key, ...]] = {
+    "server": (
+        *_IDENTITY,
+        *_USAGE,
+        Key("retransmits", "int", "count", "TCP retransmits of the sending connections", column="retransmits"),
+        *_ZERO_COPY,
+    ),
+    "client": (
+        *_IDENTITY,
+        Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
+        Key("bytes", "int", "B", "bytes received in the window", column="bytes"),
+        Key("messages", "int", "count", "messages (stream) or round trips (rr) in the window", column="messages"),
+        Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
+        *_LATENCY,
+        *_USAGE,
+    ),
+}
+SIDES = {"server": "snd", "client": "rcv"}
+_TYPES: dict[Kind, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,)}
+
+
+def json_object(stdout: str) -> dict[str, Any]:
+    """The one JSON object a program printed (a wrapped tool's too)."""
+    try:
+        result = json.loads(stdout)
+    except json.JSONDecodeError:
+        raise ContractError("printed no JSON result") from None
+    if not isinstance(result, dict):
+        raise ContractError("printed something other than one JSON object")
+    return result
+
+
+def parse(role: str, stdout: str) -> dict[str, Any]:
+    """The one JSON object a program of ROLE printed, checked key by key against RESULTS[role]."""
+    result = json_object(stdout)
+    keys = RESULTS[role]
+    unknown = sorted(set(result) - {key.name for key in keys})
+    if unknown:
+        raise ContractError(f"printed undeclared key(s) {', '.join(unknown)} (see copylab/contract.py)")
+    for key in keys:
+        if key.name not in result:
+            raise ContractError(f"did not print the key {key.name}")
+        value = result[key.name]
+        if value is None:
+            if not key.nullable:
+                raise ContractError(f"printed null for {key.name}")
+        elif isinstance(value, bool) or not isinstance(value, _TYPES[key.kind]):
+            raise ContractError(f"printed {key.name} = {value!r}, not a JSON {key.kind}")
+    return result
+
+
+def columns(role: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The trials.csv columns a parsed result of ROLE fills."""
+    side = SIDES[role]
+    return {key.column.format(side=side): result[key.name] for key in RESULTS[role] if key.column}

@@ -1,0 +1,371 @@
+"""The report's sections around the answers: setup, method, Part A, the copy limit, limitations, reproduction.
+
+Markdown computed from a sweep's Results and its typed manifest; nothing here types in a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from copylab import implementations
+from copylab.calibrate import copy_limit_rows
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape, threads_text
+from copylab.manifest import Manifest
+from copylab.paths import ROOT
+from copylab.results import (
+    THROUGHPUT,
+    Results,
+    in_container,
+    metric_rows,
+    present,
+    role,
+    virtualised,
+    zero_copy_counts,
+)
+from copylab.spec import cpus_for
+from copylab.stats import MIN_TRIALS, UNSTABLE_CV
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return ", ".join(fmt_size(s) for s in sizes) if sizes else "none"
+
+
+def _when(iso: str) -> str:
+    return iso.replace("T", " ")[:16] + " UTC"
+
+
+def _period(manifest: Manifest) -> str:
+    started, ended = manifest.started_at, manifest.ended_at
+    if not started:
+        return "at an unrecorded time"
+    return f"from {_when(started)} to {_when(ended)}" if ended else f"from {_when(started)} (not finished)"
+
+
+def front_matter(results: Results, generated: date) -> str:
+    """Provenance line, host and toolchain table and sweep settings table, from the manifest."""
+    m = results.manifest
+    host, tools, params = m.host, m.toolchain, m.parameters
+    lines = [
+        f"Sweep {code(results.name)} (profile {m.profile}), measured {_period(m)}, code at commit "
+        f"{code(m.git.commit[:12])}"
+        + (" with uncommitted changes" if m.git.dirty else "")
+        + f". Report generated on {generated.isoformat()}.",
+        "",
+        "## Host and toolchain",
+        "",
+    ]
+    programs = dict(tools.programs)
+    rows = [
+        ("Host", host.hostname),
+        ("Kernel", host.kernel),
+        ("CPU", host.cpu_model),
+        ("Cores", host.cores),
+        ("Memory", f"{fmt_num(host.memory_gib)} GiB"),
+        ("Virtualisation", host.virtualization),
+        ("C compiler", programs.pop("gcc", None)),
+        ("perf", programs.pop("perf", None) or "not installed"),
+        *((name, version or "not installed") for name, version in programs.items()),
+        ("Python", tools.python),
+        ("Python packages", ", ".join(f"{k} {v}" for k, v in tools.packages.items() if v) or None),
+    ]
+    lines.append(markdown_table({"Item": k, "Value": md_escape(v)} for k, v in rows if v is not None))
+    calibration = m.calibration.memcpy_gbps if m.calibration else None
+    settings = [
+        ("Implementations", ", ".join(params.implementations)),
+        ("Workloads", ", ".join(params.workloads)),
+        ("Stream message sizes", _sizes(params.sizes)),
+        ("Request/response sizes", _sizes(params.rr_sizes)),
+        ("Threads (= connections)", ", ".join(str(t) for t in params.threads)),
+        ("Trials per configuration", params.trials),
+        ("Measured window", f"{fmt_num(params.duration_s)} s"),
+        ("Warm-up before the window", f"{fmt_num(params.warmup_s)} s"),
+        ("Pinning", ", ".join(params.pinning)),
+        ("Trial order seed", params.seed),
+        ("veth MTU", f"{params.mtu} B"),
+        ("net.core.optmem_max", f"{params.optmem_max:,} B"),
+        ("Payload verification", "on" if params.verify else "off"),
+        ("Single-core memcpy (calibration)", f"{fmt_num(calibration)} Gbit/s" if calibration else None),
+    ]
+    table = markdown_table({"Setting": k, "Value": v} for k, v in settings if v is not None)
+    lines += ["", "## Sweep settings", "", table]
+    return "\n".join(lines)
+
+
+def _pinning_text(pinning: str) -> str:
+    server, client = cpus_for(pinning)
+    if server is None:
+        return f"{code(pinning)}: no affinity, the scheduler places both ends"
+    if server == client:
+        return f"{code(pinning)}: sender and receiver both on CPU {server} (taskset)"
+    return f"{code(pinning)}: sender on CPU {server}, receiver on CPU {client} (taskset)"
+
+
+def _baselines_text(results: Results) -> str:
+    by_baseline: dict[str, list[str]] = {}
+    for challenger in present(results):
+        baseline = implementations.get(challenger).baseline
+        if baseline in present(results):
+            by_baseline.setdefault(baseline, []).append(challenger)
+    if not by_baseline:
+        return "No implementation was measured together with its baseline."
+    against = "; ".join(
+        f"{', '.join(code(c) for c in challengers)} against {code(baseline)}"
+        for baseline, challengers in by_baseline.items()
+    )
+    return (
+        f"Challenger against baseline ({against}): ratio of means with Fieller's 95% interval, Welch's t-test, "
+        "Holm correction over the sizes of one curve."
+    )
+
+
+def method(results: Results) -> str:
+    """Topology, what one trial is, trial counts, and how intervals and crossovers are computed."""
+    params = results.manifest.parameters
+    n = results.summary["n"]
+    trials = results.trials
+    return "\n".join(
+        [
+            "**Topology.** The server (the variant under test; it sends) and the client (it receives) run in two "
+            f"network namespaces joined by a veth pair with an MTU of {params.mtu} B, created before the sweep and "
+            "removed after it. Pinning of both ends: " + "; ".join(_pinning_text(p) for p in params.pinning) + ".",
+            "",
+            "**One trial.** Every trial starts a fresh server and a fresh client process. The client opens one "
+            "connection per thread; the server serves each with its own worker thread. After a warm-up of "
+            f"{fmt_num(params.warmup_s)} s the client measures a window of {fmt_num(params.duration_s)} s "
+            "(CLOCK_MONOTONIC); throughput is the bytes all client threads received in the window over its measured "
+            "length. `perf stat` runs on both processes but is enabled only inside the window, through its control "
+            "fifo, so start-up, warm-up and teardown are not counted. CPU time and context switches come from "
+            "getrusage over the same window.",
+            "",
+            f"**Repetitions.** {len(trials):,} trials in total ({int((trials['status'] == 'ok').sum()):,} succeeded), "
+            f"{params.trials} per configuration, run in one seeded random order so that drift in the "
+            f"host does not line up with any factor. Summaries use "
+            f"{fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else 0} successful trials per configuration.",
+            "",
+            "**Intervals.** Every mean comes with a Student-t 95% confidence interval over its trials. A "
+            "configuration is flagged unstable when its coefficient of variation exceeds "
+            f"{fmt_num(UNSTABLE_CV * 100)}% or it has fewer than {MIN_TRIALS} successful trials. "
+            + _baselines_text(results),
+            "",
+            "**Crossovers.** Along message size, each size is labelled significantly better, significantly worse, or "
+            "neither. A single change from worse to better is a crossover: its size is the root of the difference "
+            "of means, interpolated linearly on log2(size) between the bracketing sizes, and its 95% interval comes "
+            "from a bootstrap that resamples the trials within each size. Otherwise the status says so (always "
+            "better, never better, indistinguishable, or multiple crossings); no size is ever extrapolated beyond "
+            "the tested range.",
+        ]
+    )
+
+
+def part_a(results: Results) -> str:
+    """Where the copies happen, one paragraph per implementation the sweep measured, from the registry."""
+    return "\n\n".join(implementations.get(name).explanation for name in present(results))
+
+
+def copy_limit(results: Results) -> str:
+    """Best throughput of each implementation against the ceiling its copies allow on this host."""
+    calibration = results.manifest.calibration
+    if calibration is None:
+        return (
+            "The sweep's manifest holds no memcpy calibration (`./inv calibrate --data DIR` adds one), so the "
+            "distance to the copy-bound limit cannot be stated."
+        )
+    memcpy = calibration.memcpy_gbps
+    rows = copy_limit_rows(results.summary, memcpy)
+    table = markdown_table(
+        {
+            "Implementation": code(row["implementation"]),
+            "Copies": str(row["copies"]),
+            "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
+            f"{threads_text(row['threads'])})",
+            "Copy bound, Gbit/s": fmt_num(row["limit_gbps"]),
+            "Fraction of the bound": f"{row['fraction']:.0%}",
+        }
+        for row in rows
+    )
+    return (
+        f"Single-core memcpy on this host copies {fmt_num(memcpy)} Gbit/s (best of "
+        f"{calibration.runs} copies of a {calibration.buffer_mib} MiB buffer, "
+        "larger than the last-level cache, measured when the sweep started). With both ends on one CPU that "
+        "core performs every copy of every byte, so an implementation making *k* copies cannot exceed "
+        f"{fmt_num(memcpy)}/*k* Gbit/s. The rest of the gap is protocol processing, system calls and "
+        f"scheduling.\n\n{table}"
+    )
+
+
+def limitations(results: Results) -> str:
+    """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest."""
+    items = []
+    trials = results.trials
+    failed = trials[trials["status"] != "ok"]
+    if len(failed):
+        common = failed["error"].fillna("").astype(str).value_counts()
+        items.append(
+            f"{len(failed)} of {len(trials)} trials failed and are excluded"
+            + (
+                f' (most common error: "{md_escape(common.index[0])}", {common.iloc[0]} times)'
+                if common.index[0]
+                else ""
+            )
+            + "."
+        )
+    else:
+        items.append(f"All {len(trials)} trials completed; none failed.")
+    summary = results.summary
+    main = summary[
+        ((summary["workload"] == "stream") & (summary["metric"] == THROUGHPUT))
+        | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
+    ]
+    main = main[np.isfinite(main["mean"])]
+    unstable = main[main["unstable"]]
+    items.append(
+        f"{len(unstable)} of {len(main)} configurations were flagged unstable in their main metric (stream "
+        f"throughput or rr latency): coefficient of variation above {fmt_pct(UNSTABLE_CV)} or fewer than "
+        f"{MIN_TRIALS} successful trials"
+        + (f", the largest CV being {fmt_pct(float(unstable['cv'].max()))}." if len(unstable) else ".")
+    )
+    n = main["n"]
+    if len(n):
+        items.append(
+            f"Each configuration rests on {fmt_span(str(int(n.min())), str(int(n.max())))} successful trials; "
+            "intervals are correspondingly wide."
+        )
+    perf = results.manifest.perf
+    if not perf.available or perf.unsupported_events:
+        by_reason: dict[str, list[str]] = {}
+        for event, why in perf.unsupported_events.items():
+            by_reason.setdefault(str(why), []).append(event)
+        items.append(
+            "Hardware counters missing: "
+            + (
+                "; ".join(f"{', '.join(events)} (perf: {code(why)})" for why, events in by_reason.items())
+                or "perf not available"
+            )
+            + ". Cycles per byte and cache misses cannot be reported; CPU time per byte stands in for them."
+        )
+    virtualization = virtualised(results)
+    if virtualization:
+        items.append(
+            f"The sweep ran inside a container ({virtualization}): other workloads of the machine share its CPUs "
+            "and caches."
+            if in_container(virtualization)
+            else f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
+            "CPU time includes time stolen by the hypervisor."
+        )
+    zero_copy = role(results, "A3")
+    counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
+    if counts is not None and counts["copied_fraction"] > 0:
+        items.append(
+            f"Zero-copy was measured only with local delivery over veth, where {fmt_pct(counts['copied_fraction'])} of "
+            "sends were copied by the kernel anyway; results do not carry over to a physical NIC."
+        )
+    retransmits = metric_rows(results, "retransmits")
+    with_retransmits = retransmits[retransmits["mean"] > 0]
+    if len(with_retransmits):
+        split = with_retransmits["pinning"] != "same_cpu"
+        text = (
+            f"{len(with_retransmits)} of {len(retransmits)} configurations saw TCP retransmits (up to "
+            f"{fmt_num(float(with_retransmits['mean'].max()))} per trial on average), which cost throughput and add "
+            "noise."
+        )
+        if split.any():
+            text += (
+                f" {int(split.sum())} of them ran with the ends free to use different CPUs, where a veth pair "
+                "reorders packets and TCP takes the reordering for loss."
+            )
+        if (~split).any():
+            text += (
+                f" {int((~split).sum())} ran with both ends on one CPU, where veth does not reorder; this data does "
+                "not identify their cause."
+            )
+        items.append(text)
+    if not results.manifest.complete:
+        items.append("The sweep did not complete; configurations after the interruption are missing.")
+    if results.manifest.git.dirty:
+        items.append("The code had uncommitted changes when the sweep ran, so the commit alone does not reproduce it.")
+    return "\n".join(f"- {item}" for item in items)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _size_option(size: int) -> str:
+    """A size as run-sweep's --sizes takes it: 65536 -> '64K'."""
+    for suffix, factor in (("M", 1 << 20), ("K", 1 << 10)):
+        if size % factor == 0:
+            return f"{size // factor}{suffix}"
+    return str(size)
+
+
+def reproduce(results: Results) -> str:
+    """The commands that re-render this report and re-measure its sweep, and the code version."""
+    params = results.manifest.parameters
+    git = results.manifest.git
+    options = [
+        ("implementations", ",".join(params.implementations)),
+        ("workloads", ",".join(params.workloads)),
+        ("sizes", ",".join(_size_option(s) for s in params.sizes)),
+        ("rr-sizes", ",".join(_size_option(s) for s in params.rr_sizes)),
+        ("threads", ",".join(str(t) for t in params.threads)),
+        ("trials", params.trials),
+        ("duration", params.duration_s),
+        ("warmup", params.warmup_s),
+        ("pinning", ",".join(params.pinning)),
+        ("seed", params.seed),
+        ("mtu", params.mtu),
+        ("optmem-max", params.optmem_max),
+    ]
+    words = [f"--{k} {v}" for k, v in options if v not in (None, "")] + (["--verify"] if params.verify else [])
+    lines = [f"./inv run-sweep --name {results.name}"]
+    for word in words:
+        if len(lines[-1]) + len(word) > 66:  # stay inside the page: verbatim text does not wrap
+            lines[-1] += " \\"
+            lines.append("    " + word)
+        else:
+            lines[-1] += " " + word
+    return "\n".join(
+        [
+            "Re-render this report from the same data (no root needed):",
+            "",
+            "```",
+            f"./inv report --data {_relative(results.store.directory)}",
+            "```",
+            "",
+            "Measure a new quick sweep and report it in one command (needs root for the namespaces):",
+            "",
+            "```",
+            "./inv report",
+            "```",
+            "",
+            "Re-measure this sweep with the same settings (root):",
+            "",
+            "```",
+            *lines,
+            "```",
+            "",
+            f"Code version: commit `{git.commit}`"
+            + (" (the working tree had uncommitted changes)." if git.dirty else "."),
+        ]
+    )
+
+
+def sweep_heading(results: Results) -> str:
+    """The heading and settings line of a further sweep in the report."""
+    params, host = results.manifest.parameters, results.manifest.host
+    return "\n".join(
+        [
+            f"## Sweep {code(results.name)}",
+            "",
+            f"Host {host.hostname} (kernel {host.kernel}, {host.cores} cores); sizes {_sizes(params.sizes)}; threads "
+            + ", ".join(str(t) for t in params.threads)
+            + f"; pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
+        ]
+    )

@@ -1,0 +1,43 @@
+"""What one trial is: its configuration, and the settings every trial of a sweep shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from copylab.netns import NamespacePair
+from copylab.perf import PerfSupport
+
+PORT = 5201
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    trial_id: str
+    order_index: int
+    implementation: str
+    workload: str
+    size_bytes: int
+    threads: int
+    pinning: str
+    repetition: int
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    sweep: str
+    pair: NamespacePair
+    perf: PerfSupport
+    duration_s: float
+    warmup_s: float
+    verify: bool = False
+    sanitize: str | None = None
+    port: int = PORT
+
+
+# CPU lists of (server, client) for each pinning; None: no affinity.
+CPUS: dict[str, tuple[str | None, str | None]] = {"none": (None, None), "same_cpu": ("0", "0"), "split_cpu": ("0", "1")}
+
+
+def cpus_for(pinning: str) -> tuple[str | None, str | None]:
+    """CPU lists for (server, client)."""
+    return CPUS[pinning]

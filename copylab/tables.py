@@ -1,0 +1,72 @@
+"""The analysis tables written next to a sweep's trials, their columns and types declared once.
+
+copylab.stats and copylab.crossover produce them, copylab.store writes and reads them with these
+types, so a boolean stays a boolean and a count an integer after a round trip through CSV.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# One configuration of a sweep, and one curve along message size.
+CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "pinning")
+CURVE_KEYS = ("workload", "threads", "pinning")
+
+_CONFIG_TYPES = {
+    "implementation": "str",
+    "workload": "str",
+    "size_bytes": "int64",
+    "threads": "int64",
+    "pinning": "str",
+}
+_CURVE_TYPES = {key: _CONFIG_TYPES[key] for key in CURVE_KEYS}
+
+SUMMARY: dict[str, str] = {
+    **_CONFIG_TYPES,
+    "metric": "str",
+    "n": "int64",
+    "n_failed": "int64",
+    "mean": "float64",
+    "std": "float64",
+    "cv": "float64",
+    "ci_low": "float64",
+    "ci_high": "float64",
+    "unstable": "bool",
+}
+COMPARISONS: dict[str, str] = {
+    **_CURVE_TYPES,
+    "metric": "str",
+    "size_bytes": "int64",
+    "challenger": "str",
+    "baseline": "str",
+    "ratio": "float64",
+    "ratio_ci_low": "float64",
+    "ratio_ci_high": "float64",
+    "p_value": "float64",
+    "p_holm": "float64",
+    "significant": "bool",
+    "challenger_better": "bool",
+}
+CROSSOVERS: dict[str, str] = {
+    **_CURVE_TYPES,
+    "metric": "str",
+    "challenger": "str",
+    "baseline": "str",
+    "status": "str",
+    "crossover_size": "float64",
+    "ci_low": "float64",
+    "ci_high": "float64",
+    "first_significant_size": "Int64",
+}
+TABLES: dict[str, dict[str, str]] = {"summary": SUMMARY, "comparisons": COMPARISONS, "crossovers": CROSSOVERS}
+
+
+def typed(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """FRAME with exactly the columns of table NAME, in order, each of its declared type."""
+    columns = TABLES[name]
+    return pd.DataFrame({column: frame[column].astype(dtype) for column, dtype in columns.items()})
+
+
+def empty(name: str) -> pd.DataFrame:
+    """Table NAME with no rows."""
+    return pd.DataFrame({column: pd.Series(dtype=dtype) for column, dtype in TABLES[name].items()})

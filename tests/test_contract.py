@@ -1,0 +1,112 @@
+"""The C-to-Python contract: the keys each program prints, declared once in copylab/contract.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from copylab import contract, implementations
+from copylab.drivers import CopylabPrograms
+from copylab.paths import CSRC
+
+# Which source emits which result: the server's main and the client's main.
+SOURCES = {"server": "server.c", "client": "client.c"}
+EMITTED = re.compile(r'json_(?:str|u64|f64|null|u64_or_null)\(&j, "(\w+)"')
+
+
+@pytest.mark.parametrize("role", list(SOURCES))
+def test_the_c_source_emits_exactly_the_declared_keys_in_order(role):
+    emitted = EMITTED.findall((CSRC / SOURCES[role]).read_text())
+    assert emitted == [key.name for key in contract.RESULTS[role]]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _run(bin_dir: Path, variant: str, mode: str) -> dict[str, str]:
+    port = str(_free_port())
+    common = ["--port", port, "--size", "1000", "--mode", mode]
+    server = subprocess.Popen(
+        [str(bin_dir / f"{variant}_server"), "--bind", "127.0.0.1", *common, "--timeout", "10"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        client = subprocess.run(
+            [
+                str(bin_dir / f"{variant}_client"),
+                "--connect",
+                "127.0.0.1",
+                *common,
+                "--threads",
+                "2",
+                "--duration",
+                "0.2",
+                "--warmup",
+                "0.05",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        server_out, server_err = server.communicate(timeout=20)
+    finally:
+        server.kill()
+        server.wait()
+    assert client.returncode == 0 and server.returncode == 0, client.stderr + server_err
+    return {"server": server_out, "client": client.stdout}
+
+
+VARIANTS = [
+    impl.driver.variant for impl in implementations.IMPLEMENTATIONS.values() if isinstance(impl.driver, CopylabPrograms)
+]
+
+
+@pytest.mark.parametrize("mode", ["stream", "rr"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_program_prints_what_the_contract_declares(bin_dir, variant, mode):
+    outputs = _run(bin_dir, variant, mode)
+    for role, stdout in outputs.items():
+        result = contract.parse(role, stdout)
+        assert result["role"] == role and result["variant"] == variant and result["mode"] == mode
+        columns = contract.columns(role, result)
+        side = contract.SIDES[role]
+        assert columns[f"{side}_cpu_user_s"] == result["cpu_user_s"]
+
+
+GOOD_SERVER = {key.name: {"int": 1, "float": 0.5, "str": "x"}[key.kind] for key in contract.RESULTS["server"]}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("retransmits"), "did not print the key retransmits"),
+        (lambda r: r.update(goodput=3), "undeclared key(s) goodput"),
+        (lambda r: r.update(cpu_user_s="fast"), "printed cpu_user_s = 'fast', not a JSON float"),
+        (lambda r: r.update(retransmits=1.5), "printed retransmits = 1.5, not a JSON int"),
+        (lambda r: r.update(retransmits=True), "printed retransmits = True, not a JSON int"),
+        (lambda r: r.update(cpu_sys_s=None), "printed null for cpu_sys_s"),
+    ],
+    ids=["missing", "unknown", "mistyped float", "fractional int", "bool", "null"],
+)
+def test_a_missing_unknown_or_mistyped_key_fails_loudly(change, message):
+    result = dict(GOOD_SERVER)
+    change(result)
+    with pytest.raises(contract.ContractError, match=re.escape(message)):
+        contract.parse("server", json.dumps(result))
+
+
+def test_nullable_keys_may_be_null_and_the_output_must_be_one_object():
+    assert contract.parse("server", json.dumps({**GOOD_SERVER, "zc_sends": None}))["zc_sends"] is None
+    for text, message in (("", "printed no JSON result"), ("[1]", "something other than one JSON object")):
+        with pytest.raises(contract.ContractError, match=message):
+            contract.parse("client", text)

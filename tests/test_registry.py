@@ -1,0 +1,107 @@
+"""The registry is the one place an implementation is added: a fake one, registered here, goes everywhere."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+
+import pytest
+
+from copylab import answers, captions, config, implementations, sections, sweep
+from copylab.analysis import analyze
+from copylab.drivers import CopylabPrograms
+from copylab.explorer import Explorer
+from copylab.implementations import Copies, Implementation
+from copylab.results import load_results
+from copylab.store import SweepStore
+from tests.conftest import needs_root
+from tests.synthetic import make_trials, write_sweep
+
+FAKE = Implementation(
+    name="fake_copy",
+    summary="two_copy's programs under another name",
+    explanation="**fake_copy.** A test's implementation: it reuses the two_copy programs.",
+    driver=CopylabPrograms("two_copy"),
+    copies=Copies(sender_user=1, sender_kernel=1),
+    color="#cc79a7",
+    baseline="two_copy",
+)
+
+
+@pytest.fixture
+def registered(monkeypatch: pytest.MonkeyPatch) -> Implementation:
+    """FAKE added the way a new implementation is: one registry entry, nothing else."""
+    monkeypatch.setitem(implementations.IMPLEMENTATIONS, FAKE.name, FAKE)
+    return FAKE
+
+
+def test_a_registered_implementation_is_analysed_reported_and_explored(registered, tmp_path):
+    trials = make_trials(
+        sweep="fake",
+        implementations=("two_copy", "one_copy", "zero_copy", FAKE.name),
+        sizes=(1024, 4096, 16384),
+        rr_sizes=(1024,),
+        threads=(1,),
+        trials=3,
+        shapes={FAKE.name: "better"},
+    )
+    calibration = {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}}
+    store = SweepStore(write_sweep(tmp_path / "data" / "fake", trials, calibration), figures_root=tmp_path / "figures")
+    result = analyze(store, n_resamples=100)
+    assert FAKE.name in set(result.comparisons["challenger"])
+    fake_vs_baseline = result.crossovers[
+        (result.crossovers["challenger"] == FAKE.name)
+        & (result.crossovers["metric"] == "throughput_gbps")
+        & (result.crossovers["workload"] == "stream")
+    ]
+    assert list(fake_vs_baseline["status"]) == ["challenger_always_better"]
+    legend = [text.get_text() for text in result.figures["throughput_vs_size"].legends[0].get_texts()]
+    assert FAKE.name in legend
+
+    results = load_results(store)
+    assert FAKE.explanation in sections.part_a(results)
+    assert f"`{FAKE.name}` against `two_copy`" in sections.method(results)
+    assert f"| `{FAKE.name}` | 3 |" in sections.copy_limit(results)  # its 3 copies, from the registry
+    assert f"`{FAKE.name}`" in captions.caption("throughput_vs_size", results)
+    assert f"| {FAKE.name} | 1 |" in answers.answer_q3(results)
+    assert FAKE.name in sections.front_matter(results, date.today())
+
+    explorer = Explorer(store.directory, roots=[store.directory.parent])
+    assert FAKE.name in explorer.selected and FAKE.name in [value for _, value in explorer.baseline.options]
+
+
+def test_sweep_settings_accept_it_and_plan_its_trials(registered):
+    settings = config.make_config(
+        "fake",
+        "quick",
+        implementations=["two_copy", FAKE.name],
+        workloads=["stream"],
+        sizes=[1024],
+        threads=[1],
+        trials=2,
+    )
+    assert [spec.implementation for spec in sweep.plan(settings)].count(FAKE.name) == 2
+    assert implementations.programs([FAKE.name]) == ["two_copy_server", "two_copy_client"]
+
+
+@needs_root
+def test_a_real_sweep_runs_it_through_its_driver(registered, tmp_path):
+    tag = os.getpid() % 100000
+    settings = config.make_config(
+        "fake-real",
+        "quick",
+        implementations=[FAKE.name],
+        workloads=["stream", "rr"],
+        sizes=[4096],
+        rr_sizes=[512],
+        threads=[1],
+        trials=1,
+        duration_s=0.2,
+        warmup_s=0.05,
+        namespaces=[f"clreg{tag}_s", f"clreg{tag}_c"],
+    )
+    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    assert result.ok == 2 and result.failed == 0
+    trials, manifest = SweepStore(tmp_path / "fake-real").load()
+    assert set(trials["implementation"]) == {FAKE.name} and manifest.parameters.implementations == (FAKE.name,)
+    assert trials["throughput_gbps"].gt(0).all()
