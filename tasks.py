@@ -131,14 +131,20 @@ def netns_status(c):
     name="run-sweep",
     help={
         "name": "sweep name: data goes to data/NAME",
-        "profile": "quick (about 5 sizes, threads 1 and 4, 3 trials) or full (64 B..256 KiB, threads 1-8, 5 trials)",
+        "experiment": "copies (how bytes leave user space, the default) or servers (how a server waits for "
+        "connections)",
+        "profile": "quick or full (README: Sweeps lists each experiment's profiles)",
         "sweep_file": "TOML file with any of the settings below",
-        "implementations": "comma list of two_copy,one_copy,zero_copy,iperf3",
+        "implementations": "comma list of the implementations (copylab/implementations.py)",
+        "models": "servers: comma list of iterative,thread,fork,select,poll,epoll (the experiment's implementations)",
+        "connections": "servers: concurrent connections the load client keeps busy, e.g. 1,10,100,1000",
         "workloads": "comma list of stream,rr",
         "sizes": "message sizes, e.g. 64,1K,64K",
         "rr_sizes": "message sizes of the rr (latency) workload",
         "threads": "thread counts, e.g. 1,2,4,8",
         "pinning": "comma list of none,same_cpu,split_cpu",
+        "receive": "comma list of copy,truncate,mmap: how the client takes the bytes in",
+        "receive_for": "implementations that get the receive modes other than copy (default: all)",
         "resume": "run exactly the trials of data/NAME not yet recorded as ok",
         "analyze": "analyse the sweep when it ends (default yes)",
         "namespaces": "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
@@ -151,9 +157,12 @@ def netns_status(c):
 def run_sweep(
     c,
     name="sweep",
+    experiment=None,
     profile="quick",
     sweep_file=None,
     implementations=None,
+    models=None,
+    connections=None,
     workloads=None,
     sizes=None,
     rr_sizes=None,
@@ -162,6 +171,8 @@ def run_sweep(
     duration=None,
     warmup=None,
     pinning=None,
+    receive=None,
+    receive_for=None,
     seed=None,
     verify=False,
     mtu=None,
@@ -177,11 +188,17 @@ def run_sweep(
     from copylab.build import build as run_build
     from copylab.config import make_config
 
+    if models is not None and implementations is not None:
+        raise CopylabError("give --models or --implementations, not both (models are the servers' implementations)")
+    if models is not None and (experiment or "servers") != "servers":
+        raise CopylabError("--models: only the servers experiment has models (add --experiment servers)")
     config = make_config(
         name,
         profile,
         Path(sweep_file) if sweep_file else None,
-        implementations=_list(implementations),
+        experiment="servers" if models is not None and experiment is None else experiment,
+        implementations=_list(implementations if models is None else models),
+        connections=_list(connections, int),
         workloads=_list(workloads),
         sizes=_list(sizes, _size),
         rr_sizes=_list(rr_sizes, _size),
@@ -190,6 +207,8 @@ def run_sweep(
         duration_s=_number("duration", duration, float),
         warmup_s=_number("warmup", warmup, float),
         pinning=_list(pinning),
+        receive=_list(receive),
+        receive_for=_list(receive_for),
         seed=_number("seed", seed, int),
         verify=verify or None,
         mtu=_number("mtu", mtu, int),
@@ -225,41 +244,54 @@ def analyze(c, data=str(REFERENCE_DATA)):
 
 @task(
     help={
-        "data": "render from this existing sweep instead of running a new quick sweep (no root needed)",
+        "data": "render from these existing sweeps (comma list: a copies sweep, optionally a servers sweep and "
+        "more) instead of running the quick sweeps (no root needed)",
         "title": "report title",
         "author": "author line",
     }
 )
 @one_line_errors
 def report(c, data=None, title=None, author=None):
-    """The main job: build, run the quick sweep, analyse it and write report/report.pdf."""
+    """The main job: build, run the quick sweeps of both experiments, analyse them and write report/report.pdf."""
     from copylab.report import render_report
     from copylab.store import SweepStore
 
     if data is None:
-        from copylab import sweep
-        from copylab.build import build as run_build
-        from copylab.config import make_config
-        from copylab.manifest import now_iso
+        stores = _quick_sweeps()
+    else:
+        stores = [SweepStore(directory) for directory in _list(data)]
+        for store in stores:
+            if not store.trials_path.is_file():
+                raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+    for store in stores:
+        missing = store.missing_tables()
+        if missing:
+            print(f"analysis first: {store.directory} has no current {', '.join(missing)}")
+            _analyze(store.directory)
+    kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
+    pdf = render_report(stores, REPORT / "report.pdf", **kwargs)
+    print(f"report: {pdf}")
 
-        run_build()
-        name = "quick-" + now_iso().replace(":", "").replace("-", "").replace("+0000", "")
-        result = sweep.run(make_config(name, "quick"), progress=sys.stderr.isatty())
+
+def _quick_sweeps():
+    """Runs each experiment's quick sweep under one timestamped name (copies first); returns their stores."""
+    from copylab import sweep
+    from copylab.build import build as run_build
+    from copylab.config import PROFILES, make_config
+    from copylab.manifest import now_iso
+    from copylab.store import SweepStore
+
+    run_build()
+    stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
+    stores = []
+    for experiment in PROFILES:
+        name = f"quick-{stamp}" if experiment == "copies" else f"quick-{experiment}-{stamp}"
+        result = sweep.run(make_config(name, "quick", experiment=experiment), progress=sys.stderr.isatty())
         print(result.summary())
         if not result.ok:
-            raise CopylabError("no trial of the sweep succeeded; nothing to report")
-        store = SweepStore(result.directory)
-    else:
-        store = SweepStore(data)
-        if not store.trials_path.is_file():
-            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
-    missing = store.missing_tables()
-    if missing:
-        print(f"analysis first: {store.directory} has no current {', '.join(missing)}")
-        _analyze(store.directory)
-    kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
-    pdf = render_report([store], REPORT / "report.pdf", **kwargs)
-    print(f"report: {pdf}")
+            raise CopylabError(f"no trial of the {experiment} sweep succeeded; nothing to report")
+        stores.append(SweepStore(result.directory))
+    return stores
 
 
 @task(help={"k": "only tests matching this pytest expression", "x": "stop at the first failure"})

@@ -37,9 +37,12 @@ from copylab.results import (
     counters_unavailable_reason,
     measured,
     metric_rows,
+    other_senders,
     present,
+    receive_modes,
     role,
     select,
+    study,
     tested_sizes,
     value,
     verdict,
@@ -95,9 +98,9 @@ def copy_evidence(results: Results) -> str:
                 )
             )
     counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
-    if counts is None:
+    if zero_copy and counts is None:
         parts.append("No zero-copy completions were recorded in this sweep.")
-    else:
+    elif counts is not None:
         text = (
             f"Of the {counts['zc_completed']:,.0f} zero-copy sends whose completion was read "
             f"({counts['trials']:.0f} trials), {counts['zc_copied']:,.0f} ({fmt_pct(counts['copied_fraction'])}) "
@@ -111,15 +114,24 @@ def copy_evidence(results: Results) -> str:
             f"{fmt_num(1 / counts['notifications_per_send'])} sends), because the kernel coalesces consecutive "
             "completions into one range."
         )
+    for name in present(results):
+        other = zero_copy_counts(results.trials, name) if name != zero_copy else None
+        if implementations.uses_zero_copy(name) and other is not None:
+            parts.append(
+                f"{code(name)}: of {other['zc_completed']:,.0f} zero-copy sends whose notification arrived "
+                f"({other['trials']:.0f} trials), {other['zc_copied']:,.0f} ({fmt_pct(other['copied_fraction'])}) "
+                "were reported copied by the kernel, with "
+                f"{fmt_num(other['notifications_per_send'])} notifications per send."
+            )
     return "\n\n".join(parts)
 
 
 # ---------------------------------------------------------------- comparisons and crossovers
 
 
-def ratio_table(results: Results, challenger: str, threads: int, pinning: str) -> str:
+def ratio_table(results: Results, challenger: str, baseline: str, threads: int, pinning: str) -> str:
     """Markdown table of challenger/baseline throughput ratios per size, with 95% CI and Holm p."""
-    rows = comparison_rows(results, challenger, workload="stream", threads=threads, pinning=pinning)
+    rows = comparison_rows(results, challenger, baseline, workload="stream", threads=threads, pinning=pinning)
     if rows.empty:
         return ""
     return markdown_table(
@@ -139,6 +151,7 @@ def _significant_sizes(results: Results, row: pd.Series) -> tuple[list[str], lis
     rows = comparison_rows(
         results,
         row["challenger"],
+        row["baseline"],
         row["metric"],
         workload=row["workload"],
         threads=row["threads"],
@@ -160,7 +173,7 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
     )
     span = f"{fmt_size(sizes[0])} to {fmt_size(sizes[-1])}" if sizes else "the tested sizes"
     where = f"With {config_label(threads, pinning)}"
-    first = row.get("first_significant_size")
+    first = row.get("first_significant_at")
     first_text = (
         f" From {fmt_size(first)} upward it is significantly better at every tested size (Holm-corrected)."
         if first is not None and pd.notna(first)
@@ -168,7 +181,7 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
     )
     status = row["status"]
     if status == "crossover":
-        size, low, high = (float(row[c]) for c in ("crossover_size", "ci_low", "ci_high"))
+        size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
         censored = [fmt_size(b) for b in (low, high) if round(b) in sizes]
         censored_text = (
             f" An interval bound on a tested size ({', '.join(censored)}) means the resamples reach at least that size."
@@ -202,9 +215,8 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
     raise CopylabError(f"crossovers.csv: unknown status {status!r}")
 
 
-def answer_crossover(results: Results, challenger: str | None) -> str:
-    """Q4/Q5: the crossover of ``challenger`` over its baseline in stream throughput, per thread count and pinning."""
-    baseline = implementations.get(challenger).baseline if challenger else None
+def answer_crossover(results: Results, challenger: str | None, baseline: str | None) -> str:
+    """Q4/Q5: the crossover of ``challenger`` over ``baseline`` in stream throughput, per thread count and pinning."""
     found = select(results.crossovers, challenger=challenger, baseline=baseline, metric=THROUGHPUT, workload="stream")
     if challenger is None or baseline is None or found.empty:
         return (
@@ -234,7 +246,7 @@ def _short_answer(rows: pd.DataFrame) -> str:
     crossings = rows[rows["status"] == "crossover"]
     parts = []
     if len(crossings):
-        low, high = crossings["crossover_size"].min(), crossings["crossover_size"].max()
+        low, high = crossings["crossover_at"].min(), crossings["crossover_at"].max()
         span = (
             f"of about {fmt_bytes(low)}"
             if round(low) == round(high)
@@ -255,7 +267,7 @@ def answer_q1(results: Results) -> str:
     zero_copy = role(results, "A3")
     if zero_copy is None:
         return _not_measured("zero-copy")
-    baseline = implementations.get(zero_copy).baseline
+    baseline = role(results, "A1")
     focus = choose_focus(results)
     parts = []
     counts = zero_copy_counts(results.trials, zero_copy)
@@ -271,7 +283,9 @@ def answer_q1(results: Results) -> str:
             + f"Each send also cost page pinning and {fmt_num(counts['notifications_per_send'])} error-queue "
             "notifications to read."
         )
-    comparisons = comparison_rows(results, zero_copy, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    comparisons = comparison_rows(
+        results, zero_copy, baseline, workload="stream", threads=focus.threads, pinning=focus.pinning
+    )
     if not comparisons.empty:
         verdicts = [verdict(row) for row in comparisons.itertuples()]
         faster = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "faster"]
@@ -283,7 +297,7 @@ def answer_q1(results: Results) -> str:
             + f", significantly slower at {len(slower)}"
             + (f" ({', '.join(slower)})" if slower else "")
             + ".\n\n"
-            + ratio_table(results, zero_copy, focus.threads, focus.pinning)
+            + ratio_table(results, zero_copy, baseline, focus.threads, focus.pinning)
         )
     sizes = tested_sizes(results)
     cpu = {
@@ -306,13 +320,13 @@ def answer_q1(results: Results) -> str:
     return "\n\n".join(parts)
 
 
-def _cache_reductions(results: Results, focus: Focus, challengers: list[str]) -> pd.DataFrame:
+def _cache_reductions(results: Results, focus: Focus, challengers: list[str], baseline: str | None) -> pd.DataFrame:
     """Relative miss reduction (1 - ratio to the baseline) per level, challenger and size, where measured."""
     records = []
     for level, metric in CACHE_METRICS.items():
         for challenger in challengers:
             found = comparison_rows(
-                results, challenger, metric, workload="stream", threads=focus.threads, pinning=focus.pinning
+                results, challenger, baseline, metric, workload="stream", threads=focus.threads, pinning=focus.pinning
             )
             found = found[np.isfinite(found["ratio"])]
             records += [
@@ -334,7 +348,7 @@ def answer_q2(results: Results) -> str:
     focus = choose_focus(results)
     baseline, one_copy = role(results, "A1"), role(results, "A2")
     challengers = [name for name in (one_copy, role(results, "A3")) if name]
-    reductions = _cache_reductions(results, focus, challengers)
+    reductions = _cache_reductions(results, focus, challengers, baseline)
     if reductions.empty:
         text = (
             "Not measurable on this host, because "
@@ -396,7 +410,7 @@ def answer_q3(results: Results) -> str:
     hi = threads[-1]
     llc = measured(results, "snd_llc_misses_per_kib")
     rows, sentences = [], []
-    for impl in present(results):
+    for impl in study(results):
         values = {
             (metric, t): value(results, metric, impl, "stream", focus.size, t, focus.pinning)
             for metric in (THROUGHPUT, "cpu_ns_per_byte", "ctx_switches_per_msg", "snd_llc_misses_per_kib")
@@ -544,8 +558,8 @@ def crossover_summary(results: Results) -> str:
     """A further sweep's answers to questions 4 and 5."""
     return "\n\n".join(
         [
-            "**One-copy against two-copy.** " + answer_crossover(results, role(results, "A2")),
-            "**Zero-copy against two-copy.** " + answer_crossover(results, role(results, "A3")),
+            "**One-copy against two-copy.** " + answer_crossover(results, role(results, "A2"), role(results, "A1")),
+            "**Zero-copy against two-copy.** " + answer_crossover(results, role(results, "A3"), role(results, "A1")),
         ]
     )
 
@@ -556,8 +570,210 @@ def answers(results: Results) -> list[tuple[str, str]]:
         answer_q1(results),
         answer_q2(results),
         answer_q3(results),
-        answer_crossover(results, role(results, "A2")),
-        answer_crossover(results, role(results, "A3")),
+        answer_crossover(results, role(results, "A2"), role(results, "A1")),
+        answer_crossover(results, role(results, "A3"), role(results, "A1")),
         answer_q6(results),
     )
     return list(zip(QUESTIONS, bodies, strict=True))
+
+
+# ---------------------------------------------------------------- other ways to send
+
+
+def _overlap(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two summary rows' intervals overlap: the data cannot tell them apart."""
+    return bool(a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"])
+
+
+def best_sender_table(results: Results) -> str:
+    """Per stream size, the sender with the most throughput, and those whose intervals overlap its (ties)."""
+    focus = choose_focus(results)
+    rows = metric_rows(results, THROUGHPUT, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    table = []
+    for size, group in rows.groupby("size_bytes"):
+        ranked = group.sort_values("mean", ascending=False)
+        best = ranked.iloc[0]
+        tied = [code(str(r["implementation"])) for _, r in ranked.iloc[1:].iterrows() if _overlap(best, r)]
+        table.append(
+            {
+                "Size": fmt_size(int(size)),
+                "Most throughput, Gbit/s (95% CI)": f"{code(str(best['implementation']))} "
+                + fmt_interval(best["mean"], best["ci_low"], best["ci_high"]),
+                "Tied with (overlapping intervals)": ", ".join(tied) or "none: the best alone",
+            }
+        )
+    if not table:
+        return "The sweep has no stream throughput to rank the senders by."
+    return (
+        f"Stream throughput by message size ({config_label(focus.threads, focus.pinning)}, receiving by copy). "
+        "A sender whose 95% interval overlaps the best one's is stated as a tie: the data cannot rank them.\n\n"
+        + markdown_table(table)
+    )
+
+
+def sender_crossovers(results: Results) -> str:
+    """The crossover of every pair the study's questions leave out, each against the baseline the registry names."""
+    pairs = [
+        (name, baseline)
+        for name in other_senders(results)
+        for baseline in implementations.get(name).baselines
+        if baseline in present(results)
+    ]
+    pairs += [
+        (name, baseline)
+        for name in study(results)
+        for baseline in implementations.get(name).baselines
+        if baseline in other_senders(results)
+    ]
+    if not pairs:
+        return "The sweep measured no other sender together with its baseline."
+    return "\n\n".join(
+        f"**{code(challenger)} against {code(baseline)}.** {answer_crossover(results, challenger, baseline)}"
+        for challenger, baseline in pairs
+    )
+
+
+def receiver_copy_cost(results: Results) -> str:
+    """What the receiver's copy costs, from receiving by truncate (no copy to user space) against copy."""
+    focus = choose_focus(results)
+    measured = [
+        name
+        for name in present(results)
+        if not metric_rows(results, "rcv_cpu_ns_per_byte", implementation=name, receive="truncate").empty
+    ]
+    if not measured:
+        return (
+            "The sweep received by copy only, so the cost of the receiver's copy is not measured here "
+            "(`--receive copy,truncate` measures it)."
+        )
+    table = []
+    for name in measured:
+        for size in tested_sizes(results):
+            where = {
+                "implementation": name,
+                "workload": "stream",
+                "size_bytes": size,
+                "threads": focus.threads,
+                "pinning": focus.pinning,
+            }
+            by_copy = metric_rows(results, "rcv_cpu_ns_per_byte", **where)
+            by_truncate = metric_rows(results, "rcv_cpu_ns_per_byte", **where, receive="truncate")
+            ratio = select(
+                results.comparisons,
+                challenger=implementations.contender(name, "truncate"),
+                baseline=name,
+                metric=THROUGHPUT,
+                workload="stream",
+                size_bytes=size,
+                threads=focus.threads,
+                pinning=focus.pinning,
+            )
+            if by_copy.empty or by_truncate.empty:
+                continue
+            copy_row, truncate_row = by_copy.iloc[0], by_truncate.iloc[0]
+            table.append(
+                {
+                    "Sender": code(name),
+                    "Size": fmt_size(size),
+                    "Receiver CPU ns/B, copy": fmt_interval(copy_row["mean"], copy_row["ci_low"], copy_row["ci_high"]),
+                    "truncate": fmt_interval(truncate_row["mean"], truncate_row["ci_low"], truncate_row["ci_high"]),
+                    "The copy, ns/B": fmt_num(copy_row["mean"] - truncate_row["mean"]),
+                    "Throughput truncate/copy": "n/a"
+                    if ratio.empty
+                    else f"{fmt_num(ratio.iloc[0]['ratio'])} [{fmt_num(ratio.iloc[0]['ratio_ci_low'])}, "
+                    f"{fmt_num(ratio.iloc[0]['ratio_ci_high'])}]",
+                }
+            )
+    verified = (
+        " This sweep ran with `--verify`: to check the bytes, `truncate` first read them with `MSG_PEEK`, which is "
+        "a copy, so here the difference does not measure the receiver's copy."
+        if results.manifest.parameters.verify
+        else ""
+    )
+    return (
+        "Receiving with `recv(MSG_TRUNC)` consumes the same bytes without copying them to user space, so the "
+        "difference in the receiver's CPU time per byte between `copy` and `truncate` is what the receiver's copy "
+        f"costs ({config_label(focus.threads, focus.pinning)}, stream; mean [95% CI] over trials).{verified}\n\n"
+        + markdown_table(table)
+    )
+
+
+def which_copy_costs_most(results: Results) -> str:
+    """Part A's questions answered from the measured costs: is it really only two copies, and which costs most?"""
+    focus = choose_focus(results)
+    baseline, one_copy = role(results, "A1"), role(results, "A2")
+    if not (baseline and one_copy):
+        return ""
+    at = ("stream", focus.size, focus.threads, focus.pinning)
+    user = {name: value(results, "snd_user_ns_per_byte", name, *at) for name in (baseline, one_copy)}
+    copy = value(results, "rcv_cpu_ns_per_byte", baseline, *at)
+    truncate = metric_rows(
+        results,
+        "rcv_cpu_ns_per_byte",
+        implementation=baseline,
+        receive="truncate",
+        workload="stream",
+        size_bytes=focus.size,
+        threads=focus.threads,
+        pinning=focus.pinning,
+    )
+    copies = implementations.get(baseline).copies.per_byte()
+    text = (
+        f"**Is it really only two copies?** No: {code(baseline)} makes {copies} copies of each byte here, two on "
+        "the sender (the packing `memcpy` and `send()`'s copy into socket buffers) and one on the receiver "
+        "(`recv()`), which the name does not count."
+    )
+    if not (all(user.values()) and copy and not truncate.empty):
+        return text + " This sweep did not measure both the packing copy and the receiver's copy, so it cannot say "
+        "which costs most."
+    packing = user[baseline][0] - user[one_copy][0]
+    receiver = copy[0] - float(truncate.iloc[0]["mean"])
+    costlier, cheaper = (
+        ("receiver's copy", "packing copy") if receiver > packing else ("packing copy", "receiver's copy")
+    )
+    times = max(packing, receiver) / min(packing, receiver) if min(packing, receiver) > 0 else float("nan")
+    return text + (
+        f" **Which costs most?** At {fmt_size(focus.size)} ({config_label(focus.threads, focus.pinning)}) the packing "
+        f"copy costs {fmt_num(packing)} ns per byte (the sender's user time of {code(baseline)} minus "
+        f"{code(one_copy)}'s) and the receiver's copy {fmt_num(receiver)} ns per byte (the receiver's CPU time "
+        f"receiving by copy minus by truncate): the {costlier} costs {fmt_num(times)} times the {cheaper}. The "
+        "kernel's copy into socket buffers is inside the sender's system time, together with the protocol's work, "
+        "and is not isolated by these two measurements."
+    )
+
+
+def mapped_receive(results: Results) -> str:
+    """How much of what the client received through TCP_ZEROCOPY_RECEIVE arrived as mapped pages."""
+    trials = results.trials
+    rows = trials[(trials["receive"] == "mmap") & (trials["status"] == "ok")]
+    if rows.empty:
+        return ""
+    parts = []
+    for name in implementations.ordered(rows["implementation"]):
+        mine = rows[rows["implementation"] == name]
+        mapped, copied = float(mine["rx_mapped_bytes"].sum()), float(mine["rx_copied_bytes"].sum())
+        if mapped + copied > 0:
+            parts.append(f"{code(name)} {fmt_pct(mapped / (mapped + copied))}")
+    mtu = results.manifest.parameters.mtu
+    return (
+        "With `TCP_ZEROCOPY_RECEIVE` (receive `mmap`) the share of the received bytes that arrived as mapped pages "
+        f"rather than copied, over all trials, was: {'; '.join(parts)} (veth MTU {mtu} B). Only whole, page-aligned "
+        "payload pages map: a segment carrying less than a page, or payload the sender's kernel copied into "
+        "unaligned socket-buffer memory, is copied by `recv()` as before."
+    )
+
+
+def other_ways_to_send(results: Results) -> str:
+    """The report's section beyond the study: every sender and the receiver's copy, from the data."""
+    others = other_senders(results)
+    if not others and receive_modes(results) == [implementations.BASELINE_RECEIVE]:
+        return "This sweep measured only the study's senders, receiving by copy."
+    parts = [
+        "Senders measured beyond the study's three: " + (", ".join(code(name) for name in others) or "none") + ".",
+        best_sender_table(results),
+        sender_crossovers(results),
+        receiver_copy_cost(results),
+        which_copy_costs_most(results),
+        mapped_receive(results),
+    ]
+    return "\n\n".join(part for part in parts if part)

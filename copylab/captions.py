@@ -15,16 +15,18 @@ from copylab.results import (
     metric_rows,
     present,
     role,
+    study,
     zero_copy_counts,
 )
+from copylab.results import receive_modes as receive_modes_measured
 
 INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
 
 
-def _extremes(results: Results, metric: str, pick: str, **where: object) -> list[str]:
+def _extremes(results: Results, metric: str, pick: str, names: list[str], **where: object) -> list[str]:
     """Per implementation: 'impl m [lo, hi] at SIZE' for the row with the largest (pick='max') or smallest mean."""
     parts = []
-    for impl in present(results):
+    for impl in names:
         rows = metric_rows(results, metric, implementation=impl, **where)
         if rows.empty:
             continue
@@ -41,7 +43,7 @@ def _at_sizes(results: Results, metric: str, focus: Focus) -> str:
     chunks = []
     for size in (sizes[0], sizes[-1]) if sizes else ():
         values = []
-        for impl in present(results):
+        for impl in study(results):
             rows = metric_rows(
                 results,
                 metric,
@@ -80,7 +82,9 @@ def throughput_vs_size(results: Results, focus: Focus) -> str:
     threads = sorted({int(t) for t in stream["threads"]})
     text = f"Stream throughput against message size, one panel per thread count. {INTERVALS}"
     for n in sorted({threads[0], threads[-1]}):
-        peaks = _extremes(results, THROUGHPUT, "max", workload="stream", threads=n, pinning=focus.pinning)
+        peaks = _extremes(
+            results, THROUGHPUT, "max", study(results), workload="stream", threads=n, pinning=focus.pinning
+        )
         text += f" Peak throughput in Gbit/s with {threads_text(n)} (pinning {code(focus.pinning)}): "
         text += "; ".join(peaks) + "."
     crossings = results.crossovers[
@@ -102,7 +106,7 @@ def latency_vs_threads(results: Results, focus: Focus) -> str:
         return "The sweep has no request/response results, so no latency is shown."
     size = int(rr["size_bytes"].min())
     parts = []
-    for impl in present(results):
+    for impl in study(results):
         rows = rr[(rr["implementation"] == impl) & (rr["size_bytes"] == size)].sort_values("threads")
         if len(rows):
             first, last = rows.iloc[0], rows.iloc[-1]
@@ -192,6 +196,30 @@ def retransmits(results: Results, focus: Focus) -> str:
     )
 
 
+def senders_vs_size(results: Results, focus: Focus) -> str:
+    threads = sorted({int(t) for t in metric_rows(results, THROUGHPUT, workload="stream")["threads"]})
+    peaks = _extremes(
+        results, THROUGHPUT, "max", present(results), workload="stream", threads=threads[0], pinning=focus.pinning
+    )
+    return (
+        "Every sender's stream throughput (top) and CPU time per byte of both ends (bottom) against message size, "
+        f"receiving by copy; one column per thread count. {INTERVALS} Peak throughput in Gbit/s with "
+        f"{threads_text(threads[0])} (pinning {code(focus.pinning)}): {'; '.join(peaks)}."
+    )
+
+
+def receive_modes(results: Results, focus: Focus) -> str:
+    modes = receive_modes_measured(results)
+    if len(modes) < 2:
+        return "Every sender was measured receiving by copy only, so no receive mode is compared."
+    return (
+        "Stream throughput (top) and the receiver's CPU time per byte (bottom) against message size for each "
+        f"sender measured in more than one receive mode ({', '.join(code(m) for m in modes)}), at the fewest "
+        f"threads of the first pinning. {INTERVALS} The gap between `copy` and `truncate` in the bottom row is the "
+        "receiver's copy; the numbers are in the table of the receiver's copy below."
+    )
+
+
 # Figure name (the file stem the analysis saved) -> its caption, in the report's order.
 CAPTIONS: dict[str, Callable[[Results, Focus], str]] = {
     "zerocopy_path": zero_copy_path,
@@ -201,11 +229,14 @@ CAPTIONS: dict[str, Callable[[Results, Focus], str]] = {
     "cpu_per_byte_vs_size": cpu_per_byte_vs_size,
     "zerocopy_copied_fraction": zc_copied_fraction,
     "retransmits": retransmits,
+    "senders_vs_size": senders_vs_size,
+    "receive_modes": receive_modes,
 }
 
 
 PART_A_FIGURE = "zerocopy_path"
-PART_D_FIGURES = tuple(name for name in CAPTIONS if name != PART_A_FIGURE)
+OTHER_SENDERS_FIGURES = ("senders_vs_size", "receive_modes")
+PART_D_FIGURES = tuple(name for name in CAPTIONS if name not in (PART_A_FIGURE, *OTHER_SENDERS_FIGURES))
 
 
 def caption(kind: str, results: Results) -> str:

@@ -5,7 +5,9 @@ Everything is checked before anything is created, so bad input ends in one line 
 
 from __future__ import annotations
 
+import os
 import re
+import resource
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 
 from copylab import implementations, netns
 from copylab.errors import CopylabError
-from copylab.schema import PINNINGS, WORKLOADS
+from copylab.schema import PINNINGS, RECEIVE_MODES, WORKLOADS
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_SIZE = 64 << 20
@@ -24,36 +26,78 @@ def powers_of_two(low: int, high: int) -> list[int]:
     return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
 
 
-PROFILES: dict[str, dict[str, Any]] = {
-    "quick": {
-        "implementations": list(implementations.names()),
-        "workloads": ["stream", "rr"],
-        "sizes": [64, 512, 4096, 16384, 65536],
-        "rr_sizes": [4096],
-        "threads": [1, 4],
-        "trials": 3,
-        "duration_s": 1.0,
-        "warmup_s": 0.3,
-        "pinning": ["same_cpu"],
+_STUDY_EDGES = [role.name for role in map(implementations.by_role, ("A1", "A3")) if role]
+
+# Experiment -> profile -> settings.  quick is ./inv report's sweep, within its 5-minute budget (README's
+# performance table); full is the study's grid.
+PROFILES: dict[str, dict[str, dict[str, Any]]] = {
+    "copies": {
+        "quick": {
+            "implementations": [n for n in implementations.names("copies") if not implementations.get(n).reference],
+            "workloads": ["stream", "rr"],
+            "sizes": [64, 1024, 16384, 65536],
+            "rr_sizes": [4096],
+            "threads": [1, 4],
+            "trials": 3,
+            "duration_s": 0.5,
+            "warmup_s": 0.2,
+            "pinning": ["same_cpu"],
+            "receive": ["copy", "truncate"],
+            "receive_for": _STUDY_EDGES,
+        },
+        "full": {
+            "implementations": list(implementations.names("copies")),
+            "workloads": ["stream", "rr"],
+            "sizes": powers_of_two(64, 256 << 10),
+            "rr_sizes": [4096],
+            "threads": [1, 2, 4, 8],
+            "trials": 3,
+            "duration_s": 0.5,
+            "warmup_s": 0.2,
+            "pinning": ["same_cpu"],
+            "receive": list(RECEIVE_MODES),
+            "receive_for": _STUDY_EDGES,
+        },
     },
-    "full": {
-        "implementations": list(implementations.names()),
-        "workloads": ["stream", "rr"],
-        "sizes": powers_of_two(64, 256 << 10),
-        "rr_sizes": [4096],
-        "threads": [1, 2, 4, 8],
-        "trials": 5,
-        "duration_s": 1.0,
-        "warmup_s": 0.3,
-        "pinning": ["same_cpu"],
+    # The seed material's set-up: server on CPU 0, client on CPU 1 (taskset), many connections at once.
+    "servers": {
+        "quick": {
+            "implementations": list(implementations.names("servers")),
+            "workloads": ["rr"],
+            "rr_sizes": [64],
+            "threads": [1],
+            "connections": [1, 10, 100],
+            "trials": 3,
+            "duration_s": 0.5,
+            "warmup_s": 0.2,
+            "pinning": ["split_cpu"],
+        },
+        "full": {
+            "implementations": list(implementations.names("servers")),
+            "workloads": ["rr"],
+            "rr_sizes": [64, 4096],
+            "threads": [1],
+            # dense where the models part ways (the server saturates within ten connections), then far out
+            "connections": [1, 2, 4, 8, 16, 100, 1000],
+            "trials": 5,
+            "duration_s": 1.0,
+            "warmup_s": 0.3,
+            "pinning": ["split_cpu"],
+        },
     },
 }
+PROFILE_NAMES = ("quick", "full")
+# The most connections a trial may open (csrc/copylab.h MAX_CONNECTIONS: the accept queue's default bound).
+MAX_CONNECTIONS = 4096
+# Descriptors an end needs besides its connections (csrc/serve_main.c and load_client.c ask for as many).
+DESCRIPTORS_BESIDES_CONNECTIONS = 64
 
 
 @dataclass(frozen=True)
 class SweepConfig:
     name: str
     profile: str = "quick"
+    experiment: str = "copies"
     implementations: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
     sizes: tuple[int, ...] = ()
@@ -63,6 +107,11 @@ class SweepConfig:
     duration_s: float = 1.0
     warmup_s: float = 0.3
     pinning: tuple[str, ...] = ()
+    # How the client takes the bytes in; modes other than copy only for receive_for (empty: every implementation).
+    receive: tuple[str, ...] = ("copy",)
+    receive_for: tuple[str, ...] = ()
+    # servers: the connections the client keeps busy (copies: one per thread, this stays empty)
+    connections: tuple[int, ...] = ()
     seed: int = 1
     verify: bool = False
     mtu: int = 1500
@@ -106,18 +155,33 @@ def validate(config: SweepConfig) -> SweepConfig:
     """Rejects a bad sweep before anything is created; returns it unchanged."""
     if not NAME_PATTERN.fullmatch(config.name):
         raise CopylabError(f"sweep name {config.name!r}: use letters, digits, '.', '_' or '-' (no '/' or spaces)")
+    experiment = implementations.experiment(config.experiment)
+    names = "models" if experiment.name == "servers" else "implementations"
     for label, values, allowed in (
-        ("implementations", config.implementations, implementations.names()),
+        (names, config.implementations, implementations.names(experiment.name)),
         ("workloads", config.workloads, WORKLOADS),
         ("pinning", config.pinning, PINNINGS),
+        ("receive", config.receive, RECEIVE_MODES),
     ):
         _unique(label, values)
         for value in values:
             if value not in allowed:
                 raise CopylabError(f"{label}: unknown {value!r} (choose from {', '.join(allowed)})")
-    for label, values in (("sizes", config.sizes), ("threads", config.threads)):
-        _unique(label, values)
-    _whole_range("sizes", config.sizes, 8, MAX_SIZE)
+    _unique("threads", config.threads)
+    outside = [name for name in config.receive_for if name not in config.implementations]
+    if outside or len(set(config.receive_for)) != len(config.receive_for):
+        raise CopylabError(f"receive-for: {', '.join(outside) or 'a name twice'} (give implementations of the sweep)")
+    if experiment.name == "copies":
+        _unique("sizes", config.sizes)
+        _whole_range("sizes", config.sizes, 8, MAX_SIZE)
+        if config.connections:
+            raise CopylabError("connections: the copies experiment opens one connection per thread")
+    else:
+        _unique("connections", config.connections)
+        _whole_range("connections", config.connections, 1, MAX_CONNECTIONS)
+        if config.workloads != ("rr",) or config.receive != ("copy",):
+            raise CopylabError("the servers experiment runs request/response (rr) receiving by copy only")
+        _check_connection_limits(config)
     _whole_range("threads", config.threads, 1, 64)
     if "rr" in config.workloads:
         _unique("rr_sizes", config.rr_sizes)
@@ -131,25 +195,69 @@ def validate(config: SweepConfig) -> SweepConfig:
         raise CopylabError(f"duration: {config.duration_s!r} must be above 0 and at most 3600 s")
     if not (isinstance(config.warmup_s, (int, float)) and 0 <= config.warmup_s <= 600):
         raise CopylabError(f"warmup: {config.warmup_s!r} must be from 0 to 600 s")
-    if config.profile not in (*PROFILES, "custom"):
-        raise CopylabError(f"profile: unknown {config.profile!r} (choose from {', '.join(PROFILES)})")
+    if config.profile not in (*PROFILE_NAMES, "custom"):
+        raise CopylabError(f"profile: unknown {config.profile!r} (choose from {', '.join(PROFILE_NAMES)})")
     if len(config.namespaces) != 2:
         raise CopylabError(f"namespaces: give two names (server, client), not {len(config.namespaces)}")
     netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
     return config
 
 
-def make_config(name: str, profile: str = "quick", sweep_file: Path | None = None, **overrides: Any) -> SweepConfig:
+def _check_connection_limits(config: SweepConfig) -> None:
+    """Refuses more connections than a model of the sweep can hold."""
+    most = max(config.connections)
+    for name in config.implementations:
+        limit = implementations.get(name).max_connections
+        if limit is not None and most > limit:
+            raise CopylabError(
+                f"connections: a {name} server holds at most {limit} connections (FD_SETSIZE less its own "
+                f"descriptors), not {most}; drop {name} or the larger counts"
+            )
+
+
+def check_descriptor_limit(config: SweepConfig) -> None:
+    """Refuses, before running here, more connections than this host lets a process open.
+
+    Each end raises its own limit as far as the hard limit allows, and past it when privileged.
+    """
+    if not config.connections:
+        return
+    most = max(config.connections)
+    needed = most + DESCRIPTORS_BESIDES_CONNECTIONS
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < needed and os.geteuid() != 0:
+        raise CopylabError(
+            f"connections: {most} connections need {needed} descriptors per process and the hard limit is {hard} "
+            "(raise it with ulimit -Hn or in /etc/security/limits.conf)"
+        )
+
+
+def make_config(
+    name: str, profile: str = "quick", sweep_file: Path | None = None, experiment: str | None = None, **overrides: Any
+) -> SweepConfig:
     """A profile's settings, then a sweep file's, then explicit options (None = not given)."""
-    if profile not in PROFILES:
-        raise CopylabError(f"profile: unknown {profile!r} (choose from {', '.join(PROFILES)})")
-    values: dict[str, Any] = dict(PROFILES[profile])
+    given: dict[str, Any] = {}
     if sweep_file is not None:
         try:
-            values.update(tomllib.loads(Path(sweep_file).read_text()))
+            given.update(tomllib.loads(Path(sweep_file).read_text()))
         except (OSError, tomllib.TOMLDecodeError) as error:
             raise CopylabError(f"sweep file {sweep_file}: {error}") from None
-    values.update({key: value for key, value in overrides.items() if value is not None})
+    given.update({key: value for key, value in overrides.items() if value is not None})
+    experiment = experiment or given.get("experiment") or "copies"
+    if experiment not in PROFILES:
+        raise CopylabError(f"experiment: unknown {experiment!r} (choose from {', '.join(PROFILES)})")
+    if profile not in PROFILES[experiment]:
+        raise CopylabError(f"profile: unknown {profile!r} (choose from {', '.join(PROFILE_NAMES)})")
+    values: dict[str, Any] = {**PROFILES[experiment][profile], "experiment": experiment}
+    values.update(given)
+    values.setdefault("receive_for", [])
+    if "receive" in given and "receive_for" not in given:
+        values["receive_for"] = []  # receive modes asked for explicitly: for every implementation
+    elif "receive_for" not in given and values["receive_for"]:
+        # The profile's choice follows the implementations actually asked for; none of them left: copy only.
+        values["receive_for"] = [name for name in values["receive_for"] if name in values["implementations"]]
+        if not values["receive_for"]:
+            values["receive"] = ["copy"]
     unknown = sorted(set(values) - {f.name for f in fields(SweepConfig)})
     if unknown:
         raise CopylabError(f"unknown sweep setting(s): {', '.join(unknown)}")

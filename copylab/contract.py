@@ -75,15 +75,68 @@ RESULTS: dict[str, tuple[Key, ...]] = {
     ),
     "client": (
         *_IDENTITY,
+        Key("receive", "str", "", "copy, truncate or mmap: how the client took the bytes in"),
         Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
         Key("bytes", "int", "B", "bytes received in the window", column="bytes"),
         Key("messages", "int", "count", "messages (stream) or round trips (rr) in the window", column="messages"),
         Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
         *_LATENCY,
         *_USAGE,
+        Key(
+            "rx_mapped_bytes",
+            "int",
+            "B",
+            "bytes received as mapped pages (null unless receive mmap)",
+            True,
+            "rx_mapped_bytes",
+        ),
+        Key(
+            "rx_copied_bytes",
+            "int",
+            "B",
+            "bytes received by recv() (null unless receive mmap)",
+            True,
+            "rx_copied_bytes",
+        ),
     ),
 }
-SIDES = {"server": "snd", "client": "rcv"}
+# The servers experiment: a model's server (serve_main.c) and the load client.
+RESULTS["model_server"] = (
+    Key("role", "str", "", "server"),
+    Key("model", "str", "", "how the server waits for connections (csrc/wait_MODEL.c)", column="model"),
+    Key("size", "int", "B", "response size"),
+    Key("connections", "int", "", "connections the client opened"),
+    *_USAGE,
+)
+RESULTS["load_client"] = (
+    Key("role", "str", "", "client"),
+    Key("size", "int", "B", "response size"),
+    Key("connections", "int", "", "connections kept busy, one request outstanding each"),
+    Key("threads", "int", "", "threads driving them"),
+    Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
+    Key("requests", "int", "count", "round trips completed in the window", column="messages"),
+    Key("requests_per_s", "float", "1/s", "requests / measured_s", column="requests_per_s"),
+    Key("bytes", "int", "B", "response bytes received in the window", column="bytes"),
+    Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
+    *_LATENCY,
+    Key(
+        "connections_served",
+        "int",
+        "count",
+        "connections with a request completed in the window",
+        column="connections_served",
+    ),
+    Key(
+        "fairness",
+        "float",
+        "",
+        "Jain's index over the connections' completed requests (null: none completed)",
+        True,
+        "fairness",
+    ),
+    *_USAGE,
+)
+SIDES = {"server": "snd", "client": "rcv", "model_server": "snd", "load_client": "rcv"}
 _TYPES: dict[Kind, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,)}
 
 

@@ -1,9 +1,11 @@
-"""Where along message size a challenger starts to beat its baseline (crossovers.csv).
+"""Where along an experiment's axis a challenger starts to beat its baseline (crossovers.csv).
 
-For one curve (workload, threads, pinning, metric, challenger, baseline) every
-tested size is labelled from comparisons.csv: B (challenger significantly
-better, Holm-corrected), W (significantly worse) or 0 (not significant).
-Ignoring the 0s, the run-collapsed sequence of labels gives the status:
+The axis is message size for the copies experiment and the number of
+connections for the servers experiment; "size" below is a point on it.  For
+one curve (the other settings, metric, challenger, baseline) every tested
+point is labelled from comparisons.csv: B (challenger significantly better,
+Holm-corrected), W (significantly worse) or 0 (not significant).  Ignoring
+the 0s, the run-collapsed sequence of labels gives the status:
 
     no label            indistinguishable
     W                   challenger_never_better   (never significantly better)
@@ -12,9 +14,9 @@ Ignoring the 0s, the run-collapsed sequence of labels gives the status:
     anything else       multiple_crossings        (no single worse-to-better change,
                                                    e.g. better at small sizes only)
 
-Only a crossover gets a size: inside the bracket from the last W size to the
-first B size, the point where the direction-aware difference of means last
-changes sign from <= 0 to > 0, linearly interpolated on a log2 size axis.  The
+Only a crossover gets a point (crossover_at): inside the bracket from the last
+W point to the first B point, where the direction-aware difference of means
+last changes sign from <= 0 to > 0, linearly interpolated on a log2 axis.  The
 bracket lies inside the tested range, so no crossover is ever placed outside it.
 """
 
@@ -29,7 +31,8 @@ from scipy import stats as st
 
 from copylab import tables
 from copylab.metrics import METRICS
-from copylab.tables import CURVE_KEYS
+from copylab.stats import with_contenders
+from copylab.tables import curve_keys
 
 STATUSES = (
     "crossover",
@@ -38,7 +41,6 @@ STATUSES = (
     "indistinguishable",
     "multiple_crossings",
 )
-_CURVE = [*CURVE_KEYS, "metric", "challenger", "baseline"]
 
 
 def classify(labels: Iterable[str]) -> str:
@@ -55,8 +57,8 @@ def classify(labels: Iterable[str]) -> str:
     }.get(tuple(runs), "multiple_crossings")
 
 
-def first_significant_size(sizes: np.ndarray, labels: list[str]) -> float:
-    """Smallest tested size from which the challenger is significantly better at every larger size, else NaN."""
+def first_significant_point(sizes: np.ndarray, labels: list[str]) -> float:
+    """Smallest tested point from which the challenger is significantly better at every larger one, else NaN."""
     first = np.nan
     for size, label in zip(sizes[::-1], labels[::-1], strict=True):
         if label != "B":
@@ -137,49 +139,66 @@ def find_crossovers(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    axis: str = "size_bytes",
 ) -> pd.DataFrame:
-    """One crossovers.csv row per curve of COMPARISONS with at least two compared sizes.
+    """One crossovers.csv row per curve of COMPARISONS along AXIS with at least two compared points.
 
     TRIALS are the metric-augmented trials COMPARISONS came from
-    (copylab.stats.compare at the same confidence).  Every curve draws from its
-    own generator seeded by SEED and the curve's name, so results do not depend
-    on which other curves are analysed.
+    (copylab.stats.compare at the same confidence and axis).  Every curve draws
+    from its own generator seeded by SEED and the curve's name, so results do
+    not depend on which other curves are analysed.
     """
+    fixed = curve_keys(axis)
+    curve_columns = [*fixed, "metric", "challenger", "baseline"]
     keep = (comparisons["challenger"] + "/" + comparisons["baseline"]).isin([f"{c}/{b}" for c, b in pairs])
     if metrics is not None:
         keep &= comparisons["metric"].isin(list(metrics))
     wanted = comparisons[keep]
-    ok = trials[trials["status"] == "ok"]
+    ok = with_contenders(trials[trials["status"] == "ok"])
     rows = []
-    for curve, group in wanted.groupby(_CURVE, sort=True):
+    for curve, group in wanted.groupby(curve_columns, sort=True):
         if len(group) < 2:
             continue
-        group = group.sort_values("size_bytes")
+        group = group.sort_values(axis)
         labels = [
             ("B" if better else "W") if significant else "0"
             for better, significant in zip(group["challenger_better"], group["significant"], strict=True)
         ]
-        sizes = group["size_bytes"].to_numpy()
+        sizes = group[axis].to_numpy()
         status = classify(labels)
         size = low = high = np.nan
         if status == "crossover":
             lo = max(i for i, label in enumerate(labels) if label == "W")
             hi = min(i for i, label in enumerate(labels) if label == "B")
             bracket = sizes[lo : hi + 1]
-            workload, threads, pinning, metric, challenger, baseline = curve
-            here = ok[(ok["workload"] == workload) & (ok["threads"] == threads) & (ok["pinning"] == pinning)]
-            values = {name: [_values(here, name, s, metric) for s in bracket] for name in (challenger, baseline)}
+            settings = dict(zip(fixed, curve, strict=False))
+            metric, challenger, baseline = curve[len(fixed) :]
+            here = ok[(ok[fixed] == pd.Series(settings)).all(axis=1)]
+            values = {
+                name: [_values(here, name, axis, point, metric) for point in bracket] for name in (challenger, baseline)
+            }
             sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
             rng = np.random.default_rng([seed, zlib.crc32("/".join(map(str, curve)).encode())])
             size, low, high = crossover_interval(
                 values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
             )
-        rows.append((*curve, status, size, low, high, first_significant_size(sizes, labels)))
-    return tables.typed("crossovers", pd.DataFrame(rows, columns=list(tables.CROSSOVERS)))
+        row = {"axis": axis, axis: pd.NA, **dict(zip(curve_columns, curve, strict=True))}
+        rows.append(
+            {
+                **row,
+                "status": status,
+                "crossover_at": size,
+                "ci_low": low,
+                "ci_high": high,
+                "first_significant_at": first_significant_point(sizes, labels),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(tables.CROSSOVERS))
+    return tables.typed("crossovers", frame) if rows else tables.empty("crossovers")
 
 
-def _values(trials: pd.DataFrame, implementation: str, size: int, metric: str) -> np.ndarray:
-    chosen = (trials["implementation"] == implementation) & (trials["size_bytes"] == size)
+def _values(trials: pd.DataFrame, contender: str, axis: str, point: int, metric: str) -> np.ndarray:
+    chosen = (trials["contender"] == contender) & (trials[axis] == point)
     return trials.loc[chosen, metric].dropna().to_numpy()
 
 

@@ -16,6 +16,7 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,18 +29,23 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from copylab import implementations as registry
-from copylab import schema
+from copylab import schema, tables
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
-from copylab.formatting import fmt_bytes, fmt_num, fmt_size
+from copylab.formatting import fmt_bytes, fmt_num, fmt_size, threads_text
 from copylab.manifest import Manifest
-from copylab.metrics import METRICS, add_metrics
+from copylab.metrics import HEADLINE_METRICS, METRICS, add_metrics, metrics_for
 from copylab.paths import DATA, REFERENCE_DATA
 from copylab.stats import MIN_TRIALS, UNSTABLE_CV, compare, summarize
 from copylab.store import TRIALS_FILE, SweepStore
 
-Axis = Literal["size_bytes", "threads"]
-AXES: dict[str, str] = {"size_bytes": "message size", "threads": "threads"}
+Axis = Literal["size_bytes", "threads", "connections"]
+AXES: dict[str, str] = {"size_bytes": "message size", "threads": "threads", "connections": "connections"}
+# The two x axes each experiment offers, its crossover axis first; the one not plotted is held fixed.
+EXPERIMENT_AXES: dict[str, tuple[Axis, Axis]] = {
+    "copies": ("size_bytes", "threads"),
+    "servers": ("connections", "size_bytes"),
+}
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
 ENV_VAR = "COPYLAB_EXPLORE_DATA"
 CONFIG_COLUMNS = ("implementation", "n", "n_failed", "mean", "std", "cv", "ci_low", "ci_high", "unstable")
@@ -85,10 +91,17 @@ def _summary(stamp: tuple[str, int, int], confidence: float, metric: str) -> pd.
 def _comparison(
     stamp: tuple[str, int, int], confidence: float, metric: str, baseline: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    trials = _loaded(stamp)[0]
-    pairs = [(name, baseline) for name in implementations(trials) if name != baseline]
-    comparisons = compare(trials, pairs, [metric], confidence)
-    return comparisons, find_crossovers(trials, comparisons, pairs, [metric], confidence)
+    trials, manifest = _loaded(stamp)
+    axis = registry.experiment(manifest.parameters.experiment).axis
+    modes = [mode for mode in registry.RECEIVE_MODES if mode in set(trials["receive"])]
+    pairs = [
+        (registry.contender(name, mode), registry.contender(baseline, mode))
+        for mode in modes
+        for name in implementations(trials)
+        if name != baseline
+    ]
+    comparisons = compare(trials, pairs, [metric], confidence, axis)
+    return comparisons, find_crossovers(trials, comparisons, pairs, [metric], confidence, axis=axis)
 
 
 def load(directory: str | Path) -> tuple[pd.DataFrame, Manifest]:
@@ -101,23 +114,59 @@ def sweep_summary(directory: str | Path, confidence: float, metric: str) -> pd.D
     return _summary(_stamp(directory), confidence, metric)
 
 
-def default_baseline() -> str:
-    """The study's baseline (role A1): what comparisons are against until the user picks another."""
-    baseline = registry.by_role("A1")
-    return baseline.name if baseline else registry.names()[0]
+def default_baseline(experiment: str = "copies") -> str:
+    """What comparisons are against until the user picks another: the baseline the experiment's implementations
+    share (copies: the study's two-copy variant)."""
+    return registry.shared_baseline(experiment)
 
 
 def sweep_comparison(
     directory: str | Path, confidence: float, metric: str, baseline: str | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """compare and find_crossovers of every implementation against BASELINE for one metric (cached)."""
-    return _comparison(_stamp(directory), confidence, metric, baseline or default_baseline())
+    stamp = _stamp(directory)
+    experiment = _loaded(stamp)[1].parameters.experiment
+    return _comparison(stamp, confidence, metric, baseline or default_baseline(experiment))
 
 
 def find_sweeps(*roots: str | Path) -> list[Path]:
     """Sweep directories (those holding trials.csv) directly under ROOTS."""
     found = {path.parent.resolve() for root in map(Path, roots) for path in root.glob(f"*/{TRIALS_FILE}")}
     return sorted(found)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the explorer shows at once: one workload, pinning and receive mode of one experiment (servers: and
+    one count of client threads, a setting that is neither of its axes)."""
+
+    workload: str
+    pinning: str
+    receive: str = registry.BASELINE_RECEIVE
+    experiment: str = "copies"
+    threads: int | None = None
+
+    def rows(self, frame: pd.DataFrame) -> pd.Series:
+        """The rows of FRAME in this view (comparison tables name the receive mode in their contenders)."""
+        chosen = (frame["workload"] == self.workload) & (frame["pinning"] == self.pinning)
+        if self.threads is not None:
+            chosen &= frame["threads"] == self.threads
+        return chosen & (frame["receive"] == self.receive) if "receive" in frame else chosen
+
+    def other(self, x: Axis) -> Axis:
+        """The axis held fixed when X is plotted."""
+        axes = EXPERIMENT_AXES[self.experiment]
+        if x not in axes:
+            raise CopylabError(f"unknown x axis {x!r} ({' or '.join(axes)})")
+        return axes[1] if x == axes[0] else axes[0]
+
+    def contender(self, implementation: str) -> str:
+        return registry.contender(implementation, self.receive)
+
+    def label(self) -> str:
+        receive = "" if self.receive == registry.BASELINE_RECEIVE else f", receive {self.receive}"
+        threads = "" if self.threads is None else f", {axis_label('threads', self.threads)}"
+        return f"{self.workload}, pinning {self.pinning}{receive}{threads}"
 
 
 # ------------------------------------------------------------------ what the data holds
@@ -129,37 +178,34 @@ def implementations(trials: pd.DataFrame) -> list[str]:
 
 
 def measured_metrics(trials: pd.DataFrame, workload: str) -> list[str]:
-    """METRICS entries some ok trial of WORKLOAD measured, in registry order."""
+    """METRICS entries of the trials' experiment some ok trial of WORKLOAD measured, in registry order."""
     rows = trials[(trials["workload"] == workload) & (trials["status"] == "ok")]
-    return [name for name in METRICS if rows[name].notna().any()]
+    return [name for name in metrics_for(set(trials["experiment"])) if rows[name].notna().any()]
 
 
-def axis_values(trials: pd.DataFrame, axis: Axis, workload: str, pinning: str | None = None) -> list[int]:
-    """Sorted values of AXIS tested for WORKLOAD (and PINNING when given)."""
-    chosen = trials["workload"] == workload
-    if pinning is not None:
-        chosen &= trials["pinning"] == pinning
-    return sorted(int(value) for value in trials.loc[chosen, axis].unique())
-
-
-def other_axis(x: Axis) -> Axis:
-    """The axis held fixed when X is plotted."""
-    if x not in AXES:
-        raise CopylabError(f"unknown x axis {x!r} (size_bytes or threads)")
-    return "threads" if x == "size_bytes" else "size_bytes"
+def axis_values(trials: pd.DataFrame, axis: Axis, view: View) -> list[int]:
+    """Sorted values of AXIS tested in VIEW."""
+    return sorted(int(value) for value in trials.loc[view.rows(trials), axis].unique())
 
 
 def axis_label(axis: Axis, value: int) -> str:
-    """'4 KiB' for a size, '2 threads' for a thread count."""
-    return fmt_size(value) if axis == "size_bytes" else f"{value} thread{'s' if value != 1 else ''}"
+    """'4 KiB' for a size, '2 threads' for a thread count, '100 connections'."""
+    if axis == "size_bytes":
+        return fmt_size(value)
+    if axis == "threads":
+        return threads_text(value)
+    return f"{value} connection{'s' if value != 1 else ''}"
+
+
+def tick_label(axis: Axis, value: int) -> str:
+    return fmt_size(value) if axis == "size_bytes" else str(value)
 
 
 # ------------------------------------------------------------------ plot data and tables
 
 
-def _curves(frame: pd.DataFrame, x: Axis, fixed: int, workload: str, pinning: str) -> pd.DataFrame:
-    chosen = (frame["workload"] == workload) & (frame["pinning"] == pinning) & (frame[other_axis(x)] == fixed)
-    return frame[chosen]
+def _curves(frame: pd.DataFrame, x: Axis, fixed: int, view: View) -> pd.DataFrame:
+    return frame[view.rows(frame) & (frame[view.other(x)] == fixed)]
 
 
 def _ordered(frame: pd.DataFrame, column: str, names: Sequence[str], x: Axis) -> pd.DataFrame:
@@ -168,31 +214,25 @@ def _ordered(frame: pd.DataFrame, column: str, names: Sequence[str], x: Axis) ->
     return frame.assign(_order=order).sort_values(["_order", x]).drop(columns="_order").reset_index(drop=True)
 
 
+def _by_implementation(frame: pd.DataFrame) -> pd.DataFrame:
+    """Comparison rows with their challengers named by implementation (the view says the receive mode)."""
+    names = [registry.parse_contender(label)[0].name for label in frame["challenger"]]
+    return frame.assign(challenger=pd.Series(names, index=frame.index, dtype="str"))
+
+
 def plot_data(
-    summary: pd.DataFrame,
-    metric: str,
-    x: Axis,
-    fixed: int,
-    implementations: Sequence[str],
-    workload: str,
-    pinning: str,
+    summary: pd.DataFrame, metric: str, x: Axis, fixed: int, implementations: Sequence[str], view: View
 ) -> pd.DataFrame:
     """The summary rows on the plotted curves: one per implementation and X value, the other axis at FIXED."""
-    rows = _curves(summary[summary["metric"] == metric], x, fixed, workload, pinning)
+    rows = _curves(summary[summary["metric"] == metric], x, fixed, view)
     return _ordered(rows, "implementation", implementations, x)
 
 
 def raw_points(
-    trials: pd.DataFrame,
-    metric: str,
-    x: Axis,
-    fixed: int,
-    implementations: Sequence[str],
-    workload: str,
-    pinning: str,
+    trials: pd.DataFrame, metric: str, x: Axis, fixed: int, implementations: Sequence[str], view: View
 ) -> pd.DataFrame:
     """The measured ok trials behind plot_data's points: implementation, X, trial_id and value."""
-    rows = _curves(trials[trials["status"] == "ok"], x, fixed, workload, pinning)
+    rows = _curves(trials[trials["status"] == "ok"], x, fixed, view)
     rows = rows[rows[metric].notna()][["implementation", x, "trial_id", metric]].rename(columns={metric: "value"})
     return _ordered(rows, "implementation", implementations, x)
 
@@ -204,57 +244,57 @@ def ratio_data(
     fixed: int,
     challengers: Sequence[str],
     baseline: str,
-    workload: str,
-    pinning: str,
+    view: View,
 ) -> pd.DataFrame:
     """The comparisons rows (challenger/baseline ratios with intervals) on the plotted curves."""
-    rows = comparisons[(comparisons["metric"] == metric) & (comparisons["baseline"] == baseline)]
-    return _ordered(_curves(rows, x, fixed, workload, pinning), "challenger", challengers, x)
+    rows = comparisons[(comparisons["metric"] == metric) & (comparisons["baseline"] == view.contender(baseline))]
+    rows = _curves(rows, x, fixed, view)
+    return _ordered(
+        _by_implementation(rows[rows["challenger"].isin(map(view.contender, challengers))]),
+        "challenger",
+        challengers,
+        x,
+    )
 
 
 def crossover_data(
     crossovers: pd.DataFrame,
     metric: str,
-    threads: int,
+    fixed: int,
     challengers: Sequence[str],
     baseline: str,
-    workload: str,
-    pinning: str,
+    view: View,
 ) -> pd.DataFrame:
-    """The crossovers rows of the plotted size curves, one per challenger."""
+    """The crossovers rows of the curves plotted along the experiment's crossover axis, one per challenger;
+    FIXED is the other axis's value."""
+    axis = EXPERIMENT_AXES[view.experiment][0]
     chosen = (
         (crossovers["metric"] == metric)
-        & (crossovers["baseline"] == baseline)
-        & (crossovers["workload"] == workload)
-        & (crossovers["pinning"] == pinning)
-        & (crossovers["threads"] == threads)
-        & crossovers["challenger"].isin(list(challengers))
+        & (crossovers["baseline"] == view.contender(baseline))
+        & view.rows(crossovers)
+        & (crossovers[view.other(axis)] == fixed)
+        & crossovers["challenger"].isin([view.contender(name) for name in challengers])
     )
+    rows = _by_implementation(crossovers[chosen])
     order = {name: i for i, name in enumerate(challengers)}
-    rows = crossovers[chosen]
     return rows.iloc[np.argsort(rows["challenger"].map(order).to_numpy(), kind="stable")].reset_index(drop=True)
 
 
-def _configuration(frame: pd.DataFrame, workload: str, pinning: str, size: int, threads: int) -> pd.Series:
-    return (
-        (frame["workload"] == workload)
-        & (frame["pinning"] == pinning)
-        & (frame["size_bytes"] == size)
-        & (frame["threads"] == threads)
-    )
+Point = dict[str, int]  # both axes' values, e.g. {"size_bytes": 4096, "threads": 1}
+
+
+def _configuration(frame: pd.DataFrame, view: View, point: Point) -> pd.Series:
+    chosen = view.rows(frame)
+    for axis, value in point.items():
+        chosen &= frame[axis] == value
+    return chosen
 
 
 def config_table(
-    summary: pd.DataFrame,
-    metric: str,
-    workload: str,
-    pinning: str,
-    size: int,
-    threads: int,
-    implementations: Sequence[str],
+    summary: pd.DataFrame, metric: str, view: View, point: Point, implementations: Sequence[str]
 ) -> pd.DataFrame:
-    """Statistics of one configuration (workload, pinning, size, threads) per implementation."""
-    rows = summary[(summary["metric"] == metric) & _configuration(summary, workload, pinning, size, threads)]
+    """Statistics of one configuration (the view at POINT) per implementation."""
+    rows = summary[(summary["metric"] == metric) & _configuration(summary, view, point)]
     return _ordered(rows, "implementation", implementations, "size_bytes")[list(CONFIG_COLUMNS)]
 
 
@@ -262,10 +302,8 @@ def trials_table(
     trials: pd.DataFrame,
     summary: pd.DataFrame,
     metric: str,
-    workload: str,
-    pinning: str,
-    size: int,
-    threads: int,
+    view: View,
+    point: Point,
     implementations: Sequence[str],
 ) -> pd.DataFrame:
     """Every trial of one configuration per implementation, failed ones included.
@@ -273,8 +311,8 @@ def trials_table(
     deviation is value / mean - 1 against the configuration's summary mean, so
     an outlier stands out as the largest |deviation|.
     """
-    rows = trials[_configuration(trials, workload, pinning, size, threads)].rename(columns={metric: "value"})
-    config = config_table(summary, metric, workload, pinning, size, threads, implementations)
+    rows = trials[_configuration(trials, view, point)].rename(columns={metric: "value"})
+    config = config_table(summary, metric, view, point, implementations)
     means = config.set_index("implementation")["mean"]
     rows = rows.assign(deviation=rows["value"] / rows["implementation"].map(means) - 1)
     rows = rows[rows["implementation"].isin(list(implementations))]
@@ -296,18 +334,18 @@ def unstable_flags(data: pd.DataFrame) -> pd.DataFrame:
         if row.n_failed:
             why.append(f"{row.n_failed} failed trial{'s' if row.n_failed > 1 else ''}")
         reasons.append(", ".join(why))
-    columns = ["implementation", "workload", "size_bytes", "threads", "pinning", "n", "n_failed", "mean", "cv"]
+    columns = [*tables.CONFIG_KEYS, "n", "n_failed", "mean", "cv"]
     return rows[columns].assign(why=reasons).reset_index(drop=True)
 
 
 # ------------------------------------------------------------------ figures
 
 
-def figure_title(manifest: Manifest, metric: str, workload: str, pinning: str, x: Axis, fixed: int) -> str:
+def figure_title(manifest: Manifest, metric: str, view: View, x: Axis, fixed: int) -> str:
     """Two lines: what is plotted, then the sweep and its system configuration."""
     host = manifest.host
     system = f"{manifest.sweep}: {host.cpu_model}, {host.cores} cores, kernel {host.kernel}, {host.virtualization}"
-    return f"{METRICS[metric].label}, {workload}, {axis_label(other_axis(x), fixed)}, pinning {pinning}\n{system}"
+    return f"{METRICS[metric].label}, {axis_label(view.other(x), fixed)}, {view.label()}\n{system}"
 
 
 def _x_axis(ax: Axes, x: Axis, values: Sequence[int]) -> None:
@@ -315,10 +353,10 @@ def _x_axis(ax: Axes, x: Axis, values: Sequence[int]) -> None:
     ticks = sorted(set(int(v) for v in values))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([fmt_size(v) if x == "size_bytes" else str(v) for v in ticks])
+    ax.set_xticklabels([tick_label(x, v) for v in ticks])
     if x == "size_bytes":
         ax.tick_params(axis="x", labelrotation=45)
-    ax.set_xlabel("message size" if x == "size_bytes" else "threads (connections)")
+    ax.set_xlabel({"threads": "threads (connections)"}.get(x, AXES[x]))
 
 
 def _errors(mean: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
@@ -393,8 +431,8 @@ def make_ratio_figure(
             found = statuses.loc[name]
             label = f"{name}: {found['status'].replace('_', ' ')}"
             if found["status"] == "crossover":
-                label = f"{name}: crossover at {fmt_bytes(found['crossover_size'])}"
-                ax.axvline(found["crossover_size"], color=color, linestyle="--", linewidth=1.2)
+                label = f"{name}: crossover at {_crossover_text(x, found['crossover_at'])}"
+                ax.axvline(found["crossover_at"], color=color, linestyle="--", linewidth=1.2)
                 ax.axvspan(found["ci_low"], found["ci_high"], color=color, alpha=0.12)
         ax.errorbar(
             rows[x],
@@ -414,6 +452,10 @@ def make_ratio_figure(
     note = f"bars: {confidence:.0%} Fieller intervals; filled: significant (Holm); shaded: crossover interval"
     _finish(ax, x, ratios[x], log_y, title, note)
     return fig
+
+
+def _crossover_text(axis: Axis, value: float) -> str:
+    return fmt_bytes(value) if axis == "size_bytes" else f"{fmt_num(value)} {AXES[axis]}"
 
 
 def _figure() -> tuple[Figure, Axes]:
@@ -486,8 +528,10 @@ class Explorer:
         self.workload = widgets.Dropdown(description="workload")
         self.metric = widgets.Dropdown(description="metric")
         self.pinning = widgets.Dropdown(description="pinning")
+        self.receive = widgets.Dropdown(description="receive")
+        self.client_threads = widgets.Dropdown(description="client threads")
         self.x_axis = widgets.ToggleButtons(
-            options=[(label, axis) for axis, label in AXES.items()], value="size_bytes", style=_TOGGLE_STYLE
+            options=[(AXES[axis], axis) for axis in EXPERIMENT_AXES["copies"]], value="size_bytes", style=_TOGGLE_STYLE
         )
         self.fixed = widgets.SelectionSlider(options=[("-", 0)], description="threads", continuous_update=False)
         self.confidence = widgets.Dropdown(
@@ -499,7 +543,8 @@ class Explorer:
         self.baseline = widgets.Dropdown(description="baseline")
         self.inspect = widgets.Dropdown(description="inspect at")
         # stable CSS hooks for the browser test, independent of ipywidgets' own markup
-        for name in ("sweep", "workload", "metric", "pinning", "x_axis", "fixed", "compare", "inspect"):
+        names = ("sweep", "workload", "metric", "pinning", "receive", "client_threads", "x_axis", "fixed", "compare")
+        for name in (*names, "inspect"):
             getattr(self, name).add_class(f"copylab-{name.replace('_', '-')}")
         self.checkboxes: dict[str, widgets.Checkbox] = {}
         self.implementation_box = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
@@ -513,7 +558,7 @@ class Explorer:
         self.tables.add_class("copylab-tables")
         self.widget = widgets.VBox(
             [
-                widgets.HBox([self.sweep, self.workload, self.metric, self.pinning]),
+                widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
                 widgets.HBox([widgets.Label("x axis"), self.x_axis, self.fixed]),
                 widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw]),
                 widgets.HBox([widgets.Label("implementations"), self.implementation_box]),
@@ -528,11 +573,14 @@ class Explorer:
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
         self.figure: Figure | None = None
         self.png = b""
+        self.experiment = "copies"
         for control in (
             self.sweep,
             self.workload,
             self.metric,
             self.pinning,
+            self.receive,
+            self.client_threads,
             self.x_axis,
             self.fixed,
             self.confidence,
@@ -549,6 +597,12 @@ class Explorer:
     def from_environment(cls) -> Explorer:
         """The explorer of the sweep named by $COPYLAB_EXPLORE_DATA (default data/reference)."""
         return cls(os.environ.get(ENV_VAR) or REFERENCE_DATA)
+
+    @property
+    def view(self) -> View:
+        """The workload, pinning and receive mode (servers: and client threads) the controls select."""
+        threads = self.client_threads.value if self.experiment == "servers" else None
+        return View(self.workload.value, self.pinning.value, self.receive.value, self.experiment, threads)
 
     @property
     def selected(self) -> list[str]:
@@ -578,7 +632,8 @@ class Explorer:
             self._show_error(error)
 
     def _refresh_options(self) -> None:
-        trials, _ = load(self.sweep.value)
+        trials, manifest = load(self.sweep.value)
+        self.experiment = manifest.parameters.experiment
         names = implementations(trials)
         if list(self.checkboxes) != names:
             old = self.checkboxes
@@ -594,46 +649,57 @@ class Explorer:
             for box in self.checkboxes.values():
                 box.observe(self._changed, names="value")
             self.implementation_box.children = list(self.checkboxes.values())
-        _choose(self.baseline, [(n, n) for n in names], default_baseline())
+        _choose(self.baseline, [(n, n) for n in names], default_baseline(self.experiment))
         workloads = [w for w in schema.WORKLOADS if w in set(trials["workload"])]
         _choose(self.workload, [(w, w) for w in workloads], workloads[0])
         metrics = measured_metrics(trials, self.workload.value)
-        default_metric = "throughput_gbps" if self.workload.value == "stream" else "latency_mean_us"
+        default_metric = HEADLINE_METRICS.get((self.experiment, self.workload.value), metrics[0])
         _choose(self.metric, [(f"{m} ({METRICS[m].unit})", m) for m in metrics], default_metric)
         tested = set(trials.loc[trials["workload"] == self.workload.value, "pinning"])
         pinnings = [p for p in schema.PINNINGS if p in tested]
         _choose(self.pinning, [(p, p) for p in pinnings], pinnings[0])
+        received = set(trials.loc[trials["workload"] == self.workload.value, "receive"])
+        modes = [mode for mode in registry.RECEIVE_MODES if mode in received]
+        _choose(self.receive, [(mode, mode) for mode in modes], modes[0])
+        counts = sorted(int(t) for t in trials.loc[trials["workload"] == self.workload.value, "threads"].unique())
+        _choose(self.client_threads, [(str(t), t) for t in counts], counts[0])
+        self.client_threads.layout.display = None if self.experiment == "servers" else "none"
+        axes = EXPERIMENT_AXES[self.experiment]
+        offered = [(AXES[axis], axis) for axis in axes]
+        if list(self.x_axis.options) != offered:  # another experiment: start from its crossover axis
+            self.x_axis.options = offered
+            self.x_axis.value = axes[0]
         x = self.x_axis.value
-        other = other_axis(x)
-        values = axis_values(trials, other, self.workload.value, self.pinning.value)
+        other = self.view.other(x)
+        values = axis_values(trials, other, self.view)
         self.fixed.description = AXES[other]
         _choose(
             self.fixed,
-            [(fmt_size(v) if other == "size_bytes" else str(v), v) for v in values],
+            [(tick_label(other, v), v) for v in values],
             values[len(values) // 2] if other == "size_bytes" else values[0],
         )
-        xs = axis_values(trials, x, self.workload.value, self.pinning.value)
+        xs = axis_values(trials, x, self.view)
         _choose(self.inspect, [(axis_label(x, v), v) for v in xs], xs[-1])
 
     def redraw(self) -> None:
         """Recompute plot data, figure, flags and tables from the current control values."""
         directory = self.sweep.value
         trials, manifest = load(directory)
-        metric, workload, pinning = self.metric.value, self.workload.value, self.pinning.value
+        metric, view = self.metric.value, self.view
         x, fixed, confidence = self.x_axis.value, self.fixed.value, self.confidence.value
         chosen, log_y = self.selected, self.y_scale.value == "log"
         summary = sweep_summary(directory, confidence, metric)
-        points = plot_data(summary, metric, x, fixed, chosen, workload, pinning)
-        title = figure_title(manifest, metric, workload, pinning, x, fixed)
+        points = plot_data(summary, metric, x, fixed, chosen, view)
+        title = figure_title(manifest, metric, view, x, fixed)
         self.baseline.disabled = not self.compare.value
         if self.compare.value:
             baseline = self.baseline.value
             comparisons, crossovers = sweep_comparison(directory, confidence, metric, baseline)
             challengers = [name for name in chosen if name != baseline]
-            self.data = ratio_data(comparisons, metric, x, fixed, challengers, baseline, workload, pinning)
+            self.data = ratio_data(comparisons, metric, x, fixed, challengers, baseline, view)
             self.crossovers = (
-                crossover_data(crossovers, metric, fixed, challengers, baseline, workload, pinning)
-                if x == "size_bytes"
+                crossover_data(crossovers, metric, fixed, challengers, baseline, view)
+                if x == EXPERIMENT_AXES[view.experiment][0]
                 else crossovers.iloc[:0]
             )
             self.raw = pd.DataFrame()
@@ -643,21 +709,21 @@ class Explorer:
         else:
             self.data = points
             self.crossovers = pd.DataFrame()
-            raw = raw_points(trials, metric, x, fixed, chosen, workload, pinning) if self.show_raw.value else None
+            raw = raw_points(trials, metric, x, fixed, chosen, view) if self.show_raw.value else None
             self.raw = pd.DataFrame() if raw is None else raw
             self.figure = make_figure(points, metric, x, raw=raw, log_y=log_y, title=title, confidence=confidence)
         self.png = figure_png(self.figure)
         self.flags = unstable_flags(points)
-        size, threads = (self.inspect.value, fixed) if x == "size_bytes" else (fixed, self.inspect.value)
-        self.config = config_table(summary, metric, workload, pinning, size, threads, chosen)
-        self.trials = trials_table(trials, summary, metric, workload, pinning, size, threads, chosen)
+        point = {x: self.inspect.value, view.other(x): fixed}
+        self.config = config_table(summary, metric, view, point, chosen)
+        self.trials = trials_table(trials, summary, metric, view, point, chosen)
         self.flag_box.value = _flags_html(self.flags)
         with self.plot:
             clear_output(wait=True)
             display(Image(data=self.png, format="png"))
         with self.tables:
             clear_output(wait=True)
-            where = f"{workload}, {fmt_size(size)}, {axis_label('threads', threads)}, pinning {pinning}"
+            where = ", ".join([*(axis_label(axis, value) for axis, value in point.items()), view.label()])
             display(HTML(f"<b>{html.escape(metric)} at {html.escape(where)}</b>"))
             display(_styled_config(self.config))
             display(_styled_trials(self.trials))
@@ -666,11 +732,12 @@ class Explorer:
 
     def _status_text(self, manifest: Manifest, metric: str, x: Axis, fixed: int, confidence: float) -> str:
         spec = METRICS[metric]
+        axis = EXPERIMENT_AXES[self.experiment][0]
         mode = f"ratio to {self.baseline.value}" if self.compare.value else "means"
         parts = [
             f"<b>{html.escape(manifest.sweep)}</b>{'' if manifest.complete else ' (incomplete)'}",
             f"{html.escape(metric)} ({html.escape(spec.unit)}, {spec.direction} is better)",
-            f"{self.workload.value}, {axis_label(other_axis(x), fixed)}, pinning {self.pinning.value}",
+            f"{axis_label(self.view.other(x), fixed)}, {self.view.label()}",
             f"{mode}, {confidence:.0%} intervals",
             f"{len(self.data)} points, {len(self.flags)} flagged",
         ]
@@ -678,14 +745,14 @@ class Explorer:
             parts.append(
                 "; ".join(
                     f"{row.challenger}: {row.status.replace('_', ' ')}"
-                    + (f" at {fmt_bytes(row.crossover_size)}" if row.status == "crossover" else "")
+                    + (f" at {_crossover_text(axis, row.crossover_at)}" if row.status == "crossover" else "")
                     for row in self.crossovers.itertuples()
                 )
             )
-        if self.compare.value and x == "threads":
-            parts.append("crossovers are found along message size")
+        if self.compare.value and x != axis:
+            parts.append(f"crossovers are found along {AXES[axis]}")
         measured = measured_metrics(load(self.sweep.value)[0], self.workload.value)
-        unmeasured = [m for m in METRICS if m not in measured]
+        unmeasured = [m for m in metrics_for([self.experiment]) if m not in measured]
         if unmeasured:
             parts.append(f"not measured here: {', '.join(unmeasured)}")
         return '<div class="copylab-summary">' + " · ".join(parts) + "</div>"
@@ -720,8 +787,9 @@ def _flags_html(flags: pd.DataFrame) -> str:
     if flags.empty:
         return "<div>No unstable configuration and no failed trial in this view.</div>"
     items = "".join(
-        f"<li>{html.escape(row.implementation)}, {fmt_size(row.size_bytes)}, {axis_label('threads', row.threads)}: "
-        f"{html.escape(row.why)}</li>"
+        f"<li>{html.escape(row.implementation)}, {fmt_size(row.size_bytes)}, {axis_label('threads', row.threads)}"
+        + (f", {axis_label('connections', row.connections)}" if row.connections != row.threads else "")
+        + f": {html.escape(row.why)}</li>"
         for row in flags.itertuples()
     )
     return f'<div style="color:#b00"><b>Unstable configurations and failed trials</b><ul>{items}</ul></div>'

@@ -8,29 +8,19 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
-from typing import Any
 
-import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, NullLocator
 
-from copylab import implementations, schema
+from copylab import implementations, plotting, schema
 from copylab.diagram import zerocopy_path_figure
 from copylab.manifest import Manifest
 from copylab.metrics import METRICS
 from copylab.results import zero_copy_counts
-
-PINNING_STYLES = {"none": "-", "same_cpu": "--", "split_cpu": ":"}  # only used when a sweep has several
-NO_DATA_COLOR = "0.35"
-
-
-def _color(implementation: str) -> str:
-    return implementations.get(implementation).color
 
 
 def _reference_tools() -> list[str]:
@@ -42,7 +32,7 @@ def _zero_copy_implementations() -> list[str]:
     return [name for name in implementations.names() if implementations.uses_zero_copy(name)]
 
 
-def make_figures(
+def copies_figures(
     trials: pd.DataFrame,
     summary: pd.DataFrame,
     crossovers: pd.DataFrame,
@@ -50,7 +40,7 @@ def make_figures(
     confidence: float = 0.95,
     latency_size: int | None = None,
 ) -> dict[str, Figure]:
-    """All plots of one sweep, keyed by file stem, in the report's order.
+    """All plots of one copies sweep, keyed by file stem, in the report's order.
 
     TRIALS are the loaded trials (used for what was attempted), SUMMARY and
     CROSSOVERS the frames of copylab.stats / copylab.crossover at CONFIDENCE.
@@ -58,13 +48,22 @@ def make_figures(
     the smallest rr size measured).
     """
     setup = describe_setup(manifest)
+    by_copy = summary[summary["receive"] == implementations.BASELINE_RECEIVE]
+    # Parts D and E: the study's variants and the reference tools, receiving by copy.
+    study = by_copy[by_copy["implementation"].map(implementations.in_study)]
+    study_pairs = crossovers["challenger"].isin(study["implementation"]) & crossovers["baseline"].isin(
+        study["implementation"]
+    )
     return {
-        "throughput_vs_size": throughput_figure(summary, crossovers, setup, confidence),
-        "latency_vs_threads": latency_figure(summary, setup, confidence, latency_size),
-        "cache_misses_vs_size": cache_figure(summary, manifest, setup, confidence),
-        "cpu_per_byte_vs_size": cpu_figure(summary, manifest, setup, confidence),
-        "zerocopy_copied_fraction": copied_fraction_figure(summary, trials, setup, confidence),
-        "retransmits": retransmits_figure(summary, setup, confidence),
+        "zerocopy_path": zerocopy_path_diagram(trials),
+        "throughput_vs_size": throughput_figure(study, crossovers[study_pairs], setup, confidence),
+        "latency_vs_threads": latency_figure(study, setup, confidence, latency_size),
+        "cache_misses_vs_size": cache_figure(study, manifest, setup, confidence),
+        "cpu_per_byte_vs_size": cpu_figure(study, manifest, setup, confidence),
+        "zerocopy_copied_fraction": copied_fraction_figure(study, trials, setup, confidence),
+        "retransmits": retransmits_figure(study, setup, confidence),
+        "senders_vs_size": senders_figure(by_copy, manifest, setup, confidence),
+        "receive_modes": receive_modes_figure(summary, setup, confidence),
     }
 
 
@@ -113,9 +112,9 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
     data = _rows(summary, "throughput_gbps", "stream")
     title = f"Throughput vs message size (mean, {confidence:.0%} CI)"
     if data.empty:
-        return _empty_figure(title, setup, "No stream throughput measurements in this sweep.")
-    pinnings, threads = _ordered(data["pinning"], schema.PINNINGS), sorted(data["threads"].unique())
-    figure, axes = _grid(title, setup, len(pinnings), len(threads))
+        return plotting.empty_figure(title, setup, "No stream throughput measurements in this sweep.")
+    pinnings, threads = plotting.present_in_order(data["pinning"], schema.PINNINGS), sorted(data["threads"].unique())
+    figure, axes = plotting.grid(title, setup, len(pinnings), len(threads))
     marked = crossovers[(crossovers["workload"] == "stream") & (crossovers["metric"] == "throughput_gbps")]
     for r, pinning in enumerate(pinnings):
         for c, n_threads in enumerate(threads):
@@ -124,16 +123,16 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
             for implementation in implementations.ordered(panel["implementation"]):
                 rows = panel[panel["implementation"] == implementation]
                 style = "--" if implementation in _reference_tools() else "-"
-                _curve(ax, rows, "size_bytes", _color(implementation), style)
+                plotting.curve(ax, rows, "size_bytes", plotting.color_of(implementation), style)
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
-            _mark_crossovers(ax, here[here["status"] == "crossover"])
+            plotting.mark_crossovers(ax, here[here["status"] == "crossover"], format_size)
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{_threads(n_threads)}, pinning {pinning}", fontsize=9)
-            ax.set_ylabel(_ylabel("throughput_gbps") if c == 0 else "")
-    handles = _implementation_handles(data["implementation"], dashed=_reference_tools())
+            ax.set_ylabel(plotting.ylabel("throughput_gbps") if c == 0 else "")
+    handles = plotting.implementation_handles(data["implementation"], dashed=_reference_tools())
     if (marked["status"] == "crossover").any():
         handles.append(Patch(color="0.5", alpha=0.25, label=f"crossover size, {confidence:.0%} CI (dotted: estimate)"))
-    _legend(figure, handles)
+    plotting.legend(figure, handles)
     return figure
 
 
@@ -142,24 +141,30 @@ def latency_figure(summary: pd.DataFrame, setup: str, confidence: float, size: i
     data = summary[(summary["workload"] == "rr") & summary["metric"].isin(["latency_mean_us", "latency_p99_us"])]
     title = f"Round-trip latency vs threads (mean, {confidence:.0%} CI)"
     if data.empty:
-        return _empty_figure(title, setup, "No request/response (rr) trials in this sweep: no latency to plot.")
+        return plotting.empty_figure(title, setup, "No request/response (rr) trials in this sweep: no latency to plot.")
     size = int(data["size_bytes"].min()) if size is None else size
     data = data[data["size_bytes"] == size]
     if data.empty:
-        return _empty_figure(title, setup, f"No rr trials at {format_size(size)} in this sweep.")
-    pinnings = _ordered(data["pinning"], schema.PINNINGS)
+        return plotting.empty_figure(title, setup, f"No rr trials at {format_size(size)} in this sweep.")
+    pinnings = plotting.present_in_order(data["pinning"], schema.PINNINGS)
     metrics = ["latency_mean_us", "latency_p99_us"]
-    figure, axes = _grid(f"{title}, message size {format_size(size)}", setup, len(pinnings), len(metrics))
+    figure, axes = plotting.grid(f"{title}, message size {format_size(size)}", setup, len(pinnings), len(metrics))
     for r, pinning in enumerate(pinnings):
         for c, metric in enumerate(metrics):
             ax = axes[r][c]
             panel = data[(data["pinning"] == pinning) & (data["metric"] == metric)]
             for implementation in implementations.ordered(panel["implementation"]):
-                _curve(ax, panel[panel["implementation"] == implementation], "threads", _color(implementation), "-")
-            _log2_axis(ax, data["threads"], str, "client threads (= connections), log2 scale", rotation=0)
+                plotting.curve(
+                    ax,
+                    panel[panel["implementation"] == implementation],
+                    "threads",
+                    plotting.color_of(implementation),
+                    "-",
+                )
+            plotting.log2_axis(ax, data["threads"], str, "client threads (= connections), log2 scale", rotation=0)
             ax.set_title(f"{METRICS[metric].label}, pinning {pinning}", fontsize=9)
-            ax.set_ylabel(_ylabel(metric))
-    _legend(figure, _implementation_handles(data["implementation"]))
+            ax.set_ylabel(plotting.ylabel(metric))
+    plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
     return figure
 
 
@@ -185,7 +190,7 @@ def copied_fraction_figure(summary: pd.DataFrame, trials: pd.DataFrame, setup: s
     if data.empty:
         attempted = trials["implementation"].isin(zero_copy).any()
         why = "no completion counts were recorded" if attempted else "no zero-copy trials in this sweep"
-        return _empty_figure(title, setup, f"Nothing to plot: {why}.")
+        return plotting.empty_figure(title, setup, f"Nothing to plot: {why}.")
     return _per_threads_panels(data, "workload", schema.WORKLOADS, "zc_copied_fraction", title, setup, (-0.05, 1.05))
 
 
@@ -194,8 +199,57 @@ def retransmits_figure(summary: pd.DataFrame, setup: str, confidence: float) -> 
     data = _rows(summary, "retransmits", "stream")
     title = f"TCP retransmits per stream trial (mean, {confidence:.0%} CI)"
     if data.empty:
-        return _empty_figure(title, setup, "No retransmit counts in this sweep.")
+        return plotting.empty_figure(title, setup, "No retransmit counts in this sweep.")
     return _per_threads_panels(data, "implementation", implementations.names(), "retransmits", title, setup, None)
+
+
+def senders_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
+    """Every sender's stream throughput and CPU time per byte vs message size (receiving by copy)."""
+    title = f"Every sender: throughput and CPU cost per byte (mean, {confidence:.0%} CI)"
+    figure = _size_panels(summary, ["throughput_gbps", "cpu_ns_per_byte"], manifest, title, setup, "CPU time")
+    for ax in figure.axes[len(figure.axes) // 2 :]:
+        _per_byte_scale(ax, "cpu_ns_per_byte")
+    return figure
+
+
+def _per_byte_scale(ax: Axes, metric: str) -> None:
+    """Costs per byte span orders of magnitude from the smallest message to the largest: a log axis."""
+    if METRICS[metric].unit.endswith("/B"):
+        ax.set_yscale("log")
+
+
+def receive_modes_figure(summary: pd.DataFrame, setup: str, confidence: float) -> Figure:
+    """Per implementation measured in several receive modes: throughput and receiver CPU per byte by mode."""
+    title = f"How the receiver takes the bytes in (mean, {confidence:.0%} CI)"
+    stream = summary[summary["workload"] == "stream"]
+    modes = stream.groupby("implementation")["receive"].nunique()
+    names = implementations.ordered(modes[modes > 1].index)
+    if not names:
+        return plotting.empty_figure(title, setup, "Every sender was measured receiving by copy only.")
+    data = stream[stream["implementation"].isin(names)]
+    pinning = plotting.present_in_order(data["pinning"], schema.PINNINGS)[0]
+    threads = int(data["threads"].min())
+    data = data[(data["pinning"] == pinning) & (data["threads"] == threads)]
+    metrics = ["throughput_gbps", "rcv_cpu_ns_per_byte"]
+    figure, axes = plotting.grid(f"{title}, {_threads(threads)}, pinning {pinning}", setup, len(metrics), len(names))
+    for r, metric in enumerate(metrics):
+        for c, name in enumerate(names):
+            ax = axes[r][c]
+            panel = data[(data["metric"] == metric) & (data["implementation"] == name)]
+            for mode in plotting.present_in_order(panel["receive"], implementations.RECEIVE_MODES):
+                plotting.curve(
+                    ax, panel[panel["receive"] == mode], "size_bytes", implementations.RECEIVE_MODES[mode].color, "-"
+                )
+            _size_axis(ax, data["size_bytes"])
+            _per_byte_scale(ax, metric)
+            ax.set_title(f"{METRICS[metric].label}\n{name}", fontsize=8)
+            ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
+    handles = [
+        Line2D([], [], color=implementations.RECEIVE_MODES[m].color, marker="o", label=f"receive {m}")
+        for m in plotting.present_in_order(data["receive"], implementations.RECEIVE_MODES)
+    ]
+    plotting.legend(figure, handles)
+    return figure
 
 
 def _size_panels(
@@ -207,11 +261,13 @@ def _size_panels(
     missing = [m for m in metrics if m not in measured]
     note = _unmeasured_note(missing, manifest, what) if missing else ""
     if not measured:
-        return _empty_figure(title, setup, note)
+        return plotting.empty_figure(title, setup, note)
     threads = sorted(data["threads"].unique())
-    figure, axes = _grid(title, setup + (f"\n{textwrap.fill(note, 120)}" if note else ""), len(measured), len(threads))
-    pinnings = _ordered(data["pinning"], schema.PINNINGS)
-    styles = _pinning_styles(pinnings)
+    figure, axes = plotting.grid(
+        title, setup + (f"\n{textwrap.fill(note, 120)}" if note else ""), len(measured), len(threads)
+    )
+    pinnings = plotting.present_in_order(data["pinning"], schema.PINNINGS)
+    styles = plotting.pinning_styles(pinnings)
     for r, metric in enumerate(measured):
         for c, n_threads in enumerate(threads):
             ax = axes[r][c]
@@ -219,11 +275,13 @@ def _size_panels(
             for implementation in implementations.ordered(panel["implementation"]):
                 for pinning in pinnings:
                     rows = panel[(panel["implementation"] == implementation) & (panel["pinning"] == pinning)]
-                    _curve(ax, rows, "size_bytes", _color(implementation), styles[pinning])
+                    plotting.curve(ax, rows, "size_bytes", plotting.color_of(implementation), styles[pinning])
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{METRICS[metric].label}\n{_threads(n_threads)}", fontsize=8)
-            ax.set_ylabel(_ylabel(metric) if c == 0 else "")
-    _legend(figure, _implementation_handles(data["implementation"]) + _pinning_handles(pinnings))
+            ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
+    plotting.legend(
+        figure, plotting.implementation_handles(data["implementation"]) + plotting.pinning_handles(pinnings)
+    )
     return figure
 
 
@@ -237,79 +295,35 @@ def _per_threads_panels(
     ylim: tuple[float, float] | None,
 ) -> Figure:
     """One panel per value of FACET; lines: thread count (colour) and pinning (style) vs message size."""
-    facets = _ordered(data[facet], order)
+    facets = plotting.present_in_order(data[facet], order)
     threads = sorted(data["threads"].unique())
     palette = dict(zip(threads, sns.color_palette("viridis", len(threads)), strict=True))
-    pinnings = _ordered(data["pinning"], schema.PINNINGS)
-    styles = _pinning_styles(pinnings)
-    figure, axes = _grid(title, setup, 1, len(facets))
+    pinnings = plotting.present_in_order(data["pinning"], schema.PINNINGS)
+    styles = plotting.pinning_styles(pinnings)
+    figure, axes = plotting.grid(title, setup, 1, len(facets))
     for c, value in enumerate(facets):
         ax = axes[0][c]
         panel = data[data[facet] == value]
         for n_threads in threads:
             for pinning in pinnings:
                 rows = panel[(panel["threads"] == n_threads) & (panel["pinning"] == pinning)]
-                _curve(ax, rows, "size_bytes", palette[n_threads], styles[pinning])
+                plotting.curve(ax, rows, "size_bytes", palette[n_threads], styles[pinning])
         _size_axis(ax, panel["size_bytes"])
         if ylim:
             ax.set_ylim(*ylim)
         ax.set_title(str(value), fontsize=9)
-        ax.set_ylabel(_ylabel(metric) if c == 0 else "")
+        ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     handles = [Line2D([], [], color=palette[t], marker="o", label=_threads(t)) for t in threads]
-    _legend(figure, handles + _pinning_handles(pinnings))
+    plotting.legend(figure, handles + plotting.pinning_handles(pinnings))
     return figure
 
 
-def _curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: str) -> None:
-    """Mean line with a CI band; filled markers, open ones where the configuration is unstable."""
-    rows = rows.dropna(subset=["mean"]).sort_values(x)
-    if rows.empty:
-        return
-    ax.plot(rows[x], rows["mean"], color=color, linestyle=style, linewidth=1.4)
-    ax.fill_between(rows[x], rows["ci_low"], rows["ci_high"], color=color, alpha=0.2, linewidth=0)
-    stable = ~rows["unstable"].astype(bool)
-    ax.scatter(rows.loc[stable, x], rows.loc[stable, "mean"], color=color, s=14, zorder=3)
-    ax.scatter(rows.loc[~stable, x], rows.loc[~stable, "mean"], facecolors="white", edgecolors=color, s=14, zorder=3)
-
-
-def _mark_crossovers(ax: Axes, crossovers: pd.DataFrame) -> None:
-    for _, row in crossovers.iterrows():
-        color = _color(row["challenger"])
-        ax.axvspan(row["ci_low"], row["ci_high"], color=color, alpha=0.12, linewidth=0)
-        ax.axvline(row["crossover_size"], color=color, linestyle=":", linewidth=1.2)
-        ax.text(
-            row["crossover_size"],
-            0.98,
-            f" {row['challenger']} > {row['baseline']}\n from {format_size(row['crossover_size'])}\n"
-            f" [{format_size(row['ci_low'])}, {format_size(row['ci_high'])}]",
-            transform=ax.get_xaxis_transform(),
-            va="top",
-            fontsize=6,
-            color=color,
-        )
-
-
 def _size_axis(ax: Axes, sizes: pd.Series) -> None:
-    _log2_axis(ax, sizes, format_size, "message size [bytes], log2 scale", rotation=45)
-
-
-def _log2_axis(ax: Axes, values: pd.Series, label: Any, title: str, rotation: int) -> None:
-    ticks = sorted(values.unique())
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    step = max(1, int(np.ceil(len(ticks) / 7)))
-    ax.set_xticklabels([label(t) if i % step == 0 else "" for i, t in enumerate(ticks)], fontsize=7, rotation=rotation)
-    ax.set_xlabel(title, fontsize=8)
-    ax.tick_params(axis="y", labelsize=7)
+    plotting.log2_axis(ax, sizes, format_size, "message size [bytes], log2 scale", rotation=45)
 
 
 def _threads(count: int) -> str:
     return f"{count} thread" if count == 1 else f"{count} threads"
-
-
-def _ylabel(metric: str) -> str:
-    return textwrap.fill(f"{METRICS[metric].label} [{METRICS[metric].unit}]", 32)
 
 
 def _unmeasured_note(missing: list[str], manifest: Manifest, what: str) -> str:
@@ -324,51 +338,3 @@ def _unmeasured_note(missing: list[str], manifest: Manifest, what: str) -> str:
 
 def _rows(summary: pd.DataFrame, metric: str, workload: str) -> pd.DataFrame:
     return summary[(summary["metric"] == metric) & (summary["workload"] == workload)]
-
-
-def _ordered(values: pd.Series, order: Iterable[Any]) -> list[Any]:
-    present = set(values)
-    return [v for v in order if v in present]
-
-
-def _grid(title: str, setup: str, nrows: int, ncols: int) -> tuple[Figure, list[list[Axes]]]:
-    with sns.axes_style("whitegrid"):
-        figure = Figure(figsize=(1.2 + 3.3 * ncols, 1.6 + 2.7 * nrows), layout="constrained")
-        axes = figure.subplots(nrows, ncols, squeeze=False, sharey="row")
-    figure.suptitle(f"{title}\n{setup}", fontsize=9)
-    return figure, [list(row) for row in axes]
-
-
-def _empty_figure(title: str, setup: str, message: str) -> Figure:
-    figure = Figure(figsize=(8, 3.2), layout="constrained")
-    figure.suptitle(f"{title}\n{setup}", fontsize=9)
-    ax = figure.subplots()
-    ax.set_axis_off()
-    ax.text(0.5, 0.5, textwrap.fill(message, 90), ha="center", va="center", fontsize=10, color=NO_DATA_COLOR)
-    return figure
-
-
-def _implementation_handles(present: pd.Series, dashed: Iterable[str] = ()) -> list[Any]:
-    dashed = set(dashed)
-    return [
-        Line2D([], [], color=_color(i), marker="o", linestyle="--" if i in dashed else "-", label=i)
-        for i in implementations.ordered(present)
-    ]
-
-
-def _pinning_styles(pinnings: list[str]) -> dict[str, str]:
-    return {p: PINNING_STYLES[p] if len(pinnings) > 1 else "-" for p in pinnings}
-
-
-def _pinning_handles(pinnings: list[str]) -> list[Any]:
-    if len(pinnings) < 2:
-        return []
-    return [Line2D([], [], color="0.3", linestyle=PINNING_STYLES[p], label=f"pinning {p}") for p in pinnings]
-
-
-def _legend(figure: Figure, handles: list[Any]) -> None:
-    unstable = Line2D(
-        [], [], color="0.4", marker="o", markerfacecolor="white", linestyle="", label="unstable (CV > 10% or n < 3)"
-    )
-    handles = [*handles, unstable]
-    figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)

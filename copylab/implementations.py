@@ -1,10 +1,12 @@
 """The registry: every implementation copylab can measure, and everything the rest of copylab needs to know of it.
 
 An implementation declares how its two ends are started and read (its driver), which optional trials.csv
-columns it fills, how many times each payload byte is copied on its path, the baseline it is compared with,
+columns it fills, how many times each payload byte is copied on its path, the baselines it is compared with,
 its colour, its paragraph in the report's Part A and its goal in ./inv bench.  Adding one is a C file in
 csrc/ (or a wrapper in copylab.drivers), one entry below and its tests; no other module names an
 implementation.  The order below is the order of every table, legend and list.
+
+The receiver's side has its own small registry, RECEIVE_MODES: how the client takes the bytes in.
 """
 
 from __future__ import annotations
@@ -12,8 +14,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from copylab.drivers import CopylabPrograms, Driver, Iperf3
+from copylab.drivers import CopylabPrograms, Driver, Iperf3, ModelPrograms
 from copylab.errors import CopylabError
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A family of implementations measured against each other along one axis."""
+
+    name: str
+    axis: str  # the trials.csv column its curves and crossovers run along
+    question: str
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    experiment.name: experiment
+    for experiment in (
+        Experiment("copies", "size_bytes", "When does copying less pay, from what message size on?"),
+        Experiment("servers", "connections", "From how many concurrent connections does one model beat another?"),
+    )
+}
+# FD_SETSIZE less room for the server's own descriptors (csrc/wait_select.c says the same).
+SELECT_MAX_CONNECTIONS = 1024 - 16
 
 # The study's three variants (ASSIGNMENT.md, Part A): the questions of Part E are asked about them.
 STUDY_ROLES = {"A1": "two-copy baseline", "A2": "one-copy", "A3": "zero-copy"}
@@ -24,7 +46,7 @@ ZERO_COPY_COLUMNS = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications"
 class Copies:
     """How many times the CPU copies each payload byte on its way from the sender's memory to the receiver's."""
 
-    sender_user: int  # in user space before the send (packing the fields)
+    sender_user: int  # in user space before the send (packing the fields, reading a file into a buffer)
     sender_kernel: int  # by the sending kernel, into socket buffers
     local_delivery: int = 0  # by the kernel when a local receiver may not keep the sender's pinned pages
 
@@ -33,9 +55,51 @@ class Copies:
         """Copies made on the sending side when the message leaves user space."""
         return self.sender_user + self.sender_kernel
 
-    def per_byte(self) -> int:
-        """Copies end to end on local delivery (veth), the receiver's recv() copy included."""
-        return self.at_send + self.local_delivery + 1
+    def per_byte(self, receive: str = "copy") -> int:
+        """Copies end to end on local delivery (veth), the receiver's included."""
+        return self.at_send + self.local_delivery + RECEIVE_MODES[receive].copies
+
+
+@dataclass(frozen=True)
+class ReceiveMode:
+    """A way for the client to take the bytes in (csrc/receive.c)."""
+
+    name: str
+    copies: int  # copies of each byte into the receiver's user space (mmap: 0 where whole pages map)
+    explanation: str  # Markdown paragraph of the report's Part A
+    color: str
+
+
+RECEIVE_MODES: dict[str, ReceiveMode] = {
+    mode.name: mode
+    for mode in (
+        ReceiveMode(
+            "copy",
+            1,
+            "**Receive `copy`.** The client's `recv()` copies the data from the socket buffers into its own "
+            "buffer: the receiver's copy, made by the receiving kernel for every byte.",
+            "#333333",
+        ),
+        ReceiveMode(
+            "truncate",
+            0,
+            "**Receive `truncate`.** `recv(MSG_TRUNC)` on TCP consumes the data without copying it to user space: "
+            "the receiver's copy disappears, so comparing `truncate` with `copy` for the same sender measures what "
+            "that copy costs. (With `--verify` the bytes are first read with `MSG_PEEK`, a copy, to check them.)",
+            "#e69f00",
+        ),
+        ReceiveMode(
+            "mmap",
+            0,
+            "**Receive `mmap`.** `TCP_ZEROCOPY_RECEIVE` maps whole payload pages into a region the client mapped "
+            "on the socket instead of copying them; only page-aligned, page-sized payload can be mapped, the rest "
+            "is still read with `recv()`. The trials count both (`rx_mapped_bytes`, `rx_copied_bytes`): whether "
+            "anything maps depends on how the sender built its packets and on the MTU.",
+            "#0072b2",
+        ),
+    )
+}
+BASELINE_RECEIVE = "copy"
 
 
 @dataclass(frozen=True)
@@ -54,11 +118,13 @@ class Implementation:
     driver: Driver
     copies: Copies
     color: str
-    baseline: str | None = None  # ratios and crossovers are computed against it
+    baselines: tuple[str, ...] = ()  # ratios and crossovers are computed against them
     role: str | None = None  # its variant of the study (STUDY_ROLES), if it is one
     reference: bool = False  # an external tool measured for reference (drawn dashed)
     columns: tuple[str, ...] = ()  # optional trials.csv columns it fills
     bench: BenchGoal | None = None
+    experiment: str = "copies"
+    max_connections: int | None = None  # the most connections it can hold, when it has a limit of its own
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
@@ -93,7 +159,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             driver=CopylabPrograms("one_copy"),
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#de8f05",
-            baseline="two_copy",
+            baselines=("two_copy",),
             role="A2",
             bench=BenchGoal(against="iperf3", at_least=1.0),
         ),
@@ -115,9 +181,147 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             driver=CopylabPrograms("zero_copy"),
             copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
             color="#029e73",
-            baseline="two_copy",
+            baselines=("two_copy",),
             role="A3",
             columns=ZERO_COPY_COLUMNS,
+        ),
+        Implementation(
+            name="read_send",
+            summary="a file server the classic way: read() a chunk of a file into a buffer, then send() it",
+            explanation=(
+                "**read_send: `read()` then `send()` of a file.** The server serves a message file from the page "
+                "cache (a tmpfs file of at least 256 MiB, read once before any window): `read()` copies a "
+                "message-sized chunk into a user buffer (1), `send()` copies it into socket buffers (2), and the "
+                "receiver's `recv()` copies it out (3). The classic count of \"four copies\" adds the disk's DMA "
+                "into the page cache, which never happens here. It is the baseline of the file-serving pair."
+            ),
+            driver=CopylabPrograms("read_send", from_file=True),
+            copies=Copies(sender_user=1, sender_kernel=1),
+            color="#d55e00",
+        ),
+        Implementation(
+            name="sendfile",
+            summary="the same file and chunk size through sendfile(): page cache to socket, no user-space copy",
+            explanation=(
+                "**sendfile: `sendfile()` of the same file.** The kernel copies each chunk from the page cache "
+                "straight into socket buffers: the copy into user space and back disappears, the kernel's copy (2) "
+                "and the receiver's (3) remain."
+            ),
+            driver=CopylabPrograms("sendfile", from_file=True),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#cc78bc",
+            baselines=("read_send",),
+        ),
+        Implementation(
+            name="uring_send",
+            summary="the 8-field message through io_uring IORING_OP_SENDMSG",
+            explanation=(
+                "**uring_send: `IORING_OP_SENDMSG`.** one_copy's 8-entry iovec submitted through an io_uring ring "
+                "instead of a `sendmsg()` call: the same copies (the kernel's gather into socket buffers and the "
+                "receiver's), a different interface."
+            ),
+            driver=CopylabPrograms("uring_send"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#ca9161",
+            baselines=("two_copy",),
+        ),
+        Implementation(
+            name="uring_send_zc",
+            summary="the same through IORING_OP_SENDMSG_ZC, each notification saying whether the kernel copied",
+            explanation=(
+                "**uring_send_zc: `IORING_OP_SENDMSG_ZC`.** zero_copy's pinned pages through io_uring: each send "
+                "completes twice on the ring, first with its result, then with a notification once the kernel no "
+                "longer needs the pages; with `IORING_SEND_ZC_REPORT_USAGE` the notification says whether the "
+                "kernel copied them after all (`IORING_NOTIF_USAGE_ZC_COPIED`), which on local delivery it does. "
+                "Buffers are reused only after their notification, as in zero_copy."
+            ),
+            driver=CopylabPrograms("uring_send_zc"),
+            copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
+            color="#56b4e9",
+            baselines=("two_copy", "zero_copy"),
+            columns=ZERO_COPY_COLUMNS,
+        ),
+        Implementation(
+            name="iterative",
+            summary="one connection at a time: accept, answer its requests until it closes, accept the next",
+            explanation=(
+                "**iterative.** The server accepts one connection and answers its requests until the client closes "
+                "it, then accepts the next. Clients that keep their connections open are served one at a time: the "
+                "first is served, the others wait in the accept queue."
+            ),
+            driver=ModelPrograms("iterative"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#949494",
+            baselines=("thread",),
+            experiment="servers",
+        ),
+        Implementation(
+            name="thread",
+            summary="a thread per connection, each blocked in recv() on its own connection",
+            explanation=(
+                "**thread.** A thread per connection, each blocked in `recv()` on its connection: the scheduler wakes "
+                "whichever has a request. Each connection costs a thread (a stack, a scheduling entity) and a wake-up "
+                "and a context switch per request."
+            ),
+            driver=ModelPrograms("thread"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#0173b2",
+            experiment="servers",
+        ),
+        Implementation(
+            name="fork",
+            summary="a process per connection, each blocked in recv() on its own connection",
+            explanation=(
+                "**fork.** A process per connection: like a thread per connection, with an address space of its own "
+                "(copy-on-write pages, a process switch rather than a thread switch)."
+            ),
+            driver=ModelPrograms("fork"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#de8f05",
+            baselines=("thread",),
+            experiment="servers",
+        ),
+        Implementation(
+            name="select",
+            summary="one thread waiting on every connection with select()",
+            explanation=(
+                "**select.** One thread waits on every connection with `select()`: the descriptor sets are rebuilt, "
+                "copied into the kernel and scanned whole on every call, and hold only descriptors below FD_SETSIZE "
+                f"(1024), so a select server holds at most {SELECT_MAX_CONNECTIONS} connections here."
+            ),
+            driver=ModelPrograms("select"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#029e73",
+            baselines=("thread",),
+            experiment="servers",
+            max_connections=SELECT_MAX_CONNECTIONS,
+        ),
+        Implementation(
+            name="poll",
+            summary="one thread waiting on every connection with poll()",
+            explanation=(
+                "**poll.** One thread waits with `poll()`: no limit of its own on descriptors, but the whole array "
+                "goes to the kernel and back, and is scanned, on every call."
+            ),
+            driver=ModelPrograms("poll"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#d55e00",
+            baselines=("thread",),
+            experiment="servers",
+        ),
+        Implementation(
+            name="epoll",
+            summary="one thread waiting on every connection with a level-triggered epoll instance",
+            explanation=(
+                "**epoll.** One thread waits with a level-triggered `epoll` instance: the kernel keeps the interest "
+                "list and returns only the connections that are ready, so a call costs in proportion to the ready "
+                "connections, not to all of them."
+            ),
+            driver=ModelPrograms("epoll"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#cc78bc",
+            baselines=("thread",),
+            experiment="servers",
         ),
         Implementation(
             name="iperf3",
@@ -130,7 +334,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             driver=Iperf3(),
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#404040",
-            baseline="two_copy",
+            baselines=("two_copy",),
             reference=True,
         ),
     )
@@ -145,8 +349,16 @@ def get(name: str) -> Implementation:
         raise CopylabError(f"unknown implementation {name!r} (choose from {', '.join(IMPLEMENTATIONS)})") from None
 
 
-def names() -> tuple[str, ...]:
-    return tuple(IMPLEMENTATIONS)
+def names(experiment: str | None = None) -> tuple[str, ...]:
+    """Every implementation, or those of one experiment."""
+    return tuple(name for name, impl in IMPLEMENTATIONS.items() if experiment in (None, impl.experiment))
+
+
+def experiment(name: str) -> Experiment:
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise CopylabError(f"unknown experiment {name!r} (choose from {', '.join(EXPERIMENTS)})") from None
 
 
 def ordered(present: Iterable[str]) -> list[str]:
@@ -160,9 +372,46 @@ def by_role(role: str) -> Implementation | None:
     return next((impl for impl in IMPLEMENTATIONS.values() if impl.role == role), None)
 
 
-def comparison_pairs() -> list[tuple[str, str]]:
-    """(challenger, baseline) of every implementation that has a baseline."""
-    return [(impl.name, impl.baseline) for impl in IMPLEMENTATIONS.values() if impl.baseline]
+def shared_baseline(experiment: str) -> str:
+    """The baseline most implementations of EXPERIMENT are compared with (copies: the study's two-copy variant)."""
+    named = [b for name in names(experiment) for b in get(name).baselines]
+    if not named:
+        return names(experiment)[0]
+    return max(dict.fromkeys(named), key=named.count)
+
+
+def contender(implementation: str, receive: str) -> str:
+    """What a comparison calls one implementation with one receive mode: 'two_copy', 'two_copy/truncate'."""
+    return implementation if receive == BASELINE_RECEIVE else f"{implementation}/{receive}"
+
+
+def parse_contender(label: str) -> tuple[Implementation, str]:
+    """The implementation and receive mode a contender label names; a one-line error for a foreign one."""
+    name, _, receive = label.partition("/")
+    receive = receive or BASELINE_RECEIVE
+    if receive not in RECEIVE_MODES:
+        raise CopylabError(f"unknown receive mode {receive!r} in {label!r} (choose from {', '.join(RECEIVE_MODES)})")
+    return get(name), receive
+
+
+def in_study(name: str) -> bool:
+    """One of the study's variants or a reference tool: what the report's Parts D and E are about."""
+    implementation = get(name)
+    return implementation.role is not None or implementation.reference
+
+
+def comparison_pairs(receive_modes: Iterable[str] = (BASELINE_RECEIVE,)) -> list[tuple[str, str]]:
+    """(challenger, baseline) contenders: each implementation against its baselines in every receive mode, and
+    each implementation in every other receive mode against itself receiving by copy."""
+    modes = [mode for mode in RECEIVE_MODES if mode in set(receive_modes)]
+    pairs = [
+        (contender(impl.name, mode), contender(baseline, mode))
+        for mode in modes
+        for impl in IMPLEMENTATIONS.values()
+        for baseline in impl.baselines
+    ]
+    pairs += [(contender(name, mode), name) for mode in modes if mode != BASELINE_RECEIVE for name in IMPLEMENTATIONS]
+    return pairs
 
 
 def programs(implementations: Iterable[str]) -> list[str]:

@@ -128,6 +128,8 @@ class Manifest:
     harness: Harness | None = None
     # The trials.csv schema it was written with (copylab.schema.SCHEMA_VERSION); manifests before it: 1.
     schema_version: int = 1
+    # Implementations of the sweep that could not run on this host, with the reason; their trials were not run.
+    unavailable: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)

@@ -1,25 +1,30 @@
-"""Per-trial metrics derived from trials.csv, and the registry saying which way each one is better."""
+"""Per-trial metrics derived from trials.csv, and the registry saying which way each one is better
+and which experiment it belongs to."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-Direction = Literal["higher", "lower"]
+# Which way is better; None: a description of the trial (how busy a side was), never compared.
+Direction = Literal["higher", "lower"] | None
 
 
 class Metric(NamedTuple):
     direction: Direction
     unit: str
     label: str
+    experiment: str | None = "copies"  # None: every experiment
 
 
 METRICS: dict[str, Metric] = {
     "throughput_gbps": Metric("higher", "Gbit/s", "throughput"),
-    "latency_mean_us": Metric("lower", "µs", "mean round-trip latency"),
-    "latency_p99_us": Metric("lower", "µs", "99th percentile round-trip latency"),
+    "requests_per_s": Metric("higher", "requests/s", "requests per second", "servers"),
+    "latency_mean_us": Metric("lower", "µs", "mean round-trip latency", None),
+    "latency_p99_us": Metric("lower", "µs", "99th percentile round-trip latency", None),
     "cpu_ns_per_byte": Metric("lower", "ns/B", "CPU time per byte, sender + receiver (user + sys)"),
     "snd_cpu_ns_per_byte": Metric("lower", "ns/B", "sender CPU time per byte (user + sys)"),
     "snd_user_ns_per_byte": Metric("lower", "ns/B", "sender user-space CPU time per byte (where packing copies run)"),
@@ -30,7 +35,28 @@ METRICS: dict[str, Metric] = {
     "ctx_switches_per_msg": Metric("lower", "switches/message", "context switches per message, both sides"),
     "zc_copied_fraction": Metric("lower", "fraction", "zero-copy sends the kernel copied anyway"),
     "retransmits": Metric("lower", "count/trial", "TCP retransmits per trial"),
+    "snd_cpu_us_per_request": Metric("lower", "µs/request", "server CPU time per request (user + sys)", "servers"),
+    "rcv_cpu_us_per_request": Metric("lower", "µs/request", "client CPU time per request (user + sys)", "servers"),
+    "snd_ctx_per_request": Metric("lower", "switches/request", "server context switches per request", "servers"),
+    "snd_busy": Metric(None, "fraction", "share of the window the server was on a CPU", "servers"),
+    "rcv_busy": Metric(None, "fraction", "share of the window the client was on a CPU", "servers"),
+    "served_fraction": Metric("higher", "fraction", "connections served at least once in the window", "servers"),
+    "fairness": Metric("higher", "Jain's index", "fairness over connections (Jain's index)", "servers"),
 }
+
+
+# The metric shown first for each experiment and workload (the analysis notebook, the explorer).
+HEADLINE_METRICS: dict[tuple[str, str], str] = {
+    ("copies", "stream"): "throughput_gbps",
+    ("copies", "rr"): "latency_mean_us",
+    ("servers", "rr"): "requests_per_s",
+}
+
+
+def metrics_for(experiments: Iterable[str]) -> list[str]:
+    """The metrics of the given experiments, in METRICS order."""
+    wanted = set(experiments)
+    return [name for name, metric in METRICS.items() if metric.experiment is None or metric.experiment in wanted]
 
 
 def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
@@ -56,6 +82,14 @@ def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     switches = sum(trials[f"{side}_ctx_{kind}"] for side in ("snd", "rcv") for kind in ("voluntary", "involuntary"))
     out["ctx_switches_per_msg"] = switches / _positive(trials["messages"])
     out["zc_copied_fraction"] = trials["zc_copied"] / _positive(trials["zc_completed"])
+    requests = _positive(trials["messages"])
+    out["snd_cpu_us_per_request"] = cpu["snd"] * 1e6 / requests
+    out["rcv_cpu_us_per_request"] = cpu["rcv"] * 1e6 / requests
+    out["snd_ctx_per_request"] = (trials["snd_ctx_voluntary"] + trials["snd_ctx_involuntary"]) / requests
+    window = _positive(trials["measured_s"])
+    out["snd_busy"] = cpu["snd"] / window
+    out["rcv_busy"] = cpu["rcv"] / window
+    out["served_fraction"] = trials["connections_served"] / _positive(trials["connections"])
     for name in METRICS:
         out[name] = out[name].astype("float64")
     return out

@@ -10,7 +10,8 @@ DATA = ROOT / "data"
 FIGURES = ROOT / "figures"
 REPORT = ROOT / "report"
 NOTEBOOKS = ROOT / "notebooks"
-REFERENCE_DATA = DATA / "reference"
+REFERENCE_DATA = DATA / "reference"  # the copies experiment's committed sweep
+REFERENCE_SERVERS_DATA = DATA / "reference-servers"  # the servers experiment's
 
 
 def build_dir(sanitize: str | None = None) -> Path:

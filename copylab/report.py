@@ -62,7 +62,8 @@ def render_report(
 ) -> Path:
     """Execute the report notebook on analysed sweeps and write ``out_pdf``.
 
-    The first sweep is the main one; the executed notebook is kept next to the PDF (same stem, .ipynb).
+    The first copies sweep is the main one, the first servers sweep gets the section "How a server waits"; the
+    executed notebook is kept next to the PDF (same stem, .ipynb).
     """
     if not stores:
         raise CopylabError("no sweep directory given")
@@ -74,6 +75,8 @@ def render_report(
             raise CopylabError(
                 f"{store.directory}: no current {', '.join(missing)} (run ./inv analyze --data {store.directory} first)"
             )
+    if all(store.read_manifest().parameters.experiment != "copies" for store in stores):
+        raise CopylabError("a report needs a copies sweep (./inv run-sweep): its study parts describe one")
     tools = [tool for tool in ("xelatex", "pandoc") if shutil.which(tool) is None]
     if tools:
         raise CopylabError(

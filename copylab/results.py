@@ -69,6 +69,25 @@ def load_results(store: SweepStore) -> Results:
     )
 
 
+@dataclass(frozen=True)
+class ReportSweeps:
+    """A report's sweeps by role: the copies sweep its study parts describe, the servers sweep of "How a
+    server waits", and the others, summarised under "Further sweeps"."""
+
+    main: Results
+    servers: Results | None
+    further: list[Results]
+
+
+def arrange(sweeps: list[Results]) -> ReportSweeps:
+    """The first copies sweep is the main one, the first servers sweep gets its section; the rest follow."""
+    copies = [s for s in sweeps if s.manifest.parameters.experiment == "copies"]
+    if not copies:
+        raise CopylabError("a report needs a copies sweep (./inv run-sweep): its study parts describe one")
+    servers = next((s for s in sweeps if s.manifest.parameters.experiment == "servers"), None)
+    return ReportSweeps(copies[0], servers, [s for s in sweeps if s is not copies[0] and s is not servers])
+
+
 def select(frame: pd.DataFrame, **where: object) -> pd.DataFrame:
     mask = pd.Series(True, index=frame.index)
     for column, value in where.items():
@@ -77,10 +96,11 @@ def select(frame: pd.DataFrame, **where: object) -> pd.DataFrame:
 
 
 def metric_rows(results: Results, metric: str, **where: object) -> pd.DataFrame:
-    """Summary rows of one metric with a finite mean, sorted by configuration."""
+    """Summary rows of one metric with a finite mean, sorted by configuration; receive defaults to copy."""
+    where.setdefault("receive", implementations.BASELINE_RECEIVE)
     found = select(results.summary, metric=metric, **where)
     found = found[np.isfinite(found["mean"])]
-    return found.sort_values(["implementation", "workload", "pinning", "threads", "size_bytes"])
+    return found.sort_values(["implementation", "workload", "pinning", "threads", "connections", "size_bytes"])
 
 
 def measured(results: Results, metric: str) -> bool:
@@ -115,14 +135,26 @@ def present(results: Results) -> list[str]:
     return implementations.ordered(results.summary["implementation"])
 
 
+def study(results: Results) -> list[str]:
+    """The study's variants and the reference tools the sweep measured: what Part D and Part E are about."""
+    return [name for name in present(results) if implementations.in_study(name)]
+
+
+def other_senders(results: Results) -> list[str]:
+    """Implementations the sweep measured beyond the study's variants and the reference tools."""
+    return [name for name in present(results) if name not in study(results)]
+
+
+def receive_modes(results: Results) -> list[str]:
+    """Receive modes the sweep measured, copy first."""
+    measured = set(results.summary["receive"])
+    return [mode for mode in implementations.RECEIVE_MODES if mode in measured]
+
+
 def role(results: Results, name: str) -> str | None:
     """The implementation playing the study's variant NAME (A1, A2, A3), if the sweep measured it."""
     found = implementations.by_role(name)
     return found.name if found and found.name in present(results) else None
-
-
-def baseline_of(implementation: str) -> str | None:
-    return implementations.get(implementation).baseline
 
 
 def choose_focus(results: Results) -> Focus:
@@ -144,9 +176,11 @@ def tested_sizes(results: Results, workload: str = "stream") -> list[int]:
     return sorted(int(s) for s in metric_rows(results, THROUGHPUT, workload=workload)["size_bytes"].unique())
 
 
-def comparison_rows(results: Results, challenger: str, metric: str = THROUGHPUT, **where: object) -> pd.DataFrame:
-    """comparisons.csv rows of ``challenger`` against its baseline, sorted by size."""
-    found = select(results.comparisons, challenger=challenger, baseline=baseline_of(challenger), metric=metric, **where)
+def comparison_rows(
+    results: Results, challenger: str, baseline: str, metric: str = THROUGHPUT, **where: object
+) -> pd.DataFrame:
+    """comparisons.csv rows of ``challenger`` against ``baseline``, sorted by size."""
+    found = select(results.comparisons, challenger=challenger, baseline=baseline, metric=metric, **where)
     return found.sort_values("size_bytes")
 
 

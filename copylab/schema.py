@@ -17,6 +17,8 @@ Kind = Literal["str", "int", "float", "bool"]
 
 SCHEMA_VERSION = 2
 WORKLOADS = ("stream", "rr")
+RECEIVE_MODES = ("copy", "truncate", "mmap")
+EXPERIMENTS = ("copies", "servers")
 PINNINGS = ("none", "same_cpu", "split_cpu")
 STATUSES = ("ok", "failed")
 
@@ -42,6 +44,9 @@ class Column:
     description: str
     required: bool = False  # must be filled in every row, ok or failed
     since: int = 1  # the schema version that introduced it
+    # What a required column holds in the rows of files written before it existed: a value, or another column's.
+    legacy: str | None = None
+    legacy_column: str | None = None
 
 
 def _side_columns(side: str, who: str) -> list[Column]:
@@ -61,13 +66,54 @@ def _side_columns(side: str, who: str) -> list[Column]:
 
 COLUMNS: tuple[Column, ...] = (
     Column("sweep", "str", "", "sweep name (the directory under data/)", True),
-    Column("trial_id", "str", "", "unique id: implementation-workload-size-threads-pinning-repetition", True),
+    Column(
+        "trial_id",
+        "str",
+        "",
+        "unique id: implementation-workload-size-threads-connections-pinning-receive-repetition",
+        True,
+    ),
+    Column(
+        "experiment",
+        "str",
+        "",
+        "copies (how bytes leave user space) or servers (how a server waits for connections)",
+        True,
+        since=2,
+        legacy="copies",
+    ),
     Column("order_index", "int", "", "position in the seeded random trial order", True),
     Column("implementation", "str", "", "the implementation under test (copylab/implementations.py)", True),
+    Column(
+        "model",
+        "str",
+        "",
+        "how the server waits for connections, as the server reported it (servers; empty for copies)",
+        since=2,
+    ),
     Column("workload", "str", "", "stream (bulk transfer) or rr (request/response)", True),
     Column("size_bytes", "int", "B", "message size", True),
-    Column("threads", "int", "", "client threads = connections = server worker threads", True),
+    Column("threads", "int", "", "client threads (copies: = connections = server worker threads)", True),
+    Column(
+        "connections",
+        "int",
+        "",
+        "connections the client keeps busy (copies: one per thread)",
+        True,
+        since=2,
+        legacy_column="threads",
+    ),
     Column("pinning", "str", "", "none, same_cpu (both ends on one CPU) or split_cpu", True),
+    Column(
+        "receive",
+        "str",
+        "",
+        "how the client takes the bytes in: copy (recv), truncate (recv MSG_TRUNC, no copy) "
+        "or mmap (TCP_ZEROCOPY_RECEIVE)",
+        True,
+        since=2,
+        legacy="copy",
+    ),
     Column("repetition", "int", "", "trial number of this configuration, from 1", True),
     Column("started_at", "str", "UTC ISO 8601", "when the trial started", True),
     Column("status", "str", "", "ok or failed", True),
@@ -80,15 +126,43 @@ COLUMNS: tuple[Column, ...] = (
     Column("latency_p50_us", "float", "us", "median round-trip time (rr only)"),
     Column("latency_p99_us", "float", "us", "99th percentile round-trip time (rr only)"),
     Column("latency_max_us", "float", "us", "largest round-trip time (rr only)"),
+    Column("requests_per_s", "float", "1/s", "round trips completed per second in the window (servers)", since=2),
+    Column(
+        "connections_served",
+        "int",
+        "count",
+        "connections that completed at least one request in the window (servers)",
+        since=2,
+    ),
+    Column(
+        "fairness",
+        "float",
+        "",
+        "Jain's index over the connections' completed requests: 1 = all equal, 1/connections = one got all (servers)",
+        since=2,
+    ),
     *_side_columns("snd", "sender (server)"),
     *_side_columns("rcv", "receiver (client)"),
     Column("perf_missing", "str", "", "perf events not measured, with the reason, e.g. 'snd_cycles: <not supported>'"),
     Column("retransmits", "int", "count", "TCP retransmits of the sender's connections (TCP_INFO)"),
-    Column("zc_sends", "int", "count", "MSG_ZEROCOPY sendmsg calls (zero_copy only)"),
-    Column("zc_completed", "int", "count", "sends covered by completion notifications (zero_copy only)"),
-    Column("zc_copied", "int", "count", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED (zero_copy only)"),
-    Column("zc_notifications", "int", "count", "completion notifications read from the error queue (zero_copy only)"),
-    Column("zc_enobufs", "int", "count", "zero-copy sends refused with ENOBUFS and retried (zero_copy only)", since=2),
+    Column("zc_sends", "int", "count", "MSG_ZEROCOPY sendmsg calls (zero-copy senders only)"),
+    Column("zc_completed", "int", "count", "sends covered by completion notifications (zero-copy senders only)"),
+    Column("zc_copied", "int", "count", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED (zero-copy senders only)"),
+    Column(
+        "zc_notifications",
+        "int",
+        "count",
+        "completion notifications read from the error queue (zero-copy senders only)",
+    ),
+    Column(
+        "zc_enobufs",
+        "int",
+        "count",
+        "zero-copy sends refused with ENOBUFS and retried (zero-copy senders only)",
+        since=2,
+    ),
+    Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
+    Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),
     Column("trial_wall_s", "float", "s", "wall time of the whole trial, start-up and teardown included"),
 )
 

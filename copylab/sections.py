@@ -22,6 +22,7 @@ from copylab.results import (
     in_container,
     metric_rows,
     present,
+    receive_modes,
     role,
     virtualised,
     zero_copy_counts,
@@ -107,9 +108,9 @@ def _pinning_text(pinning: str) -> str:
 def _baselines_text(results: Results) -> str:
     by_baseline: dict[str, list[str]] = {}
     for challenger in present(results):
-        baseline = implementations.get(challenger).baseline
-        if baseline in present(results):
-            by_baseline.setdefault(baseline, []).append(challenger)
+        for baseline in implementations.get(challenger).baselines:
+            if baseline in present(results):
+                by_baseline.setdefault(baseline, []).append(challenger)
     if not by_baseline:
         return "No implementation was measured together with its baseline."
     against = "; ".join(
@@ -162,8 +163,12 @@ def method(results: Results) -> str:
 
 
 def part_a(results: Results) -> str:
-    """Where the copies happen, one paragraph per implementation the sweep measured, from the registry."""
-    return "\n\n".join(implementations.get(name).explanation for name in present(results))
+    """Where the copies happen, one paragraph per implementation and receive mode the sweep measured."""
+    paragraphs = [implementations.get(name).explanation for name in present(results)]
+    modes = receive_modes(results)
+    if modes != [implementations.BASELINE_RECEIVE]:
+        paragraphs += [implementations.RECEIVE_MODES[mode].explanation for mode in modes]
+    return "\n\n".join(paragraphs)
 
 
 def copy_limit(results: Results) -> str:
@@ -236,6 +241,7 @@ def limitations(results: Results) -> str:
         )
     perf = results.manifest.perf
     if not perf.available or perf.unsupported_events:
+        unit = "byte" if results.manifest.parameters.experiment == "copies" else "request"
         by_reason: dict[str, list[str]] = {}
         for event, why in perf.unsupported_events.items():
             by_reason.setdefault(str(why), []).append(event)
@@ -245,7 +251,7 @@ def limitations(results: Results) -> str:
                 "; ".join(f"{', '.join(events)} (perf: {code(why)})" for why, events in by_reason.items())
                 or "perf not available"
             )
-            + ". Cycles per byte and cache misses cannot be reported; CPU time per byte stands in for them."
+            + f". Cycles and cache misses per {unit} cannot be reported; CPU time per {unit} stands in for them."
         )
     virtualization = virtualised(results)
     if virtualization:
@@ -360,11 +366,17 @@ def reproduce(results: Results) -> str:
 def sweep_heading(results: Results) -> str:
     """The heading and settings line of a further sweep in the report."""
     params, host = results.manifest.parameters, results.manifest.host
+    grid = (
+        f"sizes {_sizes(params.sizes)}"
+        if params.experiment == "copies"
+        else f"{params.experiment} experiment; response sizes {_sizes(params.rr_sizes)}; connections "
+        + ", ".join(str(c) for c in params.connections)
+    )
     return "\n".join(
         [
             f"## Sweep {code(results.name)}",
             "",
-            f"Host {host.hostname} (kernel {host.kernel}, {host.cores} cores); sizes {_sizes(params.sizes)}; threads "
+            f"Host {host.hostname} (kernel {host.kernel}, {host.cores} cores); {grid}; threads "
             + ", ".join(str(t) for t in params.threads)
             + f"; pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
         ]

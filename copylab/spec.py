@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from copylab.netns import NamespacePair
 from copylab.perf import PerfSupport
@@ -20,6 +21,12 @@ class TrialSpec:
     threads: int
     pinning: str
     repetition: int
+    receive: str = "copy"
+    connections: int = 0  # servers: connections the client keeps busy; copies: one per thread (0 = threads)
+
+    def __post_init__(self) -> None:
+        if not self.connections:
+            object.__setattr__(self, "connections", self.threads)
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class TrialSettings:
     verify: bool = False
     sanitize: str | None = None
     port: int = PORT
+    # Where file-sending servers keep their message files (a tmpfs directory of the sweep's own).
+    files: Path | None = None
 
 
 # CPU lists of (server, client) for each pinning; None: no affinity.

@@ -10,8 +10,9 @@ from scipy import stats as st
 
 from copylab import tables
 from copylab.errors import CopylabError
-from copylab.metrics import METRICS
-from copylab.tables import CONFIG_KEYS, CURVE_KEYS
+from copylab.implementations import contender
+from copylab.metrics import METRICS, metrics_for
+from copylab.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
 
 UNSTABLE_CV = 0.10
 MIN_TRIALS = 3
@@ -147,25 +148,27 @@ def compare(
     pairs: Iterable[tuple[str, str]],
     metrics: Iterable[str] | None = None,
     confidence: float = 0.95,
+    axis: str = "size_bytes",
 ) -> pd.DataFrame:
-    """One comparisons.csv row per curve, size and (challenger, baseline) pair present in the data.
+    """One comparisons.csv row per point (workload, size, threads, connections, pinning), metric and
+    (challenger, baseline) pair present in the data.
 
-    A curve is (workload, threads, pinning, metric, challenger, baseline) along
-    size_bytes; a size is compared when both sides have at least two measured
-    ok trials.  p_value: Welch's two-sided t-test; p_holm: Holm-adjusted over
-    the sizes of one curve; significant: p_holm < 1 - confidence.
+    A point is compared when both sides have at least two measured ok trials
+    there.  A curve is every point that differs only along AXIS (size_bytes or
+    connections).  p_value: Welch's two-sided t-test; p_holm: Holm-adjusted
+    over the points of one curve; significant: p_holm < 1 - confidence.
     challenger_better is the direction-aware point estimate (higher mean for
     "higher" metrics, lower for "lower"), significant or not.  ratio =
     challenger mean / baseline mean with Fieller's interval (see fieller).
     """
-    metrics = _metrics(trials, metrics)
-    stats = describe(trials, metrics)
+    metrics = [metric for metric in _metrics(trials, metrics) if METRICS[metric].direction]
+    stats = with_contenders(describe(trials, metrics))
     stats = stats[stats["n"] >= 2]
-    keys = [*CURVE_KEYS, "size_bytes", "metric"]
+    keys = [*POINT_KEYS, "metric"]
     frames = []
     for challenger, baseline in pairs:
-        c = stats[stats["implementation"] == challenger].drop(columns="implementation")
-        b = stats[stats["implementation"] == baseline].drop(columns="implementation")
+        c = stats[stats["contender"] == challenger].drop(columns=["implementation", "receive", "contender"])
+        b = stats[stats["contender"] == baseline].drop(columns=["implementation", "receive", "contender"])
         frames.append(c.merge(b, on=keys, suffixes=("_c", "_b")).assign(challenger=challenger, baseline=baseline))
     merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if merged.empty:
@@ -178,14 +181,21 @@ def compare(
         merged["p_value"] = st.ttest_ind_from_stats(m_c, s_c, n_c, m_b, s_b, n_b, equal_var=False).pvalue
     higher = merged["metric"].map(lambda m: METRICS[m].direction == "higher")
     merged["challenger_better"] = np.where(higher, m_c > m_b, m_c < m_b)
-    curve = [*CURVE_KEYS, "metric", "challenger", "baseline"]
+    curve = [*curve_keys(axis), "metric", "challenger", "baseline"]
     merged["p_holm"] = merged.groupby(curve)["p_value"].transform(holm)
     merged["significant"] = merged["p_holm"] < 1 - confidence
     order = {m: i for i, m in enumerate(metrics)}
     merged = merged.sort_values(
-        [*CURVE_KEYS, "metric", "challenger", "size_bytes"], key=lambda s: s.map(order) if s.name == "metric" else s
+        [*curve_keys(axis), "metric", "challenger", "baseline", axis],
+        key=lambda s: s.map(order) if s.name == "metric" else s,
     )
     return tables.typed("comparisons", merged.reset_index(drop=True))
+
+
+def with_contenders(frame: pd.DataFrame) -> pd.DataFrame:
+    """FRAME with a column naming each row's contender: its implementation with its receive mode."""
+    names = [contender(i, r) for i, r in zip(frame["implementation"], frame["receive"], strict=True)]
+    return frame.assign(contender=pd.Series(names, index=frame.index, dtype="str"))
 
 
 def _t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
@@ -203,7 +213,8 @@ def _long(trials: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 
 def _metrics(trials: pd.DataFrame, metrics: Iterable[str] | None) -> list[str]:
-    metrics = list(METRICS) if metrics is None else list(metrics)
+    """METRICS, by default those of the trials' experiments; an unknown or uncomputed one is an error."""
+    metrics = metrics_for(set(trials["experiment"])) if metrics is None else list(metrics)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise CopylabError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(METRICS)})")

@@ -180,13 +180,17 @@ class SweepStore:
         return path
 
     def missing_tables(self) -> list[str]:
-        """Analysis tables not written yet, or older than trials.csv (the sweep went on after the analysis)."""
+        """Analysis tables not written yet, older than trials.csv (the sweep went on after the analysis), or
+        written by a copylab whose tables had other columns."""
         written = self.trials_path.stat().st_mtime_ns if self.trials_path.exists() else 0
-        return [
-            f"{name}.csv"
-            for name in tables.TABLES
-            if not self.table_path(name).is_file() or self.table_path(name).stat().st_mtime_ns < written
-        ]
+        return [f"{name}.csv" for name in tables.TABLES if not self._current(name, written)]
+
+    def _current(self, name: str, trials_written_ns: int) -> bool:
+        path = self.table_path(name)
+        if not path.is_file() or path.stat().st_mtime_ns < trials_written_ns:
+            return False
+        with path.open(newline="") as file:
+            return next(csv.reader(file), []) == list(tables.TABLES[name])
 
     def read_table(self, name: str) -> pd.DataFrame:
         columns = tables.TABLES[name]

@@ -6,11 +6,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,7 +25,7 @@ from tqdm import tqdm
 from copylab import implementations, netns, perf
 from copylab.build import require_programs
 from copylab.calibrate import measure_memcpy
-from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
+from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig, check_descriptor_limit
 from copylab.errors import CopylabError
 from copylab.manifest import Calibration, Harness, create, now_iso
 from copylab.paths import DATA
@@ -29,41 +34,69 @@ from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.trial import measured_window_s, run_trial
 
-Configuration = tuple[str, str, int, int, str]  # implementation, workload, size, threads, pinning
+
+class Configuration(NamedTuple):
+    implementation: str
+    workload: str
+    size_bytes: int
+    threads: int
+    connections: int
+    pinning: str
+    receive: str
+
+
 # The metric whose precision adaptive repetition watches, per workload.
 PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
 
 
-def configurations(config: SweepConfig) -> list[Configuration]:
+def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
+    supported = implementations.get(implementation).driver.receive_modes
+    everywhere = not config.receive_for or implementation in config.receive_for
+    return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
+
+
+def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[Configuration]:
+    """The grid, without the implementations in SKIP (those that cannot run here)."""
     grid = []
     for implementation in config.implementations:
+        if implementation in skip:
+            continue
         for workload in config.workloads:
             if workload not in implementations.get(implementation).driver.workloads:
                 continue
             for size in config.sizes if workload == "stream" else config.rr_sizes:
                 for threads in config.threads:
-                    for pinning in config.pinning:
-                        grid.append((implementation, workload, size, threads, pinning))
+                    # copies: a connection per thread; servers: the connections the load client keeps busy
+                    for connections in config.connections or (threads,):
+                        for pinning in config.pinning:
+                            for receive in _receive_modes(config, implementation):
+                                grid.append(
+                                    Configuration(
+                                        implementation, workload, size, threads, connections, pinning, receive
+                                    )
+                                )
     return grid
 
 
 def _spec(configuration: Configuration, repetition: int, order_index: int) -> TrialSpec:
-    implementation, workload, size, threads, pinning = configuration
+    c = configuration
     return TrialSpec(
-        f"{implementation}-{workload}-{size}-{threads}-{pinning}-r{repetition}",
+        f"{'-'.join(map(str, c))}-r{repetition}",
         order_index,
-        implementation,
-        workload,
-        size,
-        threads,
-        pinning,
+        c.implementation,
+        c.workload,
+        c.size_bytes,
+        c.threads,
+        c.pinning,
         repetition,
+        c.receive,
+        c.connections,
     )
 
 
-def plan(config: SweepConfig) -> list[TrialSpec]:
+def plan(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[TrialSpec]:
     """Every trial of the fixed design, in its seeded random order."""
-    trials = [(c, repetition) for c in configurations(config) for repetition in range(1, config.trials + 1)]
+    trials = [(c, repetition) for c in configurations(config, skip) for repetition in range(1, config.trials + 1)]
     random.Random(config.seed).shuffle(trials)
     return [_spec(c, repetition, index) for index, (c, repetition) in enumerate(trials)]
 
@@ -77,7 +110,9 @@ def precise_enough(values: list[float], target: float, confidence: float = 0.95)
     return bool(half_width <= target * abs(sample.mean()))
 
 
-def adaptive_rounds(config: SweepConfig, measured: dict[Configuration, list[float]]) -> Iterator[list[TrialSpec]]:
+def adaptive_rounds(
+    config: SweepConfig, measured: dict[Configuration, list[float]], skip: frozenset[str] = frozenset()
+) -> Iterator[list[TrialSpec]]:
     """Round r runs repetition r of every configuration still short of the target, shuffled.
 
     Lazy: each round is decided from `measured` as it stands once the previous round ran.
@@ -85,7 +120,7 @@ def adaptive_rounds(config: SweepConfig, measured: dict[Configuration, list[floa
     order = 0
     for repetition in range(1, config.max_trials + 1):
         pending = [
-            c for c in configurations(config) if not precise_enough(measured.get(c, []), config.target_ci or 0.0)
+            c for c in configurations(config, skip) if not precise_enough(measured.get(c, []), config.target_ci or 0.0)
         ]
         random.Random(config.seed * 1000 + repetition).shuffle(pending)
         if not pending:
@@ -95,7 +130,15 @@ def adaptive_rounds(config: SweepConfig, measured: dict[Configuration, list[floa
 
 
 def _configuration_of(row: Any) -> Configuration:
-    return (row["implementation"], row["workload"], int(row["size_bytes"]), int(row["threads"]), row["pinning"])
+    return Configuration(
+        row["implementation"],
+        row["workload"],
+        int(row["size_bytes"]),
+        int(row["threads"]),
+        int(row["connections"]),
+        row["pinning"],
+        row["receive"],
+    )
 
 
 @dataclass
@@ -110,6 +153,7 @@ class SweepResult:
     window_s: float = 0.0
     overheads_s: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # implementation -> why it could not run here
 
     def median_overhead_s(self) -> float:
         return float(np.median(self.overheads_s)) if self.overheads_s else math.nan
@@ -133,14 +177,14 @@ def _ok_rows(store: SweepStore) -> pd.DataFrame:
     return trials[trials["status"] == "ok"] if trials is not None else pd.DataFrame(columns=["trial_id"])
 
 
-def _finished(config: SweepConfig, ok_rows: pd.DataFrame) -> bool:
+def _finished(config: SweepConfig, ok_rows: pd.DataFrame, skip: frozenset[str]) -> bool:
     """Fixed design: every planned trial is ok. Adaptive: every configuration is precise or at max-trials."""
     if config.target_ci is None:
-        return set(ok_rows["trial_id"]) >= {spec.trial_id for spec in plan(config)}
+        return set(ok_rows["trial_id"]) >= {spec.trial_id for spec in plan(config, skip)}
     measured = _measured(ok_rows)
     return all(
         precise_enough(measured.get(c, []), config.target_ci) or len(measured.get(c, [])) >= config.max_trials
-        for c in configurations(config)
+        for c in configurations(config, skip)
     )
 
 
@@ -151,6 +195,31 @@ def _measured(ok_rows: pd.DataFrame) -> dict[Configuration, list[float]]:
         if not pd.isna(value):
             measured.setdefault(_configuration_of(row), []).append(float(value))
     return measured
+
+
+@contextmanager
+def message_files(name: str) -> Iterator[Path]:
+    """A tmpfs directory of the sweep's own for the message files of file-sending servers, gone afterwards."""
+    shm = Path("/dev/shm")
+    directory = Path(tempfile.mkdtemp(prefix=f"copylab-files-{name}-", dir=shm if shm.is_dir() else None))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def unavailable_here(config: SweepConfig, pair: netns.NamespacePair) -> dict[str, str]:
+    """Implementations of the sweep that cannot run in its server namespace, with the reason."""
+
+    def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*netns.exec_prefix(pair.server), *command], capture_output=True, text=True, timeout=30)
+
+    reasons = {}
+    for name in config.implementations:
+        why = implementations.get(name).driver.unavailable(run, config.sanitize)
+        if why:
+            reasons[name] = why
+    return reasons
 
 
 def calibration_for(config: SweepConfig) -> Calibration:
@@ -171,14 +240,22 @@ def run(
         if not store.manifest_path.exists():
             raise CopylabError(f"--resume: {store.directory} holds no sweep to resume")
         try:
-            config = store.read_manifest().parameters
+            record = store.read_manifest()
         except CopylabError as error:
             raise CopylabError(f"--resume: {error}") from None
+        if record.schema_version != SCHEMA_VERSION:
+            raise CopylabError(
+                f"--resume: {store.directory} was written by a copylab with trials.csv schema version "
+                f"{record.schema_version} (this one writes {SCHEMA_VERSION}): finish it with that copylab or "
+                "start a new sweep"
+            )
+        config = record.parameters
     elif store.holds_sweep():
         raise CopylabError(
             f"{store.directory} already holds a sweep: pass --resume to finish it, or choose another --name"
         )
     netns.require_root("run-sweep")
+    check_descriptor_limit(config)
     require_programs(implementations.programs(config.implementations), config.sanitize)
     require_programs(["memcpy_bandwidth"])
     pair = netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
@@ -190,55 +267,69 @@ def run(
         record = store.read_manifest()
     else:
         ok_rows = _ok_rows(store)
-        record = dataclasses.replace(create(config, support, SCHEMA_VERSION), calibration=calibration_for(config))
+        calibration = calibration_for(config) if config.experiment == "copies" else None
+        record = dataclasses.replace(create(config, support, SCHEMA_VERSION), calibration=calibration)
     store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
 
     done = set(ok_rows["trial_id"])
     measured = _measured(ok_rows)
-    if config.target_ci is None:
-        batches: Iterator[list[TrialSpec]] = iter([plan(config)])
-        planned = len(plan(config))
-    else:
-        batches = adaptive_rounds(config, measured)
-        planned = len(configurations(config)) * config.max_trials
-    result = SweepResult(store.directory, planned, skipped=len(done))
-    settings = TrialSettings(
-        config.name, pair, support, config.duration_s, config.warmup_s, config.verify, config.sanitize
-    )
+    result = SweepResult(store.directory, 0, skipped=len(done))
     started = time.monotonic()
+    skip: frozenset[str] = frozenset()
     writer = store.writer()
     try:
-        with (
-            netns.namespace_pair(pair),
-            tqdm(total=planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar,
-        ):
-            for batch in batches:
-                for spec in batch:
-                    if spec.trial_id in done:
-                        continue
-                    row = run_trial(spec, settings)
-                    writer.write(row)
-                    window = measured_window_s(spec, settings)
-                    result.ran += 1
-                    result.window_s += window
-                    result.overheads_s.append(row["trial_wall_s"] - window)
-                    if row["status"] == "ok":
-                        result.ok += 1
-                        value = row.get(PRECISION_METRIC[spec.workload])
-                        if value is not None and not math.isnan(value):
-                            measured.setdefault(_configuration_of(row), []).append(float(value))
-                    else:
-                        result.failed += 1
-                        result.failures.append(f"{spec.trial_id}: {row['error']}")
-                    if on_row:
-                        on_row(row)
-                    bar.update(1)
+        with netns.namespace_pair(pair), message_files(config.name) as files:
+            result.unavailable = unavailable_here(config, pair)
+            skip = frozenset(result.unavailable)
+            for name, why in result.unavailable.items():
+                print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
+            if skip >= set(config.implementations):
+                raise CopylabError("no implementation of the sweep can run here (see the lines above)")
+            store.write_manifest(dataclasses.replace(store.read_manifest(), unavailable=dict(result.unavailable)))
+            if config.target_ci is None:
+                batches: Iterator[list[TrialSpec]] = iter([plan(config, skip)])
+                result.planned = len(plan(config, skip))
+            else:
+                batches = adaptive_rounds(config, measured, skip)
+                result.planned = len(configurations(config, skip)) * config.max_trials
+            settings = TrialSettings(
+                config.name,
+                pair,
+                support,
+                config.duration_s,
+                config.warmup_s,
+                config.verify,
+                config.sanitize,
+                files=files,
+            )
+            with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:
+                for batch in batches:
+                    for spec in batch:
+                        if spec.trial_id in done:
+                            continue
+                        row = run_trial(spec, settings)
+                        writer.write(row)
+                        window = measured_window_s(spec, settings)
+                        result.ran += 1
+                        result.window_s += window
+                        result.overheads_s.append(row["trial_wall_s"] - window)
+                        if row["status"] == "ok":
+                            result.ok += 1
+                            value = row.get(PRECISION_METRIC[spec.workload])
+                            if value is not None and not math.isnan(value):
+                                measured.setdefault(_configuration_of(row), []).append(float(value))
+                        else:
+                            result.failed += 1
+                            result.failures.append(f"{spec.trial_id}: {row['error']}")
+                        if on_row:
+                            on_row(row)
+                        bar.update(1)
             if config.target_ci is not None:
                 result.planned = result.ran + result.skipped
     finally:
         writer.close()
         result.wall_s = time.monotonic() - started
-        finished = _finished(config, _ok_rows(store))
+        finished = _finished(config, _ok_rows(store), skip)
         record = store.read_manifest()
         harness = (
             Harness(result.median_overhead_s(), result.wall_s, result.window_s, result.ran)

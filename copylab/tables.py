@@ -8,18 +8,31 @@ from __future__ import annotations
 
 import pandas as pd
 
-# One configuration of a sweep, and one curve along message size.
-CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "pinning")
-CURVE_KEYS = ("workload", "threads", "pinning")
+# One configuration of a sweep.  Comparisons pair contenders (an implementation with a receive mode,
+# copylab.implementations.contender) at one point of the settings; a curve is every point that differs only
+# along the experiment's axis (message size for copies, connections for servers).
+CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "connections", "pinning", "receive")
+POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "pinning")
+AXES = ("size_bytes", "connections")
+
+
+def curve_keys(axis: str) -> list[str]:
+    """The settings that stay fixed along one curve of AXIS."""
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}")
+    return [key for key in POINT_KEYS if key != axis]
+
 
 _CONFIG_TYPES = {
     "implementation": "str",
     "workload": "str",
     "size_bytes": "int64",
     "threads": "int64",
+    "connections": "int64",
     "pinning": "str",
+    "receive": "str",
 }
-_CURVE_TYPES = {key: _CONFIG_TYPES[key] for key in CURVE_KEYS}
+_POINT_TYPES = {key: _CONFIG_TYPES[key] for key in POINT_KEYS}
 
 SUMMARY: dict[str, str] = {
     **_CONFIG_TYPES,
@@ -34,9 +47,8 @@ SUMMARY: dict[str, str] = {
     "unstable": "bool",
 }
 COMPARISONS: dict[str, str] = {
-    **_CURVE_TYPES,
+    **_POINT_TYPES,
     "metric": "str",
-    "size_bytes": "int64",
     "challenger": "str",
     "baseline": "str",
     "ratio": "float64",
@@ -47,16 +59,18 @@ COMPARISONS: dict[str, str] = {
     "significant": "bool",
     "challenger_better": "bool",
 }
+# A crossover row is a curve: its axis column is empty (<NA>), the point along it is crossover_at.
 CROSSOVERS: dict[str, str] = {
-    **_CURVE_TYPES,
+    "axis": "str",
+    **{key: "Int64" if dtype == "int64" else dtype for key, dtype in _POINT_TYPES.items()},
     "metric": "str",
     "challenger": "str",
     "baseline": "str",
     "status": "str",
-    "crossover_size": "float64",
+    "crossover_at": "float64",
     "ci_low": "float64",
     "ci_high": "float64",
-    "first_significant_size": "Int64",
+    "first_significant_at": "Int64",
 }
 TABLES: dict[str, dict[str, str]] = {"summary": SUMMARY, "comparisons": COMPARISONS, "crossovers": CROSSOVERS}
 

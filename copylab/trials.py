@@ -27,6 +27,8 @@ def _allowed_values() -> dict[str, tuple[str, ...]]:
         "implementation": implementations.names(),
         "workload": schema.WORKLOADS,
         "pinning": schema.PINNINGS,
+        "receive": schema.RECEIVE_MODES,
+        "experiment": schema.EXPERIMENTS,
         "status": schema.STATUSES,
     }
 
@@ -63,7 +65,11 @@ def parse_trials(text: str, path: Path, require_ok: bool = True) -> pd.DataFrame
     raw.index = pd.Index(lines, name="line")
     absent = [name for name in schema.COLUMN_NAMES if name not in header]
     for name in absent:
-        raw[name] = pd.Series(np.nan, index=raw.index, dtype=object)
+        column = schema.COLUMN_BY_NAME[name]
+        if column.legacy_column:
+            raw[name] = raw[column.legacy_column]
+        else:
+            raw[name] = pd.Series(column.legacy or np.nan, index=raw.index, dtype=object)
     trials = pd.DataFrame({name: _convert(raw[name], column, path) for name, column in schema.COLUMN_BY_NAME.items()})
     _check_values(trials, path, require_ok)
     trials = trials.reset_index(drop=True)
@@ -85,6 +91,11 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path, trials
         raise CopylabError(f"{where}: sweep '{manifest.sweep}' but trials.csv has sweep {sorted(sweeps)}")
     stream_sizes = set(parameters.sizes)
     rr_sizes = set(parameters.rr_sizes) | stream_sizes
+    experiments = set(trials["experiment"])
+    if experiments - {parameters.experiment}:
+        raise CopylabError(
+            f"{where}: a {parameters.experiment} sweep but trials.csv has experiment {sorted(experiments)}"
+        )
     allowed = {
         "implementation": set(parameters.implementations),
         "workload": set(parameters.workloads),
@@ -93,6 +104,8 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path, trials
     }
     for column, values in allowed.items():
         _check_subset(trials[column], values, column, where)
+    if parameters.connections:
+        _check_subset(trials["connections"], set(parameters.connections), "connections", where)
     _check_subset(trials.loc[trials["workload"] == "stream", "size_bytes"], stream_sizes, "stream size", where)
     _check_subset(trials.loc[trials["workload"] == "rr", "size_bytes"], rr_sizes, "rr size", where)
     most = int(trials["repetition"].max()) if len(trials) else 0
@@ -199,7 +212,19 @@ def _check_values(trials: pd.DataFrame, path: Path, require_ok: bool) -> None:
                 f"{path}: line {_line(bad)}: unknown {column} {trials[column][bad].iloc[0]!r} "
                 f"(expected one of {', '.join(allowed)})"
             )
-    for column in ("size_bytes", "threads", "repetition"):
+    belongs = trials["implementation"].map(lambda name: implementations.get(name).experiment)
+    bad = trials["experiment"] != belongs
+    if bad.any():
+        raise CopylabError(
+            f"{path}: line {_line(bad)}: {trials['implementation'][bad].iloc[0]} belongs to the "
+            f"{belongs[bad].iloc[0]} experiment, not {trials['experiment'][bad].iloc[0]}"
+        )
+    bad = trials["model"].notna() & (trials["model"] != trials["implementation"])
+    if bad.any():
+        raise CopylabError(
+            f"{path}: line {_line(bad)}: model {trials['model'][bad].iloc[0]!r} is not the implementation"
+        )
+    for column in ("size_bytes", "threads", "connections", "repetition"):
         bad = trials[column] < 1
         if bad.any():
             raise CopylabError(f"{path}: line {_line(bad)}: {column} must be at least 1")

@@ -9,10 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#define STREAM_RECV_BUFFER (256u << 10)
 
 enum phase { PHASE_WARMUP, PHASE_MEASURE, PHASE_STOP };
 
@@ -21,69 +18,47 @@ struct receiver {
     int fd;
     const struct options *opt;
     _Atomic int *phase;
-    uint64_t verify_errors;
+    struct receiver_io io;
     struct histogram *latency; /* rr only */
     /* Read by the main thread at the window's edges. */
     _Alignas(CACHELINE) _Atomic uint64_t bytes;
     _Alignas(CACHELINE) char pad;
 };
 
-/* Checks a received chunk against the pattern; stream_offset is where it starts. */
-static uint64_t count_mismatches(const uint8_t *data, size_t len, uint64_t stream_offset, uint64_t size)
-{
-    uint64_t wrong = 0;
-    uint64_t seq = stream_offset / size, offset = stream_offset % size;
-    for (size_t i = 0; i < len; i++) {
-        wrong += data[i] != pattern_byte(seq, offset);
-        if (++offset == size) {
-            offset = 0;
-            seq++;
-        }
-    }
-    return wrong;
-}
-
 static void receive_stream(struct receiver *r)
 {
-    size_t capacity = STREAM_RECV_BUFFER;
-    uint8_t *buffer = malloc(capacity);
-    if (!buffer)
-        die("out of memory");
-    uint64_t total = 0;
     for (;;) {
-        ssize_t got = recv(r->fd, buffer, capacity, 0);
-        if (got > 0) {
-            if (r->opt->verify)
-                r->verify_errors += count_mismatches(buffer, (size_t)got, total, r->opt->size);
-            total += (uint64_t)got;
-            atomic_store_explicit(&r->bytes, total, memory_order_relaxed);
-            continue;
-        }
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (atomic_load_explicit(r->phase, memory_order_relaxed) == PHASE_STOP)
-            break;
-        if (got == 0)
+        size_t got = receive_some(&r->io, r->io.capacity);
+        if (got == 0) {
+            if (atomic_load_explicit(r->phase, memory_order_relaxed) == PHASE_STOP)
+                return;
             die("the server closed a connection during the run");
-        die_errno("recv");
+        }
+        atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
     }
-    free(buffer);
+}
+
+/* Receives one whole response; false when the stream ended first. */
+static bool receive_response(struct receiver *r, size_t size)
+{
+    for (size_t got = 0; got < size;) {
+        size_t more = receive_some(&r->io, size - got);
+        if (more == 0)
+            return false;
+        got += more;
+    }
+    return true;
 }
 
 static void receive_rr(struct receiver *r)
 {
     size_t size = r->opt->size;
-    uint8_t *response = malloc(size);
-    if (!response)
-        die("out of memory");
-    uint64_t total = 0;
     for (uint64_t seq = 0;; seq++) {
         int phase = atomic_load_explicit(r->phase, memory_order_relaxed);
         if (phase == PHASE_STOP)
             break;
         uint64_t request = seq, start = now_ns();
-        if (send_all(r->fd, &request, sizeof request) != IO_OK ||
-            recv_exact(r->fd, response, size) != IO_OK) {
+        if (send_all(r->fd, &request, sizeof request) != IO_OK || !receive_response(r, size)) {
             if (atomic_load_explicit(r->phase, memory_order_relaxed) == PHASE_STOP)
                 break;
             die("the server closed a connection during the run");
@@ -91,12 +66,8 @@ static void receive_rr(struct receiver *r)
         uint64_t elapsed = now_ns() - start;
         if (phase == PHASE_MEASURE)
             histogram_record(r->latency, elapsed);
-        if (r->opt->verify)
-            r->verify_errors += count_mismatches(response, size, seq * size, size);
-        total += size;
-        atomic_store_explicit(&r->bytes, total, memory_order_relaxed);
+        atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
     }
-    free(response);
 }
 
 static void *receiver_main(void *arg)
@@ -117,21 +88,6 @@ static uint64_t total_bytes(struct receiver *receivers, unsigned n)
     return sum;
 }
 
-static void sleep_seconds(double seconds)
-{
-    struct timespec left = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&left, &left) != 0)
-        if (errno != EINTR)
-            die_errno("nanosleep");
-}
-
-static void send_control(int fd, enum control control)
-{
-    char byte = (char)control;
-    if (send_all(fd, &byte, 1) != IO_OK)
-        die("the server closed the session early");
-}
-
 int main(int argc, char **argv)
 {
     struct options opt;
@@ -141,14 +97,11 @@ int main(int argc, char **argv)
     struct perf_control perf;
     perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
 
-    int control_fd = connect_within(opt.address, opt.port, opt.timeout_s);
-    set_io_timeout(control_fd, 10.0);
     struct hello hello = {
         .magic = HELLO_MAGIC, .size = opt.size, .threads = opt.threads, .mode = opt.mode,
         .verify = opt.verify, .window_s = opt.warmup_s + opt.duration_s,
     };
-    if (send_all(control_fd, &hello, sizeof hello) != IO_OK)
-        die("the server closed the session at once");
+    int control_fd = session_join(&opt, &hello);
 
     unsigned n = opt.threads;
     _Atomic int phase = PHASE_WARMUP;
@@ -156,14 +109,19 @@ int main(int argc, char **argv)
     struct histogram *latency = opt.mode == MODE_RR ? calloc(n + 1, sizeof *latency) : NULL;
     if (!receivers || (opt.mode == MODE_RR && !latency))
         die("out of memory");
+    /* A file-sending server's pattern repeats with its file. */
+    uint64_t period = SENDS_FROM_FILE ? message_file_messages(opt.size) : 0;
     for (unsigned i = 0; i < n; i++) {
         struct receiver *r = &receivers[i];
         r->fd = connect_within(opt.address, opt.port, opt.timeout_s);
         set_io_timeout(r->fd, 10.0);
+        receiver_io_open(&r->io, r->fd, &opt, period);
         r->opt = &opt;
         r->phase = &phase;
         r->latency = latency ? &latency[i + 1] : NULL;
     }
+    /* The server may first write its message file: a few seconds at most. */
+    session_wait_ready(control_fd);
     for (unsigned i = 0; i < n; i++) {
         int err = pthread_create(&receivers[i].thread, NULL, receiver_main, &receivers[i]);
         if (err)
@@ -171,7 +129,7 @@ int main(int argc, char **argv)
     }
 
     sleep_seconds(opt.warmup_s);
-    send_control(control_fd, CONTROL_BEGIN);
+    session_mark(control_fd, CONTROL_BEGIN);
     perf_control_send(&perf, "enable");
     struct usage before, after, used;
     usage_now(&before);
@@ -185,11 +143,11 @@ int main(int argc, char **argv)
     uint64_t bytes_after = total_bytes(receivers, n);
     usage_now(&after);
     perf_control_send(&perf, "disable");
-    send_control(control_fd, CONTROL_END);
+    session_mark(control_fd, CONTROL_END);
 
     /* Wake blocked receivers, then reset the connections so the server's
      * senders see the end at once instead of filling a dead window. */
-    uint64_t verify_errors = 0;
+    uint64_t verify_errors = 0, mapped = 0, copied = 0;
     for (unsigned i = 0; i < n; i++)
         if (shutdown(receivers[i].fd, SHUT_RDWR) != 0 && errno != ENOTCONN)
             die_errno("shutdown");
@@ -197,7 +155,10 @@ int main(int argc, char **argv)
         int err = pthread_join(receivers[i].thread, NULL);
         if (err)
             die("pthread_join: %s", strerror(err));
-        verify_errors += receivers[i].verify_errors;
+        verify_errors += receivers[i].io.mismatches;
+        mapped += receivers[i].io.mapped;
+        copied += receivers[i].io.copied;
+        receiver_io_close(&receivers[i].io);
         struct linger reset = {.l_onoff = 1, .l_linger = 0};
         if (setsockopt(receivers[i].fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0)
             die_errno("setsockopt SO_LINGER");
@@ -224,6 +185,7 @@ int main(int argc, char **argv)
     json_str(&j, "mode", mode_name(opt.mode));
     json_u64(&j, "size", opt.size);
     json_u64(&j, "threads", n);
+    json_str(&j, "receive", receive_mode_name(opt.receive));
     json_f64(&j, "measured_s", seconds);
     json_u64(&j, "bytes", bytes);
     json_u64(&j, "messages", bytes / opt.size);
@@ -238,6 +200,8 @@ int main(int argc, char **argv)
     json_f64(&j, "cpu_sys_s", used.sys_s);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
     json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
+    json_u64_or_null(&j, "rx_mapped_bytes", opt.receive == RECEIVE_MMAP, mapped);
+    json_u64_or_null(&j, "rx_copied_bytes", opt.receive == RECEIVE_MMAP, copied);
     json_end(&j);
     free(latency);
     free(receivers);

@@ -1,9 +1,9 @@
 /* Shared core of the copylab sender (server) and receiver (client).
  *
- * The three variants differ only in how one message of FIELD_COUNT
- * separately heap-allocated fields leaves user space; everything else
- * (sockets, threads, timing, options, JSON) lives in the core so that the
- * variants are measured under identical conditions.
+ * The variants differ only in how the bytes of a message leave user space
+ * (one send_VARIANT.c each); everything else (sockets, threads, timing,
+ * options, JSON, the receiver's ways of taking the bytes in) lives in the
+ * core so that the variants are measured under identical conditions.
  */
 #ifndef COPYLAB_H
 #define COPYLAB_H
@@ -20,6 +20,7 @@
 #define MIN_SIZE 8ULL
 #define MAX_SIZE (64ULL << 20)
 #define MAX_THREADS 64
+#define MAX_CONNECTIONS 4096 /* servers experiment: net.core.somaxconn's default bounds a backlog */
 #define REQUEST_SIZE 8
 #define HELLO_MAGIC 0x636f70796c616231ULL /* "copylab1" */
 #define CACHELINE 64
@@ -29,6 +30,10 @@
 #define EXIT_RUNTIME 1
 
 enum mode { MODE_STREAM, MODE_RR };
+/* How the client takes the bytes in: recv() into its buffer, recv(MSG_TRUNC)
+ * (the kernel discards them, no copy to user space), or TCP_ZEROCOPY_RECEIVE
+ * (whole payload pages mapped into user space, the rest copied). */
+enum receive_mode { RECEIVE_COPY, RECEIVE_TRUNCATE, RECEIVE_MMAP };
 
 /* ---- errors: one line on stderr, then exit ---- */
 _Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -45,17 +50,22 @@ struct options {
     uint16_t port;
     uint64_t size;
     unsigned threads;
+    unsigned connections;      /* load client: connections kept busy, spread over the threads */
     double duration_s;
     double warmup_s;
     double timeout_s; /* server: how long to wait for a client; client: connect */
     enum mode mode;
+    enum receive_mode receive; /* client */
     bool verify;
+    const char *file;          /* server of a file-sending variant: the message file */
+    bool probe;                /* server: only say whether this sending path can run here */
     const char *perf_ctl;
     const char *perf_ack;
 };
-enum role { ROLE_SERVER, ROLE_CLIENT };
+enum role { ROLE_SERVER, ROLE_CLIENT, ROLE_LOAD };
 void parse_options(enum role role, int argc, char **argv, struct options *out);
 const char *mode_name(enum mode mode);
+const char *receive_mode_name(enum receive_mode mode);
 
 /* ---- the message: FIELD_COUNT separately allocated fields ---- */
 struct message {
@@ -74,18 +84,43 @@ static inline uint8_t pattern_byte(uint64_t seq, uint64_t offset)
 }
 void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT]);
 
+/* ---- the message file of file-sending variants: messages 0..N-1 back to back ---- */
+#define MESSAGE_FILE_MIN_BYTES (256ULL << 20)
+/* N: enough messages for 256 MiB and at least 8, so a window never wraps cheaply. */
+uint64_t message_file_messages(uint64_t size);
+/* Creates the file with the pattern unless it already holds N messages of size bytes,
+ * then reads it once, so that its pages are in memory before any window. */
+void message_file_prepare(const char *path, uint64_t size);
+/* Opens a prepared message file for reading; dies naming it when it cannot. */
+int message_file_open(const char *path);
+/* The stream position where message seq starts in the file: messages repeat every N. */
+static inline uint64_t message_file_offset(uint64_t seq, uint64_t size)
+{
+    return (seq % message_file_messages(size)) * size;
+}
+
 /* ---- socket I/O that survives EINTR and short transfers ---- */
 enum io_status { IO_OK = 0, IO_PEER_CLOSED = 1 };
 /* Retries after ENOBUFS call on_enobufs (NULL: ENOBUFS is an error).
  * *calls counts successful sendmsg calls (zero-copy notification ids). */
 enum io_status sendmsg_all(int fd, struct iovec *iov, int iovcnt, int flags,
                            void (*on_enobufs)(void *ctx), void *ctx, uint64_t *calls);
+/* Skips sent bytes of a message header's iovec after a short send. */
+void iov_advance(struct msghdr *mh, size_t sent);
+bool peer_gone(int err);
+/* What a send-like call failing with ERR means: retry it (IO_OK: it was interrupted), the peer is
+ * gone (IO_PEER_CLOSED), or the trial cannot go on (dies naming CALL and the cause). */
+enum io_status send_failure(int err, const char *call);
 enum io_status send_all(int fd, const void *buf, size_t len);
 enum io_status recv_exact(int fd, void *buf, size_t len);
-int listen_on(const char *address, uint16_t port);
+int listen_on(const char *address, uint16_t port, unsigned backlog);
+/* Raises the soft RLIMIT_NOFILE to needed; one line naming WHY when the hard limit is lower. */
+void raise_descriptor_limit(uint64_t needed, const char *why);
 int accept_within(int listen_fd, double timeout_s);
 int connect_within(const char *address, uint16_t port, double timeout_s);
 void set_io_timeout(int fd, double seconds);
+/* Waits until fd is ready for events; dies with "WHAT timed out after N s" otherwise. */
+void wait_fd(int fd, short events, double timeout_s, const char *what);
 uint64_t tcp_retransmits(int fd);
 
 /* ---- the session protocol between client and server ---- */
@@ -98,7 +133,9 @@ struct hello {
     uint32_t reserved;
     double window_s; /* warm-up + duration: bounds how long the server waits */
 };
-enum control { CONTROL_BEGIN = 'B', CONTROL_END = 'E' };
+/* Client to server: the window begins, ends.  Server to client: every worker is serving, so the
+ * client's warm-up starts only when the server is ready (whatever its set-up cost, e.g. a message file). */
+enum control { CONTROL_BEGIN = 'B', CONTROL_END = 'E', CONTROL_READY = 'R' };
 
 /* ---- measurement window helpers ---- */
 struct usage {
@@ -115,6 +152,23 @@ struct perf_control {
 void perf_control_open(struct perf_control *pc, const char *ctl, const char *ack);
 void perf_control_send(struct perf_control *pc, const char *command);
 void perf_control_close(struct perf_control *pc);
+
+/* ---- the session (session.c) ---- */
+/* Server: accepts the control connection and reads its hello (dies on anything else). */
+int session_open(int listen_fd, double timeout_s, struct hello *hello);
+/* Server: tells the client every connection is being served; its warm-up may start. */
+void session_ready(int control_fd);
+/* Server: follows the client's window marks until it closes the session; returns the window's usage.
+ * EDGE, when given, runs at each mark inside the window's bounds. */
+struct usage session_window(int control_fd, const struct hello *hello, struct perf_control *perf,
+                            void (*edge)(enum control));
+/* Client: connects the control connection and sends the hello. */
+int session_join(const struct options *opt, const struct hello *hello);
+/* Client: waits, bounded, for the server's ready. */
+void session_wait_ready(int control_fd);
+/* Client: marks the window's beginning or end. */
+void session_mark(int control_fd, enum control control);
+void sleep_seconds(double seconds);
 
 /* Log-linear latency histogram (relative error < 1%), one per thread. */
 #define HIST_SUB_BITS 7
@@ -145,11 +199,43 @@ struct sender_counters {
     uint64_t zc_sends, zc_completed, zc_copied, zc_notifications, zc_enobufs;
 };
 struct sender;
+struct sender_config {
+    int fd;
+    size_t size;
+    bool verify;      /* write the pattern into every message before sending it */
+    const char *file; /* the prepared message file (file-sending variants) */
+};
 extern const char *const VARIANT_NAME;
-struct sender *sender_create(int fd, size_t size, bool verify);
+/* True: the variant sends the message file, whose pattern repeats every
+ * message_file_messages(size) messages; the client verifies accordingly. */
+extern const bool SENDS_FROM_FILE;
+/* NULL when this sending path can run on this kernel; otherwise why not, in
+ * one line.  The core's default says yes; variants that need more override it. */
+const char *sender_unavailable(void);
+struct sender *sender_create(const struct sender_config *config);
 /* Sends message number seq completely. */
 enum io_status sender_send(struct sender *s, uint64_t seq);
 /* Waits (bounded) for outstanding work, adds its counters, frees s. */
 void sender_destroy(struct sender *s, struct sender_counters *counters);
+
+/* ---- the client's side of the stream, in any receive mode ---- */
+struct receiver_io {
+    int fd;
+    enum receive_mode mode;
+    uint8_t *buffer; /* copy: the data; truncate with verify: what MSG_PEEK showed */
+    size_t capacity;
+    uint8_t *map; /* mmap: the region TCP_ZEROCOPY_RECEIVE maps pages into */
+    size_t map_bytes;
+    /* Verification: the pattern of message size bytes, repeating every period messages (0: never). */
+    bool verify;
+    uint64_t size, period;
+    uint64_t position; /* bytes consumed so far: where the next byte sits in the pattern */
+    uint64_t mismatches;
+    uint64_t mapped, copied; /* mmap: bytes that arrived as mapped pages, and by recv() */
+};
+void receiver_io_open(struct receiver_io *io, int fd, const struct options *opt, uint64_t period);
+void receiver_io_close(struct receiver_io *io);
+/* Consumes between 1 and want bytes of the stream; 0 when the peer closed it. */
+size_t receive_some(struct receiver_io *io, size_t want);
 
 #endif

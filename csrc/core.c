@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,11 +109,132 @@ void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT])
     }
 }
 
+/* ---- the message file ---- */
+
+uint64_t message_file_messages(uint64_t size)
+{
+    uint64_t messages = (MESSAGE_FILE_MIN_BYTES + size - 1) / size;
+    return messages < 8 ? 8 : messages;
+}
+
+/* Writes all of buf, whatever the kernel takes per call; on failure removes the half-written file. */
+static void write_all(int fd, const char *buf, size_t len, const char *path)
+{
+    while (len > 0) {
+        ssize_t written = write(fd, buf, len);
+        if (written < 0) {
+            if (errno == EINTR)
+                continue;
+            int err = errno;
+            unlink(path);
+            die("cannot write the message file %s: %s", path, strerror(err));
+        }
+        buf += written;
+        len -= (size_t)written;
+    }
+}
+
+static void message_file_write(const char *path, uint64_t size, uint64_t bytes)
+{
+    char temporary[4096];
+    if (snprintf(temporary, sizeof temporary, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof temporary)
+        die_usage("--file: the path is too long");
+    int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        die("cannot create the message file %s: %s", temporary, strerror(errno));
+    enum { CHUNK = 1 << 20 };
+    char *chunk = malloc(CHUNK);
+    if (!chunk)
+        die("out of memory");
+    uint64_t seq = 0, offset = 0;
+    for (uint64_t done = 0; done < bytes;) {
+        size_t len = bytes - done < CHUNK ? (size_t)(bytes - done) : CHUNK;
+        for (size_t i = 0; i < len; i++) {
+            chunk[i] = (char)pattern_byte(seq, offset);
+            if (++offset == size) {
+                offset = 0;
+                seq++;
+            }
+        }
+        write_all(fd, chunk, len, temporary);
+        done += len;
+    }
+    free(chunk);
+    if (close(fd) != 0) {
+        int err = errno;
+        unlink(temporary);
+        die("cannot write the message file %s: %s", temporary, strerror(err));
+    }
+    /* Whole or not at all: a concurrent or interrupted writer never leaves a short file under path. */
+    if (rename(temporary, path) != 0)
+        die("cannot create the message file %s: %s", path, strerror(errno));
+}
+
+int message_file_open(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        die("cannot open the message file %s: %s", path, strerror(errno));
+    return fd;
+}
+
+void message_file_prepare(const char *path, uint64_t size)
+{
+    uint64_t bytes = message_file_messages(size) * size;
+    struct stat st;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size != bytes)
+        message_file_write(path, size, bytes);
+    /* Read it once, so the window measures the page cache, never the disk. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        die("cannot open the message file %s: %s", path, strerror(errno));
+    char *chunk = malloc(1 << 20);
+    if (!chunk)
+        die("out of memory");
+    ssize_t got;
+    while ((got = read(fd, chunk, 1 << 20)) != 0)
+        if (got < 0 && errno != EINTR)
+            die("cannot read the message file %s: %s", path, strerror(errno));
+    free(chunk);
+    if (close(fd) != 0)
+        die_errno("close");
+}
+
+/* Most sending paths run wherever the programs build; those that need more override this. */
+__attribute__((weak)) const char *sender_unavailable(void)
+{
+    return NULL;
+}
+
 /* ---- socket I/O ---- */
 
-static bool peer_gone(int err)
+bool peer_gone(int err)
 {
-    return err == EPIPE || err == ECONNRESET;
+    return err == EPIPE || err == ECONNRESET || err == ENOTCONN;
+}
+
+enum io_status send_failure(int err, const char *call)
+{
+    if (err == EINTR)
+        return IO_OK;
+    if (peer_gone(err))
+        return IO_PEER_CLOSED;
+    if (err == EAGAIN || err == EWOULDBLOCK)
+        die("send timed out: the peer stopped reading");
+    die("%s: %s", call, strerror(err));
+}
+
+void iov_advance(struct msghdr *mh, size_t sent)
+{
+    while (mh->msg_iovlen > 0 && sent >= mh->msg_iov->iov_len) {
+        sent -= mh->msg_iov->iov_len;
+        mh->msg_iov++;
+        mh->msg_iovlen--;
+    }
+    if (mh->msg_iovlen > 0) {
+        mh->msg_iov->iov_base = (char *)mh->msg_iov->iov_base + sent;
+        mh->msg_iov->iov_len -= sent;
+    }
 }
 
 enum io_status sendmsg_all(int fd, struct iovec *iov, int iovcnt, int flags,
@@ -122,31 +244,18 @@ enum io_status sendmsg_all(int fd, struct iovec *iov, int iovcnt, int flags,
     while (mh.msg_iovlen > 0) {
         ssize_t sent = sendmsg(fd, &mh, flags | MSG_NOSIGNAL);
         if (sent < 0) {
-            if (errno == EINTR)
-                continue;
             if (errno == ENOBUFS && on_enobufs) {
                 on_enobufs(ctx);
                 continue;
             }
-            if (peer_gone(errno))
+            if (send_failure(errno, "sendmsg") == IO_PEER_CLOSED)
                 return IO_PEER_CLOSED;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                die("send timed out: the peer stopped reading");
-            die_errno("sendmsg");
+            continue;
         }
         if (calls)
             (*calls)++;
         /* A short send: skip what went out, continue with the rest. */
-        size_t left = (size_t)sent;
-        while (mh.msg_iovlen > 0 && left >= mh.msg_iov->iov_len) {
-            left -= mh.msg_iov->iov_len;
-            mh.msg_iov++;
-            mh.msg_iovlen--;
-        }
-        if (mh.msg_iovlen > 0) {
-            mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + left;
-            mh.msg_iov->iov_len -= left;
-        }
+        iov_advance(&mh, (size_t)sent);
     }
     return IO_OK;
 }
@@ -157,13 +266,9 @@ enum io_status send_all(int fd, const void *buf, size_t len)
     while (len > 0) {
         ssize_t sent = send(fd, p, len, MSG_NOSIGNAL);
         if (sent < 0) {
-            if (errno == EINTR)
-                continue;
-            if (peer_gone(errno))
+            if (send_failure(errno, "send") == IO_PEER_CLOSED)
                 return IO_PEER_CLOSED;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                die("send timed out: the peer stopped reading");
-            die_errno("send");
+            continue;
         }
         p += sent;
         len -= (size_t)sent;
@@ -228,7 +333,7 @@ static int tcp_socket(int family)
     return fd;
 }
 
-int listen_on(const char *address, uint16_t port)
+int listen_on(const char *address, uint16_t port, unsigned backlog)
 {
     struct endpoint ep;
     resolve(address, port, &ep);
@@ -238,12 +343,12 @@ int listen_on(const char *address, uint16_t port)
         die_errno("setsockopt SO_REUSEADDR");
     if (bind(fd, (struct sockaddr *)&ep.addr, ep.len) != 0)
         die("cannot bind %s port %u: %s", address, port, strerror(errno));
-    if (listen(fd, MAX_THREADS + 4) != 0)
+    if (listen(fd, (int)backlog) != 0)
         die_errno("listen");
     return fd;
 }
 
-static void wait_fd(int fd, short events, double timeout_s, const char *what)
+void wait_fd(int fd, short events, double timeout_s, const char *what)
 {
     struct pollfd p = {.fd = fd, .events = events};
     uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
@@ -313,6 +418,24 @@ int connect_within(const char *address, uint16_t port, double timeout_s)
         struct timespec pause = {0, 10 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
+}
+
+void raise_descriptor_limit(uint64_t needed, const char *why)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+        die_errno("getrlimit");
+    if (limit.rlim_cur >= needed)
+        return;
+    rlim_t hard = limit.rlim_max;
+    limit.rlim_cur = needed;
+    /* Raising the hard limit too needs CAP_SYS_RESOURCE (root has it). */
+    if (hard != RLIM_INFINITY && hard < needed)
+        limit.rlim_max = needed;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+        die_usage("%s needs %llu descriptors and the limit (hard %llu) cannot be raised: %s "
+                  "(raise it with ulimit -Hn or in limits.conf)",
+                  why, (unsigned long long)needed, (unsigned long long)hard, strerror(errno));
 }
 
 void set_io_timeout(int fd, double seconds)

@@ -13,6 +13,14 @@ const char *mode_name(enum mode mode)
     return mode == MODE_RR ? "rr" : "stream";
 }
 
+static const char *const RECEIVE_MODES[] = {[RECEIVE_COPY] = "copy", [RECEIVE_TRUNCATE] = "truncate",
+                                            [RECEIVE_MMAP] = "mmap"};
+
+const char *receive_mode_name(enum receive_mode mode)
+{
+    return RECEIVE_MODES[mode];
+}
+
 /* An unsigned integer with an optional binary suffix K, M or G. */
 static uint64_t parse_count(const char *option, const char *text, uint64_t low, uint64_t high)
 {
@@ -62,20 +70,35 @@ static enum mode parse_mode(const char *text)
     die_usage("--mode: '%s' is neither stream nor rr", text);
 }
 
+static enum receive_mode parse_receive(const char *text)
+{
+    for (size_t i = 0; i < sizeof RECEIVE_MODES / sizeof *RECEIVE_MODES; i++)
+        if (strcmp(text, RECEIVE_MODES[i]) == 0)
+            return (enum receive_mode)i;
+    die_usage("--receive: '%s' is not copy, truncate or mmap", text);
+}
+
 enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
+    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS,
 };
 
 static _Noreturn void usage(enum role role)
 {
-    if (role == ROLE_SERVER)
-        puts("usage: VARIANT_server --bind ADDR --port P --size S [--mode stream|rr]\n"
-             "                      [--timeout SECONDS] [--perf-ctl FIFO --perf-ack FIFO]");
+    if (role == ROLE_LOAD)
+        puts("usage: load_client --connect ADDR --port P --size S --connections C [--threads T]\n"
+             "                   [--duration SECONDS] [--warmup SECONDS] [--timeout SECONDS]\n"
+             "                   [--perf-ctl FIFO --perf-ack FIFO]");
+    else if (role == ROLE_SERVER)
+        puts("usage: VARIANT_server --bind ADDR --port P --size S [--mode stream|rr] [--file PATH]\n"
+             "                      [--timeout SECONDS] [--perf-ctl FIFO --perf-ack FIFO]\n"
+             "       VARIANT_server --probe");
     else
         puts("usage: VARIANT_client --connect ADDR --port P --size S [--threads T]\n"
              "                      [--duration SECONDS] [--warmup SECONDS] [--mode stream|rr]\n"
-             "                      [--verify] [--timeout SECONDS] [--perf-ctl FIFO --perf-ack FIFO]");
+             "                      [--receive copy|truncate|mmap] [--verify] [--timeout SECONDS]\n"
+             "                      [--perf-ctl FIFO --perf-ack FIFO]");
     exit(0);
 }
 
@@ -90,6 +113,8 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"perf-ctl", required_argument, NULL, OPT_PERF_CTL},
         {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
+        {"file", required_argument, NULL, OPT_FILE},
+        {"probe", no_argument, NULL, OPT_PROBE},
         {"help", no_argument, NULL, OPT_HELP},
         {0, 0, 0, 0},
     };
@@ -102,12 +127,28 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         {"warmup", required_argument, NULL, OPT_WARMUP},
         {"mode", required_argument, NULL, OPT_MODE},
         {"verify", no_argument, NULL, OPT_VERIFY},
+        {"receive", required_argument, NULL, OPT_RECEIVE},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"perf-ctl", required_argument, NULL, OPT_PERF_CTL},
         {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
         {"help", no_argument, NULL, OPT_HELP},
         {0, 0, 0, 0},
     };
+    const struct option load_options[] = {
+        {"connect", required_argument, NULL, OPT_CONNECT},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"size", required_argument, NULL, OPT_SIZE},
+        {"connections", required_argument, NULL, OPT_CONNECTIONS},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"perf-ctl", required_argument, NULL, OPT_PERF_CTL},
+        {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
+        {"help", no_argument, NULL, OPT_HELP},
+        {0, 0, 0, 0},
+    };
+    const struct option *table = server ? server_options : role == ROLE_LOAD ? load_options : client_options;
     *out = (struct options){
         .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
         .timeout_s = server ? 30.0 : 3.0, .mode = MODE_STREAM,
@@ -115,7 +156,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     bool have_port = false, have_size = false;
     opterr = 0; /* one line of our own instead of getopt's message */
     int id;
-    while ((id = getopt_long(argc, argv, ":", server ? server_options : client_options, NULL)) != -1) {
+    while ((id = getopt_long(argc, argv, ":", table, NULL)) != -1) {
         switch (id) {
         case OPT_BIND:
         case OPT_CONNECT:
@@ -132,6 +173,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         case OPT_THREADS:
             out->threads = (unsigned)parse_count("threads", optarg, 1, MAX_THREADS);
             break;
+        case OPT_CONNECTIONS:
+            out->connections = (unsigned)parse_count("connections", optarg, 1, MAX_CONNECTIONS);
+            break;
         case OPT_DURATION:
             out->duration_s = parse_seconds("duration", optarg, 0, 3600, false);
             break;
@@ -146,6 +190,15 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             break;
         case OPT_VERIFY:
             out->verify = true;
+            break;
+        case OPT_RECEIVE:
+            out->receive = parse_receive(optarg);
+            break;
+        case OPT_FILE:
+            out->file = optarg;
+            break;
+        case OPT_PROBE:
+            out->probe = true;
             break;
         case OPT_PERF_CTL:
             out->perf_ctl = optarg;
@@ -163,12 +216,19 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     }
     if (optind < argc)
         die_usage("unexpected argument '%s' (see --help)", argv[optind]);
+    if (out->probe)
+        return;
     if (!out->address)
         die_usage("--%s ADDR is required", server ? "bind" : "connect");
     if (!have_port)
         die_usage("--port P is required");
     if (!have_size)
         die_usage("--size S is required");
+    if (role == ROLE_LOAD && !out->connections)
+        die_usage("--connections C is required");
+    if (out->threads > (out->connections ? out->connections : out->threads))
+        die_usage("--threads: %u threads for %u connections leaves threads with nothing to do", out->threads,
+                  out->connections);
     if (out->perf_ack && !out->perf_ctl)
         die_usage("--perf-ack needs --perf-ctl");
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 const char *const VARIANT_NAME = "one_copy";
+const bool SENDS_FROM_FILE = false;
 
 struct sender {
     int fd;
@@ -12,14 +13,14 @@ struct sender {
     struct message message;
 };
 
-struct sender *sender_create(int fd, size_t size, bool verify)
+struct sender *sender_create(const struct sender_config *config)
 {
     struct sender *s = calloc(1, sizeof *s);
     if (!s)
         die("out of memory");
-    s->fd = fd;
-    s->verify = verify;
-    message_alloc(&s->message, size);
+    s->fd = config->fd;
+    s->verify = config->verify;
+    message_alloc(&s->message, config->size);
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 const char *const VARIANT_NAME = "two_copy";
+const bool SENDS_FROM_FILE = false;
 
 struct sender {
     int fd;
@@ -14,17 +15,17 @@ struct sender {
     char *packed;
 };
 
-struct sender *sender_create(int fd, size_t size, bool verify)
+struct sender *sender_create(const struct sender_config *config)
 {
     struct sender *s = calloc(1, sizeof *s);
     if (!s)
         die("out of memory");
-    s->fd = fd;
-    s->verify = verify;
-    message_alloc(&s->message, size);
-    s->packed = malloc(size);
+    s->fd = config->fd;
+    s->verify = config->verify;
+    message_alloc(&s->message, config->size);
+    s->packed = malloc(config->size);
     if (!s->packed)
-        die("out of memory for a %zu-byte buffer", size);
+        die("out of memory for a %zu-byte buffer", config->size);
     return s;
 }
 

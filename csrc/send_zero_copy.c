@@ -21,6 +21,7 @@
 #endif
 
 const char *const VARIANT_NAME = "zero_copy";
+const bool SENDS_FROM_FILE = false;
 
 #define RING_BYTES (8ULL << 20)
 #define RING_MAX_SLOTS 1024
@@ -150,25 +151,25 @@ static void on_enobufs(void *ctx)
     }
 }
 
-struct sender *sender_create(int fd, size_t size, bool verify)
+struct sender *sender_create(const struct sender_config *config)
 {
     struct sender *s = calloc(1, sizeof *s);
     if (!s)
         die("out of memory");
-    s->fd = fd;
-    s->verify = verify;
+    s->fd = config->fd;
+    s->verify = config->verify;
     s->counters.zero_copy = true;
     int one = 1;
-    if (setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
+    if (setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
         die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
-    size_t slots = (size_t)(RING_BYTES / size);
+    size_t slots = (size_t)(RING_BYTES / config->size);
     s->slots = slots < 2 ? 2 : slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
     s->ring = calloc(s->slots, sizeof *s->ring);
     s->slot_ready_at = calloc(s->slots, sizeof *s->slot_ready_at);
     if (!s->ring || !s->slot_ready_at)
         die("out of memory");
     for (size_t i = 0; i < s->slots; i++)
-        message_alloc(&s->ring[i], size);
+        message_alloc(&s->ring[i], config->size);
     return s;
 }
 

@@ -13,10 +13,8 @@
 
 struct worker {
     pthread_t thread;
-    int fd;
-    size_t size;
+    struct sender_config sender;
     enum mode mode;
-    bool verify;
     struct sender_counters counters;
     uint64_t retransmits;
 };
@@ -32,7 +30,7 @@ static void serve_rr(struct worker *w, struct sender *s)
 {
     char request[REQUEST_SIZE];
     for (uint64_t seq = 0;; seq++) {
-        if (recv_exact(w->fd, request, sizeof request) == IO_PEER_CLOSED)
+        if (recv_exact(w->sender.fd, request, sizeof request) == IO_PEER_CLOSED)
             return;
         if (sender_send(s, seq) == IO_PEER_CLOSED)
             return;
@@ -42,39 +40,42 @@ static void serve_rr(struct worker *w, struct sender *s)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    struct sender *s = sender_create(w->fd, w->size, w->verify);
+    struct sender *s = sender_create(&w->sender);
     if (w->mode == MODE_RR)
         serve_rr(w, s);
     else
         serve_stream(s);
     sender_destroy(s, &w->counters);
-    w->retransmits = tcp_retransmits(w->fd);
+    w->retransmits = tcp_retransmits(w->sender.fd);
     return NULL;
-}
-
-/* Waits for the next control byte; 0 when the client closed the session. */
-static char next_control(int fd)
-{
-    char byte;
-    return recv_exact(fd, &byte, 1) == IO_OK ? byte : 0;
 }
 
 int main(int argc, char **argv)
 {
     struct options opt;
     parse_options(ROLE_SERVER, argc, argv, &opt);
+    if (opt.probe) {
+        const char *why = sender_unavailable();
+        if (why)
+            die("%s is unavailable here: %s", VARIANT_NAME, why);
+        return 0;
+    }
+    if (SENDS_FROM_FILE && !opt.file)
+        die_usage("%s sends a message file: --file PATH is required", VARIANT_NAME);
+    if (!SENDS_FROM_FILE && opt.file)
+        die_usage("--file: %s sends messages from memory, not a file", VARIANT_NAME);
     if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
         die_errno("signal");
 
     struct perf_control perf;
     perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
-    int listen_fd = listen_on(opt.address, opt.port);
+    int listen_fd = listen_on(opt.address, opt.port, MAX_THREADS + 4);
+    /* After the address is known good, before the client: the file's cost stays out of every window. */
+    if (SENDS_FROM_FILE)
+        message_file_prepare(opt.file, opt.size);
 
-    int control_fd = accept_within(listen_fd, opt.timeout_s);
-    set_io_timeout(control_fd, 10.0);
     struct hello hello;
-    if (recv_exact(control_fd, &hello, sizeof hello) != IO_OK || hello.magic != HELLO_MAGIC)
-        die("the first connection did not speak the copylab protocol");
+    int control_fd = session_open(listen_fd, opt.timeout_s, &hello);
     if (hello.size != opt.size || hello.mode != opt.mode)
         die("the client asked for %llu-byte %s messages, the server serves %llu-byte %s",
             (unsigned long long)hello.size, mode_name((enum mode)hello.mode),
@@ -88,38 +89,19 @@ int main(int argc, char **argv)
         die("out of memory");
     for (unsigned i = 0; i < n; i++) {
         struct worker *w = &workers[i];
-        w->fd = accept_within(listen_fd, 10.0);
+        int fd = accept_within(listen_fd, 10.0);
         /* A vanished or stalled peer ends the trial instead of hanging it. */
-        set_io_timeout(w->fd, 10.0);
-        w->size = opt.size;
+        set_io_timeout(fd, 10.0);
+        w->sender = (struct sender_config){.fd = fd, .size = opt.size, .verify = hello.verify != 0, .file = opt.file};
         w->mode = opt.mode;
-        w->verify = hello.verify != 0;
         int err = pthread_create(&w->thread, NULL, worker_main, w);
         if (err)
             die("pthread_create: %s", strerror(err));
     }
     if (close(listen_fd) != 0)
         die_errno("close");
-
-    /* The client marks the window; no recv timeout while it runs. */
-    set_io_timeout(control_fd, hello.window_s + 10.0);
-    struct usage before = {0}, after = {0}, used;
-    bool window_ended = false;
-    char control;
-    while ((control = next_control(control_fd)) != 0) {
-        if (control == CONTROL_BEGIN) {
-            perf_control_send(&perf, "enable");
-            usage_now(&before);
-        } else if (control == CONTROL_END) {
-            usage_now(&after);
-            perf_control_send(&perf, "disable");
-            window_ended = true;
-        } else {
-            die("unknown control byte 0x%02x from the client", (unsigned char)control);
-        }
-    }
-    if (!window_ended)
-        die("the client left before the measured window ended");
+    session_ready(control_fd);
+    struct usage used = session_window(control_fd, &hello, &perf, NULL);
 
     struct sender_counters zc = {0};
     uint64_t retransmits = 0;
@@ -135,14 +117,13 @@ int main(int argc, char **argv)
         zc.zc_notifications += c->zc_notifications;
         zc.zc_enobufs += c->zc_enobufs;
         retransmits += workers[i].retransmits;
-        if (close(workers[i].fd) != 0)
+        if (close(workers[i].sender.fd) != 0)
             die_errno("close");
     }
     if (close(control_fd) != 0)
         die_errno("close");
     perf_control_close(&perf);
 
-    usage_delta(&before, &after, &used);
     /* The client counts the window's bytes; the server reports what only the sending side sees. */
     struct json j;
     json_begin(&j);

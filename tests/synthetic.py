@@ -82,6 +82,7 @@ def make_trials(
     rr_sizes: Iterable[int] = RR_SIZES,
     threads: Iterable[int] = (1, 2),
     pinnings: Iterable[str] = ("same_cpu",),
+    receives: Iterable[str] = ("copy",),
     trials: int = 5,
     shapes: Mapping[str, float | str] | None = None,
     noise_cv: float = 0.03,
@@ -97,13 +98,15 @@ def make_trials(
     rng = np.random.default_rng(seed)
     shapes = {**DEFAULT_SHAPES, **(shapes or {})}
     configs = [
-        (impl, workload, size, n_threads, pinning, rep)
+        (impl, workload, size, n_threads, pinning, receive, rep)
         for impl in implementations
         for workload in workloads
         if workload in registry.get(impl).driver.workloads
         for size in (sizes if workload == "stream" else rr_sizes)
         for n_threads in threads
         for pinning in pinnings
+        for receive in receives
+        if receive in registry.get(impl).driver.receive_modes
         for rep in range(1, trials + 1)
     ]
     rows = [_trial(rng, sweep, *config, shapes, noise_cv, hardware_counters) for config in configs]
@@ -116,6 +119,121 @@ def make_trials(
         _fail(df, rng.choice(len(df), size=failed, replace=False))
     df = df.sort_values("order_index").reset_index(drop=True)
     return _typed(df)
+
+
+# The servers experiment: thread's requests/s grow with connections up to SATURATION_RPS; a model's SHAPE
+# relative to it is read like a copies shape, along connections instead of size (a float c: it overtakes
+# thread exactly at c connections, 10% per doubling).  The iterative server serves one connection only.
+SERVER_MODELS = ("iterative", "thread", "fork", "select", "poll", "epoll")
+CONNECTIONS = (1, 10, 100, 1000)
+DEFAULT_SERVER_SHAPES: dict[str, float | str] = {"fork": "worse", "select": 30.0, "poll": 30.0, "epoll": 30.0}
+SINGLE_RPS = 15000.0
+SATURATION_RPS = 130000.0
+_PER_REQUEST_SWITCHES = {"iterative": 1.0, "thread": 1.0, "fork": 1.0}
+
+
+def thread_requests_per_s(connections: float) -> float:
+    """True requests per second of a thread-per-connection server at CONNECTIONS."""
+    return min(SINGLE_RPS * connections, SATURATION_RPS)
+
+
+def true_requests_per_s(connections: float, shape: float | str) -> float:
+    base = thread_requests_per_s(connections)
+    if shape == "serial":
+        return SINGLE_RPS
+    if shape == "same":
+        return base
+    if shape == "worse":
+        return 0.75 * base
+    if shape == "better":
+        return 1.25 * base
+    return base * (1 + 0.1 * (np.log2(connections) - np.log2(float(shape))))
+
+
+def make_server_trials(
+    *,
+    sweep: str = "synthetic-servers",
+    models: Iterable[str] = SERVER_MODELS,
+    connections: Iterable[int] = CONNECTIONS,
+    rr_sizes: Iterable[int] = (64,),
+    trials: int = 5,
+    shapes: Mapping[str, float | str] | None = None,
+    noise_cv: float = 0.03,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A servers-experiment trials DataFrame (every schema column), in seeded random order."""
+    rng = np.random.default_rng(seed)
+    shapes = {**DEFAULT_SERVER_SHAPES, "iterative": "serial", **(shapes or {})}
+    rows = []
+    for model in models:
+        for size in rr_sizes:
+            for count in connections:
+                for rep in range(1, trials + 1):
+                    rows.append(_server_trial(rng, sweep, model, size, count, rep, shapes.get(model, "same"), noise_cv))
+    df = pd.DataFrame(rows)
+    order = rng.permutation(len(df))
+    df["order_index"] = order
+    start = pd.Timestamp("2025-01-01T00:00:00Z")
+    df["started_at"] = [(start + pd.Timedelta(seconds=3 * i)).isoformat() for i in order]
+    return _typed(df.sort_values("order_index").reset_index(drop=True))
+
+
+def _server_trial(
+    rng: np.random.Generator,
+    sweep: str,
+    model: str,
+    size: int,
+    connections: int,
+    rep: int,
+    shape: float | str,
+    noise_cv: float,
+) -> dict[str, Any]:
+    measured_s = _DURATION_S * (1 + rng.uniform(0, 0.002))
+    rps = true_requests_per_s(connections, shape) * rng.normal(1.0, noise_cv)
+    requests = int(rps * measured_s)
+    served = 1 if shape == "serial" else connections
+    latency = served / rps * 1e6  # Little's law over the connections actually served
+    server_busy = min(1.0, rps / SATURATION_RPS) * 0.99
+    switches = _PER_REQUEST_SWITCHES.get(model, 0.01)
+    return {
+        "sweep": sweep,
+        "trial_id": f"{model}-rr-{size}-1-{connections}-split_cpu-copy-r{rep}",
+        "experiment": "servers",
+        "implementation": model,
+        "model": model,
+        "workload": "rr",
+        "size_bytes": size,
+        "threads": 1,
+        "connections": connections,
+        "pinning": "split_cpu",
+        "receive": "copy",
+        "repetition": rep,
+        "status": "ok",
+        "error": None,
+        "measured_s": measured_s,
+        "bytes": requests * size,
+        "messages": requests,
+        "throughput_gbps": requests * size * 8 / measured_s / 1e9,
+        "latency_mean_us": latency,
+        "latency_p50_us": 0.95 * latency,
+        "latency_p99_us": 2.5 * latency,
+        "latency_max_us": 6 * latency,
+        "requests_per_s": requests / measured_s,
+        "connections_served": served,
+        "fairness": served / connections,
+        "snd_cpu_user_s": 0.1 * server_busy * measured_s,
+        "snd_cpu_sys_s": 0.9 * server_busy * measured_s,
+        "snd_ctx_voluntary": int(switches * requests),
+        "snd_ctx_involuntary": int(rng.integers(0, 10)),
+        "rcv_cpu_user_s": 0.1 * server_busy * measured_s,
+        "rcv_cpu_sys_s": 0.85 * server_busy * measured_s,
+        "rcv_ctx_voluntary": int(rng.integers(0, 10)),
+        "rcv_ctx_involuntary": int(rng.integers(0, 10)),
+        "perf_missing": "; ".join(
+            f"{side}_{schema.PERF_EVENTS[event]}: <not supported>" for side in SIDES for event in HARDWARE_EVENTS
+        ),
+        "trial_wall_s": measured_s + 0.3,
+    }
 
 
 def write_sweep(directory: str | Path, df: pd.DataFrame, manifest_overrides: Mapping[str, Any] | None = None) -> Path:
@@ -142,6 +260,7 @@ def _trial(
     size: int,
     threads: int,
     pinning: str,
+    receive: str,
     rep: int,
     shapes: Mapping[str, float | str],
     noise_cv: float,
@@ -151,12 +270,15 @@ def _trial(
     measured_s = _DURATION_S * (1 + rng.uniform(0, 0.002))
     row: dict[str, Any] = {
         "sweep": sweep,
-        "trial_id": f"{impl}-{workload}-{size}-{threads}-{pinning}-{rep}",
+        "trial_id": f"{impl}-{workload}-{size}-{threads}-{threads}-{pinning}-{receive}-r{rep}",
+        "experiment": "copies",
         "implementation": impl,
         "workload": workload,
         "size_bytes": size,
         "threads": threads,
+        "connections": threads,
         "pinning": pinning,
+        "receive": receive,
         "repetition": rep,
         "status": "ok",
         "error": None,
@@ -250,6 +372,8 @@ def _manifest(df: pd.DataFrame, sha256: str) -> dict[str, Any]:
 
     implementations = registry.ordered(df["implementation"])
     hardware = bool(df["snd_cycles"].notna().any())
+    experiment = str(df["experiment"].iloc[0])
+    servers = {"connections": values("connections")} if experiment == "servers" else {}
     return {
         "sweep": str(df["sweep"].iloc[0]),
         "profile": "custom",
@@ -270,14 +394,17 @@ def _manifest(df: pd.DataFrame, sha256: str) -> dict[str, Any]:
         },
         "git": {"commit": "0" * 40, "dirty": False},
         "parameters": {
+            "experiment": experiment,
+            **servers,
             "implementations": implementations,
             "workloads": [w for w in schema.WORKLOADS if w in set(df["workload"])],
-            "sizes": values("size_bytes", "stream") or values("size_bytes"),
+            "sizes": values("size_bytes", "stream") or ([] if servers else values("size_bytes")),
             "threads": values("threads"),
             "trials": int(df["repetition"].max()),
             "duration_s": _DURATION_S,
             "warmup_s": 0.5,
             "pinning": [p for p in schema.PINNINGS if p in set(df["pinning"])],
+            "receive": [r for r in schema.RECEIVE_MODES if r in set(df["receive"])],
             "seed": 0,
             "rr_sizes": values("size_bytes", "rr"),
             "mtu": 1500,

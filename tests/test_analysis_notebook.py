@@ -26,6 +26,8 @@ FIGURES = {
     "cpu_per_byte_vs_size.png",
     "zerocopy_copied_fraction.png",
     "retransmits.png",
+    "senders_vs_size.png",
+    "receive_modes.png",
 }
 
 

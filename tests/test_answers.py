@@ -37,7 +37,9 @@ def _summary_row(impl, workload, size, threads, metric, mean, unstable=False):
         "workload": workload,
         "size_bytes": size,
         "threads": threads,
+        "connections": threads,
         "pinning": "same_cpu",
+        "receive": "copy",
         "metric": metric,
         "n": 5,
         "n_failed": 0,
@@ -92,7 +94,9 @@ def make_sweep(
                             "workload": "stream",
                             "size_bytes": size,
                             "threads": threads,
+                            "connections": threads,
                             "pinning": "same_cpu",
+                            "receive": "copy",
                             "repetition": rep,
                             "status": "ok",
                             "error": np.nan,
@@ -128,6 +132,7 @@ def make_sweep(
                         {
                             "workload": "stream",
                             "threads": threads,
+                            "connections": threads,
                             "pinning": "same_cpu",
                             "metric": metric,
                             "size_bytes": size,
@@ -150,19 +155,20 @@ def make_sweep(
             value = CROSSOVER if row_status == "crossover" else (np.nan, np.nan, np.nan)
             crossovers.append(
                 {
+                    "axis": "size_bytes",
                     "workload": "stream",
+                    "size_bytes": pd.NA,
                     "threads": threads,
+                    "connections": threads,
                     "pinning": "same_cpu",
                     "metric": "throughput_gbps",
                     "challenger": challenger,
                     "baseline": "two_copy",
                     "status": row_status,
-                    "crossover_size": value[0],
+                    "crossover_at": value[0],
                     "ci_low": value[1],
                     "ci_high": value[2],
-                    "first_significant_size": 4096
-                    if row_status in ("crossover", "challenger_always_better")
-                    else np.nan,
+                    "first_significant_at": 4096 if row_status in ("crossover", "challenger_always_better") else np.nan,
                 }
             )
     manifest = Manifest.from_dict(
@@ -231,7 +237,7 @@ def test_focus_is_first_pinning_fewest_threads_largest_common_size():
 
 
 def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
-    text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy")
+    text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy", "two_copy")
     for value in CROSSOVER:
         assert fmt_bytes(value) in text
     assert "outperforms `two_copy` above about **5,793 B** (5.66 KiB; 95% bootstrap CI 4,100 B to 8,191 B)" in text
@@ -253,7 +259,7 @@ def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
     ],
 )
 def test_crossover_statuses_without_a_crossover_are_stated_honestly(status, phrase):
-    text = answers.answer_crossover(make_sweep(status=status), "one_copy")
+    text = answers.answer_crossover(make_sweep(status=status), "one_copy", "two_copy")
     assert phrase in text
     assert "bootstrap CI" not in text.split("\n", 1)[1]
 
@@ -262,7 +268,7 @@ def test_unknown_crossover_status_is_an_error():
     sweep = make_sweep()
     sweep.crossovers.loc[0, "status"] = "maybe"
     with pytest.raises(CopylabError, match="unknown status 'maybe'"):
-        answers.answer_crossover(sweep, "one_copy")
+        answers.answer_crossover(sweep, "one_copy", "two_copy")
 
 
 def test_q5_zero_copy_never_better_and_q4_q5_listed_in_order():
@@ -397,12 +403,12 @@ def test_cache_caption_with_counters_gives_both_levels():
 
 
 def test_short_answer_summarises_all_configurations():
-    text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy")
+    text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy", "two_copy")
     assert text.startswith(
         "**In short:** `one_copy` outperforms `two_copy` above a crossover size of about 5,793 B in 2 of 2 "
         "configurations."
     )
-    text = answers.answer_crossover(make_sweep(status="indistinguishable"), "one_copy")
+    text = answers.answer_crossover(make_sweep(status="indistinguishable"), "one_copy", "two_copy")
     assert text.startswith(
         "**In short:** `one_copy` has no crossover over `two_copy`; it is not distinguishable from the baseline in "
         "2 of 2 configurations."
@@ -432,3 +438,36 @@ def test_retransmit_causes_depend_on_pinning():
     text = sections.limitations(sweep)
     assert "6 of 30 configurations saw TCP retransmits (up to 12.0 per trial" in text
     assert "6 ran with both ends on one CPU, where veth does not reorder" in text and "takes the reordering" not in text
+
+
+def _with_receiver_side(sweep: Results) -> Results:
+    """The fixture plus sendfile (tied with two_copy at 64 KiB), two_copy receiving by truncate, and mmap trials."""
+    extra = []
+    for size in SIZES:
+        tp = {64: 0.5, 1024: 4.0, 4096: 11.0, 16384: 19.5, 65536: 25.9}[size]
+        extra.append(_summary_row("sendfile", "stream", size, 1, "throughput_gbps", tp))
+        for receive, rcv in (("copy", 2.0), ("truncate", 1.5)):
+            row = _summary_row("two_copy", "stream", size, 1, "rcv_cpu_ns_per_byte", rcv)
+            extra.append({**row, "receive": receive})
+    summary = pd.concat([sweep.summary, pd.DataFrame(extra)], ignore_index=True)
+    mmap = pd.DataFrame(
+        [{**sweep.trials.iloc[0].to_dict(), "receive": "mmap", "rx_mapped_bytes": 900.0, "rx_copied_bytes": 100.0}]
+    )
+    trials = pd.concat([sweep.trials.assign(rx_mapped_bytes=np.nan, rx_copied_bytes=np.nan), mmap])
+    return dataclasses.replace(sweep, summary=summary, trials=trials)
+
+
+def test_other_ways_to_send_ranks_senders_with_ties_and_prices_the_receivers_copy():
+    sweep = _with_receiver_side(make_sweep())
+    table = answers.best_sender_table(sweep)
+    # 64 KiB, 1 thread: two_copy 26.0 +-3%, sendfile 25.9 +-3% overlap; 4 KiB: one_copy 16 alone
+    assert "| 64 KiB | `two_copy` 26.0 [25.2, 26.8] | `sendfile` |" in table  # one_copy 24.0 [23.3, 24.7]: apart
+    assert "| 4 KiB | `one_copy` 16.0 [15.5, 16.5] | none: the best alone |" in table
+    cost = answers.receiver_copy_cost(sweep)
+    assert "| `two_copy` | 64 KiB | 2.00 [1.94, 2.06] | 1.50 [1.46, 1.54] | 0.500 |" in cost
+    most = answers.which_copy_costs_most(sweep)
+    # packing 0.52 - 0.22 = 0.30 ns/B against the receiver's 2.0 - 1.5 = 0.50 ns/B
+    assert "makes 3 copies of each byte" in most and "the packing copy costs 0.300 ns per byte" in most
+    assert "the receiver's copy costs 1.67 times the packing copy" in most
+    assert "`two_copy` 90.0%" in answers.mapped_receive(sweep)
+    assert answers.mapped_receive(make_sweep()) == ""  # no mmap trials: nothing claimed

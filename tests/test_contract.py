@@ -31,11 +31,13 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _run(bin_dir: Path, variant: str, mode: str) -> dict[str, str]:
+def _run(bin_dir: Path, driver: CopylabPrograms, mode: str, files: Path) -> dict[str, str]:
     port = str(_free_port())
+    variant = driver.variant
     common = ["--port", port, "--size", "1000", "--mode", mode]
+    file = ["--file", str(files / "messages-1000.bin")] if driver.from_file else []
     server = subprocess.Popen(
-        [str(bin_dir / f"{variant}_server"), "--bind", "127.0.0.1", *common, "--timeout", "10"],
+        [str(bin_dir / f"{variant}_server"), "--bind", "127.0.0.1", *common, *file, "--timeout", "10"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -66,15 +68,17 @@ def _run(bin_dir: Path, variant: str, mode: str) -> dict[str, str]:
     return {"server": server_out, "client": client.stdout}
 
 
-VARIANTS = [
-    impl.driver.variant for impl in implementations.IMPLEMENTATIONS.values() if isinstance(impl.driver, CopylabPrograms)
-]
+DRIVERS = {
+    impl.driver.variant: impl.driver
+    for impl in implementations.IMPLEMENTATIONS.values()
+    if isinstance(impl.driver, CopylabPrograms)
+}
 
 
 @pytest.mark.parametrize("mode", ["stream", "rr"])
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_every_program_prints_what_the_contract_declares(bin_dir, variant, mode):
-    outputs = _run(bin_dir, variant, mode)
+@pytest.mark.parametrize("variant", list(DRIVERS))
+def test_every_program_prints_what_the_contract_declares(bin_dir, variant, mode, tmp_path):
+    outputs = _run(bin_dir, DRIVERS[variant], mode, tmp_path)
     for role, stdout in outputs.items():
         result = contract.parse(role, stdout)
         assert result["role"] == role and result["variant"] == variant and result["mode"] == mode

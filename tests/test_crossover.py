@@ -11,7 +11,7 @@ from copylab.crossover import (
     classify,
     crossover_interval,
     find_crossovers,
-    first_significant_size,
+    first_significant_point,
     last_upcrossing,
 )
 from copylab.metrics import add_metrics
@@ -48,7 +48,7 @@ def test_interval_covers_a_known_crossover_in_at_least_90_percent_of_replication
     assert covered >= 45, f"nominal 95% interval covered the truth in {covered}/50 replications"
     widths = [np.log2(row["ci_high"] / row["ci_low"]) for row in rows]
     assert np.median(widths) < 1.0  # informative: narrower than one doubling of the size
-    errors = [abs(np.log2(row["crossover_size"] / truth)) for row in rows]
+    errors = [abs(np.log2(row["crossover_at"] / truth)) for row in rows]
     assert np.median(errors) < 0.15
 
 
@@ -57,20 +57,20 @@ def test_crossover_of_a_lower_is_better_metric():
     row = _crossover(truth, seed=3, metric="latency_mean_us")
     assert row["status"] == "crossover"
     assert row["ci_low"] <= truth <= row["ci_high"]
-    assert truth < row["first_significant_size"] <= 32768
+    assert truth < row["first_significant_at"] <= 32768
 
 
 def test_never_overtakes():
     row = _crossover("worse", seed=1)
     assert row["status"] == "challenger_never_better"
-    assert row[["crossover_size", "ci_low", "ci_high"]].isna().all() and pd.isna(row["first_significant_size"])
+    assert row[["crossover_at", "ci_low", "ci_high"]].isna().all() and pd.isna(row["first_significant_at"])
 
 
 def test_always_better():
     row = _crossover("better", seed=1)
     assert row["status"] == "challenger_always_better"
-    assert row["first_significant_size"] == SIZES[0]
-    assert pd.isna(row["crossover_size"])
+    assert row["first_significant_at"] == SIZES[0]
+    assert pd.isna(row["crossover_at"])
 
 
 def test_identical_noisy_curves_are_indistinguishable():
@@ -100,11 +100,11 @@ def test_classify(labels, status):
     assert classify(list(labels)) == status
 
 
-def test_first_significant_size():
+def test_first_significant_point():
     sizes = np.array([64, 128, 256, 512, 1024])
-    assert first_significant_size(sizes, list("WB0BB")) == 512
-    assert first_significant_size(sizes, list("BBBBB")) == 64
-    assert np.isnan(first_significant_size(sizes, list("BBBB0")))
+    assert first_significant_point(sizes, list("WB0BB")) == 512
+    assert first_significant_point(sizes, list("BBBBB")) == 64
+    assert np.isnan(first_significant_point(sizes, list("BBBB0")))
 
 
 def test_last_upcrossing_interpolates_on_the_log_axis_and_flags_the_rest():

@@ -153,12 +153,12 @@ def test_comparison_mode_plots_the_stats_ratios_and_crossover(ex: Explorer, data
     found = ex.crossovers.set_index("challenger")
     truth = crossovers[(crossovers["workload"] == "stream") & (crossovers["threads"] == 1)].set_index("challenger")
     assert found.loc["one_copy", "status"] == truth.loc["one_copy", "status"] == "crossover"
-    assert found.loc["one_copy", "crossover_size"] == pytest.approx(truth.loc["one_copy", "crossover_size"])
-    assert 2048 < found.loc["one_copy", "crossover_size"] < 8192  # synthetic truth: 4096
+    assert found.loc["one_copy", "crossover_at"] == pytest.approx(truth.loc["one_copy", "crossover_at"])
+    assert 2048 < found.loc["one_copy", "crossover_at"] < 8192  # synthetic truth: 4096
     assert found.loc["zero_copy", "status"] == "challenger_never_better"
     assert any(label.startswith("one_copy: crossover at") for label in _legend(ex))
     vertical = [line.get_xdata()[0] for line in ex.figure.axes[0].get_lines() if line.get_linestyle() == "--"]
-    assert vertical == [pytest.approx(found.loc["one_copy", "crossover_size"])]
+    assert vertical == [pytest.approx(found.loc["one_copy", "crossover_at"])]
     assert "one_copy: crossover at" in ex.status.value
 
     ex.baseline.value = "one_copy"
@@ -285,12 +285,13 @@ def test_pure_functions_follow_the_requested_order() -> None:
         add_metrics(make_trials(threads=(1,), workloads=("stream",), sizes=(64, 1024))), ["throughput_gbps"]
     )
     chosen = ["zero_copy", "two_copy"]
-    data = explorer.plot_data(summary, "throughput_gbps", "size_bytes", 1, chosen, "stream", "same_cpu")
+    data = explorer.plot_data(summary, "throughput_gbps", "size_bytes", 1, chosen, explorer.View("stream", "same_cpu"))
     assert list(data["implementation"]) == ["zero_copy", "zero_copy", "two_copy", "two_copy"]
     assert list(data["size_bytes"]) == [64, 1024, 64, 1024]
-    assert explorer.plot_data(summary, "throughput_gbps", "size_bytes", 2, ["two_copy"], "stream", "same_cpu").empty
+    view = explorer.View("stream", "same_cpu")
+    assert explorer.plot_data(summary, "throughput_gbps", "size_bytes", 2, ["two_copy"], view).empty
     with pytest.raises(explorer.CopylabError, match="unknown x axis"):
-        explorer.other_axis("pinning")  # type: ignore[arg-type]
+        view.other("pinning")  # type: ignore[arg-type]
 
 
 def test_notebook_is_committed_clean_and_only_calls_the_explorer() -> None:
@@ -300,3 +301,25 @@ def test_notebook_is_committed_clean_and_only_calls_the_explorer() -> None:
     assert code and all(cell["execution_count"] is None and cell["outputs"] == [] for cell in code)
     source = "".join("".join(cell["source"]) for cell in code)
     assert "Explorer.from_environment()" in source and "import pandas" not in source
+
+
+def test_the_receive_mode_is_selectable_and_compared_within_itself(tmp_path: Path) -> None:
+    trials = make_trials(
+        sweep="receive",
+        sizes=(1024, 4096, 16384),
+        workloads=("stream",),
+        threads=(1,),
+        receives=("copy", "truncate"),
+        seed=6,
+    )
+    directory = write_sweep(tmp_path / "data" / "receive", trials)
+    ex = Explorer(directory, roots=[tmp_path / "data"])
+    assert [value for _, value in ex.receive.options] == ["copy", "truncate"]
+    copy_points = ex.data.copy()
+    ex.receive.value = "truncate"
+    assert "receive truncate" in ex.status.value
+    assert not ex.data["mean"].equals(copy_points["mean"]), "the truncate trials, not the copy ones"
+    ex.compare.value = True
+    assert (
+        set(ex.data["challenger"]) == {"one_copy", "zero_copy"} and (ex.data["baseline"] == "two_copy/truncate").all()
+    )

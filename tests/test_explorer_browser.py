@@ -213,14 +213,16 @@ def test_explorer_redraws_in_jupyterlab(lab: Lab) -> None:
             page.locator(".copylab-metric select").select_option(value="cpu_ns_per_byte (ns/B)")
             _wait_for_redraw(page, first_src, "cpu_ns_per_byte")
             second_src = image.get_attribute("src")
-            assert "cpu_ns_per_byte at stream, 256 KiB, 1 thread" in page.locator(".copylab-tables").inner_text()
+            tables = page.locator(".copylab-tables").inner_text()
+            assert "cpu_ns_per_byte at 256 KiB, 1 thread, stream, pinning same_cpu" in tables
             page.screenshot(path=str(ARTIFACTS / "explorer-2-metric.png"))
 
             handle = page.locator(".copylab-fixed .noUi-handle")
             handle.focus()
             handle.press("ArrowRight")
             _wait_for_redraw(page, second_src, "2 threads")
-            assert "cpu_ns_per_byte at stream, 256 KiB, 2 threads" in page.locator(".copylab-tables").inner_text()
+            tables = page.locator(".copylab-tables").inner_text()
+            assert "cpu_ns_per_byte at 256 KiB, 2 threads, stream, pinning same_cpu" in tables
             page.screenshot(path=str(ARTIFACTS / "explorer-3-slider.png"))
         finally:
             browser.close()

@@ -1,20 +1,31 @@
-"""The C programs: verified runs of every variant in namespaces, bad input, sanitizer builds."""
+"""The C programs: verified runs of every sender and receive mode in namespaces, bad input, sanitizer builds."""
 
 from __future__ import annotations
 
 import json
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from copylab import netns
+from copylab import implementations, netns
 from copylab.build import build
-from tests.conftest import run_in
+from copylab.drivers import CopylabPrograms
+from copylab.schema import RECEIVE_MODES
+from tests.conftest import needs_root, run_in
 
-VARIANTS = ("two_copy", "one_copy", "zero_copy")
+DRIVERS = {
+    impl.driver.variant: impl.driver
+    for impl in implementations.IMPLEMENTATIONS.values()
+    if isinstance(impl.driver, CopylabPrograms)
+}
+VARIANTS = tuple(DRIVERS)
+ZERO_COPY = tuple(name for name in VARIANTS if implementations.uses_zero_copy(name))
 PORT = 5401
+# The message files of file-sending servers, one per size, shared by every run of the session (as in a sweep).
+FILES = Path(tempfile.mkdtemp(prefix="copylab-test-files-"))
 
 
 def run_pair(
@@ -26,7 +37,9 @@ def run_pair(
     threads: int = 2,
     duration: float = 0.3,
     extra: tuple[str, ...] = ("--verify",),
+    receive: str = "copy",
 ) -> tuple[dict, dict]:
+    file = ["--file", str(FILES / f"messages-{size}.bin")] if DRIVERS[variant].from_file else []
     server = subprocess.Popen(
         [
             *netns.exec_prefix(pair.server),
@@ -39,6 +52,7 @@ def run_pair(
             str(size),
             "--mode",
             mode,
+            *file,
             "--timeout",
             "20",
         ],
@@ -59,6 +73,8 @@ def run_pair(
                 str(size),
                 "--mode",
                 mode,
+                "--receive",
+                receive,
                 "--threads",
                 str(threads),
                 "--duration",
@@ -79,12 +95,15 @@ def run_pair(
     return json.loads(server_out), json.loads(client.stdout)
 
 
-def check_results(server: dict, client: dict, variant: str, mode: str, size: int, threads: int) -> None:
+def check_results(
+    server: dict, client: dict, variant: str, mode: str, size: int, threads: int, receive: str = "copy"
+) -> None:
     for result, role in ((server, "server"), (client, "client")):
         assert result["role"] == role
         assert result["variant"] == variant and result["mode"] == mode
         assert result["size"] == size and result["threads"] == threads
         assert result["cpu_user_s"] + result["cpu_sys_s"] > 0
+    assert client["receive"] == receive
     assert 0.25 < client["measured_s"] < 0.6
     assert client["bytes"] > 0 and client["messages"] > 0
     assert client["throughput_gbps"] == pytest.approx(client["bytes"] * 8 / client["measured_s"] / 1e9, rel=1e-6)
@@ -94,7 +113,11 @@ def check_results(server: dict, client: dict, variant: str, mode: str, size: int
         assert client["latency_mean_us"] <= client["latency_max_us"]
     else:
         assert client["latency_p50_us"] is None
-    if variant == "zero_copy":
+    if receive == "mmap":
+        assert client["rx_mapped_bytes"] + client["rx_copied_bytes"] > 0
+    else:
+        assert client["rx_mapped_bytes"] is None and client["rx_copied_bytes"] is None
+    if variant in ZERO_COPY:
         assert server["zc_sends"] >= client["messages"] > 0
         assert server["zc_completed"] == server["zc_sends"], "every zero-copy send must be completed"
         assert 0 <= server["zc_copied"] <= server["zc_completed"]
@@ -103,13 +126,23 @@ def check_results(server: dict, client: dict, variant: str, mode: str, size: int
         assert server["zc_sends"] is None and server["zc_copied"] is None
 
 
+@pytest.mark.parametrize("receive", RECEIVE_MODES)
 @pytest.mark.parametrize("mode", ["stream", "rr"])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_variant_runs_verified(bin_dir, pair, variant, mode):
+def test_variant_runs_verified(bin_dir, pair, variant, mode, receive):
     # 1003 bytes: fields of 125 bytes and a last field holding the remainder.
     size = 1003
-    server, client = run_pair(bin_dir, pair, variant, mode, size)
-    check_results(server, client, variant, mode, size, 2)
+    server, client = run_pair(bin_dir, pair, variant, mode, size, receive=receive)
+    check_results(server, client, variant, mode, size, 2, receive)
+
+
+@pytest.mark.parametrize("receive", ["truncate", "mmap"])
+@pytest.mark.parametrize("variant", ["sendfile", "uring_send_zc"])
+def test_receive_modes_verified_at_odd_sizes(bin_dir, pair, variant, receive):
+    """Whole pages, partial pages and a pattern that does not divide them: every byte still checked."""
+    for size in (8, 4099, (1 << 20) + 3):
+        server, client = run_pair(bin_dir, pair, variant, "stream", size, receive=receive)
+        check_results(server, client, variant, "stream", size, 2, receive)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -119,16 +152,18 @@ def test_large_messages_verified(bin_dir, pair, variant):
     check_results(server, client, variant, "stream", 1 << 20, 3)
 
 
-def test_zero_copy_copied_on_local_delivery(bin_dir, pair):
+@pytest.mark.parametrize("variant", ZERO_COPY)
+def test_zero_copy_copied_on_local_delivery(bin_dir, pair, variant):
     """Over veth the kernel copies zero-copy data on delivery and flags the completions.
 
     Sends still queued when the client resets the connection are freed undelivered, so
     they complete without the flag: nearly all, not all, completions say copied."""
-    server, _ = run_pair(bin_dir, pair, "zero_copy", "stream", 65536, threads=1)
+    server, _ = run_pair(bin_dir, pair, variant, "stream", 65536, threads=1)
     assert server["zc_completed"] > 0
     assert server["zc_copied"] >= 0.9 * server["zc_completed"]
 
 
+@needs_root
 def test_zero_copy_survives_enobufs(bin_dir):
     """A tiny optmem_max makes sends fail with ENOBUFS: they are retried, the data stays intact."""
     tiny = netns.NamespacePair("cltest_enobufs_s", "cltest_enobufs_c", optmem_max=2048)
@@ -136,6 +171,38 @@ def test_zero_copy_survives_enobufs(bin_dir):
         server, client = run_pair(bin_dir, tiny, "zero_copy", "stream", 65536, threads=2)
     check_results(server, client, "zero_copy", "stream", 65536, 2)
     assert server["zc_enobufs"] > 0
+
+
+def test_the_message_file_is_made_once_and_refused_where_it_cannot_be(bin_dir, tmp_path):
+    """A file-sending server writes its message file once; a file it cannot create is one line, exit 1."""
+    server = [
+        str(bin_dir / "sendfile_server"),
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "5997",
+        "--size",
+        "4096",
+        "--timeout",
+        "0.2",
+    ]
+    path = tmp_path / "messages-4096.bin"
+    first = _run(bin_dir, "sendfile_server", *server[1:], "--file", str(path))
+    assert "waiting for the client timed out" in first.stderr and path.stat().st_size == 65536 * 4096
+    made = path.stat().st_mtime_ns
+    _run(bin_dir, "sendfile_server", *server[1:], "--file", str(path))
+    assert path.stat().st_mtime_ns == made, "an existing file of the right size is reused"
+    missing = _run(bin_dir, "sendfile_server", *server[1:], "--file", str(tmp_path / "no" / "such" / "dir" / "m.bin"))
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1
+    assert "cannot create the message file" in missing.stderr and "No such file or directory" in missing.stderr
+    assert not list(tmp_path.glob("*.tmp")), "no half-written file is left"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_sending_path_runs_here(bin_dir, variant):
+    """--probe: this kernel offers what each sending path needs (io_uring operations included)."""
+    result = _run(bin_dir, f"{variant}_server", "--probe")
+    assert result.returncode == 0 and result.stdout == result.stderr == ""
 
 
 # Every bad input must end the program within 5 s (no hang, no waiting on the network). A guard, not a
@@ -176,17 +243,31 @@ BAD_INPUT = [
     ("server", (*SERVER, "--size", "64", "--threads", "2"), 2, "unknown option '--threads'"),
     ("server", ("--bind", "1.2.3", "--port", "5999", "--size", "64"), 2, "is not an IPv4 or IPv6"),
     ("server", (*SERVER, "--size", "64", "--timeout", "0"), 2, "--timeout: 0 is out of range"),
+    ("client", (*CLIENT, "--size", "64", "--receive", "peek"), 2, "--receive: 'peek' is not copy, truncate or mmap"),
+    ("server", (*SERVER, "--size", "64", "--receive", "copy"), 2, "unknown option '--receive'"),
+]
+FILE_INPUT = [
+    ("sendfile", (*SERVER, "--size", "64"), "sendfile sends a message file: --file PATH is required"),
+    ("two_copy", (*SERVER, "--size", "64", "--file", "/tmp/x"), "--file: two_copy sends messages from memory"),
 ]
 
 
 @pytest.mark.parametrize("role,args,code,message", BAD_INPUT, ids=[" ".join(row[1][4:]) or row[0] for row in BAD_INPUT])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_bad_input(bin_dir, variant, role, args, code, message):
+def test_bad_input(bin_dir, variant, role, args, code, message, tmp_path):
+    if role == "server" and DRIVERS[variant].from_file:
+        args = (*args, "--file", str(tmp_path / "messages.bin"))
     result = _run(bin_dir, f"{variant}_{role}", *args)
     assert result.returncode == code
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("copylab: error: ")
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("variant,args,message", FILE_INPUT, ids=[row[0] for row in FILE_INPUT])
+def test_file_option_matches_the_sending_path(bin_dir, variant, args, message):
+    result = _run(bin_dir, f"{variant}_server", *args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr
 
 
 def test_port_in_use(bin_dir):
@@ -217,9 +298,12 @@ def test_server_gives_up_without_client(bin_dir):
 
 @pytest.mark.parametrize("sanitizer", ["address", "thread"])
 def test_sanitized_smoke_runs(pair, sanitizer):
-    """ASan+UBSan and TSan builds run every variant in both modes without a report."""
+    """ASan+UBSan and TSan builds run every variant in both modes, and every receive mode, without a report."""
     sanitized = build(sanitizer) / "bin"
     for variant in VARIANTS:
         for mode in ("stream", "rr"):
             server, client = run_pair(sanitized, pair, variant, mode, 4099, threads=3)
             check_results(server, client, variant, mode, 4099, 3)
+    for receive in RECEIVE_MODES:
+        server, client = run_pair(sanitized, pair, "zero_copy", "stream", 16384, threads=3, receive=receive)
+        check_results(server, client, "zero_copy", "stream", 16384, 3, receive)

@@ -1,9 +1,10 @@
-"""The committed reference sweep's report says the same things from the same data, refactoring after refactoring.
+"""The committed reference sweeps' report says the same things from the same data, refactoring after refactoring.
 
-tests/golden/reference_report.md holds the Markdown of every data-driven section as it was; a change to the
-prose or the statistics shows here as a diff.  When a change is intended, regenerate the file with
+tests/golden/reference_report.md (the copies sweep) and reference_servers_report.md (the servers sweep) hold the
+Markdown of every data-driven section as it was; a change to the prose or the statistics shows here as a diff.
+When a change is intended, regenerate the files with
     python -m tests.test_reference_report
-and commit it with the change that explains it.
+and commit them with the change that explains it.
 """
 
 from __future__ import annotations
@@ -13,24 +14,30 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from copylab import answers, captions, sections
+from copylab import answers, captions, sections, server_report
 from copylab.analysis import analyze
-from copylab.paths import REFERENCE_DATA
-from copylab.results import load_results
+from copylab.paths import REFERENCE_DATA, REFERENCE_SERVERS_DATA
+from copylab.results import Results, load_results
 from copylab.store import SweepStore
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_report.md"
+GOLDEN_SERVERS = Path(__file__).parent / "golden" / "reference_servers_report.md"
+
+
+def _analysed(scratch: Path, reference: Path) -> Results:
+    """A copy of a reference sweep inside SCRATCH, analysed there."""
+    directory = scratch / "data" / reference.name
+    directory.mkdir(parents=True)
+    for name in ("trials.csv", "manifest.json"):
+        shutil.copy(reference / name, directory / name)
+    store = SweepStore(directory, figures_root=scratch / "figures", data_root=scratch / "data")
+    analyze(store)
+    return load_results(store)
 
 
 def compose(scratch: Path) -> str:
-    """Analyse a copy of the reference sweep inside SCRATCH and return its report's sections, as the notebook has."""
-    directory = scratch / "data" / "reference"
-    directory.mkdir(parents=True)
-    for name in ("trials.csv", "manifest.json"):
-        shutil.copy(REFERENCE_DATA / name, directory / name)
-    store = SweepStore(directory, figures_root=scratch / "figures", data_root=scratch / "data")
-    analyze(store)
-    results = load_results(store)
+    """The copies reference's report sections, as the notebook has them."""
+    results = _analysed(scratch, REFERENCE_DATA)
     parts = [sections.front_matter(results, date(2026, 1, 1)), sections.method(results), answers.copy_evidence(results)]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(sections.copy_limit(results))
@@ -39,13 +46,28 @@ def compose(scratch: Path) -> str:
     return "\n\n----\n\n".join(parts)
 
 
+def compose_servers(scratch: Path) -> str:
+    """The servers reference's section "How a server waits", as the notebook has it."""
+    results = _analysed(scratch, REFERENCE_SERVERS_DATA)
+    parts = [server_report.introduction(results)]
+    parts += [server_report.caption(name, results) for name in server_report.FIGURES]
+    parts += [f"## {question}\n\n{answer}" for question, answer in server_report.answers(results)]
+    parts.append(sections.limitations(results))
+    return "\n\n----\n\n".join(parts)
+
+
 def test_the_reference_report_says_what_it_said(tmp_path):
     assert compose(tmp_path) == GOLDEN.read_text()
+
+
+def test_the_servers_section_says_what_it_said(tmp_path):
+    assert compose_servers(tmp_path) == GOLDEN_SERVERS.read_text()
 
 
 if __name__ == "__main__":
     import tempfile
 
-    with tempfile.TemporaryDirectory() as scratch:
-        GOLDEN.write_text(compose(Path(scratch)))
+    for golden, composer in ((GOLDEN, compose), (GOLDEN_SERVERS, compose_servers)):
+        with tempfile.TemporaryDirectory() as scratch:
+            golden.write_text(composer(Path(scratch)))
     sys.exit(0)

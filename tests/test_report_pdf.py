@@ -83,7 +83,7 @@ def test_crossover_sizes_of_the_csv_appear(rendered):
     ]
     assert len(found) >= 1  # the synthetic one_copy overtakes two_copy at 4 KiB
     for row in found.itertuples():
-        for value in (row.crossover_size, row.ci_low, row.ci_high):
+        for value in (row.crossover_at, row.ci_low, row.ci_high):
             assert fmt_bytes(value) in text
 
 

@@ -42,12 +42,12 @@ from copylab.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.manifest import Manifest, create
 from copylab.paths import ROOT, program
-from copylab.schema import COLUMN_NAMES, PERF_EVENTS
+from copylab.schema import COLUMN_NAMES, PERF_EVENTS, SCHEMA_VERSION
 from copylab.store import SweepStore, TrialWriter
 from tests.conftest import needs_root, run_in
 from tests.robustness_table import skip
 from tests.synthetic import HARDWARE_EVENTS, SIDES, load_trials, make_trials, write_sweep
-from tests.test_programs import VARIANTS, run_pair
+from tests.test_programs import DRIVERS, FILES, VARIANTS, run_pair
 from tests.test_sweep import cli, read_rows
 
 TAG = os.getpid() % 100000
@@ -508,7 +508,7 @@ PROCESS_FAULTS = {
         "the server accepts connections but never serves them",
         "server",
         f'exec python3 -c "{PYTHON_MUTE_SERVER}" "$@"',
-        "server: still running",
+        "timed out",  # the client waits 10 s for the server to get ready; this test cuts the trial at 4 s
     ),
 }
 
@@ -524,17 +524,20 @@ def small_config(name: str, **changes: Any) -> SweepConfig:
         warmup_s=0.05,
         pinning=["same_cpu"],
         namespaces=list(PAIR_NAMES),
+        receive=["copy"],
     )
     settings.update(changes)
     return config.make_config(name, "quick", **settings)
 
 
 def replace_once(monkeypatch: pytest.MonkeyPatch, directory: Path, role: str, snippet: str) -> None:
-    """The first trial runs SNIPPET instead of the two_copy program of ROLE; later ones the real program."""
+    """The first trial runs SNIPPET instead of the two_copy program of ROLE; later ones (and the sweep's
+    availability probe before any trial) the real program."""
     real = program(f"two_copy_{role}")
     wrapper = directory / f"fake_two_copy_{role}"
     wrapper.write_text(
-        f"#!/bin/sh\nif mkdir '{directory / 'used'}' 2>/dev/null; then\n{snippet}\nfi\nexec '{real}' \"$@\"\n"
+        f'#!/bin/sh\n[ "$1" = --probe ] && exec \'{real}\' "$@"\n'
+        f"if mkdir '{directory / 'used'}' 2>/dev/null; then\n{snippet}\nfi\nexec '{real}' \"$@\"\n"
     )
     wrapper.chmod(0o755)
     monkeypatch.setattr(
@@ -608,6 +611,40 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
     assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
 
 
+@needs_root
+@pytest.mark.usefixtures("no_calibration")
+def test_a_message_file_that_cannot_be_written_fails_its_trials_with_the_cause(tmp_path, monkeypatch, outcome):
+    outcome.update(area="environment", fault="the tmpfs for sendfile's message file is full (a 1 MiB tmpfs)")
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(full)], check=True)
+
+    @contextmanager
+    def tiny_tmpfs(name: str) -> Iterator[Path]:
+        yield full
+
+    monkeypatch.setattr(sweep, "message_files", tiny_tmpfs)
+    name = f"rob-fullfs-{TAG}"
+    try:
+        result = sweep.run(
+            small_config(name, implementations=["two_copy", "sendfile"], trials=1), data_root=tmp_path, progress=False
+        )
+        rows = {row["implementation"]: row for row in read_rows(tmp_path / name / "trials.csv")}
+        left = [path.name for path in full.iterdir()]
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    error = rows["sendfile"]["error"]
+    outcome.update(
+        behaviour=f"sendfile row failed: {error}; two_copy row {rows['two_copy']['status']}; files left in "
+        f"the tmpfs: {left or 'none'}",
+        rows_lost=result.planned - len(rows),
+        leftovers=leftovers(name) + left,
+    )
+    assert rows["sendfile"]["status"] == "failed" and rows["two_copy"]["status"] == "ok"
+    assert "cannot write the message file" in error and "No space left on device" in error, error
+    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+
+
 def test_resumed_failed_trial_leaves_a_loadable_file(tmp_path, outcome):
     outcome.update(
         area="data",
@@ -637,6 +674,8 @@ def test_resumed_failed_trial_leaves_a_loadable_file(tmp_path, outcome):
 # ---------------------------------------------------------------- interruption
 
 INTERRUPT_ARGS = (
+    "--receive",
+    "copy",
     "--implementations",
     "two_copy,zero_copy",
     "--workloads",
@@ -912,6 +951,8 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
     outcome.update(area="environment", fault="a second run-sweep names the namespaces a running sweep is using")
     first, second = f"rob-busy-a-{TAG}", f"rob-busy-b-{TAG}"
     common = (
+        "--receive",
+        "copy",
         "--implementations",
         "two_copy",
         "--workloads",
@@ -1067,7 +1108,7 @@ def test_resume_refuses_to_append_to_foreign_columns(tmp_path, outcome):
     config = small_config(name)
     directory = tmp_path / name
     directory.mkdir()
-    SweepStore(directory).write_manifest(create(config, perf.PerfSupport(False, None), 1))
+    SweepStore(directory).write_manifest(create(config, perf.PerfSupport(False, None), SCHEMA_VERSION))
     trials = make_trials(
         sweep=name, sizes=(4096,), workloads=("stream",), implementations=("two_copy",), threads=(1,), trials=2, seed=2
     ).rename(columns={"throughput_gbps": "goodput_gbps"})
@@ -1085,9 +1126,32 @@ def test_resume_refuses_to_append_to_foreign_columns(tmp_path, outcome):
     assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
 
 
+@needs_root
+def test_resume_refuses_a_sweep_of_an_older_schema(tmp_path, outcome):
+    outcome.update(area="data", fault="run-sweep --resume onto a sweep written by an older copylab (schema 1)")
+    name = f"rob-oldschema-{TAG}"
+    config = small_config(name)
+    directory = tmp_path / name
+    directory.mkdir()
+    SweepStore(directory).write_manifest(create(config, perf.PerfSupport(False, None), 1))
+    trials = make_trials(
+        sweep=name, sizes=(4096,), workloads=("stream",), implementations=("two_copy",), threads=(1,), trials=2, seed=2
+    )
+    trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
+    before = (directory / "trials.csv").read_bytes()
+    with pytest.raises(CopylabError, match="schema version 1 \\(this one writes") as refused:
+        sweep.run(config, data_root=tmp_path, resume=True, progress=False)
+    outcome.update(
+        behaviour=f"resume refused: {refused.value}",
+        rows_lost=0 if (directory / "trials.csv").read_bytes() == before else len(trials),
+        leftovers=leftovers(name),
+    )
+    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+
+
 # ---------------------------------------------------------------- correctness under stress
 
-FULL_SIZES = config.PROFILES["full"]["sizes"]
+FULL_SIZES = config.PROFILES["copies"]["full"]["sizes"]
 
 
 @needs_root
@@ -1159,6 +1223,7 @@ def _corrupting_server(listener: socket.socket, size: int) -> None:
     payload = _pattern(size, 32)
     payload[size + 5] ^= 0xFF
     connections = [listener.accept()[0] for _ in range(threads)]
+    control.sendall(b"R")  # every worker is serving
     for connection in connections:
         connection.sendall(payload)
     while control.recv(1):
@@ -1322,6 +1387,7 @@ def test_servers_listen_only_on_the_given_address(bin_dir, pair, outcome):
                 "64",
                 "--timeout",
                 "10",
+                *(["--file", str(FILES / "messages-64.bin")] if DRIVERS[variant].from_file else []),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -16,6 +16,7 @@ import pytest
 
 from copylab import config, netns, sweep
 from copylab.config import SweepConfig
+from copylab.drivers import CopylabPrograms
 from copylab.errors import CopylabError
 from copylab.paths import ROOT
 from copylab.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
@@ -38,6 +39,7 @@ def tiny(name: str, **changes) -> SweepConfig:
         duration_s=0.2,
         warmup_s=0.1,
         namespaces=list(NAMESPACES),
+        receive=["copy"],
     )
     settings.update(changes)
     return config.make_config(name, "quick", **settings)
@@ -54,7 +56,8 @@ def leftovers(sweep_name: str) -> dict[str, object]:
     return {
         "namespaces": sorted(name for name in netns.existing_namespaces() if name.startswith(f"clsweep{TAG}")),
         "processes": subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split(),
-        "trial_dirs": [p.name for p in Path("/tmp").glob(f"{marker}*")],
+        "trial_dirs": [p.name for p in Path("/tmp").glob(f"{marker}*")]
+        + [p.name for p in Path("/dev/shm").glob(f"copylab-files-{sweep_name}-*")],
     }
 
 
@@ -143,6 +146,8 @@ def test_interrupt_then_resume(signum):
         "--namespaces",
         ",".join(NAMESPACES),
         "--no-analyze",
+        "--receive",
+        "copy",
     )
     try:
         process = cli(*args)
@@ -234,6 +239,9 @@ BAD_OPTIONS = [
     (("--trials", "many"), "--trials: 'many' is not a number"),
     (("--profile", "huge"), "profile: unknown 'huge'"),
     (("--namespaces", "Bad Name,x"), "namespace name"),
+    (("--receive", "peek"), "receive: unknown 'peek'"),
+    (("--receive", "copy,copy"), "names a value twice"),
+    (("--implementations", "one_copy", "--receive-for", "two_copy"), "receive-for: two_copy"),
 ]
 
 
@@ -294,7 +302,15 @@ def test_adaptive_rounds_repeat_only_imprecise_configurations():
     for batch in sweep.adaptive_rounds(config, measured):
         rounds.append(batch)
         for spec in batch:
-            key = (spec.implementation, spec.workload, spec.size_bytes, spec.threads, spec.pinning)
+            key = sweep.Configuration(
+                spec.implementation,
+                spec.workload,
+                spec.size_bytes,
+                spec.threads,
+                spec.connections,
+                spec.pinning,
+                spec.receive,
+            )
             value = 10.0 if key == stable else 10.0 + 5 * (-1) ** spec.repetition
             measured.setdefault(key, []).append(value)
     assert [len(batch) for batch in rounds] == [4, 4, 4, 3, 3], "stable ones stop after 3 trials"
@@ -328,3 +344,74 @@ def test_unbuilt_programs_are_named_before_anything_is_made(tmp_path, monkeypatc
         sweep.run(tiny("unbuilt"), data_root=tmp_path, progress=False)
     assert not (tmp_path / "unbuilt").exists()
     assert not any(name.startswith(f"clsweep{TAG}") for name in netns.existing_namespaces())
+
+
+@needs_root
+def test_every_receive_mode_and_the_file_senders_run_verified(tmp_path):
+    settings = tiny(
+        "receive",
+        implementations=["zero_copy", "read_send"],
+        workloads=["stream"],
+        sizes=[16384],
+        threads=[1],
+        trials=1,
+        receive=["copy", "truncate", "mmap"],
+        verify=True,
+    )
+    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / "receive" / "trials.csv")
+    assert result.ok == len(rows) == 6, [row["error"] for row in rows]
+    for row in rows:
+        assert row["status"] == "ok" and float(row["throughput_gbps"]) > 0
+        mapped = row["rx_mapped_bytes"], row["rx_copied_bytes"]
+        if row["receive"] == "mmap":
+            assert int(mapped[0]) + int(mapped[1]) > 0
+        else:
+            assert mapped == ("", "")
+    # Over veth the zero-copy pages arrive whole (the deferred copy makes fresh pages): most of them map.
+    zero_copy_mmap = next(r for r in rows if r["implementation"] == "zero_copy" and r["receive"] == "mmap")
+    assert int(zero_copy_mmap["rx_mapped_bytes"]) > int(zero_copy_mmap["rx_copied_bytes"])
+    assert leftovers("receive") == {"namespaces": [], "processes": [], "trial_dirs": []}
+
+
+def test_receive_for_gives_the_other_receive_modes_to_some_implementations_only():
+    settings = tiny(
+        "plan-receive",
+        workloads=["stream"],
+        sizes=[1024],
+        threads=[1],
+        trials=1,
+        receive=["copy", "truncate"],
+        receive_for=["zero_copy"],
+    )
+    planned = sorted((spec.implementation, spec.receive) for spec in sweep.plan(settings))
+    assert planned == [("two_copy", "copy"), ("zero_copy", "copy"), ("zero_copy", "truncate")]
+    everyone = tiny("plan-all", workloads=["stream"], sizes=[1024], threads=[1], trials=1, receive=["copy", "truncate"])
+    assert len(sweep.plan(everyone)) == 4, "an explicit --receive alone is for every implementation"
+
+
+@needs_root
+def test_an_implementation_that_cannot_run_here_is_reported_and_skipped(tmp_path, monkeypatch, capfd):
+    real = CopylabPrograms.unavailable
+    monkeypatch.setattr(
+        CopylabPrograms,
+        "unavailable",
+        lambda self, run, sanitize: "the test says so" if self.variant == "zero_copy" else real(self, run, sanitize),
+    )
+    result = sweep.run(
+        tiny("unavailable", workloads=["stream"], sizes=[4096], threads=[1], trials=1),
+        data_root=tmp_path,
+        progress=False,
+    )
+    assert result.unavailable == {"zero_copy": "the test says so"}
+    assert "copylab: zero_copy is unavailable here: the test says so; its trials are not run" in capfd.readouterr().err
+    rows = read_rows(tmp_path / "unavailable" / "trials.csv")
+    assert [row["implementation"] for row in rows] == ["two_copy"] and result.ok == 1
+    manifest = SweepStore(tmp_path / "unavailable").read_manifest()
+    assert manifest.unavailable == {"zero_copy": "the test says so"} and manifest.complete
+    with pytest.raises(CopylabError, match="no implementation of the sweep can run here"):
+        sweep.run(
+            tiny("none-left", implementations=["zero_copy"], workloads=["stream"], sizes=[4096], threads=[1], trials=1),
+            data_root=tmp_path,
+            progress=False,
+        )

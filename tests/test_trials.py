@@ -193,8 +193,13 @@ def test_file_of_an_older_schema_loads_with_the_new_columns_empty(sweep):
     manifest.update(schema_version=1, complete=False)
     (sweep / "manifest.json").write_text(json.dumps(manifest))
     loaded, _ = load_sweep(sweep)
-    assert loaded.attrs["absent_columns"] == newer
-    assert loaded[newer].isna().all().all() and list(loaded.columns) == list(schema.COLUMN_NAMES)
+    assert loaded.attrs["absent_columns"] == newer and list(loaded.columns) == list(schema.COLUMN_NAMES)
+    for name in newer:
+        column = schema.COLUMN_BY_NAME[name]  # what a required column meant before it existed
+        if column.legacy_column:
+            assert (loaded[name] == loaded[column.legacy_column]).all(), name
+        else:
+            assert (loaded[name] == column.legacy).all() if column.legacy else loaded[name].isna().all(), name
     manifest.update(schema_version=schema.SCHEMA_VERSION)
     (sweep / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CopylabError, match=f"schema version {schema.SCHEMA_VERSION} but trials.csv lacks"):

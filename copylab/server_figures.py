@@ -1,0 +1,97 @@
+"""The servers experiment's figures: every model against the number of concurrent connections.
+
+Drawn from summary.csv / crossovers.csv rows like every figure (copylab.figures draws the copies
+experiment's); a panel per metric (rows) and response size and pinning (columns), a line per model.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from copylab import implementations, plotting, schema
+from copylab.figures import describe_setup, format_size
+from copylab.manifest import Manifest
+
+# File stem -> (title, metrics drawn one per row, metrics drawn on a log scale).
+FIGURES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "requests_vs_connections": (
+        "Requests per second and tail latency vs concurrent connections",
+        ("requests_per_s", "latency_p99_us"),
+        ("latency_p99_us",),
+    ),
+    "cost_per_request": (
+        "What a request costs the server, and how busy each side was",
+        ("snd_cpu_us_per_request", "snd_ctx_per_request", "snd_busy", "rcv_busy"),
+        (),
+    ),
+    "fairness_vs_connections": (
+        "Which connections got served",
+        ("served_fraction", "fairness"),
+        (),
+    ),
+}
+
+
+def connections_label(count: float) -> str:
+    return f"{count:.3g}"
+
+
+def servers_figures(
+    trials: pd.DataFrame,
+    summary: pd.DataFrame,
+    crossovers: pd.DataFrame,
+    manifest: Manifest,
+    confidence: float = 0.95,
+) -> dict[str, Figure]:
+    """All plots of one servers sweep, keyed by file stem, in the report's order."""
+    setup = describe_setup(manifest)
+    return {
+        name: _against_connections(summary, crossovers, metrics, f"{title} (mean, {confidence:.0%} CI)", setup, logs)
+        for name, (title, metrics, logs) in FIGURES.items()
+    }
+
+
+def _against_connections(
+    summary: pd.DataFrame,
+    crossovers: pd.DataFrame,
+    metrics: tuple[str, ...],
+    title: str,
+    setup: str,
+    log_metrics: tuple[str, ...],
+) -> Figure:
+    data = summary[summary["metric"].isin(metrics)].dropna(subset=["mean"])
+    if data.empty:
+        return plotting.empty_figure(title, setup, "No measurements of these metrics in this sweep.")
+    rows = [metric for metric in metrics if metric in set(data["metric"])]
+    columns = data[["size_bytes", "pinning"]].drop_duplicates()
+    columns = columns.sort_values(
+        ["size_bytes", "pinning"], key=lambda s: s.map(_pinning_order) if s.name == "pinning" else s
+    )
+    figure, axes = plotting.grid(title, setup, len(rows), len(columns))
+    crossing = crossovers[(crossovers["status"] == "crossover") & (crossovers["axis"] == "connections")]
+    for r, metric in enumerate(rows):
+        for c, (size, pinning) in enumerate(columns.itertuples(index=False)):
+            ax = axes[r][c]
+            panel = data[(data["metric"] == metric) & (data["size_bytes"] == size) & (data["pinning"] == pinning)]
+            for model in implementations.ordered(panel["implementation"]):
+                plotting.curve(
+                    ax, panel[panel["implementation"] == model], "connections", plotting.color_of(model), "-"
+                )
+            marked = crossing[
+                (crossing["metric"] == metric) & (crossing["size_bytes"] == size) & (crossing["pinning"] == pinning)
+            ]
+            plotting.mark_crossovers(ax, marked, connections_label)
+            plotting.log2_axis(
+                ax, data["connections"], connections_label, "concurrent connections, log scale", rotation=0
+            )
+            if metric in log_metrics:
+                ax.set_yscale("log")
+            ax.set_title(f"{format_size(size)} responses, pinning {pinning}", fontsize=9)
+            ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
+    plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
+    return figure
+
+
+def _pinning_order(pinning: str) -> int:
+    return schema.PINNINGS.index(pinning)

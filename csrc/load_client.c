@@ -1,0 +1,218 @@
+/* The load of the servers experiment: C connections opened at once, each kept
+ * busy closed-loop (one request outstanding, the next sent as soon as the whole
+ * response is in), driven by a few threads that wait on their connections with
+ * epoll, so the client needs far less than a thread per connection.  Every round
+ * trip that starts in the measured window is recorded, and so is how many
+ * requests each connection completed in it: the fairness of the server. */
+#include "copylab.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define EVENTS 64
+#define POLL_MS 50
+
+enum phase { PHASE_WARMUP, PHASE_MEASURE, PHASE_STOP };
+
+struct connection {
+    int fd;
+    size_t received; /* of the response now arriving */
+    uint64_t started_ns;
+    bool measured; /* the round trip started inside the window */
+    _Atomic uint64_t completed;
+};
+
+struct driver {
+    pthread_t thread;
+    struct connection *connections; /* every threads-th connection, from its first */
+    unsigned count, stride;
+    size_t size;
+    _Atomic int *phase;
+    struct histogram latency;
+};
+
+static void send_request(struct connection *c, int phase)
+{
+    uint64_t request = atomic_load_explicit(&c->completed, memory_order_relaxed);
+    c->received = 0;
+    c->started_ns = now_ns();
+    c->measured = phase == PHASE_MEASURE;
+    /* Eight bytes into an empty send buffer: a blocking send never waits long here. */
+    if (send_all(c->fd, &request, sizeof request) != IO_OK && phase != PHASE_STOP)
+        die("the server closed a connection during the run");
+}
+
+static void *drive(void *arg)
+{
+    struct driver *d = arg;
+    char *scratch = malloc(d->size < 65536 ? d->size : 65536);
+    int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (!scratch || epoll_fd < 0)
+        die("cannot set up a load thread: %s", strerror(errno));
+    for (unsigned i = 0; i < d->count; i++) {
+        struct connection *c = &d->connections[(size_t)i * d->stride];
+        struct epoll_event event = {.events = EPOLLIN, .data.ptr = c};
+        if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c->fd, &event) != 0)
+            die_errno("epoll_ctl");
+        send_request(c, PHASE_WARMUP);
+    }
+    for (;;) {
+        int phase = atomic_load_explicit(d->phase, memory_order_relaxed);
+        if (phase == PHASE_STOP)
+            break;
+        struct epoll_event events[EVENTS];
+        int ready = epoll_wait(epoll_fd, events, EVENTS, POLL_MS);
+        if (ready < 0 && errno != EINTR)
+            die_errno("epoll_wait");
+        for (int i = 0; i < ready; i++) {
+            struct connection *c = events[i].data.ptr;
+            size_t want = d->size - c->received;
+            ssize_t got = recv(c->fd, scratch, want < 65536 ? want : 65536, MSG_DONTWAIT);
+            if (got < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (got <= 0) {
+                if (atomic_load(d->phase) == PHASE_STOP)
+                    break;
+                die("the server closed a connection during the run");
+            }
+            c->received += (size_t)got;
+            if (c->received < d->size)
+                continue;
+            if (c->measured)
+                histogram_record(&d->latency, now_ns() - c->started_ns);
+            atomic_fetch_add_explicit(&c->completed, 1, memory_order_relaxed);
+            send_request(c, atomic_load_explicit(d->phase, memory_order_relaxed));
+        }
+    }
+    free(scratch);
+    if (close(epoll_fd) != 0)
+        die_errno("close");
+    return NULL;
+}
+
+static void snapshot(const struct connection *connections, unsigned n, uint64_t *into)
+{
+    for (unsigned i = 0; i < n; i++)
+        into[i] = atomic_load_explicit(&connections[i].completed, memory_order_relaxed);
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    parse_options(ROLE_LOAD, argc, argv, &opt);
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+        die_errno("signal");
+    unsigned n = opt.connections, threads = opt.threads;
+    raise_descriptor_limit(n + 64ULL, "the client's connections");
+    struct perf_control perf;
+    perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
+
+    /* The hello's threads field carries the connections the server is to expect. */
+    struct hello hello = {
+        .magic = HELLO_MAGIC, .size = opt.size, .threads = n, .mode = MODE_RR,
+        .window_s = opt.warmup_s + opt.duration_s,
+    };
+    int control_fd = session_join(&opt, &hello);
+    struct connection *connections = calloc(n, sizeof *connections);
+    struct driver *drivers = calloc(threads, sizeof *drivers);
+    uint64_t *before = calloc(n, sizeof *before), *after = calloc(n, sizeof *after);
+    if (!connections || !drivers || !before || !after)
+        die("out of memory");
+    for (unsigned i = 0; i < n; i++)
+        connections[i].fd = connect_within(opt.address, opt.port, opt.timeout_s);
+    session_wait_ready(control_fd);
+
+    _Atomic int phase = PHASE_WARMUP;
+    for (unsigned t = 0; t < threads; t++) {
+        struct driver *d = &drivers[t];
+        *d = (struct driver){.connections = &connections[t], .stride = threads, .size = opt.size, .phase = &phase,
+                             .count = (n - t + threads - 1) / threads};
+        int err = pthread_create(&d->thread, NULL, drive, d);
+        if (err)
+            die("pthread_create: %s", strerror(err));
+    }
+
+    sleep_seconds(opt.warmup_s);
+    session_mark(control_fd, CONTROL_BEGIN);
+    perf_control_send(&perf, "enable");
+    struct usage start, end, used;
+    usage_now(&start);
+    snapshot(connections, n, before);
+    double begin_s = now_seconds();
+    atomic_store(&phase, PHASE_MEASURE);
+
+    sleep_seconds(opt.duration_s);
+    atomic_store(&phase, PHASE_STOP);
+    double end_s = now_seconds();
+    snapshot(connections, n, after);
+    usage_now(&end);
+    perf_control_send(&perf, "disable");
+    session_mark(control_fd, CONTROL_END);
+
+    for (unsigned t = 0; t < threads; t++) {
+        int err = pthread_join(drivers[t].thread, NULL);
+        if (err)
+            die("pthread_join: %s", strerror(err));
+        if (t > 0)
+            histogram_merge(&drivers[0].latency, &drivers[t].latency);
+    }
+    /* Reset, so a server blocked on a connection sees the end at once. */
+    for (unsigned i = 0; i < n; i++) {
+        struct linger reset = {.l_onoff = 1, .l_linger = 0};
+        if (setsockopt(connections[i].fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0 ||
+            close(connections[i].fd) != 0)
+            die_errno("closing a connection");
+    }
+    if (close(control_fd) != 0)
+        die_errno("close");
+    perf_control_close(&perf);
+
+    uint64_t requests = 0, served = 0;
+    double squares = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t done = after[i] - before[i];
+        requests += done;
+        served += done > 0;
+        squares += (double)done * (double)done;
+    }
+    usage_delta(&start, &end, &used);
+    double seconds = end_s - begin_s;
+    const struct histogram *latency = &drivers[0].latency;
+    struct json j;
+    json_begin(&j);
+    json_str(&j, "role", "client");
+    json_u64(&j, "size", opt.size);
+    json_u64(&j, "connections", n);
+    json_u64(&j, "threads", threads);
+    json_f64(&j, "measured_s", seconds);
+    json_u64(&j, "requests", requests);
+    json_f64(&j, "requests_per_s", (double)requests / seconds);
+    json_u64(&j, "bytes", requests * opt.size);
+    json_f64(&j, "throughput_gbps", (double)(requests * opt.size) * 8.0 / seconds / 1e9);
+    /* NaN prints as null: no round trip started in the window (a starved run). */
+    const bool timed = latency->count > 0;
+    json_f64(&j, "latency_mean_us", timed ? (double)latency->sum_ns / (double)latency->count / 1e3 : NAN);
+    json_f64(&j, "latency_p50_us", timed ? histogram_percentile_ns(latency, 50) / 1e3 : NAN);
+    json_f64(&j, "latency_p99_us", timed ? histogram_percentile_ns(latency, 99) / 1e3 : NAN);
+    json_f64(&j, "latency_max_us", timed ? (double)latency->max_ns / 1e3 : NAN);
+    json_u64(&j, "connections_served", served);
+    /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
+    json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)n * squares) : NAN);
+    json_f64(&j, "cpu_user_s", used.user_s);
+    json_f64(&j, "cpu_sys_s", used.sys_s);
+    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
+    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
+    json_end(&j);
+    free(before);
+    free(after);
+    free(drivers);
+    free(connections);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* The servers experiment: a model is how a server waits for many connections
+ * (one wait_MODEL.c each, holding only its waiting and dispatch loop); the core
+ * (serve_main.c) owns the session, the measured window and the JSON, and
+ * load_client.c keeps every connection busy with one request at a time. */
+#ifndef COPYLAB_MODEL_H
+#define COPYLAB_MODEL_H
+
+#include "copylab.h"
+
+struct model_config {
+    int listen_fd;
+    unsigned connections; /* how many the client opens */
+    size_t size;          /* bytes of each response */
+    const char *response; /* the response: size bytes of the pattern */
+};
+
+extern const char *const MODEL_NAME;
+/* The most connections the model can hold (select: FD_SETSIZE), 0 when only the system limits it. */
+extern const unsigned MODEL_MAX_CONNECTIONS;
+
+/* The model's loop: accepts config->connections connections and answers every
+ * request on each; it runs until the process ends (the core ends it with the session). */
+void model_serve(const struct model_config *config);
+
+/* Reads one request on fd and sends the response; false when the peer closed. */
+bool answer_request(int fd, const struct model_config *config);
+/* Accepts one connection of the session (blocking, bounded like every accept).
+ * Once it has accepted all of them, the model holds its connections: the client's
+ * warm-up may begin. */
+int accept_connection(const struct model_config *config);
+/* Says the model holds every connection it takes at the start, when that is
+ * fewer than all of them (iterative: one). */
+void model_settled(void);
+
+/* A forked child's share of the window's CPU: a child calls window_child_start()
+ * after fork and window_child_exit() to end.  In between, answer_request() looks at
+ * the window's phase after each request arrives and snapshots the child's own usage
+ * when the window opened or closed (blocked time costs no CPU, so nothing is missed);
+ * the exit adds the child's share to the parent's total. */
+void window_child_start(void);
+_Noreturn void window_child_exit(void);
+
+#endif

@@ -1,0 +1,296 @@
+"""The servers experiment: the model servers and the load client, their sweep, its analysis along connections,
+its report section and explorer view, and the bad input it refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from copylab import implementations, server_report
+from copylab.analysis import analyze
+from copylab.config import check_descriptor_limit, make_config
+from copylab.errors import CopylabError
+from copylab.explorer import Explorer
+from copylab.formatting import fmt_num
+from copylab.netns import exec_prefix
+from copylab.paths import ROOT
+from copylab.results import load_results
+from copylab.store import SweepStore
+from tests.conftest import needs_root, run_in
+from tests.synthetic import SERVER_MODELS, make_server_trials, write_sweep
+
+MODELS = implementations.names("servers")
+PORT = 5402
+
+
+# ------------------------------------------------------------------ the programs
+
+
+def start_model(
+    bin_dir: Path, pair, model: str, connections: int, size: int = 64, duration: float = 0.4, threads: int = 1
+) -> tuple[subprocess.CompletedProcess[str], int, str, str]:
+    """One session between MODEL_server and load_client: the client's result, the server's exit, stdout, stderr."""
+    server = subprocess.Popen(
+        [
+            *exec_prefix(pair.server),
+            str(bin_dir / f"{model}_server"),
+            *("--bind", pair.server_address, "--port", str(PORT), "--size", str(size), "--timeout", "20"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        client = run_in(
+            pair.client,
+            [
+                str(bin_dir / "load_client"),
+                *("--connect", pair.server_address, "--port", str(PORT), "--size", str(size)),
+                *("--connections", str(connections), "--threads", str(threads)),
+                *("--duration", str(duration), "--warmup", "0.2"),
+            ],
+        )
+        server_out, server_err = server.communicate(timeout=20)
+    finally:
+        server.kill()
+        server.wait()
+    return client, server.returncode, server_out, server_err
+
+
+def run_model(bin_dir: Path, pair, model: str, connections: int, **options) -> tuple[dict, dict, str]:
+    """A session that must succeed: both results and both sides' stderr."""
+    client, server_status, server_out, server_err = start_model(bin_dir, pair, model, connections, **options)
+    assert client.returncode == 0, client.stderr
+    assert server_status == 0, server_err
+    return json.loads(server_out), json.loads(client.stdout), client.stderr + server_err
+
+
+@needs_root
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_answers_every_connection_it_holds(bin_dir, pair, model):
+    connections = 40
+    server, client, _ = run_model(bin_dir, pair, model, connections)
+    assert server["role"] == "server" and server["model"] == model and server["connections"] == connections
+    assert client["connections"] == connections and client["requests"] > 0
+    assert client["requests_per_s"] == pytest.approx(client["requests"] / client["measured_s"], rel=1e-6)
+    assert client["bytes"] == client["requests"] * 64
+    assert 0 < client["latency_p50_us"] <= client["latency_p99_us"] <= client["latency_max_us"]
+    assert server["cpu_user_s"] + server["cpu_sys_s"] > 0
+    if implementations.get(model).max_connections is None and model != "iterative":
+        assert client["connections_served"] == connections and client["fairness"] > 0.5
+    if model == "iterative":  # one connection at a time: the client keeps the first busy, the rest wait
+        assert client["connections_served"] == 1
+        assert client["fairness"] == pytest.approx(1 / connections)
+
+
+@needs_root
+@pytest.mark.parametrize("model", ["thread", "fork", "epoll"])
+def test_a_thousand_connections_are_all_served(bin_dir, pair, model):
+    """The window opens once the server holds every connection: none is still waiting to be accepted."""
+    server, client, _ = run_model(bin_dir, pair, model, 1000, duration=0.5)
+    assert client["connections_served"] == 1000
+    assert server["connections"] == 1000
+
+
+@needs_root
+def test_forked_servers_count_their_childrens_cpu(bin_dir, pair):
+    """A process per connection: the children's CPU time is the server's, so fork costs at least what thread does."""
+    fork, client, _ = run_model(bin_dir, pair, "fork", 20)
+    assert (fork["cpu_user_s"] + fork["cpu_sys_s"]) / client["measured_s"] > 0.3
+    assert fork["ctx_voluntary"] >= client["requests"] * 0.5  # a wake-up per request, in the children
+
+
+@needs_root
+def test_the_load_client_leaves_a_costly_server_the_bottleneck(bin_dir, pair):
+    """A process per connection costs the server more per request than the load client pays, so at 100 connections
+    the server's CPU is full while the client's has room: requests/s measure the server there."""
+    server, client, _ = run_model(bin_dir, pair, "fork", 100, duration=0.6)
+    window = client["measured_s"]
+    server_busy = (server["cpu_user_s"] + server["cpu_sys_s"]) / window
+    client_busy = (client["cpu_user_s"] + client["cpu_sys_s"]) / window
+    assert server_busy > 0.9
+    assert client_busy < server_busy - 0.1
+
+
+@needs_root
+def test_select_refuses_more_than_its_descriptor_sets_hold(bin_dir, pair):
+    limit = implementations.get("select").max_connections
+    client, server_status, _, server_err = start_model(bin_dir, pair, "select", limit + 1, duration=0.2)
+    assert server_status == 2
+    assert server_err.count("\n") == 1 and f"holds at most {limit} connections" in server_err
+    assert client.returncode != 0 and client.stderr.count("\n") == 1
+
+
+LOAD = ("--connect", "127.0.0.1", "--port", "5999", "--size", "64")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ((*LOAD, "--connections", "0"), "--connections: 0 is out of range"),
+        ((*LOAD, "--connections", "5000"), "--connections: 5000 is out of range"),
+        ((*LOAD, "--connections", "many"), "--connections: 'many' is not"),
+        (LOAD, "--connections C is required"),
+        ((*LOAD, "--connections", "2", "--threads", "3"), "leaves threads with nothing to do"),
+    ],
+)
+def test_load_client_bad_input(bin_dir, args, message):
+    result = subprocess.run([str(bin_dir / "load_client"), *args], capture_output=True, text=True, timeout=5)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+@needs_root
+@pytest.mark.parametrize("sanitizer", ["address", "thread"])
+def test_sanitized_models_run_clean(pair, sanitizer):
+    """ASan+UBSan and TSan builds of every model and the load client: no report, every connection served."""
+    from copylab.build import build
+
+    sanitized = build(sanitizer) / "bin"
+    for model in MODELS:
+        _, client, stderr = run_model(sanitized, pair, model, 12, threads=3, duration=0.3)
+        assert "Sanitizer" not in stderr and "runtime error" not in stderr, stderr
+        assert client["connections_served"] == (1 if model == "iterative" else 12)
+
+
+# ------------------------------------------------------------------ the sweep
+
+
+def _inv(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@needs_root
+def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
+    name = f"test-servers-{os.getpid()}"
+    result = _inv(
+        "run-sweep",
+        *("--name", name, "--experiment", "servers", "--models", ",".join(MODELS)),
+        *("--connections", "1,8", "--trials", "1", "--duration", "0.2", "--warmup", "0.1", "--no-analyze"),
+    )
+    directory = ROOT / "data" / name
+    try:
+        assert result.returncode == 0, result.stderr[-2000:]
+        trials, manifest = SweepStore(directory).load()
+        assert manifest.parameters.experiment == "servers" and manifest.complete
+        assert len(trials) == len(MODELS) * 2 and (trials["status"] == "ok").all()
+        assert (trials["experiment"] == "servers").all() and (trials["model"] == trials["implementation"]).all()
+        assert set(trials["connections"]) == {1, 8} and (trials["pinning"] == "split_cpu").all()
+        assert trials["requests_per_s"].gt(0).all() and trials["fairness"].between(0, 1).all()
+        assert trials["trial_id"].str.contains("-8-split_cpu-copy-r1").sum() == len(MODELS)
+        leftovers = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert "copylab" not in leftovers
+        processes = subprocess.run(["pgrep", "-f", "load_client|_server --bind"], capture_output=True, text=True)
+        assert processes.stdout == ""
+    finally:
+        subprocess.run(["rm", "-rf", str(directory)], check=False)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--connections", "0"), "connections: 0 is not a whole number from 1 to 4096"),
+        (("--models", "threadpool"), "models: unknown 'threadpool'"),
+        (("--models", "select", "--connections", "2000"), "a select server holds at most 1008 connections"),
+        (("--experiment", "copies", "--models", "epoll"), "--models: only the servers experiment has models"),
+        (("--models", "epoll", "--implementations", "epoll"), "give --models or --implementations, not both"),
+        (("--experiment", "sideways"), "experiment: unknown 'sideways'"),
+        (("--experiment", "servers", "--workloads", "stream"), "runs request/response (rr)"),
+        (("--experiment", "copies", "--connections", "4"), "the copies experiment opens one connection per thread"),
+    ],
+)
+def test_bad_servers_input_is_one_line_before_anything_is_created(args, message):
+    name = f"bad-servers-{os.getpid()}"
+    result = _inv(
+        "run-sweep", "--name", name, *(args if "--experiment" in args else ("--experiment", "servers", *args))
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert not (ROOT / "data" / name).exists()
+
+
+def test_connections_beyond_the_descriptor_limit_are_refused_unprivileged(monkeypatch):
+    config = make_config("limits", experiment="servers", implementations=["epoll"], connections=[4000])
+    monkeypatch.setattr("resource.getrlimit", lambda _: (1024, 1024))
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(CopylabError, match="4000 connections need 4064 descriptors per process and the hard limit"):
+        check_descriptor_limit(config)
+    monkeypatch.setattr("os.geteuid", lambda: 0)  # root raises the hard limit itself
+    check_descriptor_limit(config)
+
+
+# ------------------------------------------------------------------ analysis, report and explorer
+
+
+@pytest.fixture(scope="module")
+def servers_sweep(tmp_path_factory) -> Path:
+    directory = write_sweep(tmp_path_factory.mktemp("servers") / "data" / "synthetic-servers", make_server_trials())
+    analyze(SweepStore(directory, figures_root=directory.parent.parent / "figures"), n_resamples=400)
+    return directory
+
+
+def test_crossovers_run_along_connections_and_find_the_known_one(servers_sweep):
+    crossovers = pd.read_csv(servers_sweep / "crossovers.csv")
+    assert (crossovers["axis"] == "connections").all() and crossovers["connections"].isna().all()
+    found = crossovers[(crossovers["metric"] == "requests_per_s") & (crossovers["baseline"] == "thread")]
+    multiplexing = found[found["challenger"].isin(["select", "poll", "epoll"])].set_index("challenger")
+    assert (multiplexing["status"] == "crossover").all()
+    for _, row in multiplexing.iterrows():  # synthetic truth: 30 connections
+        assert row["ci_low"] <= 30 <= row["ci_high"] and 10 <= row["crossover_at"] <= 100
+    statuses = found.set_index("challenger")["status"]
+    assert statuses["fork"] == "challenger_never_better" and statuses["iterative"] == "challenger_never_better"
+
+
+def test_comparisons_are_holm_corrected_along_each_connections_curve(servers_sweep):
+    comparisons = pd.read_csv(servers_sweep / "comparisons.csv")
+    curve = comparisons[(comparisons["challenger"] == "epoll") & (comparisons["metric"] == "requests_per_s")]
+    assert sorted(curve["connections"]) == [1, 10, 100, 1000]
+    p = np.sort(curve["p_value"].to_numpy())
+    assert curve["p_holm"].min() == pytest.approx(min(1.0, p[0] * len(p)))
+
+
+def test_the_section_states_crossovers_scaling_limits_and_fairness_from_the_tables(servers_sweep):
+    results = load_results(SweepStore(servers_sweep, figures_root=servers_sweep.parent.parent / "figures"))
+    crossovers = results.crossovers
+    answers = dict(server_report.answers(results))
+    crossing = answers[server_report.QUESTIONS[0]]
+    epoll = crossovers[(crossovers["challenger"] == "epoll") & (crossovers["metric"] == "requests_per_s")].iloc[0]
+    assert f"from about {fmt_num(epoll['crossover_at'])} connections" in crossing
+    assert "| `fork` | never better |" in crossing
+    scaling = answers[server_report.QUESTIONS[1]]
+    assert "At 1,000 connections" in scaling and "switched context about once per request" in scaling
+    limits = answers[server_report.QUESTIONS[2]]
+    assert "`select` server holds at most 1008 connections" in limits and "largest count, 1000" in limits
+    fairness = answers[server_report.QUESTIONS[3]]
+    assert "`iterative`: at 10 connections it served 1 of 10" in fairness
+    assert "`iterative` served a single connection in the whole window" in fairness
+    for name in server_report.FIGURES:
+        assert results.store.figure_path(name).is_file()
+        assert "at 1,000 connections" in server_report.caption(name, results)
+
+
+def test_a_report_without_a_servers_sweep_says_how_to_get_one():
+    assert "./inv run-sweep --experiment servers" in server_report.absent()
+
+
+def test_explorer_plots_models_against_connections(servers_sweep):
+    explorer = Explorer(servers_sweep, roots=[servers_sweep.parent])
+    assert explorer.x_axis.value == "connections" and explorer.metric.value == "requests_per_s"
+    assert sorted(explorer.data["connections"].unique()) == [1, 10, 100, 1000]
+    assert set(explorer.data["implementation"]) == set(SERVER_MODELS)
+    explorer.compare.value = True
+    assert explorer.baseline.value == "thread"
+    crossed = explorer.crossovers.set_index("challenger")
+    assert crossed.loc["epoll", "status"] == "crossover"
+    assert "epoll: crossover at" in explorer.status.value and "connections" in explorer.status.value
+    explorer.x_axis.value = "size_bytes"
+    assert "crossovers are found along connections" in explorer.status.value
