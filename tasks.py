@@ -151,6 +151,11 @@ def netns_status(c):
         "target_ci": "adaptive repetition: add trials until the 95%% interval half-width is within this "
         "fraction of the mean (e.g. 0.05), at least 3 trials",
         "max_trials": "adaptive repetition: at most this many trials per configuration",
+        "server_host": "two hosts: run the servers on USER@HOST[:PORT] over SSH (README: Two machines)",
+        "client_host": "two hosts: run the clients on USER@HOST[:PORT] over SSH",
+        "server_address": "two hosts: the IPv4 address the client reaches the server at on the data path",
+        "ssh_config": "two hosts: an OpenSSH client configuration file (keys, ports, known hosts)",
+        "tune_remote": "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
     },
 )
 @one_line_errors
@@ -182,8 +187,14 @@ def run_sweep(
     max_trials=None,
     resume=False,
     analyze=True,
+    server_host=None,
+    client_host=None,
+    server_address=None,
+    ssh_config=None,
+    tune_remote=False,
 ):
-    """Run every configuration of a sweep in namespaces, writing data/NAME/trials.csv (root)."""
+    """Run every configuration of a sweep in namespaces (root) or between two hosts over SSH, writing
+    data/NAME/trials.csv."""
     from copylab import sweep
     from copylab.build import build as run_build
     from copylab.config import make_config
@@ -216,8 +227,14 @@ def run_sweep(
         namespaces=_list(namespaces),
         target_ci=_number("target-ci", target_ci, float),
         max_trials=_number("max-trials", max_trials, int),
+        server_host=server_host,
+        client_host=client_host,
+        server_address=server_address,
+        ssh_config=ssh_config,
+        tune_remote=tune_remote or None,
     )
-    run_build(config.sanitize)
+    if not config.server_host:  # two hosts build on each host
+        run_build(config.sanitize)
     result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
     print(result.summary())
     if analyze and (result.ok or result.skipped):  # skipped: ok rows of an earlier, interrupted run

@@ -31,6 +31,7 @@ from copylab.results import (
     Focus,
     Results,
     Value,
+    between_hosts,
     choose_focus,
     comparison_rows,
     copied_fraction_range,
@@ -276,9 +277,12 @@ def answer_q1(results: Results) -> str:
             f"On this path the kernel flagged {fmt_pct(counts['copied_fraction'])} of "
             f"{counts['zc_completed']:,.0f} completed zero-copy sends as {code('SO_EE_CODE_ZEROCOPY_COPIED')}: "
             + (
-                "the receiver is local (a veth peer), so the data were copied anyway on delivery, only later. "
-                if counts["copied_fraction"] >= 0.5
-                else "most sends really avoided the copy. "
+                "most sends really avoided the copy. "
+                if counts["copied_fraction"] < 0.5
+                else "the device or the path could not use the pinned pages as they were, so the kernel copied "
+                "them anyway, only later. "
+                if between_hosts(results)
+                else "the receiver is local (a veth peer), so the data were copied anyway on delivery, only later. "
             )
             + f"Each send also cost page pinning and {fmt_num(counts['notifications_per_send'])} error-queue "
             "notifications to read."
@@ -471,10 +475,16 @@ def _explain(results: Results, anomaly: Anomaly) -> str:
     if anomaly.kind == "ordering_reversal" and zero_copy:
         counts = zero_copy_counts(results.trials, anomaly.implementation)
         copied = f" ({fmt_pct(counts['copied_fraction'])} of completions flagged COPIED here)" if counts else ""
+        where = (
+            "Between these hosts the kernel still copied pinned pages where the device or the path could not use "
+            "them as they were"
+            if between_hosts(results)
+            else "Over a veth pair the packet is delivered locally, so the kernel must copy the pinned pages before "
+            "it can hand the data to another socket"
+        )
         return (
-            "MSG_ZEROCOPY is built for a NIC that reads the pinned pages by DMA. Over a veth pair the packet is "
-            "delivered locally, so the kernel must copy the pinned pages before it can hand the data to another "
-            f"socket{copied}: the copy is not saved but deferred, and the sender pays on top for pinning the pages "
+            f"MSG_ZEROCOPY is built for a NIC that reads the pinned pages by DMA. {where}{copied}: where that "
+            "happens the copy is not saved but deferred, and the sender pays on top for pinning the pages "
             "(get_user_pages, page reference counts, memory accounting against optmem_max) and for the completion "
             "notifications it has to read from the error queue. More work per byte means less throughput."
         )
@@ -504,7 +514,7 @@ def _explain(results: Results, anomaly: Anomaly) -> str:
     return (
         f"More threads than cores{core_text} cannot run in parallel; they time-share the CPUs. Every context switch "
         "costs the scheduler's work and evicts the previous thread's socket buffers and message fields from the L1/L2 "
-        "caches; the extra connections also add lock contention on the veth and the receive path (softirq) work "
+        "caches; the extra connections also add lock contention on the link and the receive path (softirq) work "
         "competes with the application threads for the same CPUs."
     )
 
@@ -757,7 +767,7 @@ def mapped_receive(results: Results) -> str:
     mtu = results.manifest.parameters.mtu
     return (
         "With `TCP_ZEROCOPY_RECEIVE` (receive `mmap`) the share of the received bytes that arrived as mapped pages "
-        f"rather than copied, over all trials, was: {'; '.join(parts)} (veth MTU {mtu} B). Only whole, page-aligned "
+        f"rather than copied, over all trials, was: {'; '.join(parts)} (MTU {mtu} B). Only whole, page-aligned "
         "payload pages map: a segment carrying less than a page, or payload the sender's kernel copied into "
         "unaligned socket-buffer memory, is copied by `recv()` as before."
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from copylab import config, implementations, netns, perf, sweep
+from copylab import config, implementations, netns, perf, sweep, testbed
 from copylab.build import require_programs
 from copylab.calibrate import copy_limit_rows, measure_memcpy
 from copylab.errors import CopylabError
@@ -80,13 +80,13 @@ def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
     """Each implementation with a bench goal against the implementation the goal names, both unprofiled (a
     wrapped tool cannot run under perf's window control); then what profiling costs copylab in a sweep."""
     goals = [(impl.name, impl.bench) for impl in implementations.IMPLEMENTATIONS.values() if impl.bench]
-    pair = netns.NamespacePair("copylab_bsrv", "copylab_bcli")
+    bed = testbed.Namespaces(netns.NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")
     # Wrapped tools may take whole seconds: give every contender the same warm-up and window.
     duration_s = float(math.ceil(duration_s))
-    unprofiled = TrialSettings("bench", pair, perf.PerfSupport(available=False, version=None), duration_s, 1.0)
-    profiled = TrialSettings("bench", pair, perf.detect(), duration_s, 1.0)
+    unprofiled = TrialSettings("bench", bed, perf.PerfSupport(available=False, version=None), duration_s, 1.0)
+    profiled = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
     figures = []
-    with netns.namespace_pair(pair):
+    with bed.running():
         for size in (65536, 1024):
             for name, goal in goals:
                 ratios = _pair_ratios(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +18,36 @@ from copylab import implementations
 from copylab.build import require_programs
 from copylab.errors import CopylabError
 from copylab.paths import program
+from copylab.perf import Runner, run_here
 
 CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
-def last_level_cache_bytes() -> int | None:
+def last_level_cache_bytes(run: Runner = run_here) -> int | None:
+    """The largest cache of CPU 0 (sysfs) on the machine RUN runs on; None where sysfs does not say."""
+    listed = run(["sh", "-c", f"cat {CACHE_SIZES}/index*/size 2>/dev/null || true"])
     sizes = []
-    for entry in CACHE_SIZES.glob("index*/size"):
-        match = re.fullmatch(r"(\d+)([KMG]?)", entry.read_text().strip())
+    for line in listed.stdout.split():
+        match = re.fullmatch(r"(\d+)([KMG]?)", line.strip())
         if match:
             sizes.append(int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)])
     return max(sizes) if sizes else None
 
 
-def measure_memcpy(runs: int = 7, cpu: str | None = "0") -> dict[str, Any]:
-    """Best of several copies of a buffer at least 4x the last-level cache, on one CPU."""
-    require_programs(["memcpy_bandwidth"])
-    llc = last_level_cache_bytes()
+def measure_memcpy(
+    runs: int = 7, cpu: str | None = "0", run: Runner = run_here, program_path: str | None = None
+) -> dict[str, Any]:
+    """Best of several copies of a buffer at least 4x the last-level cache, on one CPU of the machine RUN runs
+    on (this one by default, with this machine's build)."""
+    if program_path is None:
+        require_programs(["memcpy_bandwidth"])
+        program_path = str(program("memcpy_bandwidth"))
+    llc = last_level_cache_bytes(run)
     mib = max(128, 4 * (llc or 0) >> 20)
-    command = [str(program("memcpy_bandwidth")), str(mib), str(runs)]
+    command = [program_path, str(mib), str(runs)]
     if cpu is not None:
         command = ["taskset", "-c", cpu, *command]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = run(command)
     if result.returncode != 0:
         raise CopylabError(f"memcpy calibration failed: {result.stderr.strip() or result.returncode}")
     measured = json.loads(result.stdout)

@@ -9,6 +9,7 @@ from copylab.results import (
     THROUGHPUT,
     Focus,
     Results,
+    between_hosts,
     choose_focus,
     counters_unavailable_reason,
     measured,
@@ -71,9 +72,16 @@ def zero_copy_path(results: Results, focus: Focus) -> str:
         else " This sweep recorded no zero-copy completions."
     )
     return (
-        "The MSG_ZEROCOPY send path as exercised here, steps 1 to 9. Red: the steps where bytes are still copied, by "
-        "the receiver's kernel on local delivery (5) and by recv() into user space (9); dashed: the completion "
-        "path back to the sender, which may reuse a buffer only after step 8." + measured_text
+        f"The MSG_ZEROCOPY send path as exercised here, steps 1 to {8 if between_hosts(results) else 9}. Red: the "
+        "steps where bytes are still copied, "
+        + (
+            "by recv() into user space (8), and by the sender's kernel wherever the NIC cannot take the pinned "
+            "pages (4); dashed: the completion path back to the sender, which may reuse a buffer only after step 7."
+            if between_hosts(results)
+            else "by the receiver's kernel on local delivery (5) and by recv() into user space (9); dashed: the "
+            "completion path back to the sender, which may reuse a buffer only after step 8."
+        )
+        + measured_text
     )
 
 
@@ -172,7 +180,11 @@ def zc_copied_fraction(results: Results, focus: Focus) -> str:
     return (
         "Share of zero-copy sends whose completion carried `SO_EE_CODE_ZEROCOPY_COPIED` against message size, one "
         f"line per thread count, one panel per workload: {shares} over {len(rows)} configurations. A share near "
-        "100% means the kernel copied the pinned pages on local delivery, so no copy was saved."
+        + (
+            "100% means the kernel copied the pinned pages on the way to the NIC, so no copy was saved."
+            if between_hosts(results)
+            else "100% means the kernel copied the pinned pages on local delivery, so no copy was saved."
+        )
     )
 
 

@@ -5,6 +5,7 @@ Everything is checked before anything is created, so bad input ends in one line 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import resource
@@ -17,6 +18,7 @@ from copylab import implementations, netns
 from copylab.errors import CopylabError
 from copylab.schema import PINNINGS, RECEIVE_MODES, WORKLOADS
 
+HOST_PATTERN = re.compile(r"^(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z0-9.-]+)(:(?P<port>\d{1,5}))?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_SIZE = 64 << 20
 ADAPTIVE_MIN_TRIALS = 3
@@ -121,6 +123,14 @@ class SweepConfig:
     # Adaptive repetition: repeat a configuration only until its 95% interval is this tight.
     target_ci: float | None = None
     max_trials: int = 10
+    # Two hosts over SSH instead of two namespaces here (copylab.remote): USER@HOST[:PORT] each, and the address
+    # the client reaches the server at on the data path.
+    server_host: str | None = None
+    client_host: str | None = None
+    server_address: str | None = None
+    ssh_config: str | None = None
+    # Set --mtu and --optmem-max on the hosts for the sweep (restored after); otherwise they are left alone.
+    tune_remote: bool = False
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest records (everything but the name and profile)."""
@@ -200,7 +210,35 @@ def validate(config: SweepConfig) -> SweepConfig:
     if len(config.namespaces) != 2:
         raise CopylabError(f"namespaces: give two names (server, client), not {len(config.namespaces)}")
     netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
+    _check_hosts(config)
     return config
+
+
+def _check_hosts(config: SweepConfig) -> None:
+    hosts = {"server-host": config.server_host, "client-host": config.client_host}
+    if not any(hosts.values()):
+        for label, value in (("server-address", config.server_address), ("ssh-config", config.ssh_config)):
+            if value:
+                raise CopylabError(f"{label}: only for two hosts (give --server-host and --client-host)")
+        if config.tune_remote:
+            raise CopylabError("tune-remote: only for two hosts (give --server-host and --client-host)")
+        return
+    for label, value in hosts.items():
+        if not value:
+            raise CopylabError(f"{label}: missing (a two-host sweep needs both --server-host and --client-host)")
+        if not isinstance(value, str) or not HOST_PATTERN.fullmatch(value):
+            raise CopylabError(f"{label}: {value!r} is not USER@HOST or USER@HOST:PORT")
+        port = HOST_PATTERN.fullmatch(value)["port"]  # type: ignore[index]
+        if port is not None and not 1 <= int(port) <= 65535:
+            raise CopylabError(f"{label}: port {port} is not from 1 to 65535")
+    if not config.server_address:
+        raise CopylabError("server-address: missing (where the client reaches the server on the data path)")
+    try:
+        ipaddress.IPv4Address(config.server_address)
+    except ValueError:
+        raise CopylabError(f"server-address: {config.server_address!r} is not an IPv4 address") from None
+    if config.ssh_config is not None and not Path(config.ssh_config).is_file():
+        raise CopylabError(f"ssh-config: {config.ssh_config} is not a readable file")
 
 
 def _check_connection_limits(config: SweepConfig) -> None:

@@ -7,15 +7,14 @@ trials.csv columns.  The registry (copylab.implementations) gives each implement
 from __future__ import annotations
 
 import math
-import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from copylab import contract
-from copylab.paths import program
 from copylab.spec import TrialSettings, TrialSpec
+
+if TYPE_CHECKING:
+    from copylab.testbed import End
 
 # How long a trial may overrun warm-up + duration before it is killed.
 GRACE_S = 10.0
@@ -23,10 +22,6 @@ GRACE_S = 10.0
 
 class TrialFailed(Exception):
     """The trial ran but did not produce a measurement."""
-
-
-# Runs a command where a trial's server runs; used to ask whether an implementation can run there.
-Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
 
 
 class Driver:
@@ -50,19 +45,21 @@ class Driver:
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
         raise NotImplementedError
 
-    def unavailable(self, run: Runner, sanitize: str | None) -> str | None:
-        """Why it cannot run where RUN runs commands, in one line; None when it can."""
+    def unavailable(self, end: End, sanitize: str | None) -> str | None:
+        """Why it cannot run on END (where the trials' servers run), in one line; None when it can."""
         raise NotImplementedError
 
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         raise NotImplementedError
 
 
-def _probe(run: Runner, server: Path) -> str | None:
+def _probe(end: End, server: str) -> str | None:
     """Asks a copylab server whether it can run (--probe): None, or its one-line reason."""
-    result = run([str(server), "--probe"])
+    result = end.run([server, "--probe"])
     if result.returncode == 0:
         return None
+    if result.returncode == 127:  # a shell's "not found": the program did not build there
+        return f"{server.rsplit('/', 1)[-1]} is not built on the {end.label}"
     lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
     return lines[-1].removeprefix("copylab: error: ") if lines else f"--probe exited {result.returncode}"
 
@@ -87,24 +84,21 @@ class CopylabPrograms(Driver):
         return (self.server, self.client)
 
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
-        pair = settings.pair
         common = ["--port", str(settings.port), "--size", str(spec.size_bytes), "--mode", spec.workload]
         server = [
-            str(program(self.server, settings.sanitize)),
+            settings.server_program(self.server),
             "--bind",
-            pair.server_address,
+            settings.server_address,
             *common,
             "--timeout",
             str(self.window_s(settings) + GRACE_S),
         ]
         if self.from_file:
-            if settings.files is None:
-                raise TrialFailed("server: no directory for its message file")
-            server += ["--file", str(settings.files / f"messages-{spec.size_bytes}.bin")]
+            server += ["--file", settings.message_file(spec.size_bytes)]
         client = [
-            str(program(self.client, settings.sanitize)),
+            settings.client_program(self.client),
             "--connect",
-            pair.server_address,
+            settings.server_address,
             *common,
             "--threads",
             str(spec.threads),
@@ -140,8 +134,8 @@ class CopylabPrograms(Driver):
             row.update(contract.columns(role, result))
         return row
 
-    def unavailable(self, run: Runner, sanitize: str | None) -> str | None:
-        return _probe(run, program(self.server, sanitize))
+    def unavailable(self, end: End, sanitize: str | None) -> str | None:
+        return _probe(end, end.program(self.server, sanitize))
 
 
 def iperf3_whole_seconds(seconds: float) -> int:
@@ -162,14 +156,12 @@ class Iperf3(Driver):
         return float(iperf3_whole_seconds(settings.warmup_s) + iperf3_whole_seconds(settings.duration_s))
 
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
-        pair, port = settings.pair, str(settings.port)
-        server = ["iperf3", "--server", "--one-off", "--bind", pair.server_address, "--port", port]
+        port = str(settings.port)
+        server = ["iperf3", "--server", "--one-off", "--bind", settings.server_address, "--port", port]
         client = [
             "iperf3",
             "--client",
-            pair.server_address,
-            "--bind",
-            pair.client_address,
+            settings.server_address,
             "--port",
             port,
             "--reverse",
@@ -185,12 +177,12 @@ class Iperf3(Driver):
         ]
         return server, client
 
-    def unavailable(self, run: Runner, sanitize: str | None) -> str | None:
+    def unavailable(self, end: End, sanitize: str | None) -> str | None:
         try:
-            result = run(list(self.version_command))
+            result = end.run(list(self.version_command))
         except FileNotFoundError:
             return "iperf3 is not installed"
-        return None if result.returncode == 0 else "iperf3 is not installed"
+        return None if result.returncode == 0 else f"iperf3 is not installed on the {end.label}"
 
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         try:
@@ -231,20 +223,20 @@ class ModelPrograms(Driver):
         return (self.server, "load_client")
 
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
-        pair, port, size = settings.pair, str(settings.port), str(spec.size_bytes)
+        address, port, size = settings.server_address, str(settings.port), str(spec.size_bytes)
         server = [
-            *(str(program(self.server, settings.sanitize)), "--bind", pair.server_address, "--port", port),
+            *(settings.server_program(self.server), "--bind", address, "--port", port),
             *("--size", size, "--timeout", str(self.window_s(settings) + GRACE_S)),
         ]
         client = [
-            *(str(program("load_client", settings.sanitize)), "--connect", pair.server_address, "--port", port),
+            *(settings.client_program("load_client"), "--connect", address, "--port", port),
             *("--size", size, "--connections", str(spec.connections), "--threads", str(spec.threads)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
         ]
         return server, client
 
-    def unavailable(self, run: Runner, sanitize: str | None) -> str | None:
-        return _probe(run, program(self.server, sanitize))
+    def unavailable(self, end: End, sanitize: str | None) -> str | None:
+        return _probe(end, end.program(self.server, sanitize))
 
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         row: dict[str, Any] = {}

@@ -55,7 +55,7 @@ def copies_figures(
         study["implementation"]
     )
     return {
-        "zerocopy_path": zerocopy_path_diagram(trials),
+        "zerocopy_path": zerocopy_path_diagram(trials, manifest.path == "network"),
         "throughput_vs_size": throughput_figure(study, crossovers[study_pairs], setup, confidence),
         "latency_vs_threads": latency_figure(study, setup, confidence, latency_size),
         "cache_misses_vs_size": cache_figure(study, manifest, setup, confidence),
@@ -67,11 +67,11 @@ def copies_figures(
     }
 
 
-def zerocopy_path_diagram(trials: pd.DataFrame) -> Figure:
+def zerocopy_path_diagram(trials: pd.DataFrame, between_hosts: bool) -> Figure:
     """The zero-copy send path, annotated with the COPIED share the study's zero-copy variant measured."""
     zero_copy = implementations.by_role("A3")
     counts = zero_copy_counts(trials, zero_copy.name) if zero_copy else None
-    return zerocopy_path_figure(counts["copied_fraction"] if counts else None)
+    return zerocopy_path_figure(counts["copied_fraction"] if counts else None, between_hosts)
 
 
 def describe_setup(manifest: Manifest) -> str:
@@ -93,7 +93,7 @@ def describe_setup(manifest: Manifest) -> str:
         f"sweep {manifest.sweep}",
         f"{parameters.trials} trials/config",
         f"{parameters.duration_s:g} s each after {parameters.warmup_s:g} s warm-up",
-        f"MTU {parameters.mtu}",
+        f"MTU {parameters.mtu}" if manifest.path == "veth" else "between two hosts",
         None if manifest.complete else "INCOMPLETE sweep",
     ]
     return machine + "\n" + ", ".join(s for s in settings if s)

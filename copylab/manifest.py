@@ -70,6 +70,28 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Link:
+    """The interface that carries an end's trial traffic."""
+
+    interface: str
+    driver: str | None  # ethtool -i's driver, None where ethtool is missing
+    mtu: int | None
+    offloads: dict[str, str] = field(default_factory=dict)  # ethtool -k: feature -> on/off (fixed), where present
+
+
+@dataclass(frozen=True)
+class EndRecord:
+    """One end of a sweep run between two hosts: where it ran and what carried its traffic."""
+
+    role: str  # server or client
+    target: str  # the SSH destination, USER@HOST[:PORT]
+    host: Host
+    link: Link | None
+    # Settings changed on the host for the sweep (--tune-remote) and restored after: name -> value used.
+    tuned: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Toolchain:
     python: str
     packages: dict[str, str | None]
@@ -130,6 +152,9 @@ class Manifest:
     schema_version: int = 1
     # Implementations of the sweep that could not run on this host, with the reason; their trials were not run.
     unavailable: dict[str, str] = field(default_factory=dict)
+    # What carried the trials: "veth" (two namespaces of the host above) or "network" (the two hosts of ends).
+    path: str = "veth"
+    ends: list[EndRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
@@ -191,6 +216,10 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         return _value(next(a for a in arguments if a is not type(None)), value, where)
     if dataclasses.is_dataclass(hint):
         return value if isinstance(value, hint) else _build(hint, value, f"{where}.")
+    if origin is list and arguments and dataclasses.is_dataclass(arguments[0]):
+        if not isinstance(value, list):
+            raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not a list")
+        return [_value(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
     expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint) or (origin or hint,)
     if (isinstance(value, bool) and hint is not bool) or not isinstance(value, expected):
         raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not {getattr(hint, '__name__', hint)}")
@@ -244,8 +273,11 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def create(config: SweepConfig, perf: PerfSupport, schema_version: int) -> Manifest:
-    """The manifest of a sweep about to start."""
+def create(
+    config: SweepConfig, perf: PerfSupport, schema_version: int, placement: tuple[str, list[EndRecord]] = ("veth", [])
+) -> Manifest:
+    """The manifest of a sweep about to start; PLACEMENT: its path and, between hosts, its two ends."""
+    path, ends = placement
     return Manifest(
         sweep=config.name,
         profile=config.profile,
@@ -256,4 +288,6 @@ def create(config: SweepConfig, perf: PerfSupport, schema_version: int) -> Manif
         perf=PerfRecord(perf.available, list(perf.supported), dict(perf.unsupported)),
         started_at=now_iso(),
         schema_version=schema_version,
+        path=path,
+        ends=ends,
     )

@@ -9,10 +9,10 @@ reported as missing with perf's own reason, never as zero.
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from copylab.schema import PERF_EVENTS
 
@@ -27,13 +27,25 @@ class PerfSupport:
     unsupported: dict[str, str] = field(default_factory=dict)
 
 
-def detect(events: tuple[str, ...] = tuple(PERF_EVENTS)) -> PerfSupport:
-    """Asks perf once, on a trivial program, which events this host supports."""
-    perf = shutil.which("perf")
-    if perf is None:
+# Runs a command where perf will run and returns what has returncode, stdout and stderr.
+Runner = Callable[[list[str]], Any]
+
+
+def run_here(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def detect(run: Runner = run_here, events: tuple[str, ...] = tuple(PERF_EVENTS)) -> PerfSupport:
+    """Asks perf once, on a trivial program, which events the host RUN runs on supports."""
+    try:
+        answer = run(["perf", "--version"])
+    except FileNotFoundError:
+        answer = None
+    # 127: a shell's "command not found" (a remote host); Debian's perf wrapper exits 1 without a matching kernel.
+    if answer is None or answer.returncode != 0 or not answer.stdout.strip():
         return PerfSupport(False, None, (), {event: "perf is not installed" for event in events})
-    version = subprocess.run([perf, "--version"], capture_output=True, text=True).stdout.strip() or None
-    result = subprocess.run([perf, "stat", "-x,", "-e", ",".join(events), "--", "true"], capture_output=True, text=True)
+    version = answer.stdout.strip()
+    result = run(["perf", "stat", "-x,", "-e", ",".join(events), "--", "true"])
     if result.returncode != 0 and not result.stderr:
         return PerfSupport(False, version, (), {event: f"perf stat exited {result.returncode}" for event in events})
     values = parse_output(result.stderr)
@@ -46,6 +58,35 @@ def detect(events: tuple[str, ...] = tuple(PERF_EVENTS)) -> PerfSupport:
         return PerfSupport(False, version, (), {e: first[-1] if first else "perf stat failed" for e in events})
     supported = tuple(event for event in events if event not in reasons)
     return PerfSupport(True, version, supported, reasons)
+
+
+def combined(first: PerfSupport, second: PerfSupport, labels: tuple[str, str]) -> PerfSupport:
+    """What both of two hosts support; a reason names the host it comes from when they differ."""
+    if first == second:
+        return first
+    events = [*first.supported, *first.unsupported]
+    supported = tuple(event for event in events if event in first.supported and event in second.supported)
+    reasons = {}
+    for event in events:
+        if event in supported:
+            continue
+        why = [
+            (label, s.unsupported[event])
+            for label, s in zip(labels, (first, second), strict=True)
+            if event in s.unsupported
+        ]
+        reasons[event] = (
+            why[0][1]
+            if len({w for _, w in why}) == 1 and len(why) == 2
+            else "; ".join(f"{label}: {w}" for label, w in why)
+        )
+    versions = {first.version, second.version} - {None}
+    version = (
+        versions.pop()
+        if len(versions) == 1
+        else "; ".join(f"{label}: {s.version}" for label, s in zip(labels, (first, second), strict=True))
+    )
+    return PerfSupport(first.available and second.available, version, supported, reasons)
 
 
 def parse_output(text: str) -> dict[str, tuple[float, str]]:
@@ -71,9 +112,9 @@ def parse_output(text: str) -> dict[str, tuple[float, str]]:
 class PerfRun:
     """The files of one perf-wrapped program."""
 
-    output: Path
-    control: Path
-    ack: Path
+    output: str
+    control: str
+    ack: str
 
     def command(self, support: PerfSupport) -> list[str]:
         return [
@@ -93,9 +134,10 @@ class PerfRun:
     def program_options(self) -> list[str]:
         return ["--perf-ctl", str(self.control), "--perf-ack", str(self.ack)]
 
-    def counters(self, support: PerfSupport) -> dict[str, tuple[float, str]]:
-        """Every event of PERF_EVENTS with its value or the reason it is missing."""
-        measured = parse_output(self.output.read_text()) if self.output.exists() else {}
+    def counters(self, support: PerfSupport, written: str) -> dict[str, tuple[float, str]]:
+        """Every event of PERF_EVENTS with its value (from WRITTEN, what perf wrote to the output file) or the
+        reason it is missing."""
+        measured = parse_output(written)
         result = {}
         for event in PERF_EVENTS:
             if event in support.unsupported:

@@ -212,6 +212,11 @@ def copied_fraction_range(results: Results, implementation: str) -> tuple[float,
     return None if found.empty else (float(found["mean"].min()), float(found["mean"].max()))
 
 
+def between_hosts(results: Results) -> bool:
+    """Whether the sweep ran between two hosts (a network path) rather than two namespaces of one host (veth)."""
+    return results.manifest.path == "network"
+
+
 def virtualised(results: Results) -> str | None:
     """The virtualisation the manifest detected (systemd-detect-virt), or None on bare metal."""
     virtualization = results.manifest.host.virtualization.strip() or "none"

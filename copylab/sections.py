@@ -19,6 +19,7 @@ from copylab.paths import ROOT
 from copylab.results import (
     THROUGHPUT,
     Results,
+    between_hosts,
     in_container,
     metric_rows,
     present,
@@ -73,6 +74,9 @@ def front_matter(results: Results, generated: date) -> str:
         ("Python", tools.python),
         ("Python packages", ", ".join(f"{k} {v}" for k, v in tools.packages.items() if v) or None),
     ]
+    if m.path == "network":
+        rows[0] = ("Controller (ran copylab)", host.hostname)
+        rows[1:1] = _ends_rows(m)
     lines.append(markdown_table({"Item": k, "Value": md_escape(v)} for k, v in rows if v is not None))
     calibration = m.calibration.memcpy_gbps if m.calibration else None
     settings = [
@@ -86,14 +90,66 @@ def front_matter(results: Results, generated: date) -> str:
         ("Warm-up before the window", f"{fmt_num(params.warmup_s)} s"),
         ("Pinning", ", ".join(params.pinning)),
         ("Trial order seed", params.seed),
-        ("veth MTU", f"{params.mtu} B"),
-        ("net.core.optmem_max", f"{params.optmem_max:,} B"),
+        ("Path", "network: two hosts over SSH" if m.path == "network" else "veth: two namespaces of one host"),
+        *(
+            (("veth MTU", f"{params.mtu} B"), ("net.core.optmem_max", f"{params.optmem_max:,} B"))
+            if m.path == "veth" or params.tune_remote
+            else (("MTU and net.core.optmem_max", "the hosts' own (not changed: no --tune-remote)"),)
+        ),
         ("Payload verification", "on" if params.verify else "off"),
         ("Single-core memcpy (calibration)", f"{fmt_num(calibration)} Gbit/s" if calibration else None),
     ]
     table = markdown_table({"Setting": k, "Value": v} for k, v in settings if v is not None)
     lines += ["", "## Sweep settings", "", table]
     return "\n".join(lines)
+
+
+def _ends_rows(m: Manifest) -> list[tuple[str, str]]:
+    """Each host of a two-host sweep and the link that carried its traffic."""
+    rows = []
+    for end in m.ends:
+        host = end.host
+        rows.append(
+            (
+                f"{end.role.capitalize()} host",
+                f"{end.target}: {host.hostname}, Linux {host.kernel}, {host.cpu_model}, {host.cores} cores, "
+                f"{fmt_num(host.memory_gib)} GiB, {host.virtualization}",
+            )
+        )
+        link = end.link
+        if link is not None:
+            offloads = ", ".join(f"{name} {state}" for name, state in link.offloads.items()) or "not reported"
+            rows.append(
+                (
+                    f"{end.role.capitalize()} link",
+                    f"{link.interface} (driver {link.driver or 'unknown'}), MTU {link.mtu or 'unknown'}; "
+                    f"offloads: {offloads}",
+                )
+            )
+        if end.tuned:
+            rows.append(
+                (f"{end.role.capitalize()} tuned for the sweep", ", ".join(f"{k}={v}" for k, v in end.tuned.items()))
+            )
+    return rows
+
+
+def _topology(results: Results) -> str:
+    params = results.manifest.parameters
+    if not between_hosts(results):
+        return (
+            "**Topology.** The server (the variant under test; it sends) and the client (it receives) run in two "
+            f"network namespaces joined by a veth pair with an MTU of {params.mtu} B, created before the sweep and "
+            "removed after it."
+        )
+    return (
+        f"**Topology.** The server (the variant under test; it sends) runs on {code(params.server_host or '')} and "
+        f"the client (it receives) on {code(params.client_host or '')}; copylab drives both over SSH and the "
+        f"trial traffic crosses the network to {code(params.server_address or '')} (the setup table names each "
+        "host's interface, driver, MTU and offloads). For the zero-copy senders this path matters: on a NIC that "
+        "supports scatter-gather the kernel hands the pinned pages to the device, so their completions stop "
+        "carrying the COPIED flag; where the device or the path cannot use them as they are, the kernel copies "
+        "them anyway. The copied fraction below is what this path did."
+    )
 
 
 def _pinning_text(pinning: str) -> str:
@@ -130,9 +186,7 @@ def method(results: Results) -> str:
     trials = results.trials
     return "\n".join(
         [
-            "**Topology.** The server (the variant under test; it sends) and the client (it receives) run in two "
-            f"network namespaces joined by a veth pair with an MTU of {params.mtu} B, created before the sweep and "
-            "removed after it. Pinning of both ends: " + "; ".join(_pinning_text(p) for p in params.pinning) + ".",
+            _topology(results) + " Pinning of both ends: " + "; ".join(_pinning_text(p) for p in params.pinning) + ".",
             "",
             "**One trial.** Every trial starts a fresh server and a fresh client process. The client opens one "
             "connection per thread; the server serves each with its own worker thread. After a warm-up of "
@@ -266,8 +320,12 @@ def limitations(results: Results) -> str:
     counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
     if counts is not None and counts["copied_fraction"] > 0:
         items.append(
-            f"Zero-copy was measured only with local delivery over veth, where {fmt_pct(counts['copied_fraction'])} of "
-            "sends were copied by the kernel anyway; results do not carry over to a physical NIC."
+            f"{fmt_pct(counts['copied_fraction'])} of zero-copy sends were copied by the kernel anyway on this "
+            "network path (the setup table lists the interfaces' offloads)."
+            if between_hosts(results)
+            else f"Zero-copy was measured only with local delivery over veth, where "
+            f"{fmt_pct(counts['copied_fraction'])} of sends were copied by the kernel anyway; results do not carry "
+            "over to a physical NIC."
         )
     retransmits = metric_rows(results, "retransmits")
     with_retransmits = retransmits[retransmits["mean"] > 0]
@@ -278,12 +336,14 @@ def limitations(results: Results) -> str:
             f"{fmt_num(float(with_retransmits['mean'].max()))} per trial on average), which cost throughput and add "
             "noise."
         )
-        if split.any():
+        if between_hosts(results):
+            text += " Between two hosts they come from the network path (loss, or reordering on the link)."
+        elif split.any():
             text += (
                 f" {int(split.sum())} of them ran with the ends free to use different CPUs, where a veth pair "
                 "reorders packets and TCP takes the reordering for loss."
             )
-        if (~split).any():
+        if (~split).any() and not between_hosts(results):
             text += (
                 f" {int((~split).sum())} ran with both ends on one CPU, where veth does not reorder; this data does "
                 "not identify their cause."

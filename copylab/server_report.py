@@ -15,7 +15,7 @@ from copylab import implementations
 from copylab.analysis import axis_value
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.metrics import METRICS
-from copylab.results import Results, metric_rows, present, select
+from copylab.results import Results, between_hosts, metric_rows, present, select
 from copylab.server_figures import FIGURES
 
 INTERVALS = "Lines are means over trials, bands Student-t 95% confidence intervals; open markers: unstable."
@@ -114,8 +114,13 @@ def introduction(results: Results) -> str:
             explained,
             f"Each model is compared with {code(baseline(results) or 'its baseline')} at every connection count "
             "(Welch's t-test, Holm-corrected along the counts), and a crossover is where it starts to beat it, "
-            "interpolated on a log axis with a bootstrap interval. Over veth each side's CPU time also holds the "
-            "kernel's receive work for the packets it sends (the peer's receive path runs on the sending CPU).",
+            "interpolated on a log axis with a bootstrap interval."
+            + (
+                ""
+                if between_hosts(results)
+                else " Over veth each side's CPU time also holds the kernel's receive work for the packets it sends "
+                "(the peer's receive path runs on the sending CPU)."
+            ),
         ]
     )
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from copylab.netns import NamespacePair
+from copylab.errors import CopylabError
 from copylab.perf import PerfSupport
+
+if TYPE_CHECKING:
+    from copylab.testbed import Testbed
 
 PORT = 5201
 
@@ -32,15 +35,30 @@ class TrialSpec:
 @dataclass(frozen=True)
 class TrialSettings:
     sweep: str
-    pair: NamespacePair
+    testbed: Testbed  # where the two ends run (copylab.testbed)
     perf: PerfSupport
     duration_s: float
     warmup_s: float
     verify: bool = False
     sanitize: str | None = None
     port: int = PORT
-    # Where file-sending servers keep their message files (a tmpfs directory of the sweep's own).
-    files: Path | None = None
+
+    @property
+    def server_address(self) -> str:
+        """Where the client reaches the server."""
+        return self.testbed.server_address
+
+    def server_program(self, name: str) -> str:
+        return self.testbed.server.program(name, self.sanitize)
+
+    def client_program(self, name: str) -> str:
+        return self.testbed.client.program(name, self.sanitize)
+
+    def message_file(self, size: int) -> str:
+        """The server end's message file of SIZE-byte messages (file-sending servers)."""
+        if not self.testbed.server.files:
+            raise CopylabError("file-sending servers need a running testbed (its message file directory)")
+        return f"{self.testbed.server.files}/messages-{size}.bin"
 
 
 # CPU lists of (server, client) for each pinning; None: no affinity.

@@ -6,13 +6,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,16 +18,16 @@ import pandas as pd
 from scipy import stats
 from tqdm import tqdm
 
-from copylab import implementations, netns, perf
-from copylab.build import require_programs
+from copylab import implementations, testbed
 from copylab.calibrate import measure_memcpy
-from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig, check_descriptor_limit
+from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
 from copylab.errors import CopylabError
 from copylab.manifest import Calibration, Harness, create, now_iso
 from copylab.paths import DATA
 from copylab.schema import SCHEMA_VERSION
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
+from copylab.testbed import Testbed
 from copylab.trial import measured_window_s, run_trial
 
 
@@ -197,34 +193,21 @@ def _measured(ok_rows: pd.DataFrame) -> dict[Configuration, list[float]]:
     return measured
 
 
-@contextmanager
-def message_files(name: str) -> Iterator[Path]:
-    """A tmpfs directory of the sweep's own for the message files of file-sending servers, gone afterwards."""
-    shm = Path("/dev/shm")
-    directory = Path(tempfile.mkdtemp(prefix=f"copylab-files-{name}-", dir=shm if shm.is_dir() else None))
-    try:
-        yield directory
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def unavailable_here(config: SweepConfig, pair: netns.NamespacePair) -> dict[str, str]:
-    """Implementations of the sweep that cannot run in its server namespace, with the reason."""
-
-    def run(command: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*netns.exec_prefix(pair.server), *command], capture_output=True, text=True, timeout=30)
-
+def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
+    """Implementations of the sweep that cannot run on its server end, with the reason."""
     reasons = {}
     for name in config.implementations:
-        why = implementations.get(name).driver.unavailable(run, config.sanitize)
+        why = implementations.get(name).driver.unavailable(bed.server, config.sanitize)
         if why:
             reasons[name] = why
     return reasons
 
 
-def calibration_for(config: SweepConfig) -> Calibration:
+def calibration_for(config: SweepConfig, bed: Testbed) -> Calibration:
     """Single-core memcpy bandwidth on the sweep's sending CPU: the copy-bound ceiling of its report."""
-    return Calibration(**measure_memcpy(cpu="0" if "none" not in config.pinning else None))
+    cpu = "0" if "none" not in config.pinning else None
+    memcpy = bed.server.program("memcpy_bandwidth")
+    return Calibration(**measure_memcpy(cpu=cpu, run=bed.server.run, program_path=memcpy))
 
 
 def run(
@@ -234,7 +217,7 @@ def run(
     progress: bool = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> SweepResult:
-    """Runs (or finishes) a sweep inside a fresh namespace pair; returns what happened."""
+    """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened."""
     store = SweepStore(data_root / config.name, data_root=data_root)
     if resume:
         if not store.manifest_path.exists():
@@ -254,21 +237,27 @@ def run(
         raise CopylabError(
             f"{store.directory} already holds a sweep: pass --resume to finish it, or choose another --name"
         )
-    netns.require_root("run-sweep")
-    check_descriptor_limit(config)
-    require_programs(implementations.programs(config.implementations), config.sanitize)
-    require_programs(["memcpy_bandwidth"])
-    pair = netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
-    netns.check_free(pair)  # before anything is written, so a refusal leaves nothing behind
-    support = perf.detect()
+    bed = testbed.for_config(config, store.directory)
+    with bed.prepared():
+        return _run_prepared(config, store, bed, resume, progress, on_row)
+
+
+def _run_prepared(
+    config: SweepConfig,
+    store: SweepStore,
+    bed: Testbed,
+    resume: bool,
+    progress: bool,
+    on_row: Callable[[dict[str, Any]], None] | None,
+) -> SweepResult:
+    support = bed.perf_support()
     if resume and store.trials_path.exists():
         store.repair_truncated_tail()
         ok_rows = _ok_rows(store)
         record = store.read_manifest()
     else:
         ok_rows = _ok_rows(store)
-        calibration = calibration_for(config) if config.experiment == "copies" else None
-        record = dataclasses.replace(create(config, support, SCHEMA_VERSION), calibration=calibration)
+        record = create(config, support, SCHEMA_VERSION, bed.describe())
     store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
 
     done = set(ok_rows["trial_id"])
@@ -278,14 +267,20 @@ def run(
     skip: frozenset[str] = frozenset()
     writer = store.writer()
     try:
-        with netns.namespace_pair(pair), message_files(config.name) as files:
-            result.unavailable = unavailable_here(config, pair)
+        with bed.running():
+            result.unavailable = unavailable_here(config, bed)
             skip = frozenset(result.unavailable)
             for name, why in result.unavailable.items():
                 print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
             if skip >= set(config.implementations):
                 raise CopylabError("no implementation of the sweep can run here (see the lines above)")
-            store.write_manifest(dataclasses.replace(store.read_manifest(), unavailable=dict(result.unavailable)))
+            record = store.read_manifest()
+            calibration = record.calibration
+            if calibration is None and config.experiment == "copies":  # measured once, kept on resume
+                calibration = calibration_for(config, bed)
+            store.write_manifest(
+                dataclasses.replace(record, unavailable=dict(result.unavailable), calibration=calibration)
+            )
             if config.target_ci is None:
                 batches: Iterator[list[TrialSpec]] = iter([plan(config, skip)])
                 result.planned = len(plan(config, skip))
@@ -293,14 +288,7 @@ def run(
                 batches = adaptive_rounds(config, measured, skip)
                 result.planned = len(configurations(config, skip)) * config.max_trials
             settings = TrialSettings(
-                config.name,
-                pair,
-                support,
-                config.duration_s,
-                config.warmup_s,
-                config.verify,
-                config.sanitize,
-                files=files,
+                config.name, bed, support, config.duration_s, config.warmup_s, config.verify, config.sanitize
             )
             with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:
                 for batch in batches:
@@ -321,6 +309,7 @@ def run(
                         else:
                             result.failed += 1
                             result.failures.append(f"{spec.trial_id}: {row['error']}")
+                            bed.reconnect()  # an end that went away: back, or the sweep stops here
                         if on_row:
                             on_row(row)
                         bar.update(1)

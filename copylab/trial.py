@@ -1,33 +1,31 @@
-"""One trial: a fresh server process and a fresh client process, one row of trials.csv.
+"""One trial: a fresh server and a fresh client process, one row of trials.csv.
 
-The implementation's driver (copylab.drivers) says how its two ends start and what they printed; this
-module runs them.  The server runs in the server namespace, the client in the client namespace, each
-under perf stat (when perf is there and the driver can mark its window), enabled only inside the
-measured window.  Whatever happens, both processes, their perf wrappers and the trial's fifos are gone
-on return.
+The implementation's driver (copylab.drivers) says how its two ends are started and what they printed; this
+module runs them on the sweep's testbed (copylab.testbed): the server on its server end, the client on its
+client end, each under perf stat (when perf is there and the driver can mark its window), enabled only inside
+the measured window.  Whatever happens, both processes, their perf wrappers and the trial's fifos are gone on
+return.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from copylab import implementations
 from copylab.drivers import GRACE_S, TrialFailed
-from copylab.netns import exec_prefix
 from copylab.perf import PerfRun, PerfSupport
 from copylab.schema import PERF_EVENTS
 from copylab.spec import TrialSettings, TrialSpec, cpus_for
+from copylab.testbed import End, EndLost, Started
+
+# Beyond the trial's own bound, how long an end lets a process live if nobody is left to end it.
+ORPHAN_MARGIN_S = 30.0
 
 
 def _pinned(cpu: str | None, command: list[str]) -> list[str]:
@@ -40,50 +38,42 @@ def measured_window_s(spec: TrialSpec, settings: TrialSettings) -> float:
 
 
 @contextmanager
-def _trial_files(sweep: str) -> Iterator[dict[str, PerfRun]]:
+def _perf_files(settings: TrialSettings) -> Iterator[dict[str, tuple[End, PerfRun]]]:
+    """Each side's perf output and control fifos, in a scratch directory on its own end."""
     # The sweep's name in the path lets anyone find this sweep's processes by their arguments.
-    directory = Path(tempfile.mkdtemp(prefix=f"copylab-trial-{sweep}-"))
-    try:
+    prefix = f"copylab-trial-{settings.sweep}-"
+    with ExitStack() as stack:
         runs = {}
-        for side in ("snd", "rcv"):
-            run = PerfRun(directory / f"{side}.perf", directory / f"{side}.ctl", directory / f"{side}.ack")
-            os.mkfifo(run.control, 0o600)
-            os.mkfifo(run.ack, 0o600)
-            runs[side] = run
+        for side, end in (("snd", settings.testbed.server), ("rcv", settings.testbed.client)):
+            directory = stack.enter_context(end.scratch(prefix))
+            run = PerfRun(f"{directory}/{side}.perf", f"{directory}/{side}.ctl", f"{directory}/{side}.ack")
+            end.make_fifos([run.control, run.ack])
+            runs[side] = (end, run)
         yield runs
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 class _Processes:
-    """Started processes, each in its own session so the whole group can be ended."""
+    """Started processes, each in a process group of its own on its end, so the whole group can be ended."""
 
     def __init__(self) -> None:
-        self.started: list[subprocess.Popen[str]] = []
+        self.started: list[Started] = []
 
-    def start(self, command: list[str]) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
+    def start(self, end: End, command: list[str], deadline_s: float) -> Started:
+        process = end.start(command, deadline_s)
         self.started.append(process)
         return process
 
     def end_all(self) -> None:
         for process in self.started:
-            if process.poll() is None:
-                with suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-        for process in self.started:
-            with suppress(subprocess.TimeoutExpired, ValueError):
-                process.communicate(timeout=5)
+            process.kill()
 
 
-def _failed(process: subprocess.Popen[str], stdout: str) -> bool:
+def _failed(process: Started, stdout: str) -> bool:
     # perf stat exits 0 when its program is killed by a signal: a side that printed nothing failed too.
     return process.returncode != 0 or not stdout.strip()
 
 
-def _error_line(role: str, process: subprocess.Popen[str], stderr: str) -> str:
+def _error_line(role: str, process: Started, stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("Events ")]
     copylab_lines = [line for line in lines if line.startswith("copylab: error:")]
     status = f"exit status {process.returncode}" if process.returncode else "exited without printing a result"
@@ -93,11 +83,13 @@ def _error_line(role: str, process: subprocess.Popen[str], stderr: str) -> str:
     return f"{role}: {detail.removeprefix('copylab: error: ')}"
 
 
-def _perf_values(runs: dict[str, PerfRun], support: PerfSupport, measured: bool) -> tuple[dict[str, float], str]:
+def _perf_values(
+    runs: dict[str, tuple[End, PerfRun]], support: PerfSupport, measured: bool
+) -> tuple[dict[str, float], str]:
     values: dict[str, float] = {}
     missing = []
-    for side, run in runs.items():
-        counters = run.counters(support) if measured else {e: (math.nan, "") for e in PERF_EVENTS}
+    for side, (end, run) in runs.items():
+        counters = run.counters(support, end.read(run.output)) if measured else {e: (math.nan, "") for e in PERF_EVENTS}
         for event, suffix in PERF_EVENTS.items():
             value, reason = counters[event]
             values[f"{side}_{suffix}"] = value
@@ -135,59 +127,54 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     driver = implementations.get(spec.implementation).driver
     use_perf = settings.perf.available and driver.unprofiled_reason is None
     server_cpu, client_cpu = cpus_for(spec.pinning)
-    with _trial_files(settings.sweep) as runs:
-        server_cmd, client_cmd = driver.commands(spec, settings)
-        if use_perf:
-            server_cmd = [
-                *runs["snd"].command(settings.perf),
-                *_pinned(server_cpu, server_cmd),
-                *runs["snd"].program_options(),
-            ]
-            client_cmd = [
-                *runs["rcv"].command(settings.perf),
-                *_pinned(client_cpu, client_cmd),
-                *runs["rcv"].program_options(),
-            ]
-        else:
+    budget = driver.window_s(settings) + GRACE_S
+    testbed = settings.testbed
+    processes = _Processes()
+    try:
+        with _perf_files(settings) as runs:
+            server_cmd, client_cmd = driver.commands(spec, settings)
             server_cmd, client_cmd = _pinned(server_cpu, server_cmd), _pinned(client_cpu, client_cmd)
-        processes = _Processes()
-        try:
-            server = processes.start([*exec_prefix(settings.pair.server), *server_cmd])
-            time.sleep(driver.start_delay_s)
-            client = processes.start([*exec_prefix(settings.pair.client), *client_cmd])
-            budget = driver.window_s(settings) + GRACE_S
+            if use_perf:
+                server_cmd = [*runs["snd"][1].command(settings.perf), *server_cmd, *runs["snd"][1].program_options()]
+                client_cmd = [*runs["rcv"][1].command(settings.perf), *client_cmd, *runs["rcv"][1].program_options()]
             try:
-                client_out, client_err = client.communicate(timeout=budget)
-            except subprocess.TimeoutExpired:
-                raise TrialFailed(f"timed out after {budget:.0f} s") from None
-            try:
-                # A failed client can leave the server waiting for it: then the client's error is the cause.
-                # Otherwise the server gets a few seconds to finish, but never beyond the trial's bound.
-                left = budget - (time.monotonic() - started)
-                wait = 1.0 if _failed(client, client_out) else min(5.0, max(1.0, left))
-                server_out, server_err = server.communicate(timeout=wait)
-            except subprocess.TimeoutExpired:
-                if _failed(client, client_out):
-                    raise TrialFailed(_error_line("client", client, client_err)) from None
-                raise TrialFailed(f"server: still running {wait:.0f} s after the client ended") from None
-            # Both sides' errors: whichever failed first is the cause, and either may have.
-            errors = [
-                _error_line(role, process, err)
-                for role, process, out, err in (
-                    ("server", server, server_out, server_err),
-                    ("client", client, client_out, client_err),
+                server = processes.start(testbed.server, server_cmd, budget + ORPHAN_MARGIN_S)
+                time.sleep(driver.start_delay_s)
+                client = processes.start(testbed.client, client_cmd, budget + ORPHAN_MARGIN_S)
+                try:
+                    client_out, client_err = client.wait(budget)
+                except subprocess.TimeoutExpired:
+                    raise TrialFailed(f"timed out after {budget:.0f} s") from None
+                try:
+                    # A failed client can leave the server waiting for it: then the client's error is the cause.
+                    # Otherwise the server gets a few seconds to finish, but never beyond the trial's bound.
+                    left = budget - (time.monotonic() - started)
+                    wait = 1.0 if _failed(client, client_out) else min(5.0, max(1.0, left))
+                    server_out, server_err = server.wait(wait)
+                except subprocess.TimeoutExpired:
+                    if _failed(client, client_out):
+                        raise TrialFailed(_error_line("client", client, client_err)) from None
+                    raise TrialFailed(f"server: still running {wait:.0f} s after the client ended") from None
+                # Both sides' errors: whichever failed first is the cause, and either may have.
+                errors = [
+                    _error_line(role, process, err)
+                    for role, process, out, err in (
+                        ("server", server, server_out, server_err),
+                        ("client", client, client_out, client_err),
+                    )
+                    if _failed(process, out)
+                ]
+                if errors:
+                    raise TrialFailed("; ".join(errors))
+                row.update(driver.measurement(spec, server_out, client_out))
+                perf_values, missing = _perf_values(runs, settings.perf, use_perf)
+                row.update(perf_values)
+                row["perf_missing"] = (
+                    missing if use_perf else _perf_unused_reason(driver.unprofiled_reason, settings.perf)
                 )
-                if _failed(process, out)
-            ]
-            if errors:
-                raise TrialFailed("; ".join(errors))
-            row.update(driver.measurement(spec, server_out, client_out))
-            perf_values, missing = _perf_values(runs, settings.perf, use_perf)
-            row.update(perf_values)
-            row["perf_missing"] = missing if use_perf else _perf_unused_reason(driver.unprofiled_reason, settings.perf)
-        except TrialFailed as failure:
-            row["status"], row["error"] = "failed", str(failure)
-        finally:
-            processes.end_all()
+            finally:
+                processes.end_all()
+    except (TrialFailed, EndLost) as failure:
+        row["status"], row["error"] = "failed", str(failure)
     row["trial_wall_s"] = time.monotonic() - started
     return row

@@ -35,9 +35,9 @@ def _analysed(scratch: Path, reference: Path) -> Results:
     return load_results(store)
 
 
-def compose(scratch: Path) -> str:
-    """The copies reference's report sections, as the notebook has them."""
-    results = _analysed(scratch, REFERENCE_DATA)
+def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
+    """A copies sweep's report sections (the reference's by default), as the notebook has them."""
+    results = _analysed(scratch, sweep)
     parts = [sections.front_matter(results, date(2026, 1, 1)), sections.method(results), answers.copy_evidence(results)]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(sections.copy_limit(results))

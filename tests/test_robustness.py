@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from copylab import config, drivers, netns, perf, spec, sweep, trial
+from copylab import config, drivers, netns, perf, spec, sweep, testbed, trial
 from copylab.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.manifest import Manifest, create
@@ -188,7 +188,7 @@ class Descendants(threading.Thread):
 def settings_for(
     sweep_name: str, pair: netns.NamespacePair, support: perf.PerfSupport, duration: float = 0.4, warmup: float = 0.1
 ) -> spec.TrialSettings:
-    return spec.TrialSettings(sweep_name, pair, support, duration, warmup)
+    return spec.TrialSettings(sweep_name, testbed.Namespaces(pair, sweep_name), support, duration, warmup)
 
 
 def spec_for(
@@ -263,7 +263,7 @@ def support() -> perf.PerfSupport:
 @pytest.fixture
 def no_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
     # Calibration is not under test here; it would add a second of memory-bandwidth load per sweep.
-    monkeypatch.setattr(sweep, "calibration_for", lambda config: None)
+    monkeypatch.setattr(sweep, "calibration_for", lambda config, bed: None)
 
 
 # ---------------------------------------------------------------- link faults
@@ -623,7 +623,7 @@ def test_a_message_file_that_cannot_be_written_fails_its_trials_with_the_cause(t
     def tiny_tmpfs(name: str) -> Iterator[Path]:
         yield full
 
-    monkeypatch.setattr(sweep, "message_files", tiny_tmpfs)
+    monkeypatch.setattr(testbed, "message_files", tiny_tmpfs)
     name = f"rob-fullfs-{TAG}"
     try:
         result = sweep.run(

@@ -1,0 +1,480 @@
+"""Two hosts over SSH, for real: two network namespaces joined by a data veth, each running its own sshd
+reached from this namespace over a control veth, with throwaway host and client keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copylab import config, netns, sweep
+from copylab.errors import CopylabError
+from copylab.store import SweepStore
+from tests.conftest import needs_root
+from tests.test_reference_report import compose
+from tests.test_robustness import pgrep, wait_for
+from tests.test_sweep import cli, read_rows
+
+TAG = os.getpid() % 100000
+SERVER_NS, CLIENT_NS = f"clrm{TAG}_s", f"clrm{TAG}_c"
+DATA_SERVER, DATA_CLIENT = "10.207.0.1", "10.207.0.2"
+# Each namespace's control link: (this namespace's side, the namespace's side, where its sshd listens).
+CONTROL = {SERVER_NS: ("10.207.1.1", "10.207.1.2"), CLIENT_NS: ("10.207.2.1", "10.207.2.2")}
+SSH_PORT = 22
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise AssertionError(f"{' '.join(command)}: {result.stderr.strip()}")
+    return result
+
+
+@dataclass
+class Hosts:
+    """The two 'hosts' and how to reach them."""
+
+    keys: Path
+    ssh_config: Path
+    sshd: dict[str, subprocess.Popen[str]]
+    sshd_config: dict[str, Path]
+
+    @property
+    def server_host(self) -> str:
+        return f"root@{CONTROL[SERVER_NS][1]}"
+
+    @property
+    def client_host(self) -> str:
+        return f"root@{CONTROL[CLIENT_NS][1]}"
+
+    def settings(self, **changes: Any) -> dict[str, Any]:
+        given = dict(
+            server_host=self.server_host,
+            client_host=self.client_host,
+            server_address=DATA_SERVER,
+            ssh_config=str(self.ssh_config),
+        )
+        return {**given, **changes}
+
+    def start_sshd(self, namespace: str, config_file: Path | None = None) -> None:
+        self.stop_sshd(namespace)
+        command = [*netns.exec_prefix(namespace), "/usr/sbin/sshd", "-D", "-e", "-f"]
+        process = subprocess.Popen(
+            [*command, str(config_file or self.sshd_config[namespace])],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.sshd[namespace] = process
+        address = CONTROL[namespace][1]
+        wait_for(lambda: _listening(address), 20, 0.05)
+
+    def stop_sshd(self, namespace: str) -> None:
+        """Ends the namespace's sshd and every session it serves (as a host going away would)."""
+        if namespace in self.sshd:
+            self.sshd.pop(namespace).kill()
+        for pid in namespace_pids(namespace):
+            if "sshd" in _command(pid):
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _listening(address: str) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex((address, SSH_PORT)) == 0
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def namespace_pids(namespace: str) -> list[int]:
+    result = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
+    return [int(pid) for pid in result.stdout.split()]
+
+
+def running_in(namespace: str, word: str) -> bool:
+    return any(word in _command(pid) for pid in namespace_pids(namespace))
+
+
+def remote_leftovers(name: str) -> list[str]:
+    """What a sweep named NAME left on the two 'hosts': working directories and processes."""
+    found = [f"directory {path}" for path in Path("/tmp").glob(f"copylab-remote-{name}-*")]
+    found += [f"process {pid} ({_command(int(pid))[:60]})" for pid in pgrep(f"copylab-remote-{name}-")]
+    for namespace in (SERVER_NS, CLIENT_NS):
+        found += [
+            f"process {pid} in {namespace} ({_command(pid)[:60]})"
+            for pid in namespace_pids(namespace)
+            if "sshd" not in _command(pid)
+        ]
+    return found
+
+
+def _write_sshd_config(directory: Path, namespace: str, keys: Path, extra: str = "") -> Path:
+    path = directory / f"sshd_config-{namespace}{'-extra' if extra else ''}"
+    path.write_text(
+        f"""ListenAddress {CONTROL[namespace][1]}
+Port {SSH_PORT}
+HostKey {keys}/host_{namespace}
+AuthorizedKeysFile {keys}/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+Subsystem sftp internal-sftp
+LogLevel ERROR
+{extra}"""
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
+    if os.geteuid() != 0:
+        pytest.skip("two hosts in namespaces need root (ip netns, sshd)")
+    keys = tmp_path_factory.mktemp("ssh")
+    pair = netns.NamespacePair(SERVER_NS, CLIENT_NS, server_address=DATA_SERVER, client_address=DATA_CLIENT)
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id_ed25519"))
+    (keys / "authorized_keys").write_text((keys / "id_ed25519.pub").read_text())
+    known = []
+    for namespace in (SERVER_NS, CLIENT_NS):
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / f"host_{namespace}"))
+        known.append(f"{CONTROL[namespace][1]} {(keys / f'host_{namespace}.pub').read_text().strip()}")
+    (keys / "known_hosts").write_text("\n".join(known) + "\n")
+    ssh_config = keys / "ssh_config"
+    ssh_config.write_text(
+        f"""Host {CONTROL[SERVER_NS][1]} {CONTROL[CLIENT_NS][1]}
+  IdentityFile {keys}/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile {keys}/known_hosts
+  StrictHostKeyChecking yes
+"""
+    )
+    bed = Hosts(keys, ssh_config, {}, {ns: _write_sshd_config(keys, ns, keys) for ns in (SERVER_NS, CLIENT_NS)})
+    with netns.namespace_pair(pair):
+        try:
+            for index, namespace in enumerate((SERVER_NS, CLIENT_NS)):
+                outside, inside = CONTROL[namespace]
+                here, there = f"clrm{TAG}h{index}", f"clrm{TAG}n{index}"
+                _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
+                _run("ip", "link", "set", there, "netns", namespace)
+                _run("ip", "addr", "add", f"{outside}/30", "dev", here)
+                _run("ip", "link", "set", here, "up")
+                _run(*netns.exec_prefix(namespace), "ip", "addr", "add", f"{inside}/30", "dev", there)
+                _run(*netns.exec_prefix(namespace), "ip", "link", "set", there, "up")
+                bed.start_sshd(namespace)
+            yield bed
+        finally:
+            for namespace in (SERVER_NS, CLIENT_NS):
+                bed.stop_sshd(namespace)
+            # The control veths go with their namespaces.
+
+
+def _manifest(directory: Path) -> dict[str, Any]:
+    return json.loads((directory / "manifest.json").read_text())
+
+
+@needs_root
+def test_copies_sweep_between_two_hosts(hosts, tmp_path):
+    name = f"remote-copies-{TAG}"
+    settings = config.make_config(
+        name,
+        "quick",
+        **hosts.settings(
+            implementations=["two_copy", "zero_copy", "sendfile"],
+            workloads=["stream", "rr"],
+            sizes=[65536],
+            rr_sizes=[64],
+            threads=[1],
+            trials=2,
+            duration_s=0.3,
+            warmup_s=0.05,
+            pinning=["split_cpu"],
+            receive=["copy"],
+            verify=True,
+        ),
+    )
+    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / name / "trials.csv")
+    assert result.failed == 0, result.failures
+    assert len(rows) == result.planned == 12 and all(row["status"] == "ok" for row in rows)
+    zero_copy = [row for row in rows if row["implementation"] == "zero_copy" and row["workload"] == "stream"]
+    assert all(int(row["zc_sends"]) > 0 and row["zc_copied"] != "" for row in zero_copy), zero_copy
+    manifest = _manifest(tmp_path / name)
+    assert manifest["path"] == "network" and manifest["complete"]
+    ends = {end["role"]: end for end in manifest["ends"]}
+    assert ends["server"]["target"] == hosts.server_host and ends["client"]["target"] == hosts.client_host
+    for end in ends.values():
+        assert end["host"]["kernel"] == os.uname().release and end["host"]["cores"] >= 1
+        assert end["link"]["interface"] == netns.INTERFACE, end  # the data veth, not the control link
+        assert end["link"]["driver"] == "veth" and end["link"]["mtu"] == 1500
+        assert end["link"]["offloads"]["scatter-gather"].startswith("on"), end["link"]["offloads"]
+    assert manifest["calibration"]["memcpy_gbps"] > 0
+    assert remote_leftovers(name) == []
+    # The report names both hosts and the path, and never assumes local delivery.
+    report = compose(tmp_path / "report", tmp_path / name)
+    assert "| Path | network: two hosts over SSH |" in report
+    assert f"| Server host | {hosts.server_host}: " in report and f"| Client host | {hosts.client_host}: " in report
+    link = report[report.find("| Server link |") :].split("\n")[0]
+    assert link.startswith(f"| Server link | {netns.INTERFACE} (driver veth), MTU 1500; offloads: ") and (
+        "scatter-gather on" in link
+    ), link
+    assert "local delivery" not in report and "veth pair" not in report
+
+
+@needs_root
+def test_servers_sweep_between_two_hosts(hosts, tmp_path):
+    name = f"remote-servers-{TAG}"
+    settings = config.make_config(
+        name,
+        "quick",
+        experiment="servers",
+        **hosts.settings(
+            implementations=["thread", "epoll"], connections=[1, 20], rr_sizes=[64], trials=1, duration_s=0.3
+        ),
+    )
+    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / name / "trials.csv")
+    assert result.failed == 0, result.failures
+    assert {(row["implementation"], row["connections"]) for row in rows} == {
+        (model, str(count)) for model in ("thread", "epoll") for count in (1, 20)
+    }
+    assert all(float(row["requests_per_s"]) > 0 and row["connections_served"] == row["connections"] for row in rows)
+    assert remote_leftovers(name) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"client_host": None}, "client-host: missing"),
+        ({"server_host": "10.207.1.2"}, "server-host: '10.207.1.2' is not USER@HOST or USER@HOST:PORT"),
+        ({"server_host": "root@h:70000"}, "server-host: port 70000 is not from 1 to 65535"),
+        ({"server_address": None}, "server-address: missing"),
+        ({"server_address": "server.example"}, "server-address: 'server.example' is not an IPv4 address"),
+        ({"ssh_config": "/nonexistent/ssh_config"}, "ssh-config: /nonexistent/ssh_config is not a readable file"),
+    ],
+)
+def test_bad_two_host_settings_are_refused_in_one_line(changes, message, tmp_path):
+    given = {"server_host": "root@a", "client_host": "root@b", "server_address": "10.0.0.1", **changes}
+    with pytest.raises(CopylabError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        config.make_config("bad", "quick", **given)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_host_settings_without_hosts_are_refused():
+    for given in ({"server_address": "10.0.0.1"}, {"tune_remote": True}):
+        with pytest.raises(CopylabError, match="only for two hosts"):
+            config.make_config("bad", "quick", **given)
+
+
+def _refused(hosts: Hosts, tmp_path: Path, name: str, **changes: Any) -> str:
+    settings = config.make_config(
+        name,
+        "quick",
+        **hosts.settings(
+            implementations=["two_copy"], workloads=["stream"], sizes=[4096], threads=[1], trials=1, **changes
+        ),
+    )
+    with pytest.raises(CopylabError) as refused:
+        sweep.run(settings, data_root=tmp_path, progress=False)
+    assert not (tmp_path / name).exists(), "a refused sweep writes nothing"
+    assert remote_leftovers(name) == []
+    message = str(refused.value)
+    assert "\n" not in message
+    return message
+
+
+@needs_root
+def test_an_unreachable_host_is_named_in_one_line(hosts, tmp_path, outcome):
+    outcome.update(area="two hosts", fault="the client host's SSH port refuses connections")
+    message = _refused(hosts, tmp_path, f"remote-unreach-{TAG}", client_host=f"root@{CONTROL[CLIENT_NS][1]}:2222")
+    outcome.update(behaviour=message, rows_lost=0, leftovers=[])
+    assert message.startswith(f"client host root@{CONTROL[CLIENT_NS][1]}:2222: cannot connect over SSH"), message
+
+
+@needs_root
+def test_a_refused_key_and_an_unknown_host_key_are_named(hosts, tmp_path, outcome):
+    outcome.update(area="two hosts", fault="the server refuses the key offered; then a host key not in known_hosts")
+    stranger = hosts.keys / "stranger"
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger))
+    refusing = tmp_path / "refusing_config"
+    refusing.write_text(hosts.ssh_config.read_text().replace(f"{hosts.keys}/id_ed25519", str(stranger)))
+    refused = _refused(hosts, tmp_path, f"remote-key-{TAG}", ssh_config=str(refusing))
+    (tmp_path / "empty_known_hosts").write_text("")
+    unknown_config = tmp_path / "unknown_config"
+    unknown_config.write_text(
+        hosts.ssh_config.read_text().replace(f"{hosts.keys}/known_hosts", str(tmp_path / "empty_known_hosts"))
+    )
+    unknown = _refused(hosts, tmp_path, f"remote-hostkey-{TAG}", ssh_config=str(unknown_config))
+    outcome.update(behaviour=f"{refused} | {unknown}", rows_lost=0, leftovers=[])
+    assert "refused every key offered" in refused and "never asks for a password" in refused
+    assert "host key is unknown" in unknown
+
+
+@needs_root
+def test_a_host_without_gcc_is_named(hosts, tmp_path, outcome):
+    outcome.update(area="two hosts", fault="the server host has no gcc on its PATH")
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for directory in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        for tool in Path(directory).iterdir():
+            if not tool.name.startswith(("gcc", "cc", "x86_64-linux-gnu-gcc")) and not (bare / tool.name).exists():
+                (bare / tool.name).symlink_to(tool)
+    without_gcc = _write_sshd_config(hosts.keys, SERVER_NS, hosts.keys, extra=f"SetEnv PATH={bare}\n")
+    hosts.start_sshd(SERVER_NS, without_gcc)
+    try:
+        message = _refused(hosts, tmp_path, f"remote-nogcc-{TAG}")
+    finally:
+        hosts.start_sshd(SERVER_NS)
+    outcome.update(behaviour=message, rows_lost=0, leftovers=[])
+    assert message.startswith(f"server host {hosts.server_host}: gcc not found"), message
+
+
+@needs_root
+def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_path, outcome):
+    outcome.update(area="two hosts", fault="the client host's sshd and sessions are killed during a trial")
+    name = f"remote-lost-{TAG}"
+    settings = config.make_config(
+        name,
+        "quick",
+        **hosts.settings(
+            implementations=["two_copy"],
+            workloads=["stream"],
+            sizes=[4096, 16384],
+            threads=[1],
+            trials=2,
+            duration_s=1.0,
+            warmup_s=0.05,
+            pinning=["same_cpu"],
+        ),
+    )
+    trials_csv = tmp_path / name / "trials.csv"
+    lost: list[threading.Thread] = []
+
+    def go_away() -> None:
+        wait_for(lambda: running_in(CLIENT_NS, "two_copy_client"), 30, 0.01)
+        time.sleep(0.3)
+        hosts.stop_sshd(CLIENT_NS)
+
+    def lose_the_client(row: dict[str, Any]) -> None:
+        # Once the first row is written, the client host goes away during the next trial.
+        if not lost:
+            lost.append(threading.Thread(target=go_away))
+            lost[0].start()
+
+    with pytest.raises(CopylabError, match="finish with --resume") as stopped:
+        sweep.run(settings, data_root=tmp_path, progress=False, on_row=lose_the_client)
+    lost[0].join()
+    rows = read_rows(trials_csv)
+    failed = [row for row in rows if row["status"] == "failed"]
+    hosts.start_sshd(CLIENT_NS)
+    resumed = sweep.run(settings, data_root=tmp_path, resume=True, progress=False)
+    after = read_rows(trials_csv)
+    ok = {row["trial_id"] for row in after if row["status"] == "ok"}
+    left = remote_leftovers(name)
+    outcome.update(
+        behaviour=f"failed row: {failed[0]['error'] if failed else 'none'}; sweep stopped: {stopped.value}; "
+        f"--resume ran {resumed.ran} trials",
+        rows_lost=0 if after[: len(rows)] == rows else len(rows),
+        leftovers=left,
+    )
+    assert rows[0]["status"] == "ok" and len(failed) == 1, rows
+    assert "SSH" in failed[0]["error"] or "client" in failed[0]["error"], failed[0]
+    assert ok == {spec.trial_id for spec in sweep.plan(settings)} and resumed.failed == 0
+    assert SweepStore(tmp_path / name).read_manifest().complete
+    assert left == []
+
+
+@needs_root
+def test_ctrl_c_during_a_remote_trial_leaves_nothing_on_either_host(hosts, outcome):
+    outcome.update(area="two hosts", fault="Ctrl-C (SIGINT to the process group) during a remote trial")
+    name = f"remote-int-{TAG}"
+    data = Path(__file__).resolve().parents[1] / "data" / name
+    args = [f"--{key.replace('_', '-')}={value}" for key, value in hosts.settings().items()]
+    process = cli(
+        "run-sweep",
+        "--name",
+        name,
+        "--implementations=two_copy",
+        "--workloads=stream",
+        "--sizes=4K",
+        "--threads=1",
+        "--trials=3",
+        "--duration=2",
+        "--no-analyze",
+        *args,
+    )
+    try:
+        wait_for(
+            lambda: any("two_copy_client" in _command(pid) for pid in namespace_pids(CLIENT_NS)), 60, 0.02, process
+        )
+        time.sleep(0.5)
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=90)
+        left = remote_leftovers(name)
+        outcome.update(behaviour=f"exit {process.returncode}: {stderr.strip()[-200:]}", rows_lost=0, leftovers=left)
+        assert process.returncode == 130 and "copylab: interrupted" in stderr, stderr[-2000:]
+        assert left == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+        subprocess.run(["rm", "-rf", str(data)], check=False)
+
+
+@needs_root
+def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
+    name = f"remote-tune-{TAG}"
+
+    def state() -> list[str]:
+        return [
+            _run(
+                *netns.exec_prefix(ns),
+                "sh",
+                "-c",
+                f"cat /sys/class/net/{netns.INTERFACE}/mtu; sysctl -n net.core.optmem_max",
+            ).stdout
+            for ns in (SERVER_NS, CLIENT_NS)
+        ]
+
+    before = state()
+    settings = config.make_config(
+        name,
+        "quick",
+        **hosts.settings(
+            implementations=["two_copy"],
+            workloads=["stream"],
+            sizes=[65536],
+            threads=[1],
+            trials=1,
+            duration_s=0.2,
+            mtu=4000,
+            optmem_max=1048576,
+            tune_remote=True,
+        ),
+    )
+    seen: list[list[str]] = []
+    result = sweep.run(settings, data_root=tmp_path, progress=False, on_row=lambda row: seen.append(state()))
+    manifest = _manifest(tmp_path / name)
+    assert result.failed == 0, result.failures
+    assert seen[0] == ["4000\n1048576\n"] * 2, seen
+    assert state() == before
+    assert all(end["tuned"] == {"net.core.optmem_max": "1048576", "mtu": "4000"} for end in manifest["ends"])
+    assert remote_leftovers(name) == []
