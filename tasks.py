@@ -354,21 +354,22 @@ def lab(c, port=8888, data=str(REFERENCE_DATA)):
 @task(help={"data": "also store the result in this sweep's manifest.json"})
 @one_line_errors
 def calibrate(c, data=None):
-    """Measure single-core memcpy bandwidth: the copy-bound ceiling the report compares against."""
+    """Measure single-core memcpy bandwidth (the copy-bound ceiling) and copy cost per byte by cache level."""
     import dataclasses
 
     from copylab.build import build as run_build
-    from copylab.calibrate import measure_memcpy
-    from copylab.manifest import Calibration
+    from copylab.calibrate import calibration, copy_cost_table
     from copylab.store import SweepStore
 
     store = SweepStore(data) if data else None
     record = store.read_manifest() if store else None  # a bad --data fails before anything is measured
     run_build()
-    result = measure_memcpy()
-    print(f"memcpy: {result['memcpy_gbps']:.1f} Gbit/s on CPU {result['cpu']} ({result['buffer_mib']} MiB buffer)")
+    result = calibration()
+    print(f"memcpy: {result.memcpy_gbps:.1f} Gbit/s on CPU {result.cpu} ({result.buffer_mib} MiB buffer)")
+    caches = ", ".join(f"{level.name} {level.size_bytes >> 10} KiB" for level in result.caches) or "not in sysfs"
+    print(f"caches of CPU 0: {caches}\ncopy cost per byte (median, hot buffers):\n{copy_cost_table(result)}")
     if store and record:
-        store.write_manifest(dataclasses.replace(record, calibration=Calibration(**result)))
+        store.write_manifest(dataclasses.replace(record, calibration=result))
         print(f"stored in {store.manifest_path}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, threads_text
@@ -134,9 +135,22 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
     levels = {"L1d": "snd_l1d_misses_per_kib", "LLC": "snd_llc_misses_per_kib"}
     present = {name: metric for name, metric in levels.items() if measured(results, metric)}
     if not present:
-        return (
+        record = results.manifest.calibration
+        unmeasurable = (
             "Sender cache misses per KiB against message size: not measurable on this host, because "
-            f"{counters_unavailable_reason(results)}. No values are drawn rather than zeros."
+            f"{counters_unavailable_reason(results)}."
+        )
+        if record is None or not record.copy_cost:
+            return unmeasurable + " No values are drawn rather than zeros."
+        regions: dict[str, list[float]] = {}
+        for cost in record.copy_cost:
+            regions.setdefault(cost.region, []).append(cost.ns_per_byte)
+        levels = ", ".join(f"{region} {fmt_num(statistics.median(values))} ns" for region, values in regions.items())
+        return (
+            unmeasurable + " Drawn instead: the calibrated cost of copying one byte (median of repeated memcpy runs, "
+            f"hot buffers, CPU {record.cpu or 'any'}) against the working set, inside each cache level and beyond: "
+            f"{levels}. Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at twice "
+            "their size (a message and its copy)."
         )
     text = (
         f"Sender cache load misses per KiB sent against message size, one panel per thread count. {INTERVALS} "

@@ -6,6 +6,7 @@ under any backend, show inline in a notebook via display(fig), and never leak.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Iterable
 
@@ -18,7 +19,8 @@ from matplotlib.patches import Patch
 
 from copylab import implementations, plotting, schema
 from copylab.diagram import zerocopy_path_figure
-from copylab.manifest import Manifest
+from copylab.formatting import fmt_size
+from copylab.manifest import Calibration, Manifest
 from copylab.metrics import METRICS
 from copylab.results import zero_copy_counts
 
@@ -171,8 +173,44 @@ def latency_figure(summary: pd.DataFrame, setup: str, confidence: float, size: i
 def cache_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
     """Sender L1d and LLC load misses per KiB vs message size, or a plain note when not measured."""
     metrics = ["snd_l1d_misses_per_kib", "snd_llc_misses_per_kib"]
+    counted = summary[summary["metric"].isin(metrics)]["mean"].notna().any()
+    if not counted and manifest.calibration and manifest.calibration.copy_cost:
+        return copy_cost_figure(manifest.calibration, sorted(summary["size_bytes"].unique()), setup)
     title = f"Sender cache misses vs message size (mean, {confidence:.0%} CI)"
     return _size_panels(summary, metrics, manifest, title, setup, "cache miss counters")
+
+
+def copy_cost_figure(calibration: Calibration, sizes: list[int], setup: str) -> Figure:
+    """Without miss counters: the calibrated cost of copying a byte by working set, the cache sizes, and where
+    the sweep's messages fall (a message and its copy: twice its size)."""
+    title = "Copy cost per byte by working set (calibration: this host has no cache-miss counters)"
+    figure = Figure(figsize=(8, 4.2), layout="constrained")
+    figure.suptitle(f"{title}\n{setup}", fontsize=9)
+    ax = figure.subplots()
+    costs = pd.DataFrame([dataclasses.asdict(cost) for cost in calibration.copy_cost])
+    for region, rows in costs.groupby("region", sort=False):
+        ax.plot(rows["working_set_bytes"], rows["ns_per_byte"], marker="o", label=f"inside {region}")
+    for level in calibration.caches:
+        ax.axvline(level.size_bytes, color="#888888", linestyle="--", linewidth=0.8)
+        ax.annotate(
+            f"{level.name} {fmt_size(level.size_bytes)}",
+            (level.size_bytes, 1.0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=7,
+            color="#555555",
+        )
+    for size in sizes:
+        ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
+    ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 x size)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("working set (source + destination bytes)")
+    ax.set_ylabel("ns per byte copied (median)")
+    ax.legend(fontsize=7, loc="upper left")
+    return figure
 
 
 def cpu_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:

@@ -113,14 +113,35 @@ class PerfRecord:
 
 
 @dataclass(frozen=True)
+class CacheLevel:
+    """One data (or unified) cache of the sending CPU, as sysfs describes it."""
+
+    name: str  # L1d, L2, L3
+    size_bytes: int
+    shared_cpus: str  # sysfs shared_cpu_list
+
+
+@dataclass(frozen=True)
+class CopyCost:
+    """What copying one byte costs when source and destination together are WORKING_SET_BYTES."""
+
+    region: str  # the smallest cache the working set fits in (L1d, L2, L3), or memory
+    working_set_bytes: int
+    ns_per_byte: float
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """Single-core memcpy bandwidth when the sweep started: the copy-bound ceiling."""
+    """Single-core memcpy bandwidth when the sweep started (the copy-bound ceiling), and the copy cost per byte
+    inside each cache level and beyond."""
 
     buffer_mib: int
     runs: int
     memcpy_gbps: float
     llc_bytes: int | None = None
     cpu: str | None = None
+    caches: list[CacheLevel] = field(default_factory=list)
+    copy_cost: list[CopyCost] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import paramiko
 from invoke.exceptions import CommandTimedOut
 
 from copylab import implementations, perf
+from copylab.calibrate import CALIBRATION_PROGRAMS
 from copylab.config import HOST_PATTERN, SweepConfig
 from copylab.errors import CopylabError
 from copylab.manifest import EndRecord, Host, Link
@@ -275,7 +276,7 @@ class RemoteEnd(End):
             )
 
     def build(self, programs: list[str], sanitize: str | None) -> dict[str, str]:
-        """Uploads csrc/ and builds PROGRAMS (sanitized when asked) and memcpy_bandwidth; returns the programs
+        """Uploads csrc/ and builds PROGRAMS (sanitized when asked) and the calibration programs; returns those
         that did not build, each with make's last error line."""
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w:gz") as tar:
@@ -291,9 +292,9 @@ class RemoteEnd(End):
         self._check(self.call("unpack", f"tar -xzf {self.work}/csrc.tar.gz -C {self.work}"), "tar")
         failed: dict[str, str] = {}
         builds = (
-            [(sanitize, programs), (None, ["memcpy_bandwidth"])]
+            [(sanitize, programs), (None, CALIBRATION_PROGRAMS)]
             if sanitize
-            else [(None, [*programs, "memcpy_bandwidth"])]
+            else [(None, [*programs, *CALIBRATION_PROGRAMS])]
         )
         for flavour, names in builds:
             out = f"{self.work}/build{'-' + flavour if flavour else ''}"
@@ -422,8 +423,9 @@ class Hosts(Testbed):
             for end, unbuilt in zip(
                 self.ends, self._both(lambda end: end.build(programs, self.config.sanitize)), strict=True
             ):
-                if "memcpy_bandwidth" in unbuilt:
-                    raise CopylabError(f"{end.label}: the C build failed: {unbuilt['memcpy_bandwidth']}")
+                for name in CALIBRATION_PROGRAMS:
+                    if name in unbuilt:
+                        raise CopylabError(f"{end.label}: the C build failed: {unbuilt[name]}")
                 for name, why in unbuilt.items():
                     print(f"copylab: {name} does not build on the {end.label}: {why}", file=sys.stderr)
             self.records = []

@@ -19,7 +19,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from copylab import implementations, testbed
-from copylab.calibrate import measure_memcpy
+from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
 from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
 from copylab.errors import CopylabError
 from copylab.manifest import Calibration, Harness, create, now_iso
@@ -206,8 +206,8 @@ def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
 def calibration_for(config: SweepConfig, bed: Testbed) -> Calibration:
     """Single-core memcpy bandwidth on the sweep's sending CPU: the copy-bound ceiling of its report."""
     cpu = "0" if "none" not in config.pinning else None
-    memcpy = bed.server.program("memcpy_bandwidth")
-    return Calibration(**measure_memcpy(cpu=cpu, run=bed.server.run, program_path=memcpy))
+    programs = {name: bed.server.program(name) for name in CALIBRATION_PROGRAMS}
+    return calibration(cpu=cpu, run=bed.server.run, programs=programs)
 
 
 def run(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from copylab import implementations, netns, perf
 from copylab.build import require_programs
+from copylab.calibrate import CALIBRATION_PROGRAMS
 from copylab.config import SweepConfig, check_descriptor_limit
 from copylab.errors import CopylabError
 from copylab.manifest import EndRecord
@@ -204,7 +205,7 @@ class Namespaces(Testbed):
         if self.config is not None:
             check_descriptor_limit(self.config)
             require_programs(implementations.programs(self.config.implementations), self.config.sanitize)
-        require_programs(["memcpy_bandwidth"])
+        require_programs(CALIBRATION_PROGRAMS)
         netns.check_free(self.pair)  # before anything is written, so a refusal leaves nothing behind
         yield self
 

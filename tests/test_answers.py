@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import answers, formatting, sections
+from copylab import answers, captions, figures, formatting, sections
 from copylab.anomaly import find_anomaly
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
-from copylab.manifest import Manifest
+from copylab.manifest import CacheLevel, Calibration, CopyCost, Manifest
 from copylab.results import Focus, Results, choose_focus
 from copylab.store import SweepStore
 
@@ -301,6 +301,36 @@ def test_q2_without_counters_says_not_measurable_and_why():
     )
     assert "the host is a virtual machine (kvm)" in text
     assert "largest reduction" not in text
+    assert "no copy cost by cache level either" in text
+
+
+def _calibrated(sweep: Results, memory_ns: float) -> Results:
+    levels = [CacheLevel("L1d", 48 << 10, "0"), CacheLevel("L2", 1 << 20, "0"), CacheLevel("L3", 32 << 20, "0-1")]
+    costs = [
+        CopyCost("L1d", 12 << 10, 0.007),
+        CopyCost("L2", 512 << 10, 0.008),
+        CopyCost("L3", 16 << 20, 0.017),
+        CopyCost("memory", 1 << 28, memory_ns),
+    ]
+    record = Calibration(128, 7, 100.0, 32 << 20, "0", levels, costs)
+    return dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, calibration=record))
+
+
+def test_q2_without_counters_derives_an_answer_from_the_calibration():
+    sweep = _calibrated(make_sweep(counters=False), memory_ns=0.12)
+    text = answers.answer_q2(sweep)
+    assert text.startswith("Not measurable on this host")
+    assert "Derived from the copy counts and the calibration, not from miss counters" in text
+    sizes = answers.tested_sizes(sweep)
+    largest = max(sizes)
+    region = answers.copy_cost_at(sweep.manifest.calibration, 2 * largest).region
+    assert f"{fmt_size(largest)}: {region}" in text
+    assert f"Beyond the last-level cache a copied byte costs {fmt_num(0.12)} ns" in text
+    figure = figures.cache_figure(sweep.summary, sweep.manifest, "setup", 0.95)
+    assert len(figure.axes) == 1 and len(figure.axes[0].lines) >= 4, "the calibration is drawn, not an empty frame"
+    assert "Drawn instead: the calibrated cost of copying one byte" in captions.cache_misses_vs_size(
+        sweep, answers.choose_focus(sweep)
+    )
 
 
 @pytest.mark.parametrize(("gain", "level"), [((0.4, 0.1), "L1 data cache"), ((0.1, 0.5), "last-level cache")])
