@@ -156,6 +156,7 @@ def netns_status(c):
         "server_address": "two hosts: the IPv4 address the client reaches the server at on the data path",
         "ssh_config": "two hosts: an OpenSSH client configuration file (keys, ports, known hosts)",
         "tune_remote": "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
+        "kernel_copies": "count the bytes the kernel copies in each window with bpftrace (default yes)",
     },
 )
 @one_line_errors
@@ -192,6 +193,7 @@ def run_sweep(
     server_address=None,
     ssh_config=None,
     tune_remote=False,
+    kernel_copies=True,
 ):
     """Run every configuration of a sweep in namespaces (root) or between two hosts over SSH, writing
     data/NAME/trials.csv."""
@@ -232,6 +234,7 @@ def run_sweep(
         server_address=server_address,
         ssh_config=ssh_config,
         tune_remote=tune_remote or None,
+        kernel_copies=None if kernel_copies else False,
     )
     if not config.server_host:  # two hosts build on each host
         run_build(config.sanitize)

@@ -52,6 +52,7 @@ from copylab.results import (
     verdict,
     zero_copy_counts,
 )
+from copylab.schema import RECEIVE_MODES
 
 QUESTIONS: tuple[str, ...] = (
     "Why does zero-copy not always give the best throughput?",
@@ -127,7 +128,37 @@ def copy_evidence(results: Results) -> str:
                 "were reported copied by the kernel, with "
                 f"{fmt_num(other['notifications_per_send'])} notifications per send."
             )
-    return "\n\n".join(parts)
+    parts.append(kernel_copy_evidence(results))
+    return "\n\n".join(part for part in parts if part)
+
+
+def kernel_copy_evidence(results: Results) -> str:
+    """The receiver's kernel-to-user copy, counted with BPF: bytes copied per byte delivered, by receive mode."""
+    metric = "rcv_kernel_copies_per_byte"
+    by_mode = {mode: metric_rows(results, metric, workload="stream", receive=mode) for mode in RECEIVE_MODES}
+    if all(rows.empty for rows in by_mode.values()):
+        missing = results.trials.get("kernel_copy_missing")
+        reasons = sorted({r for r in missing.dropna() if "rcv_kernel_copy_bytes" in r}) if missing is not None else []
+        why = (
+            reasons[0].split("rcv_kernel_copy_bytes: ", 1)[1].split(";")[0]
+            if reasons
+            else "the sweep predates that count"
+        )
+        return f"The kernel's copies to user space were not counted in this sweep ({why})."
+    per_mode = {
+        mode: fmt_span(fmt_num(rows["mean"].min()), fmt_num(rows["mean"].max()))
+        for mode, rows in by_mode.items()
+        if not rows.empty
+    }
+    text = (
+        "Counted in the kernel (BPF tracepoint `skb:skb_copy_datagram_iovec`, the client's namespace, measured "
+        "window only), the bytes copied to the receiver's user space per byte delivered were, over every "
+        "implementation and size: " + "; ".join(f"receiving by {code(mode)} {span}" for mode, span in per_mode.items())
+    )
+    if "copy" in per_mode and "truncate" in per_mode:
+        text += ": the receiver's copy is one per byte delivered, and `MSG_TRUNC` removes it"
+    sender = measured(results, "snd_kernel_copies_per_byte")
+    return text + ("." if sender else "; the sender's copies could not be counted here (they need function probes).")
 
 
 # ---------------------------------------------------------------- comparisons and crossovers
@@ -362,6 +393,7 @@ def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str |
     if not sizes or not baseline or not one_copy:
         return ""
     saved = implementations.get(baseline).copies.per_byte() - implementations.get(one_copy).copies.per_byte()
+    times = "time" if saved == 1 else "times"
     at = {size: copy_cost_at(record, 2 * size) for size in sizes}
     per_size = "; ".join(
         f"{fmt_size(size)}: {cost.region}, {fmt_num(cost.ns_per_byte * saved)} ns per byte" for size, cost in at.items()
@@ -379,7 +411,7 @@ def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str |
     )
     return (
         f" **Derived from the copy counts and the calibration, not from miss counters:** {code(baseline)} copies each "
-        f"payload byte {saved:g} more time{'' if saved == 1 else 's'} in user space than {code(one_copy)} by construction, and a message and "
+        f"payload byte {saved:g} more {times} in user space than {code(one_copy)} by construction, and a message and "
         "its copy occupy twice its size. Where that working set lives and what removing the copy saves, from the "
         f"calibrated copy cost on CPU {record.cpu or 'any'}: {per_size}. Among this sweep's sizes the level that "
         f"gains most from one copy less is {most}.{beyond}"

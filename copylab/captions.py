@@ -140,14 +140,24 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
             "Sender cache misses per KiB against message size: not measurable on this host, because "
             f"{counters_unavailable_reason(results)}."
         )
+        copies = metric_rows(results, "rcv_kernel_copies_per_byte", workload="stream")
+        counted = (
+            " Left: the bytes the kernel copied to the receiver's user space per byte delivered, counted with BPF "
+            f"({fmt_span(fmt_num(copies['mean'].min()), fmt_num(copies['mean'].max()))} over the configurations; "
+            "dashed: receive modes other than copy), with the message sizes whose working set leaves each cache."
+            if not copies.empty
+            else ""
+        )
         if record is None or not record.copy_cost:
-            return unmeasurable + " No values are drawn rather than zeros."
+            return unmeasurable + (counted or " No values are drawn rather than zeros.")
         regions: dict[str, list[float]] = {}
         for cost in record.copy_cost:
             regions.setdefault(cost.region, []).append(cost.ns_per_byte)
         levels = ", ".join(f"{region} {fmt_num(statistics.median(values))} ns" for region, values in regions.items())
         return (
-            unmeasurable + " Drawn instead: the calibrated cost of copying one byte (median of repeated memcpy runs, "
+            unmeasurable
+            + counted
+            + " Drawn instead: the calibrated cost of copying one byte (median of repeated memcpy runs, "
             f"hot buffers, CPU {record.cpu or 'any'}) against the working set, inside each cache level and beyond: "
             f"{levels}. Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at twice "
             "their size (a message and its copy)."

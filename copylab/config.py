@@ -131,6 +131,8 @@ class SweepConfig:
     ssh_config: str | None = None
     # Set --mtu and --optmem-max on the hosts for the sweep (restored after); otherwise they are left alone.
     tune_remote: bool = False
+    # Count the kernel's copies in each window with BPF (copylab.kernel_copies).
+    kernel_copies: bool = True
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest records (everything but the name and profile)."""

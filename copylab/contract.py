@@ -29,6 +29,12 @@ class Key:
     column: str | None = None
 
 
+# When the window began and ended (CLOCK_MONOTONIC, what BPF's nsecs counts): kernel copy accounting sums the
+# bytes the kernel copied between the two.
+_WINDOW = (
+    Key("window_begin_ns", "int", "ns", "CLOCK_MONOTONIC when the measured window began"),
+    Key("window_end_ns", "int", "ns", "CLOCK_MONOTONIC when the measured window ended"),
+)
 _IDENTITY = (
     Key("role", "str", "", "server or client"),
     Key("variant", "str", "", "the sending path compiled into the program (csrc/send_VARIANT.c)"),
@@ -77,6 +83,7 @@ RESULTS: dict[str, tuple[Key, ...]] = {
         *_IDENTITY,
         Key("receive", "str", "", "copy, truncate or mmap: how the client took the bytes in"),
         Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
+        *_WINDOW,
         Key("bytes", "int", "B", "bytes received in the window", column="bytes"),
         Key("messages", "int", "count", "messages (stream) or round trips (rr) in the window", column="messages"),
         Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
@@ -114,6 +121,7 @@ RESULTS["load_client"] = (
     Key("connections", "int", "", "connections kept busy, one request outstanding each"),
     Key("threads", "int", "", "threads driving them"),
     Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
+    *_WINDOW,
     Key("requests", "int", "count", "round trips completed in the window", column="messages"),
     Key("requests_per_s", "float", "1/s", "requests / measured_s", column="requests_per_s"),
     Key("bytes", "int", "B", "response bytes received in the window", column="bytes"),

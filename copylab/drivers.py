@@ -52,6 +52,15 @@ class Driver:
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         raise NotImplementedError
 
+    def window(self, client_out: str) -> tuple[int, int] | None:
+        """When the measured window began and ended (CLOCK_MONOTONIC ns), where the client says."""
+        return None
+
+
+def _client_window(client_out: str) -> tuple[int, int] | None:
+    result = contract.json_object(client_out)
+    return int(result["window_begin_ns"]), int(result["window_end_ns"])
+
 
 def _probe(end: End, server: str) -> str | None:
     """Asks a copylab server whether it can run (--probe): None, or its one-line reason."""
@@ -136,6 +145,9 @@ class CopylabPrograms(Driver):
 
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
         return _probe(end, end.program(self.server, sanitize))
+
+    def window(self, client_out: str) -> tuple[int, int] | None:
+        return _client_window(client_out)
 
 
 def iperf3_whole_seconds(seconds: float) -> int:
@@ -255,3 +267,6 @@ class ModelPrograms(Driver):
                     raise TrialFailed(f"{side}: ran {key} {result[key]!r}, the trial asked for {value!r}")
             row.update(contract.columns(role, result))
         return row
+
+    def window(self, client_out: str) -> tuple[int, int] | None:
+        return _client_window(client_out)

@@ -174,42 +174,81 @@ def cache_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confiden
     """Sender L1d and LLC load misses per KiB vs message size, or a plain note when not measured."""
     metrics = ["snd_l1d_misses_per_kib", "snd_llc_misses_per_kib"]
     counted = summary[summary["metric"].isin(metrics)]["mean"].notna().any()
-    if not counted and manifest.calibration and manifest.calibration.copy_cost:
-        return copy_cost_figure(manifest.calibration, sorted(summary["size_bytes"].unique()), setup)
+    copies = summary[(summary["metric"] == "rcv_kernel_copies_per_byte") & (summary["workload"] == "stream")]
+    copies = copies[copies["mean"].notna()]
+    calibrated = manifest.calibration is not None and bool(manifest.calibration.copy_cost)
+    if not counted and (calibrated or not copies.empty):
+        return copies_and_cost_figure(copies, manifest.calibration, sorted(summary["size_bytes"].unique()), setup)
     title = f"Sender cache misses vs message size (mean, {confidence:.0%} CI)"
     return _size_panels(summary, metrics, manifest, title, setup, "cache miss counters")
 
 
-def copy_cost_figure(calibration: Calibration, sizes: list[int], setup: str) -> Figure:
-    """Without miss counters: the calibrated cost of copying a byte by working set, the cache sizes, and where
-    the sweep's messages fall (a message and its copy: twice its size)."""
-    title = "Copy cost per byte by working set (calibration: this host has no cache-miss counters)"
-    figure = Figure(figsize=(8, 4.2), layout="constrained")
+def copies_and_cost_figure(
+    copies: pd.DataFrame, calibration: Calibration | None, sizes: list[int], setup: str
+) -> Figure:
+    """Without miss counters: the kernel's measured copies per byte delivered against message size, and the
+    calibrated cost of copying a byte by working set, with the cache sizes marked (a message and its copy
+    occupy twice its size)."""
+    title = "Copies counted by the kernel, and what a copy costs by cache level (this host has no miss counters)"
+    panels = [kind for kind, present in (("copies", not copies.empty), ("cost", bool(calibration))) if present]
+    figure = Figure(figsize=(4.6 * len(panels), 4.2), layout="constrained")
     figure.suptitle(f"{title}\n{setup}", fontsize=9)
-    ax = figure.subplots()
-    costs = pd.DataFrame([dataclasses.asdict(cost) for cost in calibration.copy_cost])
-    for region, rows in costs.groupby("region", sort=False):
-        ax.plot(rows["working_set_bytes"], rows["ns_per_byte"], marker="o", label=f"inside {region}")
-    for level in calibration.caches:
-        ax.axvline(level.size_bytes, color="#888888", linestyle="--", linewidth=0.8)
-        ax.annotate(
-            f"{level.name} {fmt_size(level.size_bytes)}",
-            (level.size_bytes, 1.0),
-            xycoords=("data", "axes fraction"),
-            rotation=90,
-            va="top",
-            ha="right",
-            fontsize=7,
-            color="#555555",
-        )
-    for size in sizes:
-        ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
-    ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 x size)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("working set (source + destination bytes)")
-    ax.set_ylabel("ns per byte copied (median)")
-    ax.legend(fontsize=7, loc="upper left")
+    axes = dict(zip(panels, figure.subplots(1, len(panels), squeeze=False)[0], strict=True))
+    caches = calibration.caches if calibration else []
+    if "copies" in axes:
+        ax = axes["copies"]
+        for (name, mode), rows in copies.groupby(["implementation", "receive"], sort=False):
+            rows = rows.groupby("size_bytes", as_index=False)["mean"].mean()
+            ax.plot(
+                rows["size_bytes"],
+                rows["mean"],
+                marker="o",
+                color=plotting.color_of(name),
+                linestyle="-" if mode == "copy" else "--",
+                label=f"{name}, receive {mode}",
+            )
+        for level in caches:  # the message size whose working set (twice it) fills the level
+            ax.axvline(level.size_bytes / 2, color="#888888", linestyle="--", linewidth=0.8)
+            ax.annotate(
+                f"leaves {level.name}",
+                (level.size_bytes / 2, 1.0),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                va="top",
+                ha="right",
+                fontsize=7,
+                color="#555555",
+            )
+        _size_axis(ax, copies["size_bytes"])
+        ax.set_ylabel("kernel bytes copied to user space per byte delivered", fontsize=7)
+        ax.set_title("measured (BPF, skb_copy_datagram_iovec)", fontsize=8)
+        ax.legend(fontsize=6, loc="center left")
+    if calibration is not None and "cost" in axes:
+        ax = axes["cost"]
+        costs = pd.DataFrame([dataclasses.asdict(cost) for cost in calibration.copy_cost])
+        for region, rows in costs.groupby("region", sort=False):
+            ax.plot(rows["working_set_bytes"], rows["ns_per_byte"], marker="o", label=f"inside {region}")
+        for level in caches:
+            ax.axvline(level.size_bytes, color="#888888", linestyle="--", linewidth=0.8)
+            ax.annotate(
+                f"{level.name} {fmt_size(level.size_bytes)}",
+                (level.size_bytes, 1.0),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                va="top",
+                ha="right",
+                fontsize=7,
+                color="#555555",
+            )
+        for size in sizes:
+            ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
+        ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 x size)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("working set (source + destination bytes)")
+        ax.set_ylabel("ns per byte copied (median)")
+        ax.set_title("calibrated on the sending CPU", fontsize=8)
+        ax.legend(fontsize=6, loc="upper left")
     return figure
 
 

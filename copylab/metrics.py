@@ -35,6 +35,10 @@ METRICS: dict[str, Metric] = {
     "ctx_switches_per_msg": Metric("lower", "switches/message", "context switches per message, both sides"),
     "zc_copied_fraction": Metric("lower", "fraction", "zero-copy sends the kernel copied anyway"),
     "retransmits": Metric("lower", "count/trial", "TCP retransmits per trial"),
+    "rcv_kernel_copies_per_byte": Metric(
+        None, "B/B", "bytes the kernel copied to the receiver's user space per byte delivered (BPF)", None
+    ),
+    "snd_kernel_copies_per_byte": Metric(None, "B/B", "bytes the kernel copied from the sender per byte (BPF)"),
     "snd_cpu_us_per_request": Metric("lower", "µs/request", "server CPU time per request (user + sys)", "servers"),
     "rcv_cpu_us_per_request": Metric("lower", "µs/request", "client CPU time per request (user + sys)", "servers"),
     "snd_ctx_per_request": Metric("lower", "switches/request", "server context switches per request", "servers"),
@@ -82,6 +86,8 @@ def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     switches = sum(trials[f"{side}_ctx_{kind}"] for side in ("snd", "rcv") for kind in ("voluntary", "involuntary"))
     out["ctx_switches_per_msg"] = switches / _positive(trials["messages"])
     out["zc_copied_fraction"] = trials["zc_copied"] / _positive(trials["zc_completed"])
+    out["rcv_kernel_copies_per_byte"] = trials["rcv_kernel_copy_bytes"] / byte_count
+    out["snd_kernel_copies_per_byte"] = trials["snd_kernel_copy_bytes"] / byte_count
     requests = _positive(trials["messages"])
     out["snd_cpu_us_per_request"] = cpu["snd"] * 1e6 / requests
     out["rcv_cpu_us_per_request"] = cpu["rcv"] * 1e6 / requests

@@ -215,8 +215,8 @@ class RemoteEnd(End):
     def make_fifos(self, paths: list[str]) -> None:
         self._check(self.call("create fifos", _quoted(["mkfifo", "-m", "600", *paths])), "mkfifo")
 
-    def read(self, path: str) -> str:
-        return self.call("read " + path, f"cat {shlex.quote(path)} 2>/dev/null || true").stdout
+    def read(self, path: str, offset: int = 0) -> str:
+        return self.call("read " + path, f"tail -c +{offset + 1} {shlex.quote(path)} 2>/dev/null || true").stdout
 
     def _check(self, result: Any, what: str) -> None:
         if result.exited != 0:

@@ -15,7 +15,7 @@ from typing import Literal
 
 Kind = Literal["str", "int", "float", "bool"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 WORKLOADS = ("stream", "rr")
 RECEIVE_MODES = ("copy", "truncate", "mmap")
 EXPERIMENTS = ("copies", "servers")
@@ -163,6 +163,29 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
     Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),
+    Column(
+        "rcv_kernel_copy_bytes",
+        "int",
+        "B",
+        "bytes the kernel copied to user space for receivers in the client's namespace, measured window only "
+        "(BPF tracepoint skb:skb_copy_datagram_iovec)",
+        since=3,
+    ),
+    Column("snd_kernel_copy_bytes", "int", "B", "bytes the kernel copied from the sender's user space (BPF)", since=3),
+    Column(
+        "zc_deferred_copy_bytes",
+        "int",
+        "B",
+        "bytes of zero-copy pages the kernel copied later anyway (skb_copy_ubufs, BPF)",
+        since=3,
+    ),
+    Column(
+        "kernel_copy_missing",
+        "str",
+        "",
+        "why a kernel copy column is empty: 'column: reason; ...' (BPF probes that cannot attach here)",
+        since=3,
+    ),
     Column("trial_wall_s", "float", "s", "wall time of the whole trial, start-up and teardown included"),
 )
 

@@ -9,6 +9,7 @@ from copylab.errors import CopylabError
 from copylab.perf import PerfSupport
 
 if TYPE_CHECKING:
+    from copylab.kernel_copies import Accounting
     from copylab.testbed import Testbed
 
 PORT = 5201
@@ -42,6 +43,8 @@ class TrialSettings:
     verify: bool = False
     sanitize: str | None = None
     port: int = PORT
+    # Counts the kernel's copies in each window (copylab.kernel_copies); None: not counted.
+    kernel_copies: Accounting | None = None
 
     @property
     def server_address(self) -> str:

@@ -9,6 +9,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,7 +19,7 @@ import pandas as pd
 from scipy import stats
 from tqdm import tqdm
 
-from copylab import implementations, testbed
+from copylab import implementations, kernel_copies, testbed
 from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
 from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
 from copylab.errors import CopylabError
@@ -203,6 +204,17 @@ def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
     return reasons
 
 
+@contextmanager
+def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.Accounting | None]:
+    if not config.kernel_copies:
+        yield None
+        return
+    with kernel_copies.accounting(bed.client, config.name) as counts:
+        if counts.receive_reason:
+            print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
+        yield counts
+
+
 def calibration_for(config: SweepConfig, bed: Testbed) -> Calibration:
     """Single-core memcpy bandwidth on the sweep's sending CPU: the copy-bound ceiling of its report."""
     cpu = "0" if "none" not in config.pinning else None
@@ -267,7 +279,7 @@ def _run_prepared(
     skip: frozenset[str] = frozenset()
     writer = store.writer()
     try:
-        with bed.running():
+        with bed.running(), _kernel_copies(config, bed) as counts:
             result.unavailable = unavailable_here(config, bed)
             skip = frozenset(result.unavailable)
             for name, why in result.unavailable.items():
@@ -288,7 +300,14 @@ def _run_prepared(
                 batches = adaptive_rounds(config, measured, skip)
                 result.planned = len(configurations(config, skip)) * config.max_trials
             settings = TrialSettings(
-                config.name, bed, support, config.duration_s, config.warmup_s, config.verify, config.sanitize
+                config.name,
+                bed,
+                support,
+                config.duration_s,
+                config.warmup_s,
+                config.verify,
+                config.sanitize,
+                kernel_copies=counts,
             )
             with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:
                 for batch in batches:

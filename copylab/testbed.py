@@ -85,8 +85,8 @@ class End(ABC):
     def make_fifos(self, paths: list[str]) -> None: ...
 
     @abstractmethod
-    def read(self, path: str) -> str:
-        """A text file's contents, '' when it does not exist."""
+    def read(self, path: str, offset: int = 0) -> str:
+        """A text file's contents from byte OFFSET on, '' when it does not exist."""
 
 
 class Testbed(ABC):
@@ -156,8 +156,8 @@ class NamespaceEnd(End):
         return str(program(name, sanitize))
 
     def start(self, command: list[str], deadline_s: float) -> Started:
-        # The trial waits for it at most DEADLINE_S and then kills the group: nothing outlives it here.
-        return _LocalProcess([*netns.exec_prefix(self.namespace), *command])
+        # The caller kills its group when done or at DEADLINE_S; should this process die first, the kernel ends it.
+        return _LocalProcess([*netns.exec_prefix(self.namespace), "setpriv", "--pdeathsig", "KILL", "--", *command])
 
     def run(self, command: list[str], timeout: float = 30) -> Completed:
         result = subprocess.run(
@@ -174,9 +174,11 @@ class NamespaceEnd(End):
         for path in paths:
             os.mkfifo(path, 0o600)
 
-    def read(self, path: str) -> str:
+    def read(self, path: str, offset: int = 0) -> str:
         try:
-            return Path(path).read_text()
+            with open(path, "rb") as file:
+                file.seek(offset)
+                return file.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 

@@ -98,6 +98,13 @@ def _perf_values(
     return values, "; ".join(missing)
 
 
+def _kernel_copies(settings: TrialSettings, window: tuple[int, int] | None) -> dict[str, Any]:
+    if settings.kernel_copies is None:
+        return {"kernel_copy_missing": "all: kernel copy accounting is off (--no-kernel-copies)"}
+    values, missing = settings.kernel_copies.columns(window)
+    return {**values, "kernel_copy_missing": missing}
+
+
 def _perf_unused_reason(unprofiled_reason: str | None, support: PerfSupport) -> str:
     if unprofiled_reason and support.available:
         return f"all: {unprofiled_reason}"
@@ -167,6 +174,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                 if errors:
                     raise TrialFailed("; ".join(errors))
                 row.update(driver.measurement(spec, server_out, client_out))
+                row.update(_kernel_copies(settings, driver.window(client_out)))
                 perf_values, missing = _perf_values(runs, settings.perf, use_perf)
                 row.update(perf_values)
                 row["perf_missing"] = (

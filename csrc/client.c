@@ -134,12 +134,12 @@ int main(int argc, char **argv)
     struct usage before, after, used;
     usage_now(&before);
     uint64_t bytes_before = total_bytes(receivers, n);
-    double begin_s = now_seconds();
+    uint64_t begin_ns = now_ns();
     atomic_store(&phase, PHASE_MEASURE);
 
     sleep_seconds(opt.duration_s);
     atomic_store(&phase, PHASE_STOP);
-    double end_s = now_seconds();
+    uint64_t end_ns = now_ns();
     uint64_t bytes_after = total_bytes(receivers, n);
     usage_now(&after);
     perf_control_send(&perf, "disable");
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
             (unsigned long long)verify_errors);
 
     usage_delta(&before, &after, &used);
-    double seconds = end_s - begin_s;
+    double seconds = (double)(end_ns - begin_ns) / 1e9;
     /* rr counts the round trips that started inside the window, stream the bytes that arrived in it. */
     uint64_t bytes = opt.mode == MODE_RR ? latency[0].count * opt.size : bytes_after - bytes_before;
     struct json j;
@@ -187,6 +187,8 @@ int main(int argc, char **argv)
     json_u64(&j, "threads", n);
     json_str(&j, "receive", receive_mode_name(opt.receive));
     json_f64(&j, "measured_s", seconds);
+    json_u64(&j, "window_begin_ns", begin_ns);
+    json_u64(&j, "window_end_ns", end_ns);
     json_u64(&j, "bytes", bytes);
     json_u64(&j, "messages", bytes / opt.size);
     json_f64(&j, "throughput_gbps", (double)bytes * 8.0 / seconds / 1e9);

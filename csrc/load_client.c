@@ -145,12 +145,12 @@ int main(int argc, char **argv)
     struct usage start, end, used;
     usage_now(&start);
     snapshot(connections, n, before);
-    double begin_s = now_seconds();
+    uint64_t begin_ns = now_ns();
     atomic_store(&phase, PHASE_MEASURE);
 
     sleep_seconds(opt.duration_s);
     atomic_store(&phase, PHASE_STOP);
-    double end_s = now_seconds();
+    uint64_t end_ns = now_ns();
     snapshot(connections, n, after);
     usage_now(&end);
     perf_control_send(&perf, "disable");
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
         squares += (double)done * (double)done;
     }
     usage_delta(&start, &end, &used);
-    double seconds = end_s - begin_s;
+    double seconds = (double)(end_ns - begin_ns) / 1e9;
     const struct histogram *latency = &drivers[0].latency;
     struct json j;
     json_begin(&j);
@@ -192,6 +192,8 @@ int main(int argc, char **argv)
     json_u64(&j, "connections", n);
     json_u64(&j, "threads", threads);
     json_f64(&j, "measured_s", seconds);
+    json_u64(&j, "window_begin_ns", begin_ns);
+    json_u64(&j, "window_end_ns", end_ns);
     json_u64(&j, "requests", requests);
     json_f64(&j, "requests_per_s", (double)requests / seconds);
     json_u64(&j, "bytes", requests * opt.size);
