@@ -184,6 +184,24 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             baselines=("two_copy",),
             role="A3",
             columns=ZERO_COPY_COLUMNS,
+            bench=BenchGoal(against="zc_contiguous", at_least=0.95),
+        ),
+        Implementation(
+            name="zc_contiguous",
+            summary="reference: sendmsg(MSG_ZEROCOPY) of one contiguous buffer, completions read, never waited for",
+            explanation=(
+                "**zc_contiguous (reference).** What a minimal `MSG_ZEROCOPY` benchmark does: one contiguous "
+                "buffer per message instead of 8 fields, sent again while earlier sends are in flight, completions "
+                "read from the error queue but not waited for (its bytes never change, so early reuse sends the "
+                "same bytes). It bounds what zero_copy could reach on the same path; the difference is what the "
+                "study's 8 fields and its safe buffer reuse cost."
+            ),
+            driver=CopylabPrograms("zc_contiguous"),
+            copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
+            color="#7f7f7f",
+            baselines=("zero_copy",),
+            reference=True,
+            columns=ZERO_COPY_COLUMNS,
         ),
         Implementation(
             name="read_send",

@@ -55,12 +55,12 @@ def _last_line(text: str, fallback: str) -> str:
 class Accounting:
     """Kernel copy counts for the trials of one sweep, or the reason there are none."""
 
-    def __init__(self, end: End) -> None:
+    def __init__(self, end: End, unavailable: str = "not started") -> None:
         self.end = end
         self.output = ""
         self.process: Started | None = None
-        self.receive_reason: str | None = "not started"
-        self.send_reason = "needs kprobe or fentry probes"
+        self.receive_reason: str | None = unavailable
+        self.send_reason = unavailable if unavailable != "not started" else "needs kprobe or fentry probes"
         self._offset = 0
         self._buckets: dict[int, int] = {}
         self._flushed_ns = 0

@@ -176,6 +176,10 @@ class Manifest:
     # What carried the trials: "veth" (two namespaces of the host above) or "network" (the two hosts of ends).
     path: str = "veth"
     ends: list[EndRecord] = field(default_factory=list)
+    # root, or user-namespace (an unprivileged user: copylab made the namespaces inside a user namespace)
+    privilege: str = "root"
+    # What the testbed could not do as asked (a setting, a kind of measurement), with the reason.
+    restrictions: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
@@ -295,7 +299,11 @@ def sha256_of(path: Path) -> str:
 
 
 def create(
-    config: SweepConfig, perf: PerfSupport, schema_version: int, placement: tuple[str, list[EndRecord]] = ("veth", [])
+    config: SweepConfig,
+    perf: PerfSupport,
+    schema_version: int,
+    placement: tuple[str, list[EndRecord]] = ("veth", []),
+    privilege: str = "root",
 ) -> Manifest:
     """The manifest of a sweep about to start; PLACEMENT: its path and, between hosts, its two ends."""
     path, ends = placement
@@ -311,4 +319,5 @@ def create(
         schema_version=schema_version,
         path=path,
         ends=ends,
+        privilege=privilege,
     )

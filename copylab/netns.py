@@ -119,37 +119,39 @@ def up(pair: NamespacePair) -> None:
     try:
         for name in (pair.server, pair.client):
             _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
-            _run("ip", "netns", "add", name)
-        _run(
-            "ip",
-            "link",
-            "add",
-            "name",
-            INTERFACE,
-            "netns",
-            pair.server,
-            "mtu",
-            str(pair.mtu),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            INTERFACE,
-            "netns",
-            pair.client,
-            "mtu",
-            str(pair.mtu),
-        )
-        for name, address in ((pair.server, pair.server_address), (pair.client, pair.client_address)):
-            inside = exec_prefix(name)
-            _run(*inside, "ip", "addr", "add", f"{address}/{pair.prefix_length}", "dev", INTERFACE)
-            _run(*inside, "ip", "link", "set", "lo", "up")
-            _run(*inside, "ip", "link", "set", INTERFACE, "up")
-            # optmem_max is per namespace: it bounds outstanding zero-copy notifications.
-            _run(*inside, "sysctl", "-q", "-w", f"net.core.optmem_max={pair.optmem_max}")
+        for command in setup_commands(pair):
+            _run(*command)
     except BaseException:
         down(pair)
         raise
+
+
+# The setting the last command of setup_commands() applies.
+OPTMEM_SETTING = "net.core.optmem_max"
+
+
+def setup_commands(pair: NamespacePair) -> list[list[str]]:
+    """What creates the pair: both namespaces, the veth between them, addresses, links up, then each
+    namespace's optmem_max (it bounds outstanding zero-copy notifications)."""
+    commands = [["ip", "netns", "add", pair.server], ["ip", "netns", "add", pair.client]]
+    commands.append(
+        [
+            *("ip", "link", "add", "name", INTERFACE, "netns", pair.server, "mtu", str(pair.mtu)),
+            *("type", "veth", "peer", "name", INTERFACE, "netns", pair.client, "mtu", str(pair.mtu)),
+        ]
+    )
+    for name, address in ((pair.server, pair.server_address), (pair.client, pair.client_address)):
+        inside = exec_prefix(name)
+        commands += [
+            [*inside, "ip", "addr", "add", f"{address}/{pair.prefix_length}", "dev", INTERFACE],
+            [*inside, "ip", "link", "set", "lo", "up"],
+            [*inside, "ip", "link", "set", INTERFACE, "up"],
+        ]
+    commands += [
+        [*exec_prefix(name), "sysctl", "-q", "-w", f"{OPTMEM_SETTING}={pair.optmem_max}"]
+        for name in (pair.server, pair.client)
+    ]
+    return commands
 
 
 def down(pair: NamespacePair | None = None) -> list[str]:

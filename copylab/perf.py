@@ -89,6 +89,13 @@ def combined(first: PerfSupport, second: PerfSupport, labels: tuple[str, str]) -
     return PerfSupport(first.available and second.available, version, supported, reasons)
 
 
+# perf counts only user mode (it appends ":u") for a user without CAP_PERFMON when perf_event_paranoid is 2:
+# the kernel's part, where copies and context switches happen, is missing from those counts.
+USER_MODE_ONLY = "perf could count user mode only (perf_event_paranoid 2 without root): the kernel's part is missing"
+# Clock events measure the task's whole CPU time whatever the mode filter.
+WHOLE_IN_USER_MODE = frozenset({"task-clock"})
+
+
 def parse_output(text: str) -> dict[str, tuple[float, str]]:
     """perf stat -x, output -> {event: (value, reason-if-missing)}; value is NaN when missing."""
     values: dict[str, tuple[float, str]] = {}
@@ -100,11 +107,13 @@ def parse_output(text: str) -> dict[str, tuple[float, str]]:
             continue
         raw, event = fields[0], fields[2]
         # perf may append a modifier (":u") or a PMU prefix ("cpu/cycles/"): keep the event's name.
-        event = event.split(":")[0]
+        event, _, modifier = event.partition(":")
         try:
             values[event] = (float(raw), "")
         except ValueError:
             values[event] = (math.nan, raw.strip() or "no value")
+        if modifier == "u" and event not in WHOLE_IN_USER_MODE and not math.isnan(values[event][0]):
+            values[event] = (math.nan, USER_MODE_ONLY)
     return values
 
 

@@ -92,6 +92,11 @@ def front_matter(results: Results, generated: date) -> str:
         ("Trial order seed", params.seed),
         ("Path", "network: two hosts over SSH" if m.path == "network" else "veth: two namespaces of one host"),
         *(
+            (("Privilege", "none: the namespaces ran inside a user namespace copylab created (no root)"),)
+            if m.privilege == "user-namespace"
+            else ()
+        ),
+        *(
             (("veth MTU", f"{params.mtu} B"), ("net.core.optmem_max", f"{params.optmem_max:,} B"))
             if m.path == "veth" or params.tune_remote
             else (("MTU and net.core.optmem_max", "the hosts' own (not changed: no --tune-remote)"),)
@@ -349,6 +354,13 @@ def limitations(results: Results) -> str:
                 "not identify their cause."
             )
         items.append(text)
+    if results.manifest.privilege == "user-namespace":
+        items.append(
+            "The sweep ran without root, in a user namespace: perf counted user mode only, so the events whose "
+            "work happens in the kernel (context switches, migrations, and any hardware event) are left empty, "
+            "and the kernel's copies were not counted (BPF needs root)."
+            + "".join(f" {name}: {why}." for name, why in results.manifest.restrictions.items())
+        )
     if not results.manifest.complete:
         items.append("The sweep did not complete; configurations after the interruption are missing.")
     if results.manifest.git.dirty:

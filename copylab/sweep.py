@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 import sys
 import time
@@ -209,6 +210,9 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
     if not config.kernel_copies:
         yield None
         return
+    if bed.privilege != "root":
+        yield kernel_copies.Accounting(bed.client, "BPF needs root, and this sweep runs without it (user namespace)")
+        return
     with kernel_copies.accounting(bed.client, config.name) as counts:
         if counts.receive_reason:
             print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
@@ -222,6 +226,15 @@ def calibration_for(config: SweepConfig, bed: Testbed) -> Calibration:
     return calibration(cpu=cpu, run=bed.server.run, programs=programs)
 
 
+def _check_writable(directory: Path) -> None:
+    """A one-line refusal, before anything runs, when this user cannot write the sweep's directory."""
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CopylabError(f"{existing} is not writable by this user: choose a data directory it can write")
+
+
 def run(
     config: SweepConfig,
     data_root: Path = DATA,
@@ -231,6 +244,7 @@ def run(
 ) -> SweepResult:
     """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened."""
     store = SweepStore(data_root / config.name, data_root=data_root)
+    _check_writable(store.directory)
     if resume:
         if not store.manifest_path.exists():
             raise CopylabError(f"--resume: {store.directory} holds no sweep to resume")
@@ -269,7 +283,7 @@ def _run_prepared(
         record = store.read_manifest()
     else:
         ok_rows = _ok_rows(store)
-        record = create(config, support, SCHEMA_VERSION, bed.describe())
+        record = create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)
     store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
 
     done = set(ok_rows["trial_id"])
@@ -291,7 +305,12 @@ def _run_prepared(
             if calibration is None and config.experiment == "copies":  # measured once, kept on resume
                 calibration = calibration_for(config, bed)
             store.write_manifest(
-                dataclasses.replace(record, unavailable=dict(result.unavailable), calibration=calibration)
+                dataclasses.replace(
+                    record,
+                    unavailable=dict(result.unavailable),
+                    calibration=calibration,
+                    restrictions=bed.restrictions(),
+                )
             )
             if config.target_ci is None:
                 batches: Iterator[list[TrialSpec]] = iter([plan(config, skip)])

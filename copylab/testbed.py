@@ -96,6 +96,7 @@ class Testbed(ABC):
     client: End
     server_address: str
     path: str  # "veth" (two namespaces of one machine) or "network" (two hosts)
+    privilege = "root"  # or "user-namespace": how the namespaces were made
 
     @abstractmethod
     @contextmanager
@@ -115,6 +116,10 @@ class Testbed(ABC):
     def describe(self) -> tuple[str, list[EndRecord]]:
         """The path and the ends, as the manifest records them."""
         return self.path, []
+
+    def restrictions(self) -> dict[str, str]:
+        """What this testbed could not do as asked (a setting, a kind of measurement), with the reason."""
+        return {}
 
     @abstractmethod
     def reconnect(self) -> None:
@@ -155,14 +160,16 @@ class NamespaceEnd(End):
     def program(self, name: str, sanitize: str | None = None) -> str:
         return str(program(name, sanitize))
 
+    def inside(self) -> list[str]:
+        """What runs a command in this end's namespace."""
+        return netns.exec_prefix(self.namespace)
+
     def start(self, command: list[str], deadline_s: float) -> Started:
         # The caller kills its group when done or at DEADLINE_S; should this process die first, the kernel ends it.
-        return _LocalProcess([*netns.exec_prefix(self.namespace), "setpriv", "--pdeathsig", "KILL", "--", *command])
+        return _LocalProcess([*self.inside(), "setpriv", "--pdeathsig", "KILL", "--", *command])
 
     def run(self, command: list[str], timeout: float = 30) -> Completed:
-        result = subprocess.run(
-            [*netns.exec_prefix(self.namespace), *command], capture_output=True, text=True, timeout=timeout
-        )
+        result = subprocess.run([*self.inside(), *command], capture_output=True, text=True, timeout=timeout)
         return Completed(result.returncode, result.stdout, result.stderr)
 
     @contextmanager
@@ -204,12 +211,15 @@ class Namespaces(Testbed):
     @contextmanager
     def prepared(self) -> Iterator[Testbed]:
         netns.require_root("run-sweep")
+        self._require()
+        netns.check_free(self.pair)  # before anything is written, so a refusal leaves nothing behind
+        yield self
+
+    def _require(self) -> None:
         if self.config is not None:
             check_descriptor_limit(self.config)
             require_programs(implementations.programs(self.config.implementations), self.config.sanitize)
         require_programs(CALIBRATION_PROGRAMS)
-        netns.check_free(self.pair)  # before anything is written, so a refusal leaves nothing behind
-        yield self
 
     @contextmanager
     def running(self) -> Iterator[Testbed]:
@@ -237,10 +247,15 @@ def message_files(name: str) -> Iterator[Path]:
 
 
 def for_config(config: SweepConfig, directory: Path) -> Testbed:
-    """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here.
-    DIRECTORY: where the sweep's data goes (what marks the hosts' temporary directories as its own)."""
+    """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here (in a
+    user namespace of the sweep's own without root). DIRECTORY: where the sweep's data goes (what marks the
+    hosts' temporary directories as its own)."""
     if config.server_host:
         from copylab.remote import Hosts
 
         return Hosts(config, directory)
+    if os.geteuid() != 0:
+        from copylab.userns import UserNamespaces
+
+        return UserNamespaces.for_sweep(config)
     return Namespaces.for_sweep(config)

@@ -83,6 +83,8 @@ static inline uint8_t pattern_byte(uint64_t seq, uint64_t offset)
     return (uint8_t)(offset * 131u + (offset >> 8) * 7u + seq * 29u + (seq >> 8));
 }
 void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT]);
+/* Copies the fields, in order, into one contiguous buffer of msg->size bytes. */
+void message_pack(const struct message *msg, void *into);
 
 /* ---- the message file of file-sending variants: messages 0..N-1 back to back ---- */
 #define MESSAGE_FILE_MIN_BYTES (256ULL << 20)
@@ -192,6 +194,12 @@ void json_f64(struct json *j, const char *key, double value);
 void json_null(struct json *j, const char *key);
 void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
 void json_end(struct json *j);
+
+/* ---- MSG_ZEROCOPY completions (zc_notify.c) ---- */
+/* Called per notification: sends LOW to HIGH (32-bit ids, inclusive) completed, COPIED if the kernel copied. */
+typedef void (*zc_range_fn)(void *ctx, uint32_t low, uint32_t high, bool copied);
+/* Reads every notification queued on FD now, without blocking; returns how many there were. */
+unsigned zc_reap(int fd, zc_range_fn on_range, void *ctx);
 
 /* ---- the variant's sending path (one per binary) ---- */
 struct sender_counters {

@@ -109,6 +109,15 @@ void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT])
     }
 }
 
+void message_pack(const struct message *msg, void *into)
+{
+    char *cursor = into;
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        memcpy(cursor, msg->field[i], msg->len[i]);
+        cursor += msg->len[i];
+    }
+}
+
 /* ---- the message file ---- */
 
 uint64_t message_file_messages(uint64_t size)

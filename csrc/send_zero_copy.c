@@ -6,8 +6,6 @@
 #include "copylab.h"
 
 #include <errno.h>
-#include <linux/errqueue.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +66,16 @@ static void advance_watermark(struct sender *s)
     }
 }
 
-static void record_completion(struct sender *s, const struct sock_extended_err *err)
+static void record_completion(void *ctx, uint32_t low, uint32_t high, bool copied)
 {
+    struct sender *s = ctx;
     struct id_range range;
-    range.low = widen_id(s, err->ee_info);
-    range.high = range.low + (uint32_t)(err->ee_data - err->ee_info);
+    range.low = widen_id(s, low);
+    range.high = range.low + (uint32_t)(high - low);
     uint64_t sends = range.high - range.low + 1;
     s->counters.zc_notifications++;
     s->counters.zc_completed += sends;
-    if (err->ee_code & SO_EE_CODE_ZEROCOPY_COPIED)
+    if (copied)
         s->counters.zc_copied += sends;
     if (s->pending_count == MAX_PENDING_RANGES)
         die("more than %d zero-copy completions arrived out of order", MAX_PENDING_RANGES);
@@ -84,32 +83,9 @@ static void record_completion(struct sender *s, const struct sock_extended_err *
     advance_watermark(s);
 }
 
-/* Reads every notification queued now; returns how many there were. */
 static unsigned reap_completions(struct sender *s)
 {
-    unsigned notifications = 0;
-    for (;;) {
-        char control[CMSG_SPACE(sizeof(struct sock_extended_err) + sizeof(struct sockaddr_in6))];
-        struct msghdr mh = {.msg_control = control, .msg_controllen = sizeof control};
-        if (recvmsg(s->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return notifications;
-            die_errno("recvmsg MSG_ERRQUEUE");
-        }
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            bool is_error = (cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
-                            (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR);
-            if (!is_error)
-                continue;
-            const struct sock_extended_err *err = (const void *)CMSG_DATA(cm);
-            if (err->ee_origin != SO_EE_ORIGIN_ZEROCOPY || err->ee_errno != 0)
-                die("unexpected socket error on the error queue: %s", strerror(err->ee_errno));
-            record_completion(s, err);
-            notifications++;
-        }
-    }
+    return zc_reap(s->fd, record_completion, s);
 }
 
 /* Waits until every id below target has completed; false on timeout. */

@@ -36,3 +36,14 @@ def pair() -> Iterator[netns.NamespacePair]:
 
 def run_in(namespace: str, command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*netns.exec_prefix(namespace), *command], capture_output=True, text=True, timeout=timeout)
+
+
+def path_without(directory: Path, prefixes: tuple[str, ...]) -> Path:
+    """A PATH directory of links to every program of the system's PATH but those whose name starts with one of
+    PREFIXES (a host where they are not installed)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for system in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        for tool in Path(system).iterdir() if Path(system).is_dir() else ():
+            if not tool.name.startswith(prefixes) and not (directory / tool.name).exists():
+                (directory / tool.name).symlink_to(tool)
+    return directory

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -26,6 +28,7 @@ ZERO_COPY = tuple(name for name in VARIANTS if implementations.uses_zero_copy(na
 PORT = 5401
 # The message files of file-sending servers, one per size, shared by every run of the session (as in a sweep).
 FILES = Path(tempfile.mkdtemp(prefix="copylab-test-files-"))
+atexit.register(shutil.rmtree, FILES, True)
 
 
 def run_pair(

@@ -21,7 +21,7 @@ import pytest
 from copylab import config, netns, sweep
 from copylab.errors import CopylabError
 from copylab.store import SweepStore
-from tests.conftest import needs_root
+from tests.conftest import needs_root, path_without
 from tests.test_reference_report import compose
 from tests.test_robustness import pgrep, wait_for
 from tests.test_sweep import cli, read_rows
@@ -332,12 +332,7 @@ def test_a_refused_key_and_an_unknown_host_key_are_named(hosts, tmp_path, outcom
 @needs_root
 def test_a_host_without_gcc_is_named(hosts, tmp_path, outcome):
     outcome.update(area="two hosts", fault="the server host has no gcc on its PATH")
-    bare = tmp_path / "bin"
-    bare.mkdir()
-    for directory in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
-        for tool in Path(directory).iterdir():
-            if not tool.name.startswith(("gcc", "cc", "x86_64-linux-gnu-gcc")) and not (bare / tool.name).exists():
-                (bare / tool.name).symlink_to(tool)
+    bare = path_without(tmp_path / "bin", ("gcc", "cc", "x86_64-linux-gnu-gcc"))
     without_gcc = _write_sshd_config(hosts.keys, SERVER_NS, hosts.keys, extra=f"SetEnv PATH={bare}\n")
     hosts.start_sshd(SERVER_NS, without_gcc)
     try:

@@ -1,0 +1,118 @@
+/* zc_contiguous: the reference for zero_copy, the way a minimal MSG_ZEROCOPY
+ * benchmark sends: one contiguous buffer per message, sent again and again
+ * while earlier sends are in flight.  It reads completions to keep the error
+ * queue short but does not wait for them: its bytes never change, so reusing
+ * the buffer early sends the same bytes.  With --verify every message carries
+ * its own pattern, so it then waits, like zero_copy, before rewriting it. */
+#include "copylab.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SO_ZEROCOPY
+#define SO_ZEROCOPY 60
+#endif
+#ifndef MSG_ZEROCOPY
+#define MSG_ZEROCOPY 0x4000000
+#endif
+
+const char *const VARIANT_NAME = "zc_contiguous";
+const bool SENDS_FROM_FILE = false;
+
+#define STALL_S 5.0
+
+struct sender {
+    int fd;
+    bool verify;
+    struct message message; /* the pattern's fields, packed into buffer when verifying */
+    char *buffer;
+    size_t size;
+    uint64_t sent_ids;
+    struct sender_counters counters;
+};
+
+static void count_completion(void *ctx, uint32_t low, uint32_t high, bool copied)
+{
+    struct sender *s = ctx;
+    uint64_t sends = (uint32_t)(high - low) + 1ULL;
+    s->counters.zc_notifications++;
+    s->counters.zc_completed += sends;
+    if (copied)
+        s->counters.zc_copied += sends;
+}
+
+/* Waits, bounded, until every send so far has completed. */
+static bool wait_all(struct sender *s, double timeout_s)
+{
+    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    while (s->counters.zc_completed < s->sent_ids) {
+        if (zc_reap(s->fd, count_completion, s))
+            continue;
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return false;
+        struct pollfd p = {.fd = s->fd, .events = 0};
+        if (poll(&p, 1, 1) < 0 && errno != EINTR)
+            die_errno("poll");
+    }
+    return true;
+}
+
+static void on_enobufs(void *ctx)
+{
+    struct sender *s = ctx;
+    s->counters.zc_enobufs++;
+    if (zc_reap(s->fd, count_completion, s) == 0) {
+        struct pollfd p = {.fd = s->fd, .events = 0};
+        if (poll(&p, 1, 1) < 0 && errno != EINTR)
+            die_errno("poll");
+    }
+}
+
+struct sender *sender_create(const struct sender_config *config)
+{
+    struct sender *s = calloc(1, sizeof *s);
+    if (!s)
+        die("out of memory");
+    s->fd = config->fd;
+    s->verify = config->verify;
+    s->size = config->size;
+    s->counters.zero_copy = true;
+    int one = 1;
+    if (setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
+        die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
+    message_alloc(&s->message, config->size);
+    s->buffer = malloc(config->size);
+    if (!s->buffer)
+        die("out of memory for a %zu-byte buffer", config->size);
+    message_pack(&s->message, s->buffer);
+    return s;
+}
+
+enum io_status sender_send(struct sender *s, uint64_t seq)
+{
+    if (s->verify) {
+        if (!wait_all(s, STALL_S))
+            die("zero-copy completions stalled for %.0f s", STALL_S);
+        message_fill(&s->message, seq);
+        message_pack(&s->message, s->buffer);
+    }
+    struct iovec iov = {.iov_base = s->buffer, .iov_len = s->size};
+    uint64_t calls = 0;
+    enum io_status status = sendmsg_all(s->fd, &iov, 1, MSG_ZEROCOPY, on_enobufs, s, &calls);
+    s->sent_ids += calls;
+    s->counters.zc_sends += calls;
+    zc_reap(s->fd, count_completion, s);
+    return status;
+}
+
+void sender_destroy(struct sender *s, struct sender_counters *counters)
+{
+    wait_all(s, 2.0); /* completions still missing stay visible as sends > completed */
+    *counters = s->counters;
+    message_free(&s->message);
+    free(s->buffer);
+    free(s);
+}
