@@ -157,6 +157,7 @@ def netns_status(c):
         "ssh_config": "two hosts: an OpenSSH client configuration file (keys, ports, known hosts)",
         "tune_remote": "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
         "kernel_copies": "count the bytes the kernel copies in each window with bpftrace (default yes)",
+        "align_fields": "allocate each of the senders' 8 fields on a page boundary (recorded in the rows)",
     },
 )
 @one_line_errors
@@ -194,6 +195,7 @@ def run_sweep(
     ssh_config=None,
     tune_remote=False,
     kernel_copies=True,
+    align_fields=False,
 ):
     """Run every configuration of a sweep in namespaces (root) or between two hosts over SSH, writing
     data/NAME/trials.csv."""
@@ -235,6 +237,7 @@ def run_sweep(
         ssh_config=ssh_config,
         tune_remote=tune_remote or None,
         kernel_copies=None if kernel_copies else False,
+        align_fields=align_fields or None,
     )
     if not config.server_host:  # two hosts build on each host
         run_build(config.sanitize)
@@ -385,7 +388,7 @@ def calibrate(c, data=None):
     }
 )
 @one_line_errors
-def bench(c, pairs=5, duration=2.0, rows=10000, smoke=False):
+def bench(c, pairs=5, duration=2.0, rows=100000, smoke=False):
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
     from copylab.bench import run_bench, table
     from copylab.build import build as run_build

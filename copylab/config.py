@@ -133,6 +133,8 @@ class SweepConfig:
     tune_remote: bool = False
     # Count the kernel's copies in each window with BPF (copylab.kernel_copies).
     kernel_copies: bool = True
+    # Allocate each of the message's fields on a page boundary (still 8 allocations).
+    align_fields: bool = False
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest records (everything but the name and profile)."""

@@ -104,6 +104,8 @@ class CopylabPrograms(Driver):
         ]
         if self.from_file:
             server += ["--file", settings.message_file(spec.size_bytes)]
+        if settings.align_fields:
+            server.append("--align-fields")
         client = [
             settings.client_program(self.client),
             "--connect",

@@ -164,6 +164,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
     Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),
     Column(
+        "align_fields",
+        "bool",
+        "",
+        "the senders' 8 fields were each allocated on a page boundary (--align-fields)",
+        since=3,
+    ),
+    Column(
         "rcv_kernel_copy_bytes",
         "int",
         "B",

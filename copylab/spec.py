@@ -43,6 +43,7 @@ class TrialSettings:
     verify: bool = False
     sanitize: str | None = None
     port: int = PORT
+    align_fields: bool = False  # the senders' fields page-aligned (--align-fields)
     # Counts the kernel's copies in each window (copylab.kernel_copies); None: not counted.
     kernel_copies: Accounting | None = None
 

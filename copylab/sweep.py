@@ -326,6 +326,7 @@ def _run_prepared(
                 config.warmup_s,
                 config.verify,
                 config.sanitize,
+                align_fields=config.align_fields,
                 kernel_copies=counts,
             )
             with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:

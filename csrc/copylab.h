@@ -59,6 +59,7 @@ struct options {
     bool verify;
     const char *file;          /* server of a file-sending variant: the message file */
     bool probe;                /* server: only say whether this sending path can run here */
+    bool align_fields;         /* server: allocate each field on a page boundary */
     const char *perf_ctl;
     const char *perf_ack;
 };
@@ -73,7 +74,8 @@ struct message {
     size_t len[FIELD_COUNT];
     size_t size;
 };
-void message_alloc(struct message *msg, size_t size);
+/* Each field its own allocation, as the study prescribes; PAGE_ALIGNED: each starting on a page boundary. */
+void message_alloc(struct message *msg, size_t size, bool page_aligned);
 void message_free(struct message *msg);
 /* Writes the verification pattern of message number seq into the fields. */
 void message_fill(struct message *msg, uint64_t seq);
@@ -212,6 +214,7 @@ struct sender_config {
     size_t size;
     bool verify;      /* write the pattern into every message before sending it */
     const char *file; /* the prepared message file (file-sending variants) */
+    bool align_fields; /* each field page-aligned (still its own allocation) */
 };
 extern const char *const VARIANT_NAME;
 /* True: the variant sends the message file, whose pattern repeats every

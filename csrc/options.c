@@ -81,7 +81,7 @@ static enum receive_mode parse_receive(const char *text)
 enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
-    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS,
+    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_ALIGN_FIELDS,
 };
 
 static _Noreturn void usage(enum role role)
@@ -92,7 +92,7 @@ static _Noreturn void usage(enum role role)
              "                   [--perf-ctl FIFO --perf-ack FIFO]");
     else if (role == ROLE_SERVER)
         puts("usage: VARIANT_server --bind ADDR --port P --size S [--mode stream|rr] [--file PATH]\n"
-             "                      [--timeout SECONDS] [--perf-ctl FIFO --perf-ack FIFO]\n"
+             "                      [--timeout SECONDS] [--perf-ctl FIFO --perf-ack FIFO] [--align-fields]\n"
              "       VARIANT_server --probe");
     else
         puts("usage: VARIANT_client --connect ADDR --port P --size S [--threads T]\n"
@@ -115,6 +115,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
         {"file", required_argument, NULL, OPT_FILE},
         {"probe", no_argument, NULL, OPT_PROBE},
+        {"align-fields", no_argument, NULL, OPT_ALIGN_FIELDS},
         {"help", no_argument, NULL, OPT_HELP},
         {0, 0, 0, 0},
     };
@@ -196,6 +197,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             break;
         case OPT_FILE:
             out->file = optarg;
+            break;
+        case OPT_ALIGN_FIELDS:
+            out->align_fields = true;
             break;
         case OPT_PROBE:
             out->probe = true;

@@ -21,7 +21,7 @@ struct sender *sender_create(const struct sender_config *config)
         die("out of memory");
     s->fd = config->fd;
     s->verify = config->verify;
-    message_alloc(&s->message, config->size);
+    message_alloc(&s->message, config->size, config->align_fields);
     s->packed = malloc(config->size);
     if (!s->packed)
         die("out of memory for a %zu-byte buffer", config->size);

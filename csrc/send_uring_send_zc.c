@@ -15,7 +15,8 @@
 const char *const VARIANT_NAME = "uring_send_zc";
 const bool SENDS_FROM_FILE = false;
 
-#define SLOT_BYTES (8ULL << 20)
+/* Bytes in flight: 256 KiB, as zero_copy's ring (measured there and here the same way). */
+#define SLOT_BYTES (256ULL << 10)
 #define MAX_SLOTS 1024
 #define QUEUE_DEPTH 64
 #define FINAL_WAIT_S 2.0
@@ -149,7 +150,7 @@ struct sender *sender_create(const struct sender_config *config)
     if (!s->slots)
         die("out of memory");
     for (size_t i = 0; i < s->count; i++)
-        message_alloc(&s->slots[i].message, config->size);
+        message_alloc(&s->slots[i].message, config->size, config->align_fields);
     return s;
 }
 

@@ -92,7 +92,8 @@ int main(int argc, char **argv)
         int fd = accept_within(listen_fd, 10.0);
         /* A vanished or stalled peer ends the trial instead of hanging it. */
         set_io_timeout(fd, 10.0);
-        w->sender = (struct sender_config){.fd = fd, .size = opt.size, .verify = hello.verify != 0, .file = opt.file};
+        w->sender = (struct sender_config){.fd = fd, .size = opt.size, .verify = hello.verify != 0, .file = opt.file,
+                                       .align_fields = opt.align_fields};
         w->mode = opt.mode;
         int err = pthread_create(&w->thread, NULL, worker_main, w);
         if (err)
