@@ -26,6 +26,7 @@ from copylab import config, implementations, netns, perf, sweep, testbed
 from copylab.build import require_programs
 from copylab.calibrate import copy_limit_rows, measure_memcpy
 from copylab.errors import CopylabError
+from copylab.implementations import BenchGoal
 from copylab.paths import REFERENCE_DATA, ROOT
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
@@ -84,6 +85,20 @@ def _ratio_text(ratios: list[float]) -> str:
     )
 
 
+def _held_to(
+    goal: BenchGoal, challenger: Contender, settings: TrialSettings, size: int, pairs: int, checked: bool
+) -> Figure:
+    """CHALLENGER against its goal's implementation (run with SETTINGS), interleaved; CHECKED: against the goal."""
+    ratios = _pair_ratios(challenger, Contender(goal.against, goal.against, settings), size, pairs)
+    aligned = " with --align-fields" if challenger.settings.align_fields else ""
+    return Figure(
+        f"{challenger.implementation}{aligned} / {goal.against} throughput, {size // 1024} KiB, 1 thread, same CPU",
+        f">= {goal.at_least:g}x" if checked else "report",
+        _ratio_text(ratios),
+        statistics.median(ratios) >= goal.at_least if checked else None,
+    )
+
+
 def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
     """Each implementation with a bench goal against the implementation the goal names, both unprofiled (a
     wrapped tool cannot run under perf's window control); then what profiling costs copylab in a sweep."""
@@ -95,37 +110,15 @@ def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
     profiled = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
     figures = []
     with bed.running():
+        aligned = dataclasses.replace(unprofiled, align_fields=True)
         for size in (65536, 1024):
             for name, goal in goals:
-                ratios = _pair_ratios(
-                    Contender(name, name, unprofiled), Contender(goal.against, goal.against, unprofiled), size, pairs
-                )
-                figures.append(
-                    Figure(
-                        f"{name} / {goal.against} throughput, {size // 1024} KiB, 1 thread, same CPU",
-                        f">= {goal.at_least:.1f}x",
-                        _ratio_text(ratios),
-                        statistics.median(ratios) >= goal.at_least,
+                held = aligned if goal.align_fields else unprofiled
+                figures.append(_held_to(goal, Contender(name, name, held), unprofiled, size, pairs, checked=True))
+                if goal.align_fields:  # and with the fields as the study allocates them
+                    figures.append(
+                        _held_to(goal, Contender(name, name, unprofiled), unprofiled, size, pairs, checked=False)
                     )
-                )
-        # What page-aligned fields change for the zero-copy senders held to the contiguous reference.
-        aligned = dataclasses.replace(unprofiled, align_fields=True)
-        for name, goal in goals:
-            if implementations.uses_zero_copy(name) and implementations.uses_zero_copy(goal.against):
-                ratios = _pair_ratios(
-                    Contender(f"{name}-aligned", name, aligned),
-                    Contender(goal.against, goal.against, unprofiled),
-                    65536,
-                    pairs,
-                )
-                figures.append(
-                    Figure(
-                        f"{name} with --align-fields / {goal.against} throughput, 64 KiB, 1 thread, same CPU",
-                        "report",
-                        _ratio_text(ratios),
-                        None,
-                    )
-                )
         profiled_name = goals[0][0]
         ratios = _pair_ratios(
             Contender(f"{profiled_name}-perf", profiled_name, profiled),

@@ -28,6 +28,8 @@ def powers_of_two(low: int, high: int) -> list[int]:
     return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
 
 
+# The copies experiment's implementations that profiles run (the bench's yardsticks are left to the bench).
+_PROFILED = [name for name in implementations.names("copies") if not implementations.get(name).bench_only]
 _STUDY_EDGES = [role.name for role in map(implementations.by_role, ("A1", "A3")) if role]
 
 # Experiment -> profile -> settings.  quick is ./inv report's sweep, within its 5-minute budget (README's
@@ -35,7 +37,7 @@ _STUDY_EDGES = [role.name for role in map(implementations.by_role, ("A1", "A3"))
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "copies": {
         "quick": {
-            "implementations": [n for n in implementations.names("copies") if not implementations.get(n).reference],
+            "implementations": [n for n in _PROFILED if not implementations.get(n).reference],
             "workloads": ["stream", "rr"],
             "sizes": [64, 1024, 16384, 65536],
             "rr_sizes": [4096],
@@ -48,7 +50,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
             "receive_for": _STUDY_EDGES,
         },
         "full": {
-            "implementations": list(implementations.names("copies")),
+            "implementations": list(_PROFILED),
             "workloads": ["stream", "rr"],
             "sizes": powers_of_two(64, 256 << 10),
             "rr_sizes": [4096],

@@ -208,17 +208,7 @@ def copies_and_cost_figure(
                 label=f"{name}, receive {mode}",
             )
         for level in caches:  # the message size whose working set (twice it) fills the level
-            ax.axvline(level.size_bytes / 2, color="#888888", linestyle="--", linewidth=0.8)
-            ax.annotate(
-                f"leaves {level.name}",
-                (level.size_bytes / 2, 1.0),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                va="top",
-                ha="right",
-                fontsize=7,
-                color="#555555",
-            )
+            _mark(ax, level.size_bytes / 2, f"leaves {level.name}")
         _size_axis(ax, copies["size_bytes"])
         ax.set_ylabel("kernel bytes copied to user space per byte delivered", fontsize=7)
         ax.set_title("measured (BPF, skb_copy_datagram_iovec)", fontsize=8)
@@ -229,17 +219,7 @@ def copies_and_cost_figure(
         for region, rows in costs.groupby("region", sort=False):
             ax.plot(rows["working_set_bytes"], rows["ns_per_byte"], marker="o", label=f"inside {region}")
         for level in caches:
-            ax.axvline(level.size_bytes, color="#888888", linestyle="--", linewidth=0.8)
-            ax.annotate(
-                f"{level.name} {fmt_size(level.size_bytes)}",
-                (level.size_bytes, 1.0),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                va="top",
-                ha="right",
-                fontsize=7,
-                color="#555555",
-            )
+            _mark(ax, level.size_bytes, f"{level.name} {fmt_size(level.size_bytes)}")
         for size in sizes:
             ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
         ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 x size)")
@@ -250,6 +230,21 @@ def copies_and_cost_figure(
         ax.set_title("calibrated on the sending CPU", fontsize=8)
         ax.legend(fontsize=6, loc="upper left")
     return figure
+
+
+def _mark(ax: Axes, x: float, label: str) -> None:
+    """A labelled vertical line at X (a cache size)."""
+    ax.axvline(x, color="#888888", linestyle="--", linewidth=0.8)
+    ax.annotate(
+        label,
+        (x, 1.0),
+        xycoords=("data", "axes fraction"),
+        rotation=90,
+        va="top",
+        ha="right",
+        fontsize=7,
+        color="#555555",
+    )
 
 
 def cpu_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:

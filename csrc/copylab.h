@@ -197,7 +197,15 @@ void json_null(struct json *j, const char *key);
 void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
 void json_end(struct json *j);
 
-/* ---- MSG_ZEROCOPY completions (zc_notify.c) ---- */
+/* ---- MSG_ZEROCOPY (zc_notify.c) ---- */
+#ifndef SO_ZEROCOPY
+#define SO_ZEROCOPY 60
+#endif
+#ifndef MSG_ZEROCOPY
+#define MSG_ZEROCOPY 0x4000000
+#endif
+/* Sets SO_ZEROCOPY on FD; dies with the kernel's reason when it refuses. */
+void zc_enable(int fd);
 /* Called per notification: sends LOW to HIGH (32-bit ids, inclusive) completed, COPIED if the kernel copied. */
 typedef void (*zc_range_fn)(void *ctx, uint32_t low, uint32_t high, bool copied);
 /* Reads every notification queued on FD now, without blocking; returns how many there were. */

@@ -12,13 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef SO_ZEROCOPY
-#define SO_ZEROCOPY 60
-#endif
-#ifndef MSG_ZEROCOPY
-#define MSG_ZEROCOPY 0x4000000
-#endif
-
 const char *const VARIANT_NAME = "zc_contiguous";
 const bool SENDS_FROM_FILE = false;
 
@@ -84,9 +77,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     s->size = config->size;
     s->counters.zero_copy = true;
-    int one = 1;
-    if (setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
-        die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
+    zc_enable(s->fd);
     message_alloc(&s->message, config->size, config->align_fields);
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     s->buffer = aligned_alloc(page, (config->size + page - 1) / page * page); /* whole pages, as a benchmark's */

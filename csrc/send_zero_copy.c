@@ -11,13 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#ifndef SO_ZEROCOPY
-#define SO_ZEROCOPY 60
-#endif
-#ifndef MSG_ZEROCOPY
-#define MSG_ZEROCOPY 0x4000000
-#endif
-
 const char *const VARIANT_NAME = "zero_copy";
 const bool SENDS_FROM_FILE = false;
 
@@ -138,9 +131,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->fd = config->fd;
     s->verify = config->verify;
     s->counters.zero_copy = true;
-    int one = 1;
-    if (setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
-        die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
+    zc_enable(s->fd);
     size_t slots = (size_t)(RING_BYTES / config->size);
     s->slots = slots < 2 ? 2 : slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
     s->ring = calloc(s->slots, sizeof *s->ring);

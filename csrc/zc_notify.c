@@ -1,12 +1,19 @@
-/* MSG_ZEROCOPY completions: reading the socket's error queue.  Each
- * notification covers a range of send ids and says whether the kernel
- * copied those sends anyway. */
+/* MSG_ZEROCOPY on a socket: turning it on, and reading its completions from
+ * the socket's error queue.  Each notification covers a range of send ids and
+ * says whether the kernel copied those sends anyway. */
 #include "copylab.h"
 
 #include <errno.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <string.h>
+
+void zc_enable(int fd)
+{
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
+        die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
+}
 
 unsigned zc_reap(int fd, zc_range_fn on_range, void *ctx)
 {

@@ -53,8 +53,8 @@ def test_bench_smoke_runs_every_part():
     for part in (
         "one_copy / iperf3",
         "two_copy / iperf3",
-        "zero_copy / zc_contiguous",
         "zero_copy with --align-fields / zc_contiguous",
+        "zero_copy / zc_contiguous",
         "full profile of the copies study",
         "outside measured windows",
         "analysis notebook",
