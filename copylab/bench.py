@@ -114,7 +114,8 @@ def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
         for size in (65536, 1024):
             for name, goal in goals:
                 held = aligned if goal.align_fields else unprofiled
-                figures.append(_held_to(goal, Contender(name, name, held), unprofiled, size, pairs, checked=True))
+                checked = size in goal.sizes
+                figures.append(_held_to(goal, Contender(name, name, held), unprofiled, size, pairs, checked))
                 if goal.align_fields:  # and with the fields as the study allocates them
                     figures.append(
                         _held_to(goal, Contender(name, name, unprofiled), unprofiled, size, pairs, checked=False)
