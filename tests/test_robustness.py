@@ -961,8 +961,6 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
         "1",
         "--trials",
         "2",
-        "--duration",
-        "0.3",
         "--warmup",
         "0.05",
         "--namespaces",
@@ -970,7 +968,8 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
         "--no-analyze",
     )
     try:
-        running = cli("run-sweep", "--name", first, *common)
+        # Long enough that the second one starts (a Python process) while it still runs.
+        running = cli("run-sweep", "--name", first, *common, "--duration", "2")
         wait_for(
             lambda: (
                 (ROOT / "data" / first / "trials.csv").exists()
@@ -978,7 +977,7 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
             ),
             60,
         )
-        intruder = cli("run-sweep", "--name", second, *common)
+        intruder = cli("run-sweep", "--name", second, *common, "--duration", "0.3")
         _, intruder_err = intruder.communicate(timeout=60)
         _, running_err = running.communicate(timeout=120)
         rows = read_rows(ROOT / "data" / first / "trials.csv")
