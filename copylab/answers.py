@@ -7,14 +7,12 @@ registry (A1 two-copy, A2 one-copy, A3 zero-copy), never by name.
 
 from __future__ import annotations
 
-import statistics
-
 import numpy as np
 import pandas as pd
 
 from copylab import implementations
 from copylab.anomaly import Anomaly, expected_order, find_anomaly
-from copylab.calibrate import copy_cost_at
+from copylab.calibrate import copy_cost_at, region_costs
 from copylab.errors import CopylabError
 from copylab.formatting import (
     code,
@@ -155,8 +153,8 @@ def kernel_copy_evidence(results: Results) -> str:
         "window only), the bytes copied to the receiver's user space per byte delivered were, over every "
         "implementation and size: " + "; ".join(f"receiving by {code(mode)} {span}" for mode, span in per_mode.items())
     )
-    if "copy" in per_mode and "truncate" in per_mode:
-        text += ": the receiver's copy is one per byte delivered, and `MSG_TRUNC` removes it"
+    if not by_mode["truncate"].empty and float(by_mode["truncate"]["mean"].max()) == 0:
+        text += ": receiving with `MSG_TRUNC`, the kernel copied nothing to user space"
     sender = measured(results, "snd_kernel_copies_per_byte")
     return text + ("." if sender else "; the sender's copies could not be counted here (they need function probes).")
 
@@ -400,13 +398,17 @@ def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str |
     )
     regions = {cost.region: cost.ns_per_byte for cost in at.values()}
     most = max(regions, key=lambda region: regions[region])
-    cheapest = min(cost.ns_per_byte for cost in record.copy_cost)
-    memory = [cost.ns_per_byte for cost in record.copy_cost if cost.region == "memory"]
+    medians = region_costs(record)
+    cheapest = min(medians, key=lambda region: medians[region])
     beyond = (
-        f" Beyond the last-level cache a copied byte costs {fmt_num(statistics.median(memory))} ns, "
-        f"{fmt_num(statistics.median(memory) / cheapest)} times the L1 cost: there a removed copy saves most, "
-        "because it streams from and to memory."
-        if memory
+        f" Beyond the last-level cache a copied byte costs {fmt_num(medians['memory'])} ns, "
+        f"{fmt_num(medians['memory'] / medians[cheapest])} times the cost inside {cheapest}"
+        + (
+            ": there a removed copy saves most, because it streams from and to memory."
+            if max(medians, key=lambda region: medians[region]) == "memory"
+            else "."
+        )
+        if "memory" in medians
         else ""
     )
     return (

@@ -132,14 +132,22 @@ def calibration(cpu: str | None = "0", run: Runner = run_here, programs: dict[st
     return Calibration(**memcpy, caches=levels, copy_cost=costs)
 
 
+def region_costs(record: Calibration) -> dict[str, float]:
+    """The median copy cost per byte of each region measured (L1d ... memory), smallest region first."""
+    by_region: dict[str, list[float]] = {}
+    for cost in record.copy_cost:
+        by_region.setdefault(cost.region, []).append(cost.ns_per_byte)
+    return {region: statistics.median(values) for region, values in by_region.items()}
+
+
 def copy_cost_at(record: Calibration, working_set: int) -> CopyCost:
     """The calibrated cost for a working set: the region it fits in (the smallest cache at least that large,
     else memory) and the median measured cost of that region."""
     region = next((level.name for level in record.caches if working_set <= level.size_bytes), "memory")
-    costs = [cost.ns_per_byte for cost in record.copy_cost if cost.region == region]
-    if not costs:
+    medians = region_costs(record)
+    if region not in medians:
         raise CopylabError(f"the calibration has no copy cost for {region}")
-    return CopyCost(region, working_set, statistics.median(costs))
+    return CopyCost(region, working_set, medians[region])
 
 
 def copy_cost_table(record: Calibration) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 
+from copylab.calibrate import region_costs
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, threads_text
 from copylab.results import (
     THROUGHPUT,
@@ -150,10 +150,7 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
         )
         if record is None or not record.copy_cost:
             return unmeasurable + (counted or " No values are drawn rather than zeros.")
-        regions: dict[str, list[float]] = {}
-        for cost in record.copy_cost:
-            regions.setdefault(cost.region, []).append(cost.ns_per_byte)
-        levels = ", ".join(f"{region} {fmt_num(statistics.median(values))} ns" for region, values in regions.items())
+        levels = ", ".join(f"{region} {fmt_num(cost)} ns" for region, cost in region_costs(record).items())
         return (
             unmeasurable
             + counted

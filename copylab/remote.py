@@ -52,10 +52,6 @@ _EXIT_MARK = "copylab-exit-status "
 _POLL_S = 0.005
 
 
-def _quoted(command: list[str]) -> str:
-    return shlex.join(command)
-
-
 def _kill_started(directory: str) -> str:
     """A shell loop that kills the session of every process started from DIRECTORY (by its pid files)."""
     return f'for f in {directory}/*.pid; do [ -s "$f" ] && pkill -KILL -s "$(cat "$f")"; done; true'
@@ -71,7 +67,8 @@ class _RemoteProcess(Started):
         self._promise = end.call(
             "start",
             # $$: the session leader sshd made of this shell, whose session holds everything started below.
-            f'echo $$ > {self.pidfile}; timeout -s KILL {deadline_s:.0f} {_quoted(command)}; echo "{_EXIT_MARK}$?" >&2',
+            f"echo $$ > {self.pidfile}; timeout -s KILL {deadline_s:.0f} {shlex.join(command)}; "
+            f'echo "{_EXIT_MARK}$?" >&2',
             asynchronous=True,
         )
 
@@ -118,7 +115,6 @@ class RemoteEnd(End):
         self.target = target
         self.ssh_config = ssh_config
         self.work = ""  # /tmp/copylab-remote-SWEEP-..., chosen before it is created so nothing can leak it
-        self.sanitized_build = ""
         self.connection: fabric.Connection | None = None
 
     # ------------------------------------------------------------ the SSH connection
@@ -198,7 +194,7 @@ class RemoteEnd(End):
         return _RemoteProcess(self, command, deadline_s)
 
     def run(self, command: list[str], timeout: float = 30) -> Completed:
-        result = self.call("run " + command[0], _quoted(command), timeout=timeout)
+        result = self.call("run " + command[0], shlex.join(command), timeout=timeout)
         return Completed(result.exited, result.stdout, result.stderr)
 
     @contextmanager
@@ -213,7 +209,7 @@ class RemoteEnd(End):
                     self.call("remove a trial directory", f"rm -rf {directory}", timeout=30)
 
     def make_fifos(self, paths: list[str]) -> None:
-        self._check(self.call("create fifos", _quoted(["mkfifo", "-m", "600", *paths])), "mkfifo")
+        self._check(self.call("create fifos", shlex.join(["mkfifo", "-m", "600", *paths])), "mkfifo")
 
     def read(self, path: str, offset: int = 0) -> str:
         return self.call("read " + path, f"tail -c +{offset + 1} {shlex.quote(path)} 2>/dev/null || true").stdout

@@ -16,6 +16,7 @@ from copylab.calibrate import copy_limit_rows
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape, threads_text
 from copylab.manifest import Manifest
 from copylab.paths import ROOT
+from copylab.perf import USER_MODE_ONLY
 from copylab.results import (
     THROUGHPUT,
     Results,
@@ -355,10 +356,14 @@ def limitations(results: Results) -> str:
             )
         items.append(text)
     if results.manifest.privilege == "user-namespace":
+        user_mode = [e for e, why in results.manifest.perf.unsupported_events.items() if why == USER_MODE_ONLY]
         items.append(
-            "The sweep ran without root, in a user namespace: perf counted user mode only, so the events whose "
-            "work happens in the kernel (context switches, migrations, and any hardware event) are left empty, "
-            "and the kernel's copies were not counted (BPF needs root)."
+            "The sweep ran without root, in a user namespace."
+            + (
+                f" perf could count only user mode, so {', '.join(code(e) for e in user_mode)} are left empty."
+                if user_mode
+                else ""
+            )
             + "".join(f" {name}: {why}." for name, why in results.manifest.restrictions.items())
         )
     if not results.manifest.complete:

@@ -56,6 +56,14 @@ void die_errno(const char *what)
     die("%s: %s", what, strerror(errno));
 }
 
+void *calloc_or_die(size_t count, size_t size)
+{
+    void *memory = calloc(count, size);
+    if (!memory)
+        die("out of memory for %zu x %zu bytes", count, size);
+    return memory;
+}
+
 uint64_t now_ns(void)
 {
     struct timespec ts;

@@ -18,9 +18,7 @@ struct sender {
 
 struct sender *sender_create(const struct sender_config *config)
 {
-    struct sender *s = calloc(1, sizeof *s);
-    if (!s)
-        die("out of memory");
+    struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->size = config->size;
     s->file = message_file_open(config->file);

@@ -23,9 +23,7 @@ const char *sender_unavailable(void)
 
 struct sender *sender_create(const struct sender_config *config)
 {
-    struct sender *s = calloc(1, sizeof *s);
-    if (!s)
-        die("out of memory");
+    struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
     message_alloc(&s->message, config->size, config->align_fields);
@@ -51,11 +49,8 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
             iov_advance(&mh, (size_t)sent);
             continue;
         }
-        if (sent == -EINTR || sent == -EAGAIN)
-            continue;
-        if (peer_gone(-sent))
+        if (send_failure(-sent, "io_uring sendmsg") == IO_PEER_CLOSED)
             return IO_PEER_CLOSED;
-        die("io_uring sendmsg: %s", strerror(-sent));
     }
     return IO_OK;
 }

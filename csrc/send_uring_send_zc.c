@@ -15,9 +15,6 @@
 const char *const VARIANT_NAME = "uring_send_zc";
 const bool SENDS_FROM_FILE = false;
 
-/* Bytes in flight: 256 KiB, as zero_copy's ring (measured there and here the same way). */
-#define SLOT_BYTES (256ULL << 10)
-#define MAX_SLOTS 1024
 #define QUEUE_DEPTH 64
 #define FINAL_WAIT_S 2.0
 
@@ -137,18 +134,13 @@ static uint64_t stall_deadline(void)
 
 struct sender *sender_create(const struct sender_config *config)
 {
-    struct sender *s = calloc(1, sizeof *s);
-    if (!s)
-        die("out of memory");
+    struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
     s->counters.zero_copy = true;
     uring_init(&s->ring, QUEUE_DEPTH);
-    size_t count = (size_t)(SLOT_BYTES / config->size);
-    s->count = count < 2 ? 2 : count > MAX_SLOTS ? MAX_SLOTS : count;
-    s->slots = calloc(s->count, sizeof *s->slots);
-    if (!s->slots)
-        die("out of memory");
+    s->count = zc_ring_slots(config->size);
+    s->slots = calloc_or_die(s->count, sizeof *s->slots);
     for (size_t i = 0; i < s->count; i++)
         message_alloc(&s->slots[i].message, config->size, config->align_fields);
     return s;
@@ -186,11 +178,8 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
                     die("zero-copy notifications stalled for %.0f s under ENOBUFS", URING_STALL_S);
             continue;
         }
-        if (sent == -EINTR || sent == -EAGAIN)
-            continue;
-        if (peer_gone(-sent))
+        if (send_failure(-sent, "io_uring sendmsg_zc") == IO_PEER_CLOSED)
             return IO_PEER_CLOSED;
-        die("io_uring sendmsg_zc: %s", strerror(-sent));
     }
     return IO_OK;
 }

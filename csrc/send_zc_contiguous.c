@@ -70,9 +70,7 @@ static void on_enobufs(void *ctx)
 
 struct sender *sender_create(const struct sender_config *config)
 {
-    struct sender *s = calloc(1, sizeof *s);
-    if (!s)
-        die("out of memory");
+    struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
     s->size = config->size;

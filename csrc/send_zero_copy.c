@@ -14,11 +14,6 @@
 const char *const VARIANT_NAME = "zero_copy";
 const bool SENDS_FROM_FILE = false;
 
-/* Bytes of messages in flight.  Measured over veth (copylab bench), a short ring paces the sender by its
- * completions: 256 KiB moved up to twice as much as 8 MiB at 16 to 256 KiB messages and no less elsewhere.
- * Between hosts, in-flight bytes bound throughput to RING_BYTES per round trip. */
-#define RING_BYTES (256ULL << 10)
-#define RING_MAX_SLOTS 1024
 #define MAX_PENDING_RANGES 256
 #define COMPLETION_STALL_S 5.0
 #define FINAL_WAIT_S 2.0
@@ -125,19 +120,14 @@ static void on_enobufs(void *ctx)
 
 struct sender *sender_create(const struct sender_config *config)
 {
-    struct sender *s = calloc(1, sizeof *s);
-    if (!s)
-        die("out of memory");
+    struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
     s->counters.zero_copy = true;
     zc_enable(s->fd);
-    size_t slots = (size_t)(RING_BYTES / config->size);
-    s->slots = slots < 2 ? 2 : slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
-    s->ring = calloc(s->slots, sizeof *s->ring);
-    s->slot_ready_at = calloc(s->slots, sizeof *s->slot_ready_at);
-    if (!s->ring || !s->slot_ready_at)
-        die("out of memory");
+    s->slots = zc_ring_slots(config->size);
+    s->ring = calloc_or_die(s->slots, sizeof *s->ring);
+    s->slot_ready_at = calloc_or_die(s->slots, sizeof *s->slot_ready_at);
     for (size_t i = 0; i < s->slots; i++)
         message_alloc(&s->ring[i], config->size, config->align_fields);
     return s;

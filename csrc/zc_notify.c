@@ -1,5 +1,5 @@
-/* MSG_ZEROCOPY on a socket: turning it on, and reading its completions from
- * the socket's error queue.  Each notification covers a range of send ids and
+/* MSG_ZEROCOPY on a socket: turning it on, sizing the ring of messages in
+ * flight, and reading completions from the socket's error queue.  Each notification covers a range of send ids and
  * says whether the kernel copied those sends anyway. */
 #include "copylab.h"
 
@@ -13,6 +13,13 @@ void zc_enable(int fd)
     int one = 1;
     if (setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
         die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
+}
+
+size_t zc_ring_slots(size_t size)
+{
+    const size_t most = 1024; /* tiny messages: bound the ring's bookkeeping, not its bytes */
+    size_t slots = ZC_IN_FLIGHT_BYTES / size;
+    return slots < 2 ? 2 : slots > most ? most : slots;
 }
 
 unsigned zc_reap(int fd, zc_range_fn on_range, void *ctx)
