@@ -360,11 +360,13 @@ def lab(c, port=8888, data=str(REFERENCE_DATA)):
 @task(help={"data": "also store the result in this sweep's manifest.json"})
 @one_line_errors
 def calibrate(c, data=None):
-    """Measure single-core memcpy bandwidth (the copy-bound ceiling) and copy cost per byte by cache level."""
+    """Measure single-core memcpy bandwidth (the copy-bound ceiling), the copy cost per byte by cache level and
+    what the copy paths found."""
     import dataclasses
 
     from copylab.build import build as run_build
-    from copylab.calibrate import calibration, copy_cost_table
+    from copylab.calibrate import calibration
+    from copylab.calibration import copy_cost_table
     from copylab.store import SweepStore
 
     store = SweepStore(data) if data else None
@@ -373,7 +375,10 @@ def calibrate(c, data=None):
     result = calibration()
     print(f"memcpy: {result.memcpy_gbps:.1f} Gbit/s on CPU {result.cpu} ({result.buffer_mib} MiB buffer)")
     caches = ", ".join(f"{level.name} {level.size_bytes >> 10} KiB" for level in result.caches) or "not in sysfs"
-    print(f"caches of CPU 0: {caches}\ncopy cost per byte (median, hot buffers):\n{copy_cost_table(result)}")
+    print(
+        f"caches of CPU 0: {caches}\ncopy cost per byte (memcpy as linked, median over rounds, hot buffers, "
+        f"at the cheaper placement):\n{copy_cost_table(result)}"
+    )
     if store and record:
         store.write_manifest(dataclasses.replace(record, calibration=result))
         print(f"stored in {store.manifest_path}")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from copylab import implementations
 from copylab.anomaly import Anomaly, expected_order, find_anomaly
-from copylab.calibrate import copy_cost_at, region_costs
+from copylab.calibration import Calibration, copy_cost_at, findings_for_copy, region_costs, region_rounds
 from copylab.errors import CopylabError
 from copylab.formatting import (
     code,
@@ -25,6 +25,7 @@ from copylab.formatting import (
     fmt_size,
     fmt_span,
     markdown_table,
+    md_escape,
     threads_text,
 )
 from copylab.results import (
@@ -380,44 +381,88 @@ def _cache_reductions(results: Results, focus: Focus, challengers: list[str], ba
 
 
 def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str | None) -> str:
-    """Derived, not counted: where each message size's copy works and what one copy costs there."""
+    """Derived, not counted: where each message size's removed copy works and what one copy costs there, from a
+    calibration that is consistent, naming no level where a finding or a disagreement of its rounds decides."""
     record = results.manifest.calibration
     if record is None or not record.copy_cost:
         return (
             " This sweep's manifest has no copy cost by cache level either (it predates that calibration; "
             "`./inv calibrate --data DIR` adds it), so the question stays open here."
         )
+    if record.inconsistent:
+        return (
+            " The sweep's copy-cost calibration cannot stand in for them either: it is inconsistent "
+            f"({md_escape(record.inconsistent)}), so no cache level is derived from it, and none is named."
+        )
     sizes = tested_sizes(results)
     if not sizes or not baseline or not one_copy:
         return ""
     saved = implementations.get(baseline).copies.per_byte() - implementations.get(one_copy).copies.per_byte()
     times = "time" if saved == 1 else "times"
-    at = {size: copy_cost_at(record, 2 * size) for size in sizes}
-    per_size = "; ".join(
-        f"{fmt_size(size)}: {cost.region}, {fmt_num(cost.ns_per_byte * saved)} ns per byte" for size, cost in at.items()
-    )
-    regions = {cost.region: cost.ns_per_byte for cost in at.values()}
-    most = max(regions, key=lambda region: regions[region])
-    medians = region_costs(record)
-    cheapest = min(medians, key=lambda region: medians[region])
-    beyond = (
-        f" Beyond the last-level cache a copied byte costs {fmt_num(medians['memory'])} ns, "
-        f"{fmt_num(medians['memory'] / medians[cheapest])} times the cost inside {cheapest}"
-        + (
-            ": there a removed copy saves most, because it streams from and to memory."
-            if max(medians, key=lambda region: medians[region]) == "memory"
-            else "."
-        )
-        if "memory" in medians
-        else ""
-    )
-    return (
+    removed = implementations.get(baseline).copies.user_copy
+    touched = {
+        size: findings_for_copy(record, removed.call, removed.bytes_per_call(size)) if removed else [] for size in sizes
+    }
+    clean = [size for size in sizes if not touched[size]]
+    at = {size: copy_cost_at(record, 2 * size) for size in clean}
+    text = (
         f" **Derived from the copy counts and the calibration, not from miss counters:** {code(baseline)} copies each "
         f"payload byte {saved:g} more {times} in user space than {code(one_copy)} by construction, and a message and "
-        "its copy occupy twice its size. Where that working set lives and what removing the copy saves, from the "
-        f"calibrated copy cost on CPU {record.cpu or 'any'}: {per_size}. Among this sweep's sizes the level that "
-        f"gains most from one copy less is {most}.{beyond}"
+        "its copy occupy twice its size."
     )
+    if at:
+        per_size = "; ".join(
+            f"{fmt_size(size)}: {cost.region}, {fmt_num(cost.ns_per_byte * saved)} ns per byte"
+            for size, cost in at.items()
+        )
+        text += (
+            " Where that working set lives and what removing the copy saves, from the calibrated copy cost on CPU "
+            f"{record.cpu or 'any'}: {per_size}."
+        )
+    affected = [size for size in sizes if touched[size]]
+    if affected and removed:
+        finding = touched[affected[0]][0]
+        text += (
+            f" At {', '.join(fmt_size(size) for size in affected)} the removed copy ({removed.call} of "
+            f"{fmt_size(removed.bytes_per_call(affected[0]))}"
+            + (f" to {fmt_size(removed.bytes_per_call(affected[-1]))}" if len(affected) > 1 else "")
+            + f" per call) falls where the calibration found that {finding.describe(record.cpu_flags)}: there its cost "
+            "is set by where the buffers lie, not by a cache level, so those sizes name none."
+        )
+    text += _costliest_level(record, {cost.region for cost in at.values()})
+    medians = region_costs(record)
+    if "memory" in medians:
+        cheapest = min(medians, key=lambda region: medians[region])
+        text += (
+            f" Beyond the last-level cache a copied byte costs {fmt_num(medians['memory'])} ns, "
+            f"{fmt_num(medians['memory'] / medians[cheapest])} times the cost inside {cheapest}"
+            + (
+                ": there a removed copy saves most, because it streams from and to memory."
+                if max(medians, key=lambda region: medians[region]) == "memory"
+                else "."
+            )
+        )
+    return text
+
+
+def _costliest_level(record: Calibration, regions: set[str]) -> str:
+    """Which of REGIONS gains most from one copy less, when every round of the calibration says the same."""
+    if not regions:
+        return " No tested size is left whose level the calibration can name."
+    if len(regions) == 1:
+        return f" Every such size works inside {next(iter(regions))}."
+    rounds = region_rounds(record)
+    if not all(region in rounds for region in regions):  # a record from before the calibration kept its samples
+        medians = region_costs(record)
+        rounds = {region: [medians[region]] for region in regions}
+    count = min(len(rounds[region]) for region in regions)
+    costliest = {max(regions, key=lambda region, r=r: rounds[region][r]) for r in range(count)}
+    if len(costliest) > 1:
+        return (
+            f" The calibration's rounds disagree on which of {', '.join(sorted(regions))} costs most per byte copied "
+            f"(each of {', '.join(sorted(costliest))} came out costliest in some round), so none is named."
+        )
+    return f" Among this sweep's sizes the level that gains most from one copy less is {costliest.pop()}."
 
 
 def answer_q2(results: Results) -> str:
@@ -592,8 +637,55 @@ def _explain(results: Results, anomaly: Anomaly) -> str:
     )
 
 
+def _copy_path_finding(results: Results) -> str | None:
+    """The calibration's finding that touches the copies a sender of the sweep makes in user space, described with
+    what it did to that sender's user-space CPU time; None when there is none."""
+    record = results.manifest.calibration
+    if record is None:
+        return None
+    sizes = tested_sizes(results)
+    focus = choose_focus(results)
+    for name in present(results):
+        user_copy = implementations.get(name).copies.user_copy
+        if user_copy is None:
+            continue
+        touched = {size: findings_for_copy(record, user_copy.call, user_copy.bytes_per_call(size)) for size in sizes}
+        affected = [size for size in sizes if touched[size]]
+        if not affected:
+            continue
+        finding = max((f for size in affected for f in touched[size]), key=lambda f: f.slowdown)
+        calls = f"{user_copy.call}() of {fmt_size(user_copy.bytes_per_call(affected[0]))}" + (
+            f" to {fmt_size(user_copy.bytes_per_call(affected[-1]))}" if len(affected) > 1 else ""
+        )
+        measured_cost = [
+            (size, value(results, "snd_user_ns_per_byte", name, "stream", size, focus.threads, focus.pinning))
+            for size in affected
+        ]
+        cost_text = "; ".join(f"{fmt_size(size)} {fmt_value(found, 'ns')}" for size, found in measured_cost if found)
+        return (
+            "Selection rule: a copy that costs more than twice another way of copying the same bytes is reported "
+            "before any throughput anomaly, because the calibration measures it directly instead of inferring it "
+            f"from throughput. On this host, {finding.describe(record.cpu_flags)}. {code(name)} makes such copies "
+            f"at {', '.join(fmt_size(size) for size in affected)} ({calls} per call"
+            + (f"; its sender's user-space CPU time per byte there, mean [95% CI]: {cost_text}" if cost_text else "")
+            + ").\n\nString instructions (`rep movsb`) let the CPU's microcode copy a block as a whole; on CPUs "
+            "with fast short rep-movsb (FSRM) both glibc and the kernel prefer them. The microcode must not copy "
+            "forwards over its own output, so it checks whether the destination starts just after the source; "
+            "when it checks only the address bits within a page, a destination a few bytes past the source modulo "
+            "4 KiB looks like such an overlap, and it falls back to a slow, careful copy. Two buffers allocated "
+            "one after the other by malloc() lie exactly so (16-byte block headers), so the same program copies "
+            "fast or many times slower depending on where its buffers happen to lie: a cost no cache level "
+            "explains, and one a page-aligned buffer removes."
+        )
+    return None
+
+
 def answer_q6(results: Results) -> str:
-    """The anomaly chosen by ``find_anomaly``, described with its numbers and explained by kind."""
+    """A calibration finding that touches a sender's own copies, else the anomaly chosen by ``find_anomaly``,
+    described with its numbers and explained by kind."""
+    copy_path = _copy_path_finding(results)
+    if copy_path is not None:
+        return copy_path
     anomaly = find_anomaly(results)
     if anomaly is None:
         return "The sweep has no stream throughput results to search for unexpected results."

@@ -24,7 +24,8 @@ import pandas as pd
 
 from copylab import config, implementations, netns, perf, sweep, testbed
 from copylab.build import require_programs
-from copylab.calibrate import copy_limit_rows, measure_memcpy
+from copylab.calibrate import measure_memcpy
+from copylab.copy_bound import copy_limit_rows
 from copylab.errors import CopylabError
 from copylab.implementations import BenchGoal
 from copylab.paths import REFERENCE_DATA, ROOT
@@ -329,7 +330,8 @@ def copy_limit(reference: Path) -> list[Figure]:
     for row in copy_limit_rows(summary, calibrated):
         figures.append(
             Figure(
-                f"{row['implementation']}: best throughput / copy bound ({row['copies']} copies)",
+                f"{row['implementation']}, receive {row['receive']}: best throughput / copy bound "
+                f"({row['copies']} copies)",
                 "report",
                 f"{row['best_gbps']:.1f} / {row['limit_gbps']:.1f} Gbit/s = {row['fraction']:.0%} "
                 f"({row['size_bytes']} B, {row['threads']} thread(s))",

@@ -1,68 +1,40 @@
-"""The copy-bound ceiling: single-core memory copy bandwidth, and what it allows each variant.
+"""Measuring what a copy costs on one CPU of an end: memcpy bandwidth (the copy-bound ceiling) and the copy cost
+by working set, path and placement, turned into a record by copylab.calibration.
 
-Every byte a variant moves is copied a fixed number of times on this host; with
-both ends on one CPU, that core does all of them, so no variant can exceed
-memcpy bandwidth divided by its copies per byte.
+Every measurement runs through a Runner, so the same code measures this machine, a namespace or a remote host.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import statistics
-from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from copylab import implementations
 from copylab.build import require_programs
+from copylab.calibration import MEMCPY, VECTOR, CacheLevel, Calibration, CopyPoint, derive
 from copylab.errors import CopylabError
-from copylab.manifest import CacheLevel, Calibration, CopyCost
 from copylab.paths import program
 from copylab.perf import Runner, run_here
 
-CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
-
-
-def last_level_cache_bytes(run: Runner = run_here) -> int | None:
-    """The largest cache of CPU 0 (sysfs) on the machine RUN runs on; None where sysfs does not say."""
-    listed = run(["sh", "-c", f"cat {CACHE_SIZES}/index*/size 2>/dev/null || true"])
-    sizes = []
-    for line in listed.stdout.split():
-        match = re.fullmatch(r"(\d+)([KMG]?)", line.strip())
-        if match:
-            sizes.append(int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)])
-    return max(sizes) if sizes else None
-
-
-def measure_memcpy(
-    runs: int = 7, cpu: str | None = "0", run: Runner = run_here, program_path: str | None = None
-) -> dict[str, Any]:
-    """Best of several copies of a buffer at least 4x the last-level cache, on one CPU of the machine RUN runs
-    on (this one by default, with this machine's build)."""
-    if program_path is None:
-        require_programs(["memcpy_bandwidth"])
-        program_path = str(program("memcpy_bandwidth"))
-    llc = last_level_cache_bytes(run)
-    mib = max(128, 4 * (llc or 0) >> 20)
-    command = [program_path, str(mib), str(runs)]
-    if cpu is not None:
-        command = ["taskset", "-c", cpu, *command]
-    result = run(command)
-    if result.returncode != 0:
-        raise CopylabError(f"memcpy calibration failed: {result.stderr.strip() or result.returncode}")
-    measured = json.loads(result.stdout)
-    measured["llc_bytes"] = llc
-    measured["cpu"] = cpu
-    return measured
-
-
+CACHE_SIZES = "/sys/devices/system/cpu/cpu0/cache"
 CALIBRATION_PROGRAMS = ["memcpy_bandwidth", "copy_cost"]
+# glibc's memcpy without its string-instruction path: the rep-movsb threshold above every copy measured.
+WITHOUT_REP_MOVSB = "GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4611686018427387904"
 # Working sets measured per cache level, as fractions of its size (inside it, beyond the level below).
 _INSIDE = (0.25, 0.5)
-_BEYOND_LLC = (4, 8)
+_BEYOND_LLC = (2, 4)
 _MAX_WORKING_SET = 1 << 30
+# Copy sizes probed for findings whatever the hierarchy: the sizes the senders copy (8 fields of a message,
+# a file chunk), where libraries switch between copy strategies.
+_PROBED_COPIES = tuple(1 << k for k in range(10, 21, 2))
+ROUNDS = 3  # separate processes, each of PASSES interleaved passes
+PASSES = 2
+COPY_FLAGS = ("erms", "fsrm")
+
+
+def _size(text: str) -> int | None:
+    match = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)] if match else None
 
 
 def cache_levels(run: Runner = run_here) -> list[CacheLevel]:
@@ -78,108 +50,104 @@ def cache_levels(run: Runner = run_here) -> list[CacheLevel]:
     levels = []
     for line in listed.stdout.splitlines():
         parts = line.split()
-        if len(parts) != 4 or parts[1] == "Instruction":
+        if len(parts) != 4 or parts[1] == "Instruction" or not parts[0].isdigit():
             continue
-        match = re.fullmatch(r"(\d+)([KMG]?)", parts[2])
-        if match and parts[0].isdigit():
-            size = int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
+        size = _size(parts[2])
+        if size:
             levels.append(CacheLevel(f"L{parts[0]}{'d' if parts[1] == 'Data' else ''}", size, parts[3]))
     return sorted(levels, key=lambda level: level.size_bytes)
 
 
-def working_sets(levels: list[CacheLevel]) -> list[tuple[str, int]]:
-    """(region, bytes) to measure: inside each level but beyond the one below, then well beyond the last."""
-    points = []
+def working_sets(levels: list[CacheLevel]) -> list[int]:
+    """Working sets to measure: inside each level but beyond the one below, well beyond the last, and twice
+    every probed copy size."""
+    points = set()
     below = 0
     for level in levels:
         for fraction in _INSIDE:
             size = int(level.size_bytes * fraction)
             if size > below:
-                points.append((level.name, size))
+                points.add(size)
         below = level.size_bytes
     largest = levels[-1].size_bytes if levels else 64 << 20
-    points += [("memory", min(_MAX_WORKING_SET, largest * factor)) for factor in _BEYOND_LLC]
-    return points
+    points |= {min(_MAX_WORKING_SET, largest * factor) for factor in _BEYOND_LLC}
+    points |= {2 * size for size in _PROBED_COPIES}
+    return sorted(points)
 
 
-def measure_copy_cost(
-    runs: int = 5, cpu: str | None = "0", run: Runner = run_here, program_path: str | None = None
-) -> tuple[list[CacheLevel], list[CopyCost]]:
-    """The cache hierarchy and the median copy cost per byte inside each level and beyond (hot buffers)."""
+def measure_memcpy(
+    runs: int = 7, cpu: str | None = "0", run: Runner = run_here, program_path: str | None = None
+) -> dict[str, Any]:
+    """Best of several copies of a buffer at least 4x the last-level cache, on one CPU of the machine RUN runs
+    on (this one by default, with this machine's build)."""
+    if program_path is None:
+        require_programs(["memcpy_bandwidth"])
+        program_path = str(program("memcpy_bandwidth"))
+    levels = cache_levels(run)
+    llc = levels[-1].size_bytes if levels else None
+    mib = max(128, 4 * (llc or 0) >> 20)
+    result = run(_pinned(cpu, [program_path, str(mib), str(runs)]))
+    if result.returncode != 0:
+        raise CopylabError(f"memcpy calibration failed: {result.stderr.strip() or result.returncode}")
+    measured = json.loads(result.stdout)
+    measured["llc_bytes"] = llc
+    measured["cpu"] = cpu
+    return measured
+
+
+def _pinned(cpu: str | None, command: list[str]) -> list[str]:
+    return ["taskset", "-c", cpu, *command] if cpu is not None else command
+
+
+def measure_copy_points(
+    sizes: list[int],
+    cpu: str | None = "0",
+    run: Runner = run_here,
+    program_path: str | None = None,
+    rounds: int = ROUNDS,
+    passes: int = PASSES,
+) -> list[CopyPoint]:
+    """Every working set of SIZES along every path and placement, ROUNDS times alternating between memcpy as
+    linked (and the kernel's read) and glibc's memcpy without rep movsb, each a process of PASSES passes."""
     if program_path is None:
         require_programs(["copy_cost"])
         program_path = str(program("copy_cost"))
-    levels = cache_levels(run)
-    points = working_sets(levels)
-    command = [program_path, str(runs), *(str(size) for _, size in points)]
-    result = run(["taskset", "-c", cpu, *command] if cpu is not None else command)
-    if result.returncode != 0:
-        raise CopylabError(f"copy cost calibration failed: {result.stderr.strip() or result.returncode}")
-    measured = json.loads(result.stdout)["points"]
-    costs = [
-        CopyCost(region, int(point["working_set_bytes"]), float(point["ns_per_byte"]))
-        for (region, _), point in zip(points, measured, strict=True)
-    ]
-    return levels, costs
+    samples: dict[tuple[int, str, int], tuple[list[list[float]], list[list[float]]]] = {}
+    for _ in range(rounds):
+        for environment, arguments in (([], []), (["env", WITHOUT_REP_MOVSB], ["--memcpy-only"])):
+            command = [*environment, *_pinned(cpu, [program_path, *arguments, str(passes), *map(str, sizes)])]
+            result = run(command)
+            if result.returncode != 0:
+                raise CopylabError(f"copy cost calibration failed: {result.stderr.strip() or result.returncode}")
+            for point in json.loads(result.stdout)["points"]:
+                path = VECTOR if environment and point["path"] == MEMCPY else point["path"]
+                key = (int(point["working_set_bytes"]), path, int(point["offset"]))
+                values, shares = samples.setdefault(key, ([], []))
+                values.append([float(v) for v in point["ns_per_byte"]])
+                shares.append([float(v) for v in point["on_cpu"]])
+    return [CopyPoint(size, path, offset, values, shares) for (size, path, offset), (values, shares) in samples.items()]
+
+
+def cpu_flags(run: Runner = run_here) -> list[str]:
+    """The copy-related flags the CPU reports (/proc/cpuinfo) on the machine RUN runs on."""
+    listed = run(["sh", "-c", "grep -m1 '^flags' /proc/cpuinfo || true"]).stdout.split()
+    return [flag for flag in COPY_FLAGS if flag in listed]
 
 
 def calibration(cpu: str | None = "0", run: Runner = run_here, programs: dict[str, str] | None = None) -> Calibration:
-    """memcpy bandwidth and copy cost by cache level on one CPU of the machine RUN runs on; PROGRAMS: where
-    the calibration programs are there (default: this machine's build)."""
+    """memcpy bandwidth and copy cost by working set, path and placement on one CPU of the machine RUN runs on;
+    PROGRAMS: where the calibration programs are there (default: this machine's build)."""
     where = programs or {}
     memcpy = measure_memcpy(cpu=cpu, run=run, program_path=where.get("memcpy_bandwidth"))
-    levels, costs = measure_copy_cost(cpu=cpu, run=run, program_path=where.get("copy_cost"))
-    return Calibration(**memcpy, caches=levels, copy_cost=costs)
-
-
-def region_costs(record: Calibration) -> dict[str, float]:
-    """The median copy cost per byte of each region measured (L1d ... memory), smallest region first."""
-    by_region: dict[str, list[float]] = {}
-    for cost in record.copy_cost:
-        by_region.setdefault(cost.region, []).append(cost.ns_per_byte)
-    return {region: statistics.median(values) for region, values in by_region.items()}
-
-
-def copy_cost_at(record: Calibration, working_set: int) -> CopyCost:
-    """The calibrated cost for a working set: the region it fits in (the smallest cache at least that large,
-    else memory) and the median measured cost of that region."""
-    region = next((level.name for level in record.caches if working_set <= level.size_bytes), "memory")
-    medians = region_costs(record)
-    if region not in medians:
-        raise CopylabError(f"the calibration has no copy cost for {region}")
-    return CopyCost(region, working_set, medians[region])
-
-
-def copy_cost_table(record: Calibration) -> str:
-    """The copy cost by cache level as a text table."""
-    lines = [f"{'region':<8} {'working set':>12} {'ns/byte':>9} {'GB/s':>8}"]
-    for cost in record.copy_cost:
-        size = cost.working_set_bytes
-        shown = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
-        lines.append(f"{cost.region:<8} {shown:>12} {cost.ns_per_byte:>9.4f} {1 / cost.ns_per_byte:>8.1f}")
-    return "\n".join(lines)
-
-
-def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
-    """Per implementation, its best mean stream throughput and what fraction of its copy bound that is."""
-    throughput = summary[
-        (summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream") & (summary["n"] > 0)
-    ]
-    rows = []
-    for implementation in implementations.ordered(throughput["implementation"]):
-        copies = implementations.get(implementation).copies.per_byte()
-        mine = throughput[throughput["implementation"] == implementation]
-        best = mine.loc[mine["mean"].idxmax()]
-        limit = memcpy_gbps / copies
-        rows.append(
-            {
-                "implementation": implementation,
-                "copies": copies,
-                "size_bytes": int(best["size_bytes"]),
-                "threads": int(best["threads"]),
-                "best_gbps": float(best["mean"]),
-                "limit_gbps": limit,
-                "fraction": float(best["mean"]) / limit,
-            }
-        )
-    return rows
+    levels = cache_levels(run)
+    points = measure_copy_points(working_sets(levels), cpu, run, where.get("copy_cost"))
+    return derive(
+        memcpy["buffer_mib"],
+        memcpy["runs"],
+        memcpy["memcpy_gbps"],
+        memcpy["llc_bytes"],
+        cpu,
+        levels,
+        points,
+        cpu_flags(run),
+    )

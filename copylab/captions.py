@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from copylab.calibrate import region_costs
-from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, threads_text
+from copylab.calibration import region_costs
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
 from copylab.results import (
     THROUGHPUT,
     Focus,
@@ -151,13 +151,34 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
         if record is None or not record.copy_cost:
             return unmeasurable + (counted or " No values are drawn rather than zeros.")
         levels = ", ".join(f"{region} {fmt_num(cost)} ns" for region, cost in region_costs(record).items())
+        if not record.copy_points:
+            return (
+                unmeasurable
+                + counted
+                + " Drawn instead: the calibrated cost of copying one byte (median of repeated memcpy runs, "
+                f"hot buffers, CPU {record.cpu or 'any'}) against the working set, inside each cache level and beyond: "
+                f"{levels}. Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at twice "
+                "their size (a message and its copy)."
+            )
+        rounds = max(len(point.ns_per_byte) for point in record.copy_points)
+        findings = " ".join(
+            f"Shaded, a finding and not a cache level: {f.describe(record.cpu_flags)}." for f in record.findings
+        )
+        verdict = (
+            f" The calibration is inconsistent ({md_escape(record.inconsistent)}): no cache level is derived from it."
+            if record.inconsistent
+            else ""
+        )
         return (
             unmeasurable
             + counted
-            + " Drawn instead: the calibrated cost of copying one byte (median of repeated memcpy runs, "
-            f"hot buffers, CPU {record.cpu or 'any'}) against the working set, inside each cache level and beyond: "
-            f"{levels}. Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at twice "
-            "their size (a message and its copy)."
+            + f" Drawn instead: the calibrated cost of copying one byte (median over {rounds} rounds, separate "
+            f"processes, of interleaved passes, hot buffers, CPU {record.cpu or 'any'}) against the working set, for "
+            "memcpy as linked (blue), glibc's memcpy without rep movsb (green) and the kernel's copy to user space "
+            "through read() (orange), with source and destination at the same offset within a page (solid) or the "
+            f"destination 16 B past the source (dashed). Per level (memcpy, cheaper placement): {levels}. "
+            f"{findings}{verdict} Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at "
+            "twice their size (a message and its copy)."
         )
     text = (
         f"Sender cache load misses per KiB sent against message size, one panel per thread count. {INTERVALS} "

@@ -29,11 +29,12 @@ class Key:
     column: str | None = None
 
 
-# When the window began and ended (CLOCK_MONOTONIC, what BPF's nsecs counts): kernel copy accounting sums the
-# bytes the kernel copied between the two.
+# When the window began and ended (CLOCK_MONOTONIC, what BPF's nsecs counts) and which process received:
+# kernel copy accounting sums what the kernel copied for that process between the two.
 _WINDOW = (
     Key("window_begin_ns", "int", "ns", "CLOCK_MONOTONIC when the measured window began"),
     Key("window_end_ns", "int", "ns", "CLOCK_MONOTONIC when the measured window ended"),
+    Key("pid", "int", "", "the receiving process's id, whose receives the kernel's counts are taken for"),
 )
 _IDENTITY = (
     Key("role", "str", "", "server or client"),
@@ -93,7 +94,7 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             "rx_mapped_bytes",
             "int",
             "B",
-            "bytes received as mapped pages (null unless receive mmap)",
+            "bytes received as mapped pages in the window (null unless receive mmap)",
             True,
             "rx_mapped_bytes",
         ),
@@ -101,7 +102,7 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             "rx_copied_bytes",
             "int",
             "B",
-            "bytes received by recv() (null unless receive mmap)",
+            "bytes received by recv() in the window (null unless receive mmap)",
             True,
             "rx_copied_bytes",
         ),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from copylab import contract
-from copylab.spec import TrialSettings, TrialSpec
+from copylab.spec import TrialSettings, TrialSpec, Window
 
 if TYPE_CHECKING:
     from copylab.testbed import End
@@ -52,14 +52,15 @@ class Driver:
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         raise NotImplementedError
 
-    def window(self, client_out: str) -> tuple[int, int] | None:
-        """When the measured window began and ended (CLOCK_MONOTONIC ns), where the client says."""
+    def window(self, client_out: str) -> Window | None:
+        """The measured window, as the client reports it (its ends, its pid, the bytes it received), or None."""
         return None
 
 
-def _client_window(client_out: str) -> tuple[int, int] | None:
+def _client_window(client_out: str) -> Window:
     result = contract.json_object(client_out)
-    return int(result["window_begin_ns"]), int(result["window_end_ns"])
+    mapped = result.get("rx_mapped_bytes") or 0
+    return Window(result["window_begin_ns"], result["window_end_ns"], result["pid"], result["bytes"] - mapped)
 
 
 def _probe(end: End, server: str) -> str | None:
@@ -148,7 +149,7 @@ class CopylabPrograms(Driver):
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
         return _probe(end, end.program(self.server, sanitize))
 
-    def window(self, client_out: str) -> tuple[int, int] | None:
+    def window(self, client_out: str) -> Window | None:
         return _client_window(client_out)
 
 
@@ -270,5 +271,5 @@ class ModelPrograms(Driver):
             row.update(contract.columns(role, result))
         return row
 
-    def window(self, client_out: str) -> tuple[int, int] | None:
+    def window(self, client_out: str) -> Window | None:
         return _client_window(client_out)

@@ -18,9 +18,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from copylab import implementations, plotting, schema
+from copylab.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, Calibration
 from copylab.diagram import zerocopy_path_figure
 from copylab.formatting import fmt_size
-from copylab.manifest import Calibration, Manifest
+from copylab.manifest import Manifest
 from copylab.metrics import METRICS
 from copylab.results import zero_copy_counts
 
@@ -191,7 +192,7 @@ def copies_and_cost_figure(
     occupy twice its size)."""
     title = "Copies counted by the kernel, and what a copy costs by cache level (this host has no miss counters)"
     panels = [kind for kind, present in (("copies", not copies.empty), ("cost", bool(calibration))) if present]
-    figure = Figure(figsize=(4.6 * len(panels), 4.2), layout="constrained")
+    figure = Figure(figsize=(max(7.0, 4.6 * len(panels)), 5.2), layout="constrained")
     figure.suptitle(f"{title}\n{setup}", fontsize=9)
     axes = dict(zip(panels, figure.subplots(1, len(panels), squeeze=False)[0], strict=True))
     caches = calibration.caches if calibration else []
@@ -214,22 +215,57 @@ def copies_and_cost_figure(
         ax.set_title("measured (BPF, skb_copy_datagram_iovec)", fontsize=8)
         ax.legend(fontsize=6, loc="center left")
     if calibration is not None and "cost" in axes:
-        ax = axes["cost"]
+        _cost_panel(axes["cost"], calibration, sizes, caches)
+    return figure
+
+
+# How each calibration path and placement is drawn: colour by path, line style by placement.
+_PATH_COLORS = {MEMCPY: "#0173b2", VECTOR: "#029e73", READ: "#d55e00"}
+_OFFSET_STYLES = {0: "-", 16: "--"}
+
+
+def _cost_panel(ax: Axes, calibration: Calibration, sizes: list[int], caches: list) -> None:
+    """The calibrated cost per byte by working set: every path at every placement where the calibration kept its
+    samples (else the costs by level), the findings shaded, cache sizes and the sweep's messages marked."""
+    if calibration.copy_points:
+        points = sorted(calibration.copy_points, key=lambda p: (p.path, p.offset, p.working_set_bytes))
+        for (path, offset), group in pd.DataFrame(
+            [(p.path, p.offset, p.working_set_bytes, p.median) for p in points],
+            columns=["path", "offset", "working_set", "median"],
+        ).groupby(["path", "offset"], sort=False):
+            ax.plot(
+                group["working_set"],
+                group["median"],
+                marker="o",
+                markersize=3,
+                color=_PATH_COLORS.get(path, "#555555"),
+                linestyle=_OFFSET_STYLES.get(offset, ":"),
+                label=f"{PATH_LABELS.get(path, path)}, {'same page offset' if offset == 0 else f'dst +{offset} B'}",
+            )
+        for finding in calibration.findings:
+            ax.axvspan(
+                2 * finding.from_bytes, 2 * finding.to_bytes, color=_PATH_COLORS.get(finding.path), alpha=0.08, lw=0
+            )
+        if calibration.findings:
+            ax.plot([], [], color="#999999", linewidth=6, alpha=0.3, label="finding: not a cache level")
+    else:
         costs = pd.DataFrame([dataclasses.asdict(cost) for cost in calibration.copy_cost])
         for region, rows in costs.groupby("region", sort=False):
             ax.plot(rows["working_set_bytes"], rows["ns_per_byte"], marker="o", label=f"inside {region}")
-        for level in caches:
-            _mark(ax, level.size_bytes, f"{level.name} {fmt_size(level.size_bytes)}")
-        for size in sizes:
-            ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
-        ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 x size)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("working set (source + destination bytes)")
-        ax.set_ylabel("ns per byte copied (median)")
+    for level in caches:
+        _mark(ax, level.size_bytes, f"{level.name} {fmt_size(level.size_bytes)}")
+    for size in sizes:
+        ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
+    ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 x size)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("working set (source + destination bytes)")
+    ax.set_ylabel("ns per byte copied (median)")
+    if calibration.inconsistent:
+        ax.set_title(textwrap.fill(f"inconsistent: {calibration.inconsistent}", 70), fontsize=7)
+    else:
         ax.set_title("calibrated on the sending CPU", fontsize=8)
-        ax.legend(fontsize=6, loc="upper left")
-    return figure
+    ax.legend(fontsize=5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
 
 
 def _mark(ax: Axes, x: float, label: str) -> None:

@@ -42,6 +42,21 @@ STUDY_ROLES = {"A1": "two-copy baseline", "A2": "one-copy", "A3": "zero-copy"}
 ZERO_COPY_COLUMNS = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs")
 
 
+# The study's message: this many separately allocated fields (csrc/copylab.h FIELD_COUNT).
+FIELDS = 8
+
+
+@dataclass(frozen=True)
+class UserCopy:
+    """How a sender copies a message into a buffer of its own before sending it."""
+
+    call: str  # "memcpy" (libc, in user space) or "read" (the kernel's copy to user space)
+    per_message: int  # calls per message: one per field, or one for the whole message
+
+    def bytes_per_call(self, size: int) -> int:
+        return size // self.per_message
+
+
 @dataclass(frozen=True)
 class Copies:
     """How many times the CPU copies each payload byte on its way from the sender's memory to the receiver's."""
@@ -49,6 +64,7 @@ class Copies:
     sender_user: int  # in user space before the send (packing the fields, reading a file into a buffer)
     sender_kernel: int  # by the sending kernel, into socket buffers
     local_delivery: int = 0  # by the kernel when a local receiver may not keep the sender's pinned pages
+    user_copy: UserCopy | None = None  # how the sender_user copy is made
 
     @property
     def at_send(self) -> int:
@@ -147,7 +163,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
                 "no NIC and no DMA), so end to end there are three copies, two on the sender."
             ),
             driver=CopylabPrograms("two_copy"),
-            copies=Copies(sender_user=1, sender_kernel=1),
+            copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELDS)),
             color="#0173b2",
             role="A1",
             bench=BenchGoal(against="iperf3", at_least=0.9),
@@ -219,7 +235,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
                 "into the page cache, which never happens here. It is the baseline of the file-serving pair."
             ),
             driver=CopylabPrograms("read_send", from_file=True),
-            copies=Copies(sender_user=1, sender_kernel=1),
+            copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("read", 1)),
             color="#d55e00",
         ),
         Implementation(

@@ -1,12 +1,25 @@
 """The bytes the kernel copies in each trial's measured window, counted with BPF (bpftrace).
 
 One bpftrace runs on the client's end for the whole sweep (starting it takes about half a second, too long
-to pay per trial). It counts, per millisecond, what the tracepoint skb:skb_copy_datagram_iovec reports
-copied to user space by receivers in the client's network namespace only, and flushes the counts every few
-milliseconds into a file; a trial's row gets the sum over the milliseconds of its window, whose ends the
-client prints (CLOCK_MONOTONIC, the clock of BPF's nsecs). The two millisecond buckets at the window's ends
-are counted whole: at most 2 ms of traffic more than the window. The send side's copies are only visible to
-function probes (kprobe/fentry); where the kernel refuses them, those columns are empty with the reason.
+to pay per trial). Per process and millisecond it counts two things the kernel reports for receivers in the
+client's network namespace: the bytes copied to user space (tracepoint skb:skb_copy_datagram_iovec) and the
+bytes the process's receive calls took from its sockets, copied or not (sock:sock_recv_length, peeks left
+out). It flushes the counts every few milliseconds into a file; a trial's row gets the sums over the
+milliseconds of its window, for the trial's client process only (the client prints its pid and its window's
+CLOCK_MONOTONIC ends, the clock of BPF's nsecs). The two millisecond buckets at the window's ends are counted
+whole: at most 2 ms of traffic more than the window.
+
+A window is written only when its counts are complete. The received bytes are the check: the kernel must
+have counted what the client says it received in the window (the bytes that were not mapped), within
+COMPLETE; otherwise, as when bpftrace flushed too late to be sure nothing was cleared uncounted, stopped
+flushing or died, both columns stay empty with the reason. So a 0 copied is a measured 0: the bytes arrived
+(`rcv_kernel_received_bytes`) and none was copied, as with MSG_TRUNC.
+
+bpftrace holds a lease it must see renewed: the controller renews it before every trial, and a bpftrace whose
+lease is older than a trial's bound ends itself, so a lost controller never leaves it attached on a host.
+
+The send side's copies are only visible to function probes (kprobe/fentry); where the kernel refuses them,
+those columns are empty with the reason.
 """
 
 from __future__ import annotations
@@ -17,34 +30,55 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from copylab.spec import Window
 from copylab.testbed import End, Started
 
 FLUSH_MS = 20
 # How long a trial waits for the flush that covers its window's end.
 FLUSH_WAIT_S = 1.0
 ATTACH_WAIT_S = 20.0
-# Alive for the whole sweep; the testbed kills it when the sweep ends however it ends.
-SWEEP_DEADLINE_S = 7 * 24 * 3600
-RECEIVE_COLUMN = "rcv_kernel_copy_bytes"
+# The kernel's count of received bytes against the client's: within this, the window was counted whole.
+COMPLETE = (0.9, 1.1)
+COPIED_COLUMN = "rcv_kernel_copy_bytes"
+RECEIVED_COLUMN = "rcv_kernel_received_bytes"
+RECEIVE_COLUMNS = (COPIED_COLUMN, RECEIVED_COLUMN)
 SEND_COLUMNS = ("snd_kernel_copy_bytes", "zc_deferred_copy_bytes")
-COLUMNS = (RECEIVE_COLUMN, *SEND_COLUMNS)
+COLUMNS = (*RECEIVE_COLUMNS, *SEND_COLUMNS)
+MSG_PEEK = 2
 
-# Two maps take turns: the tracepoint adds to the one of the current turn while bpftrace's user space prints and
-# clears the other (print and clear run there later, so clearing the map still being added to would lose counts).
+# Two sets of maps take turns: the tracepoints add to the set of the current turn while bpftrace's user space
+# prints and clears the other (print and clear run there later, so clearing a map still being added to would
+# lose counts; a print that comes a whole turn late shows as keys newer than its flush, and is detected).
 _PROGRAM = """
 tracepoint:skb:skb_copy_datagram_iovec /curtask->nsproxy->net_ns->ns.inum == {namespace}/ {{
-    if (@turn % 2 == 0) {{ @even[nsecs / 1000000] = sum(args->len); }}
-    else {{ @odd[nsecs / 1000000] = sum(args->len); }}
+    if (@turn % 2 == 0) {{ @copied_even[pid, nsecs / 1000000] = sum(args->len); }}
+    else {{ @copied_odd[pid, nsecs / 1000000] = sum(args->len); }}
+}}
+tracepoint:sock:sock_recv_length
+/curtask->nsproxy->net_ns->ns.inum == {namespace} && args->ret > 0 && (args->flags & {peek}) == 0/ {{
+    if (@turn % 2 == 0) {{ @received_even[pid, nsecs / 1000000] = sum(args->ret); }}
+    else {{ @received_odd[pid, nsecs / 1000000] = sum(args->ret); }}
 }}
 interval:ms:{flush} {{
     $until = nsecs;
     @turn = @turn + 1;
-    if (@turn % 2 == 1) {{ print(@even); clear(@even); }} else {{ print(@odd); clear(@odd); }}
+    if (@turn % 2 == 1) {{
+        print(@copied_even); clear(@copied_even); print(@received_even); clear(@received_even);
+    }} else {{
+        print(@copied_odd); clear(@copied_odd); print(@received_odd); clear(@received_odd);
+    }}
     printf("flushed %llu\\n", $until);
 }}
 """
 # bpftrace reads tracepoints through tracefs; a private mount namespace mounts it where it is not mounted.
 _WITH_TRACEFS = 'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"'
+# Runs "$@" and kills it once the lease file ($1) is older than $2 seconds, checking every second.
+_LEASED = (
+    'lease=$1 bound=$2; shift 2; "$@" & child=$!; '
+    "while kill -0 $child 2>/dev/null; do "
+    'age=$(( $(date +%s) - $(stat -c %Y "$lease" 2>/dev/null || echo 0) )); '
+    '[ "$age" -gt "$bound" ] && { kill -KILL $child; break; }; sleep 1; done; wait $child'
+)
 
 
 def _last_line(text: str, fallback: str) -> str:
@@ -55,15 +89,19 @@ def _last_line(text: str, fallback: str) -> str:
 class Accounting:
     """Kernel copy counts for the trials of one sweep, or the reason there are none."""
 
-    def __init__(self, end: End, unavailable: str = "not started") -> None:
+    def __init__(self, end: End, unavailable: str = "not started", lease_s: float = 60.0) -> None:
         self.end = end
         self.output = ""
+        self.lease = ""
+        self.lease_s = lease_s
         self.process: Started | None = None
         self.receive_reason: str | None = unavailable
         self.send_reason = unavailable if unavailable != "not started" else "needs kprobe or fentry probes"
         self._offset = 0
-        self._buckets: dict[int, int] = {}
+        self._buckets: dict[str, dict[tuple[int, int], int]] = {"copied": {}, "received": {}}
+        self._pending: dict[str, dict[tuple[int, int], int]] = {"copied": {}, "received": {}}
         self._flushed_ns = 0
+        self._late: list[tuple[int, int]] = []  # ms ranges whose counts a late print may have cleared
 
     def start(self, directory: str) -> None:
         try:
@@ -75,9 +113,13 @@ class Accounting:
             return
         namespace = self.end.run(["stat", "-L", "-c", "%i", "/proc/self/ns/net"]).stdout.strip()
         self.output = f"{directory}/kernel-copies.json"
-        program = _PROGRAM.format(namespace=namespace, flush=FLUSH_MS)
+        self.lease = f"{directory}/lease"
+        self.renew()
+        program = _PROGRAM.format(namespace=namespace, flush=FLUSH_MS, peek=MSG_PEEK)
         bpftrace = ["bpftrace", "-f", "json", "-o", self.output, "-e", program]
-        self.process = self.end.start(["unshare", "-m", "sh", "-c", _WITH_TRACEFS, "sh", *bpftrace], SWEEP_DEADLINE_S)
+        leased = ["sh", "-c", _LEASED, "sh", self.lease, str(round(self.lease_s)), *bpftrace]
+        # The lease bounds it; the deadline is only the end's own backstop.
+        self.process = self.end.start(["unshare", "-m", "sh", "-c", _WITH_TRACEFS, "sh", *leased], 7 * 24 * 3600)
         ends = time.monotonic() + ATTACH_WAIT_S
         while '"attached_probes"' not in self.end.read(self.output):
             if self.process.returncode is not None or time.monotonic() > ends:
@@ -88,6 +130,7 @@ class Accounting:
                 return
             time.sleep(0.02)
         self.receive_reason = None
+        self.renew()  # attaching took a while: the lease counts from here
         probe = self.end.run(
             [
                 "unshare",
@@ -106,6 +149,11 @@ class Accounting:
             if probe.returncode != 0 or "ERROR" in probe.stderr
             else "send-side accounting (kprobes) is not implemented yet"
         )
+
+    def renew(self) -> None:
+        """Renews bpftrace's lease: called before every trial, so that it outlives no controller."""
+        if self.lease:
+            self.end.run(["touch", self.lease])
 
     def _ended(self) -> tuple[str, str]:
         assert self.process is not None
@@ -128,42 +176,85 @@ class Accounting:
             except json.JSONDecodeError:
                 continue
             if entry.get("type") == "map":
-                for counts in entry["data"].values():
-                    for bucket, count in counts.items():
-                        self._buckets[int(bucket)] = self._buckets.get(int(bucket), 0) + int(count)
+                for name, counts in entry["data"].items():
+                    kind = "copied" if name.startswith("@copied") else "received"
+                    for key, count in counts.items():
+                        pid, ms = (int(part) for part in key.split(","))
+                        pending = self._pending[kind]
+                        pending[pid, ms] = pending.get((pid, ms), 0) + int(count)
             elif entry.get("type") == "printf" and str(entry.get("data", "")).startswith("flushed "):
-                self._flushed_ns = int(entry["data"].split()[1])
+                self._flush(int(entry["data"].split()[1]))
         self._offset += len(complete.encode())
 
-    def columns(self, window: tuple[int, int] | None) -> tuple[dict[str, float | int], str]:
-        """The trial's kernel copy columns for WINDOW (begin, end ns), and why any is empty."""
+    def _flush(self, until_ns: int) -> None:
+        """The maps printed before a flush line are the turn that flush retired: keys a whole turn newer than
+        it were added after the map went live again, so its clear may have dropped counts around them."""
+        until_ms = until_ns // 1_000_000
+        newest = max((ms for pending in self._pending.values() for _, ms in pending), default=0)
+        if newest > until_ms + FLUSH_MS:
+            self._late.append((until_ms + FLUSH_MS, newest + FLUSH_MS))
+        for kind, pending in self._pending.items():
+            buckets = self._buckets[kind]
+            for key, count in pending.items():
+                buckets[key] = buckets.get(key, 0) + count
+            pending.clear()
+        self._flushed_ns = until_ns
+
+    def _alive(self) -> str | None:
+        """Why counting stopped, or None while bpftrace runs."""
+        if self.receive_reason is not None:
+            return self.receive_reason
+        if self.process is None or self.process.returncode is not None:
+            return "bpftrace ended during the sweep"
+        return None
+
+    def columns(self, window: Window | None) -> tuple[dict[str, float | int], str]:
+        """The trial's kernel copy columns for its client's WINDOW, and why any is empty."""
         values: dict[str, float | int] = {column: float("nan") for column in COLUMNS}
         reasons = {column: self.send_reason for column in SEND_COLUMNS}
-        if self.receive_reason is not None or self.process is None:
-            reasons[RECEIVE_COLUMN] = self.receive_reason or "bpftrace ended during the sweep"
-        elif window is None:
-            reasons[RECEIVE_COLUMN] = "the implementation does not report its measured window"
-        else:
-            begin, end = window
-            waits_until = time.monotonic() + FLUSH_WAIT_S
-            self._read()
-            while self._flushed_ns <= end and time.monotonic() < waits_until:
-                time.sleep(FLUSH_MS / 1000)
-                self._read()
-            if self._flushed_ns <= end:
-                reasons[RECEIVE_COLUMN] = "bpftrace did not flush its counts in time"
-            else:
-                first, last = begin // 1_000_000, end // 1_000_000
-                values[RECEIVE_COLUMN] = sum(n for ms, n in self._buckets.items() if first <= ms <= last)
-                self._buckets = {ms: n for ms, n in self._buckets.items() if ms > last}
-        missing = "; ".join(f"{column}: {why}" for column, why in reasons.items() if why)
+        why = self._alive() or (None if window else "the implementation does not report its measured window")
+        if why is None and window is not None:
+            why = self._count(window, values)
+        if why is not None:
+            reasons.update({column: why for column in RECEIVE_COLUMNS})
+            values.update({column: float("nan") for column in RECEIVE_COLUMNS})
+        missing = "; ".join(f"{column}: {reason}" for column, reason in reasons.items() if reason)
         return values, missing
+
+    def _count(self, window: Window, values: dict[str, float | int]) -> str | None:
+        """Fills the receive columns for WINDOW; returns why they cannot be trusted, or None."""
+        waits_until = time.monotonic() + FLUSH_WAIT_S
+        self._read()
+        while self._flushed_ns <= window.end_ns and time.monotonic() < waits_until:
+            time.sleep(FLUSH_MS / 1000)
+            self._read()
+        if self._flushed_ns <= window.end_ns:
+            self.receive_reason = "bpftrace stopped flushing its counts"
+            return f"bpftrace did not flush its counts within {FLUSH_WAIT_S:g} s of the window's end"
+        first, last = window.begin_ns // 1_000_000, window.end_ns // 1_000_000
+        for kind, column in (("copied", COPIED_COLUMN), ("received", RECEIVED_COLUMN)):
+            buckets = self._buckets[kind]
+            values[column] = sum(n for (pid, ms), n in buckets.items() if pid == window.pid and first <= ms <= last)
+            self._buckets[kind] = {key: n for key, n in buckets.items() if key[1] > last}
+        late = [(low, high) for low, high in self._late if low <= last and high >= first]
+        self._late = [(low, high) for low, high in self._late if high > last]
+        if late:
+            low, high = late[0]
+            return f"bpftrace printed its counts late (milliseconds {low}-{high} may have been cleared uncounted)"
+        received, expected = values[RECEIVED_COLUMN], window.expected_bytes
+        if expected > 0 and not COMPLETE[0] <= received / expected <= COMPLETE[1]:
+            return (
+                f"incomplete: the kernel counted {received:,} bytes received where the client received "
+                f"{expected:,} in the window"
+            )
+        return None
 
 
 @contextmanager
-def accounting(end: End, sweep: str) -> Iterator[Accounting]:
-    """Kernel copy accounting on END for a sweep, stopped after the block."""
-    counts = Accounting(end)
+def accounting(end: End, sweep: str, lease_s: float) -> Iterator[Accounting]:
+    """Kernel copy accounting on END for a sweep, stopped after the block; LEASE_S: how long bpftrace outlives
+    the last renewal of its lease."""
+    counts = Accounting(end, lease_s=lease_s)
     with ExitStack() as stack:
         directory = stack.enter_context(end.scratch(f"copylab-kcopy-{sweep}-"))
         stack.callback(counts.stop)

@@ -7,7 +7,6 @@ defaults) and rejects anything else with one line naming the key; copylab.store 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import platform
 import re
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from copylab import implementations
+from copylab.calibration import Calibration
 from copylab.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import ROOT
@@ -110,38 +110,6 @@ class PerfRecord:
     available: bool
     supported_events: list[str]
     unsupported_events: dict[str, str]  # event -> perf's reason
-
-
-@dataclass(frozen=True)
-class CacheLevel:
-    """One data (or unified) cache of the sending CPU, as sysfs describes it."""
-
-    name: str  # L1d, L2, L3
-    size_bytes: int
-    shared_cpus: str  # sysfs shared_cpu_list
-
-
-@dataclass(frozen=True)
-class CopyCost:
-    """What copying one byte costs when source and destination together are WORKING_SET_BYTES."""
-
-    region: str  # the smallest cache the working set fits in (L1d, L2, L3), or memory
-    working_set_bytes: int
-    ns_per_byte: float
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Single-core memcpy bandwidth when the sweep started (the copy-bound ceiling), and the copy cost per byte
-    inside each cache level and beyond."""
-
-    buffer_mib: int
-    runs: int
-    memcpy_gbps: float
-    llc_bytes: int | None = None
-    cpu: str | None = None
-    caches: list[CacheLevel] = field(default_factory=list)
-    copy_cost: list[CopyCost] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -288,14 +256,6 @@ def git_state() -> Git:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def create(

@@ -15,7 +15,7 @@ from typing import Literal
 
 Kind = Literal["str", "int", "float", "bool"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 WORKLOADS = ("stream", "rr")
 RECEIVE_MODES = ("copy", "truncate", "mmap")
 EXPERIMENTS = ("copies", "servers")
@@ -174,9 +174,19 @@ COLUMNS: tuple[Column, ...] = (
         "rcv_kernel_copy_bytes",
         "int",
         "B",
-        "bytes the kernel copied to user space for receivers in the client's namespace, measured window only "
-        "(BPF tracepoint skb:skb_copy_datagram_iovec)",
+        "bytes the kernel copied to user space for the trial's client process, measured window only (BPF "
+        "tracepoint skb:skb_copy_datagram_iovec; before schema 4, for every receiver in the client's namespace); "
+        "0 is a measurement: the bytes arrived (rcv_kernel_received_bytes) and none was copied, as with MSG_TRUNC",
         since=3,
+    ),
+    Column(
+        "rcv_kernel_received_bytes",
+        "int",
+        "B",
+        "bytes the client process's receive calls took from its sockets in the window, copied or not, as the "
+        "kernel counted them (BPF tracepoint sock:sock_recv_length, peeks left out): the check that the window was "
+        "counted whole",
+        since=4,
     ),
     Column("snd_kernel_copy_bytes", "int", "B", "bytes the kernel copied from the sender's user space (BPF)", since=3),
     Column(

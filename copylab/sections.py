@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from copylab import implementations
-from copylab.calibrate import copy_limit_rows
+from copylab.copy_bound import copy_limit_rows
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape, threads_text
 from copylab.manifest import Manifest
 from copylab.paths import ROOT
@@ -244,6 +244,7 @@ def copy_limit(results: Results) -> str:
     table = markdown_table(
         {
             "Implementation": code(row["implementation"]),
+            "Receive": row["receive"],
             "Copies": str(row["copies"]),
             "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
             f"{threads_text(row['threads'])})",
@@ -257,8 +258,9 @@ def copy_limit(results: Results) -> str:
         f"{calibration.runs} copies of a {calibration.buffer_mib} MiB buffer, "
         "larger than the last-level cache, measured when the sweep started). With both ends on one CPU that "
         "core performs every copy of every byte, so an implementation making *k* copies cannot exceed "
-        f"{fmt_num(memcpy)}/*k* Gbit/s. The rest of the gap is protocol processing, system calls and "
-        f"scheduling.\n\n{table}"
+        f"{fmt_num(memcpy)}/*k* Gbit/s; the receiver's copies depend on how it takes the bytes in, so each receive "
+        "mode has its own bound (with `truncate` the receiver's copy is gone). The rest of the gap is protocol "
+        f"processing, system calls and scheduling.\n\n{table}"
     )
 
 

@@ -34,6 +34,16 @@ class TrialSpec:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A trial's measured window as its client reported it."""
+
+    begin_ns: int  # CLOCK_MONOTONIC
+    end_ns: int
+    pid: int  # the client process that received
+    expected_bytes: int  # what its receive calls took from the sockets in the window (the bytes not mapped)
+
+
+@dataclass(frozen=True)
 class TrialSettings:
     sweep: str
     testbed: Testbed  # where the two ends run (copylab.testbed)

@@ -22,15 +22,17 @@ from tqdm import tqdm
 
 from copylab import implementations, kernel_copies, testbed
 from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
+from copylab.calibration import Calibration
 from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
+from copylab.drivers import GRACE_S
 from copylab.errors import CopylabError
-from copylab.manifest import Calibration, Harness, create, now_iso
+from copylab.manifest import Harness, create, now_iso
 from copylab.paths import DATA
 from copylab.schema import SCHEMA_VERSION
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.testbed import Testbed
-from copylab.trial import measured_window_s, run_trial
+from copylab.trial import ORPHAN_MARGIN_S, measured_window_s, run_trial
 
 
 class Configuration(NamedTuple):
@@ -213,7 +215,9 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
     if bed.privilege != "root":
         yield kernel_copies.Accounting(bed.client, "BPF needs root, and this sweep runs without it (user namespace)")
         return
-    with kernel_copies.accounting(bed.client, config.name) as counts:
+    # bpftrace ends itself when its lease, renewed before every trial, is older than a trial may take.
+    lease_s = config.warmup_s + config.duration_s + GRACE_S + ORPHAN_MARGIN_S
+    with kernel_copies.accounting(bed.client, config.name, lease_s) as counts:
         if counts.receive_reason:
             print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
         yield counts
@@ -293,7 +297,7 @@ def _run_prepared(
     skip: frozenset[str] = frozenset()
     writer = store.writer()
     try:
-        with bed.running(), _kernel_copies(config, bed) as counts:
+        with bed.running():
             result.unavailable = unavailable_here(config, bed)
             skip = frozenset(result.unavailable)
             for name, why in result.unavailable.items():
@@ -302,7 +306,9 @@ def _run_prepared(
                 raise CopylabError("no implementation of the sweep can run here (see the lines above)")
             record = store.read_manifest()
             calibration = record.calibration
-            if calibration is None and config.experiment == "copies":  # measured once, kept on resume
+            # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
+            # alone takes the CPU for about 0.4 s.
+            if calibration is None and config.experiment == "copies":
                 calibration = calibration_for(config, bed)
             store.write_manifest(
                 dataclasses.replace(
@@ -312,48 +318,27 @@ def _run_prepared(
                     restrictions=bed.restrictions(),
                 )
             )
-            if config.target_ci is None:
-                batches: Iterator[list[TrialSpec]] = iter([plan(config, skip)])
-                result.planned = len(plan(config, skip))
-            else:
-                batches = adaptive_rounds(config, measured, skip)
-                result.planned = len(configurations(config, skip)) * config.max_trials
-            settings = TrialSettings(
-                config.name,
-                bed,
-                support,
-                config.duration_s,
-                config.warmup_s,
-                config.verify,
-                config.sanitize,
-                align_fields=config.align_fields,
-                kernel_copies=counts,
-            )
-            with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:
-                for batch in batches:
-                    for spec in batch:
-                        if spec.trial_id in done:
-                            continue
-                        row = run_trial(spec, settings)
-                        writer.write(row)
-                        window = measured_window_s(spec, settings)
-                        result.ran += 1
-                        result.window_s += window
-                        result.overheads_s.append(row["trial_wall_s"] - window)
-                        if row["status"] == "ok":
-                            result.ok += 1
-                            value = row.get(PRECISION_METRIC[spec.workload])
-                            if value is not None and not math.isnan(value):
-                                measured.setdefault(_configuration_of(row), []).append(float(value))
-                        else:
-                            result.failed += 1
-                            result.failures.append(f"{spec.trial_id}: {row['error']}")
-                            bed.reconnect()  # an end that went away: back, or the sweep stops here
-                        if on_row:
-                            on_row(row)
-                        bar.update(1)
-            if config.target_ci is not None:
-                result.planned = result.ran + result.skipped
+            with _kernel_copies(config, bed) as counts:
+                if config.target_ci is None:
+                    batches: Iterator[list[TrialSpec]] = iter([plan(config, skip)])
+                    result.planned = len(plan(config, skip))
+                else:
+                    batches = adaptive_rounds(config, measured, skip)
+                    result.planned = len(configurations(config, skip)) * config.max_trials
+                settings = TrialSettings(
+                    config.name,
+                    bed,
+                    support,
+                    config.duration_s,
+                    config.warmup_s,
+                    config.verify,
+                    config.sanitize,
+                    align_fields=config.align_fields,
+                    kernel_copies=counts,
+                )
+                _run_trials(batches, done, settings, writer, result, measured, on_row, progress)
+                if config.target_ci is not None:
+                    result.planned = result.ran + result.skipped
     finally:
         writer.close()
         result.wall_s = time.monotonic() - started
@@ -374,3 +359,39 @@ def _run_prepared(
             )
         )
     return result
+
+
+def _run_trials(
+    batches: Iterator[list[TrialSpec]],
+    done: set[str],
+    settings: TrialSettings,
+    writer: Any,
+    result: SweepResult,
+    measured: dict[Configuration, list[float]],
+    on_row: Callable[[dict[str, Any]], None] | None,
+    progress: bool,
+) -> None:
+    """Runs every trial of BATCHES not yet DONE, writing each row the moment it ends."""
+    with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:
+        for batch in batches:
+            for spec in batch:
+                if spec.trial_id in done:
+                    continue
+                row = run_trial(spec, settings)
+                writer.write(row)
+                window = measured_window_s(spec, settings)
+                result.ran += 1
+                result.window_s += window
+                result.overheads_s.append(row["trial_wall_s"] - window)
+                if row["status"] == "ok":
+                    result.ok += 1
+                    value = row.get(PRECISION_METRIC[spec.workload])
+                    if value is not None and not math.isnan(value):
+                        measured.setdefault(_configuration_of(row), []).append(float(value))
+                else:
+                    result.failed += 1
+                    result.failures.append(f"{spec.trial_id}: {row['error']}")
+                    settings.testbed.reconnect()  # an end that went away: back, or the sweep stops here
+                if on_row:
+                    on_row(row)
+                bar.update(1)

@@ -21,7 +21,7 @@ from copylab import implementations
 from copylab.drivers import GRACE_S, TrialFailed
 from copylab.perf import PerfRun, PerfSupport
 from copylab.schema import PERF_EVENTS
-from copylab.spec import TrialSettings, TrialSpec, cpus_for
+from copylab.spec import TrialSettings, TrialSpec, Window, cpus_for
 from copylab.testbed import End, EndLost, Started
 
 # Beyond the trial's own bound, how long an end lets a process live if nobody is left to end it.
@@ -98,7 +98,7 @@ def _perf_values(
     return values, "; ".join(missing)
 
 
-def _kernel_copies(settings: TrialSettings, window: tuple[int, int] | None) -> dict[str, Any]:
+def _kernel_copies(settings: TrialSettings, window: Window | None) -> dict[str, Any]:
     if settings.kernel_copies is None:
         return {"kernel_copy_missing": "all: kernel copy accounting is off (--no-kernel-copies)"}
     values, missing = settings.kernel_copies.columns(window)
@@ -139,6 +139,8 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     testbed = settings.testbed
     processes = _Processes()
     try:
+        if settings.kernel_copies is not None:
+            settings.kernel_copies.renew()
         with _perf_files(settings) as runs:
             server_cmd, client_cmd = driver.commands(spec, settings)
             server_cmd, client_cmd = _pinned(server_cpu, server_cmd), _pinned(client_cpu, client_cmd)

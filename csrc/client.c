@@ -22,8 +22,17 @@ struct receiver {
     struct histogram *latency; /* rr only */
     /* Read by the main thread at the window's edges. */
     _Alignas(CACHELINE) _Atomic uint64_t bytes;
+    _Atomic uint64_t mapped, copied; /* receive mmap: of those, mapped pages and recv() bytes */
     _Alignas(CACHELINE) char pad;
 };
+
+/* Publishes the receiver's counts for the main thread to read at the window's edges. */
+static void publish(struct receiver *r)
+{
+    atomic_store_explicit(&r->mapped, r->io.mapped, memory_order_relaxed);
+    atomic_store_explicit(&r->copied, r->io.copied, memory_order_relaxed);
+    atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
+}
 
 static void receive_stream(struct receiver *r)
 {
@@ -34,7 +43,7 @@ static void receive_stream(struct receiver *r)
                 return;
             die("the server closed a connection during the run");
         }
-        atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
+        publish(r);
     }
 }
 
@@ -66,7 +75,7 @@ static void receive_rr(struct receiver *r)
         uint64_t elapsed = now_ns() - start;
         if (phase == PHASE_MEASURE)
             histogram_record(r->latency, elapsed);
-        atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
+        publish(r);
     }
 }
 
@@ -80,11 +89,18 @@ static void *receiver_main(void *arg)
     return NULL;
 }
 
-static uint64_t total_bytes(struct receiver *receivers, unsigned n)
+struct totals {
+    uint64_t bytes, mapped, copied;
+};
+
+static struct totals totals_now(struct receiver *receivers, unsigned n)
 {
-    uint64_t sum = 0;
-    for (unsigned i = 0; i < n; i++)
-        sum += atomic_load_explicit(&receivers[i].bytes, memory_order_relaxed);
+    struct totals sum = {0, 0, 0};
+    for (unsigned i = 0; i < n; i++) {
+        sum.bytes += atomic_load_explicit(&receivers[i].bytes, memory_order_relaxed);
+        sum.mapped += atomic_load_explicit(&receivers[i].mapped, memory_order_relaxed);
+        sum.copied += atomic_load_explicit(&receivers[i].copied, memory_order_relaxed);
+    }
     return sum;
 }
 
@@ -133,21 +149,21 @@ int main(int argc, char **argv)
     perf_control_send(&perf, "enable");
     struct usage before, after, used;
     usage_now(&before);
-    uint64_t bytes_before = total_bytes(receivers, n);
+    struct totals before_window = totals_now(receivers, n);
     uint64_t begin_ns = now_ns();
     atomic_store(&phase, PHASE_MEASURE);
 
     sleep_seconds(opt.duration_s);
     atomic_store(&phase, PHASE_STOP);
     uint64_t end_ns = now_ns();
-    uint64_t bytes_after = total_bytes(receivers, n);
+    struct totals after_window = totals_now(receivers, n);
     usage_now(&after);
     perf_control_send(&perf, "disable");
     session_mark(control_fd, CONTROL_END);
 
     /* Wake blocked receivers, then reset the connections so the server's
      * senders see the end at once instead of filling a dead window. */
-    uint64_t verify_errors = 0, mapped = 0, copied = 0;
+    uint64_t verify_errors = 0;
     for (unsigned i = 0; i < n; i++)
         if (shutdown(receivers[i].fd, SHUT_RDWR) != 0 && errno != ENOTCONN)
             die_errno("shutdown");
@@ -156,8 +172,6 @@ int main(int argc, char **argv)
         if (err)
             die("pthread_join: %s", strerror(err));
         verify_errors += receivers[i].io.mismatches;
-        mapped += receivers[i].io.mapped;
-        copied += receivers[i].io.copied;
         receiver_io_close(&receivers[i].io);
         struct linger reset = {.l_onoff = 1, .l_linger = 0};
         if (setsockopt(receivers[i].fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0)
@@ -177,7 +191,7 @@ int main(int argc, char **argv)
     usage_delta(&before, &after, &used);
     double seconds = (double)(end_ns - begin_ns) / 1e9;
     /* rr counts the round trips that started inside the window, stream the bytes that arrived in it. */
-    uint64_t bytes = opt.mode == MODE_RR ? latency[0].count * opt.size : bytes_after - bytes_before;
+    uint64_t bytes = opt.mode == MODE_RR ? latency[0].count * opt.size : after_window.bytes - before_window.bytes;
     struct json j;
     json_begin(&j);
     json_str(&j, "role", "client");
@@ -189,6 +203,7 @@ int main(int argc, char **argv)
     json_f64(&j, "measured_s", seconds);
     json_u64(&j, "window_begin_ns", begin_ns);
     json_u64(&j, "window_end_ns", end_ns);
+    json_u64(&j, "pid", (uint64_t)getpid());
     json_u64(&j, "bytes", bytes);
     json_u64(&j, "messages", bytes / opt.size);
     json_f64(&j, "throughput_gbps", (double)bytes * 8.0 / seconds / 1e9);
@@ -202,8 +217,8 @@ int main(int argc, char **argv)
     json_f64(&j, "cpu_sys_s", used.sys_s);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
     json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
-    json_u64_or_null(&j, "rx_mapped_bytes", opt.receive == RECEIVE_MMAP, mapped);
-    json_u64_or_null(&j, "rx_copied_bytes", opt.receive == RECEIVE_MMAP, copied);
+    json_u64_or_null(&j, "rx_mapped_bytes", opt.receive == RECEIVE_MMAP, after_window.mapped - before_window.mapped);
+    json_u64_or_null(&j, "rx_copied_bytes", opt.receive == RECEIVE_MMAP, after_window.copied - before_window.copied);
     json_end(&j);
     free(latency);
     free(receivers);

@@ -1,30 +1,69 @@
-/* Copy cost by working-set size, like lmbench's bw_mem: for each working set
- * (source + destination bytes) given, the median over RUNS of the time one
- * byte takes to copy with memcpy, buffers hot (already copied once), on
- * whatever CPU the caller pinned us to.  Prints JSON. */
+/* Copy cost by working set, like lmbench's bw_mem, measured so that it means what it says:
+ *
+ *   copy_cost [--memcpy-only] PASSES WORKING_SET_BYTES...
+ *
+ * For each working set (source + destination bytes) it times copies of half of it, hot, on
+ * whatever CPU the caller pinned it to, along two paths:
+ *   memcpy  libc's memcpy as linked (what the senders' user-space copies run);
+ *   read    pread() from a page-cache file into the buffer (the kernel's copy to user space,
+ *           what read() and recv() run), for copies up to READ_MAX_BYTES;
+ * and at two placements of the destination relative to the source, modulo a page:
+ *   0       both start on a page boundary;
+ *   16      the destination starts 16 bytes past the source, as two consecutive malloc()
+ *           blocks lie (glibc puts a 16-byte header before each).
+ * Some CPUs copy with string instructions (rep movsb) and take a slow path when the
+ * destination lies a few bytes past the source modulo 4 KiB, which looks like an overlap.
+ *
+ * Sizes are interleaved: each pass measures every point once, starting at a different one,
+ * so a disturbance spreads over the points instead of hitting one.  Each sample also says
+ * which share of its wall time the thread was on a CPU: below 1, another process took it.
+ * Prints JSON: per point, the ns per byte and on-CPU share of every pass. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
-#define MAX_SIZES 32
-#define MAX_RUNS 51
-/* Bytes copied per timed run: enough that the clock's resolution does not matter. */
-#define BYTES_PER_RUN (32u << 20)
+#define MAX_SIZES 40
+#define MAX_PASSES 25
+#define PAGE 4096u
+#define ALIASED_OFFSET 16u
+/* Bytes copied per sample: enough that the clock's resolution does not matter. */
+#define BYTES_PER_SAMPLE (4u << 20)
+/* The kernel path reads from a file of the copy's size: kept to sizes a page cache holds cheaply. */
+#define READ_MAX_BYTES (1u << 20)
 
-static double now_ns(void)
+enum path { PATH_MEMCPY, PATH_READ, PATHS };
+static const char *const PATH_NAMES[PATHS] = {"memcpy", "read"};
+static const unsigned OFFSETS[] = {0, ALIASED_OFFSET};
+#define OFFSET_COUNT (sizeof OFFSETS / sizeof OFFSETS[0])
+
+struct point {
+    size_t copy_bytes;
+    enum path path;
+    unsigned offset;
+    char *from, *to; /* page-aligned source; destination = to + offset */
+    int file;        /* read: a memfd holding copy_bytes, read from offset 0 */
+    double ns_per_byte[MAX_PASSES], on_cpu[MAX_PASSES];
+};
+
+static _Noreturn void fail(int code, const char *what)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+    fprintf(stderr, "copylab: error: %s%s%s\n", what, errno ? ": " : "", errno ? strerror(errno) : "");
+    exit(code);
 }
 
-static int by_value(const void *a, const void *b)
+static double clock_ns(clockid_t clock)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    struct timespec t;
+    if (clock_gettime(clock, &t) != 0)
+        fail(1, "clock_gettime");
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
 static int parse(const char *text, unsigned long low, unsigned long high, unsigned long *value)
@@ -35,57 +74,116 @@ static int parse(const char *text, unsigned long low, unsigned long high, unsign
     return errno == 0 && *end == '\0' && end != text && *value >= low && *value <= high;
 }
 
-/* Median ns per byte copying HALF bytes from one buffer to another, RUNS times. */
-static int measure(size_t half, int runs, double *ns_per_byte)
+static char *pages(size_t bytes)
 {
-    char *from = malloc(half), *to = malloc(half);
-    if (!from || !to) {
-        free(from);
-        free(to);
-        return -1;
+    /* Populated: every page faulted in before any timing. */
+    char *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (memory == MAP_FAILED)
+        fail(1, "out of memory for a working set");
+    return memory;
+}
+
+/* The two placements of one size and path share their buffers (the destination differs by its offset). */
+static void prepare(struct point *p, const struct point *previous)
+{
+    if (previous && previous->copy_bytes == p->copy_bytes && previous->path == p->path) {
+        p->from = previous->from;
+        p->to = previous->to;
+        p->file = previous->file;
+        return;
     }
-    memset(from, 1, half);
-    memcpy(to, from, half); /* hot: both buffers faulted in and cached where they fit */
-    size_t rounds = BYTES_PER_RUN / half ? BYTES_PER_RUN / half : 1;
-    double samples[MAX_RUNS];
-    for (int r = 0; r < runs; r++) {
-        double start = now_ns();
-        for (size_t i = 0; i < rounds; i++) {
-            memcpy(to, from, half);
-            __asm__ __volatile__("" : : "r"(to) : "memory"); /* every copy happens, in order */
+    size_t span = (p->copy_bytes + PAGE - 1) / PAGE * PAGE + PAGE;
+    p->from = pages(span);
+    p->to = pages(span);
+    p->file = -1;
+    if (p->path == PATH_READ) {
+        p->file = memfd_create("copylab-copy-cost", 0);
+        if (p->file < 0)
+            fail(1, "memfd_create");
+        for (size_t done = 0; done < p->copy_bytes;) {
+            ssize_t wrote = pwrite(p->file, p->from + done, p->copy_bytes - done, (off_t)done);
+            if (wrote < 0 && errno == EINTR)
+                continue;
+            if (wrote <= 0)
+                fail(1, "pwrite to the page-cache file");
+            done += (size_t)wrote;
         }
-        samples[r] = (now_ns() - start) / ((double)rounds * (double)half);
     }
-    qsort(samples, (size_t)runs, sizeof samples[0], by_value);
-    *ns_per_byte = samples[runs / 2];
-    free(from);
-    free(to);
-    return 0;
+}
+
+static void copy_once(const struct point *p)
+{
+    char *to = p->to + p->offset;
+    if (p->path == PATH_MEMCPY) {
+        memcpy(to, p->from, p->copy_bytes);
+        __asm__ __volatile__("" : : "r"(to) : "memory"); /* every copy happens, in order */
+        return;
+    }
+    for (size_t done = 0; done < p->copy_bytes;) {
+        ssize_t got = pread(p->file, to + done, p->copy_bytes - done, (off_t)done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            fail(1, "pread from the page-cache file");
+        done += (size_t)got;
+    }
+}
+
+static void sample(struct point *p, int pass)
+{
+    size_t rounds = BYTES_PER_SAMPLE / p->copy_bytes ? BYTES_PER_SAMPLE / p->copy_bytes : 1;
+    copy_once(p); /* hot: the buffers are where this copy left them */
+    double wall = clock_ns(CLOCK_MONOTONIC), cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (size_t i = 0; i < rounds; i++)
+        copy_once(p);
+    double wall_ns = clock_ns(CLOCK_MONOTONIC) - wall, cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+    p->ns_per_byte[pass] = wall_ns / ((double)rounds * (double)p->copy_bytes);
+    p->on_cpu[pass] = cpu_ns / wall_ns;
 }
 
 int main(int argc, char **argv)
 {
-    unsigned long runs, sizes[MAX_SIZES];
-    int count = argc - 2;
-    if (argc < 3 || count > MAX_SIZES || !parse(argv[1], 1, MAX_RUNS, &runs)) {
-        fprintf(stderr, "copylab: error: usage: copy_cost RUNS(1..%d) WORKING_SET_BYTES... (at most %d)\n",
-                MAX_RUNS, MAX_SIZES);
+    /* --memcpy-only: a run whose environment changes only libc (GLIBC_TUNABLES) has nothing to add to read. */
+    const bool memcpy_only = argc > 1 && strcmp(argv[1], "--memcpy-only") == 0;
+    char **args = argv + memcpy_only;
+    int count = argc - memcpy_only - 2;
+    unsigned long passes, sizes[MAX_SIZES];
+    if (count < 1 || count > MAX_SIZES || !parse(args[1], 1, MAX_PASSES, &passes)) {
+        fprintf(stderr,
+                "copylab: error: usage: copy_cost [--memcpy-only] PASSES(1..%d) WORKING_SET_BYTES... (at most %d)\n",
+                MAX_PASSES, MAX_SIZES);
         return 2;
     }
     for (int i = 0; i < count; i++) {
-        if (!parse(argv[i + 2], 256, 4ul << 30, &sizes[i])) {
-            fprintf(stderr, "copylab: error: working set %s is not a byte count from 256 to 4 GiB\n", argv[i + 2]);
+        if (!parse(args[i + 2], 256, 4ul << 30, &sizes[i])) {
+            fprintf(stderr, "copylab: error: working set %s is not a byte count from 256 to 4 GiB\n", args[i + 2]);
             return 2;
         }
     }
-    printf("{\"runs\": %lu, \"points\": [", runs);
-    for (int i = 0; i < count; i++) {
-        double ns;
-        if (measure(sizes[i] / 2, (int)runs, &ns) != 0) {
-            fprintf(stderr, "copylab: error: out of memory for a %lu-byte working set\n", sizes[i]);
-            return 1;
-        }
-        printf("%s{\"working_set_bytes\": %lu, \"ns_per_byte\": %.5f}", i ? ", " : "", sizes[i], ns);
+    static struct point points[MAX_SIZES * PATHS * OFFSET_COUNT];
+    size_t n = 0;
+    for (int i = 0; i < count; i++)
+        for (int path = 0; path < PATHS; path++)
+            for (size_t k = 0; k < OFFSET_COUNT; k++)
+                if (path == PATH_MEMCPY || (!memcpy_only && sizes[i] / 2 <= READ_MAX_BYTES))
+                    points[n++] = (struct point){.copy_bytes = sizes[i] / 2, .path = path, .offset = OFFSETS[k]};
+    for (size_t i = 0; i < n; i++)
+        prepare(&points[i], i ? &points[i - 1] : NULL);
+    for (unsigned long pass = 0; pass < passes; pass++)
+        for (size_t i = 0; i < n; i++)
+            sample(&points[(i + pass * n / passes) % n], (int)pass);
+
+    printf("{\"passes\": %lu, \"points\": [", passes);
+    for (size_t i = 0; i < n; i++) {
+        const struct point *p = &points[i];
+        printf("%s{\"working_set_bytes\": %zu, \"path\": \"%s\", \"offset\": %u, \"ns_per_byte\": [", i ? ", " : "",
+               2 * p->copy_bytes, PATH_NAMES[p->path], p->offset);
+        for (unsigned long pass = 0; pass < passes; pass++)
+            printf("%s%.5f", pass ? ", " : "", p->ns_per_byte[pass]);
+        printf("], \"on_cpu\": [");
+        for (unsigned long pass = 0; pass < passes; pass++)
+            printf("%s%.3f", pass ? ", " : "", p->on_cpu[pass]);
+        printf("]}");
     }
     printf("]}\n");
     return 0;

@@ -194,6 +194,7 @@ int main(int argc, char **argv)
     json_f64(&j, "measured_s", seconds);
     json_u64(&j, "window_begin_ns", begin_ns);
     json_u64(&j, "window_end_ns", end_ns);
+    json_u64(&j, "pid", (uint64_t)getpid());
     json_u64(&j, "requests", requests);
     json_f64(&j, "requests_per_s", (double)requests / seconds);
     json_u64(&j, "bytes", requests * opt.size);

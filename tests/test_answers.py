@@ -12,9 +12,10 @@ import pytest
 
 from copylab import answers, captions, figures, formatting, sections
 from copylab.anomaly import find_anomaly
+from copylab.calibration import CacheLevel, Calibration, CopyCost, CopyFinding
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
-from copylab.manifest import CacheLevel, Calibration, CopyCost, Manifest
+from copylab.manifest import Manifest
 from copylab.results import Focus, Results, choose_focus
 from copylab.store import SweepStore
 
@@ -331,6 +332,43 @@ def test_q2_without_counters_derives_an_answer_from_the_calibration():
     assert "Drawn instead: the calibrated cost of copying one byte" in captions.cache_misses_vs_size(
         sweep, answers.choose_focus(sweep)
     )
+
+
+def _with_finding(sweep: Results) -> Results:
+    """The calibration of a host whose memcpy takes a slow rep movsb path for copies of 4 to 256 KiB."""
+    finding = CopyFinding("string_instruction", "memcpy", 16, 4 << 10, 256 << 10, 30.0, 0.6, 0.02, "memcpy_vector")
+    record = dataclasses.replace(sweep.manifest.calibration, findings=[finding], cpu_flags=["erms", "fsrm"])
+    return dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, calibration=record))
+
+
+def test_q2_names_no_level_from_an_inconsistent_calibration():
+    sweep = _calibrated(make_sweep(counters=False), memory_ns=0.12)
+    record = dataclasses.replace(sweep.manifest.calibration, inconsistent="its rounds disagree")
+    sweep = dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, calibration=record))
+    text = answers.answer_q2(sweep)
+    assert "it is inconsistent (its rounds disagree), so no cache level is derived from it, and none is named" in text
+    assert "gains most" not in text and "L1d" not in text
+
+
+def test_q2_names_no_level_for_sizes_whose_removed_copy_a_finding_touches():
+    sweep = _with_finding(_calibrated(make_sweep(counters=False), memory_ns=0.12))
+    text = answers.answer_q2(sweep)
+    sizes = answers.tested_sizes(sweep)
+    touched = [size for size in sizes if 4 << 10 <= size // 8 <= 256 << 10]
+    assert touched, "the fixture has sizes whose 8 fields the finding covers"
+    assert f"At {', '.join(fmt_size(size) for size in touched)} the removed copy (memcpy of" in text
+    assert "`rep movsb`" in text and "not by a cache level, so those sizes name none" in text
+    for size in touched:
+        assert f"{fmt_size(size)}: L" not in text
+
+
+def test_q6_reports_the_copy_path_finding_before_any_throughput_anomaly():
+    sweep = _with_finding(_calibrated(make_sweep(counters=False), memory_ns=0.12))
+    text = answers.answer_q6(sweep)
+    assert text.startswith("Selection rule: a copy that costs more than twice another way")
+    assert "`two_copy` makes such copies" in text and "`rep movsb`" in text
+    assert "sender's user-space CPU time per byte there" in text
+    assert answers.answer_q6(make_sweep()).startswith("Selection rule: among all stream throughput results")
 
 
 @pytest.mark.parametrize(("gain", "level"), [((0.4, 0.1), "L1 data cache"), ((0.1, 0.5), "last-level cache")])
