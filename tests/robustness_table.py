@@ -35,6 +35,7 @@ AREAS = {
     "stress": "Correctness under stress",
     "fuzz": "Fuzzing",
     "security": "Security",
+    "kernel copies": "Kernel copy accounting (BPF)",
     "two hosts": "Two hosts over SSH",
     "privilege": "Without root",
 }
@@ -107,8 +108,8 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
         "",
         "What copylab does when the link, its programs, the operator, the environment or its input files",
         "misbehave. Every row below is one case of the robustness suite (`tests/test_robustness.py`,",
-        "`tests/test_fuzz.py`, `tests/test_remote.py`, `tests/test_rootless.py`); the table is generated",
-        "from the suite's own record",
+        "`tests/test_fuzz.py`, `tests/test_kernel_copies.py`, `tests/test_remote.py`, `tests/test_rootless.py`);",
+        "the table is generated from the suite's own record",
         f"(`{ARTIFACT.relative_to(ROOT)}`) by `python -m tests.robustness_table`: rerun the suite, then that.",
         "",
         "*Rows lost* counts trial rows that had been written (or were due) and were missing or changed",

@@ -139,9 +139,10 @@ def test_a_window_the_kernel_counted_short_is_empty_with_the_reason(tmp_path):
     assert "incomplete: the kernel counted 500 bytes received where the client received 1,000" in missing
 
 
-def test_a_late_print_empties_the_windows_it_may_have_cut(tmp_path):
+def test_a_late_print_empties_the_windows_it_may_have_cut(tmp_path, outcome):
     """A turn's maps printed with keys a whole turn newer than its flush: the clear that followed may have dropped
     counts, so the windows there are empty with the reason; a window before it is counted."""
+    outcome.update(area="kernel copies", fault="bpftrace's user space prints a turn's maps a whole turn late")
     late = {(7, ms): 100 for ms in (10, 45)}  # printed with the flush of ms 20, but holding ms 45 > 20 + 20
     lines = [_map("copied_even", late), _map("received_even", late), _flushed(20), _flushed(60)]
     counts = _accounting(tmp_path / "late.json", lines)
@@ -149,19 +150,25 @@ def test_a_late_print_empties_the_windows_it_may_have_cut(tmp_path):
     assert values[kernel_copies.COPIED_COLUMN] == 100 and "rcv_kernel" not in missing
     values, missing = counts.columns(Window(40_000_000, 50_000_000, 7, 100))
     assert "bpftrace printed its counts late" in missing and values[kernel_copies.COPIED_COLUMN] != 100
+    outcome.update(behaviour=f"the window before it counted; the window it touches empty: {missing}", rows_lost=0)
 
 
-def test_a_flush_that_never_comes_empties_the_window_and_stops_waiting(tmp_path):
+def test_a_flush_that_never_comes_empties_the_window_and_stops_waiting(tmp_path, outcome):
+    outcome.update(area="kernel copies", fault="bpftrace stops flushing its counts (a lost map)")
     counts = _accounting(tmp_path / "stalled.json", [_flushed(20)])
     _, missing = counts.columns(Window(30_000_000, 40_000_000, 7, 100))
     assert "bpftrace did not flush its counts" in missing
     started = time.monotonic()
     _, missing = counts.columns(Window(50_000_000, 60_000_000, 7, 100))
     assert "bpftrace stopped flushing its counts" in missing and time.monotonic() - started < 0.5
+    outcome.update(
+        behaviour=f"that window empty with the reason; later ones too, without waiting: {missing}", rows_lost=0
+    )
 
 
 @needs_root
-def test_bpftrace_killed_mid_sweep_leaves_later_windows_empty_with_the_reason(tmp_path, monkeypatch):
+def test_bpftrace_killed_mid_sweep_leaves_later_windows_empty_with_the_reason(tmp_path, outcome):
+    outcome.update(area="kernel copies", fault="bpftrace is killed (SIGKILL) after the first trial of a sweep")
     killed: list[int] = []
 
     def kill_bpftrace(row: dict) -> None:
@@ -176,21 +183,37 @@ def test_bpftrace_killed_mid_sweep_leaves_later_windows_empty_with_the_reason(tm
     assert rows[0]["rcv_kernel_copy_bytes"] != ""
     for row in rows[1:]:
         assert row["rcv_kernel_copy_bytes"] == "" and "bpftrace" in row["kernel_copy_missing"], row
+    reason = rows[1]["kernel_copy_missing"].split("; ")[0]
+    left = [path.name for path in Path("/tmp").glob(f"copylab-kcopy-bpfkill{TAG}-*")]
+    outcome.update(
+        behaviour=f"{len(rows)} trials ok; the first counted, the {len(rows) - 1} after it empty with '{reason}'",
+        rows_lost=0,
+        leftovers=left,
+    )
+    assert not left
 
 
 @needs_root
-def test_bpftrace_ends_itself_once_its_lease_is_not_renewed(tmp_path):
+def test_bpftrace_ends_itself_once_its_lease_is_not_renewed(tmp_path, outcome):
     """What happens on a host whose controller is gone: nobody renews the lease, and bpftrace ends within it."""
     from copylab import netns
+
+    outcome.update(area="kernel copies", fault="the controller is gone: nobody renews bpftrace's lease (3 s)")
 
     pair = netns.NamespacePair(f"clks{TAG}", f"clkl{TAG}")
     with netns.namespace_pair(pair):
         end = NamespaceEnd("client", pair.client)
         with kernel_copies.accounting(end, f"lease{TAG}", lease_s=3) as counts:
             assert counts.receive_reason is None and counts.process is not None
-            ends = time.monotonic() + 12
-            while counts.process.returncode is None and time.monotonic() < ends:
+            started = time.monotonic()
+            while counts.process.returncode is None and time.monotonic() < started + 12:
                 time.sleep(0.2)
             assert counts.process.returncode is not None, "bpftrace outlived its lease"
+            lived = time.monotonic() - started
             _, missing = counts.columns(Window(1, 2, 7, 100))
             assert "bpftrace ended during the sweep" in missing
+    outcome.update(
+        behaviour=f"bpftrace ended itself {lived:.1f} s after its last renewal; windows after it empty with the reason",
+        rows_lost=0,
+        leftovers=[],
+    )

@@ -112,15 +112,23 @@ def running_in(namespace: str, word: str) -> bool:
     return any(word in _command(pid) for pid in namespace_pids(namespace))
 
 
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie: it ended and waits only for its parent (init, once orphaned) to collect its status."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def remote_leftovers(name: str) -> list[str]:
-    """What a sweep named NAME left on the two 'hosts': working directories and processes."""
+    """What a sweep named NAME left on the two 'hosts': working directories and processes that have not ended."""
     found = [f"directory {path}" for path in Path("/tmp").glob(f"copylab-remote-{name}-*")]
     found += [f"process {pid} ({_command(int(pid))[:60]})" for pid in pgrep(f"copylab-remote-{name}-")]
     for namespace in (SERVER_NS, CLIENT_NS):
         found += [
             f"process {pid} in {namespace} ({_command(pid)[:60]})"
             for pid in namespace_pids(namespace)
-            if "sshd" not in _command(pid)
+            if "sshd" not in _command(pid) and not _exited(pid)
         ]
     return found
 
@@ -473,3 +481,33 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
     assert state() == before
     assert all(end["tuned"] == {"net.core.optmem_max": "1048576", "mtu": "4000"} for end in manifest["ends"])
     assert remote_leftovers(name) == []
+
+
+@needs_root
+def test_bpftrace_on_a_host_whose_controller_is_gone_ends_within_its_lease(hosts, outcome):
+    """The controller's SSH connection is lost without a word: nobody renews bpftrace's lease on the client host,
+    and it ends by itself within the lease (a trial's bound in a sweep; 3 s here)."""
+    from copylab import kernel_copies
+    from copylab.remote import RemoteEnd
+
+    outcome.update(area="two hosts", fault="the controller vanishes while bpftrace counts on the client host")
+    end = RemoteEnd("client", hosts.client_host, str(hosts.ssh_config))
+    end.connect()
+    end.create_work(f"lease-{TAG}", "pytest")
+    try:
+        counts = kernel_copies.Accounting(end, lease_s=3)
+        with end.scratch("copylab-kcopy-lease-") as directory:
+            counts.start(directory)
+            assert counts.receive_reason is None, counts.receive_reason
+            assert running_in(CLIENT_NS, "bpftrace")
+            assert end.connection is not None
+            end.connection.close()  # gone: no kill, no clean-up, no renewal
+            lost = time.monotonic()
+            wait_for(lambda: not running_in(CLIENT_NS, "bpftrace"), 15, 0.2)
+            lived = time.monotonic() - lost
+    finally:
+        end.connect()
+        end.remove_work()
+    left = [f"process {pid} ({_command(pid)[:60]})" for pid in namespace_pids(CLIENT_NS) if "bpftrace" in _command(pid)]
+    outcome.update(behaviour=f"bpftrace ended by itself {lived:.1f} s after the connection was lost", leftovers=left)
+    assert lived <= 3 + 3 and not left
