@@ -37,6 +37,8 @@ FLUSH_MS = 20
 # How long a trial waits for the flush that covers its window's end.
 FLUSH_WAIT_S = 1.0
 ATTACH_WAIT_S = 20.0
+# A lease outlives a trial's bound by this much.
+LEASE_MARGIN_S = 10.0
 # The kernel's count of received bytes against the client's: within this, the window was counted whole.
 COMPLETE = (0.9, 1.1)
 COPIED_COLUMN = "rcv_kernel_copy_bytes"

@@ -32,7 +32,7 @@ from copylab.schema import SCHEMA_VERSION
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.testbed import Testbed
-from copylab.trial import ORPHAN_MARGIN_S, measured_window_s, run_trial
+from copylab.trial import measured_window_s, run_trial
 
 
 class Configuration(NamedTuple):
@@ -215,8 +215,9 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
     if bed.privilege != "root":
         yield kernel_copies.Accounting(bed.client, "BPF needs root, and this sweep runs without it (user namespace)")
         return
-    # bpftrace ends itself when its lease, renewed before every trial, is older than a trial may take.
-    lease_s = config.warmup_s + config.duration_s + GRACE_S + ORPHAN_MARGIN_S
+    # bpftrace ends itself when its lease, renewed before every trial, is older than a trial may take (iperf3's
+    # windows, rounded up to whole seconds, and the harness between trials fit in the margin).
+    lease_s = config.warmup_s + config.duration_s + GRACE_S + kernel_copies.LEASE_MARGIN_S
     with kernel_copies.accounting(bed.client, config.name, lease_s) as counts:
         if counts.receive_reason:
             print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
