@@ -248,7 +248,10 @@ def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACH
             reason = "the counters produced no values in this sweep"
     virtualization = virtualised(results)
     if virtualization and in_container(virtualization):
-        reason += f"; the sweep ran inside a container ({virtualization}), where perf could not open these events"
+        reason += (
+            f"; systemd-detect-virt named a container manager ({virtualization}), and inside a container perf "
+            "cannot open these events"
+        )
     elif virtualization:
         reason += f"; the host is a virtual machine ({virtualization}) whose hypervisor does not expose these events"
     return reason

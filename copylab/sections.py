@@ -318,8 +318,8 @@ def limitations(results: Results) -> str:
     virtualization = virtualised(results)
     if virtualization:
         items.append(
-            f"The sweep ran inside a container ({virtualization}): other workloads of the machine share its CPUs "
-            "and caches."
+            f"systemd-detect-virt names a container manager ({virtualization}), as some virtual machines also do: "
+            "other workloads of the machine share its CPUs and caches."
             if in_container(virtualization)
             else f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
             "CPU time includes time stolen by the hypervisor."
