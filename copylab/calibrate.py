@@ -17,7 +17,8 @@ from copylab.paths import program
 from copylab.perf import Runner, run_here
 
 CACHE_SIZES = "/sys/devices/system/cpu/cpu0/cache"
-CALIBRATION_PROGRAMS = ["memcpy_bandwidth", "copy_cost"]
+# What a testbed builds on each end besides the implementations' programs (the speed probe runs around trials).
+CALIBRATION_PROGRAMS = ["memcpy_bandwidth", "copy_cost", "speed_probe"]
 # glibc's memcpy without its string-instruction path: the rep-movsb threshold above every copy measured.
 WITHOUT_REP_MOVSB = "GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4611686018427387904"
 # Working sets measured per cache level, as fractions of its size (inside it, beyond the level below).

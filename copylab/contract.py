@@ -87,6 +87,13 @@ RESULTS: dict[str, tuple[Key, ...]] = {
         *_WINDOW,
         Key("bytes", "int", "B", "bytes received in the window", column="bytes"),
         Key("messages", "int", "count", "messages (stream) or round trips (rr) in the window", column="messages"),
+        Key(
+            "receive_calls",
+            "int",
+            "count",
+            "receive system calls (recv(), TCP_ZEROCOPY_RECEIVE) in the window",
+            column="rcv_receive_calls",
+        ),
         Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
         *_LATENCY,
         *_USAGE,
@@ -144,6 +151,11 @@ RESULTS["load_client"] = (
         "fairness",
     ),
     *_USAGE,
+)
+# A calibration-like probe the harness runs around each trial (csrc/speed_probe.c).
+RESULTS["speed_probe"] = (
+    Key("ns_per_iteration", "float", "ns", "median time of one step of a chain of dependent multiplications"),
+    Key("on_cpu", "float", "", "share of the probe's wall time its thread was on a CPU"),
 )
 SIDES = {"server": "snd", "client": "rcv", "model_server": "snd", "load_client": "rcv"}
 _TYPES: dict[Kind, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,)}

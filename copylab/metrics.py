@@ -35,6 +35,8 @@ METRICS: dict[str, Metric] = {
     "ctx_switches_per_msg": Metric("lower", "switches/message", "context switches per message, both sides"),
     "zc_copied_fraction": Metric("lower", "fraction", "zero-copy sends the kernel copied anyway"),
     "retransmits": Metric("lower", "count/trial", "TCP retransmits per trial"),
+    "rcv_bytes_per_call": Metric(None, "B/call", "bytes the receiver took per receive call"),
+    "probe_ns": Metric(None, "ns", "the host's speed probe around the trial (higher is slower)", None),
     "rcv_kernel_copies_per_byte": Metric(
         None, "B/B", "bytes the kernel copied to the receiver's user space per byte delivered (BPF)", None
     ),
@@ -86,6 +88,8 @@ def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     switches = sum(trials[f"{side}_ctx_{kind}"] for side in ("snd", "rcv") for kind in ("voluntary", "involuntary"))
     out["ctx_switches_per_msg"] = switches / _positive(trials["messages"])
     out["zc_copied_fraction"] = trials["zc_copied"] / _positive(trials["zc_completed"])
+    out["rcv_bytes_per_call"] = trials["bytes"] / _positive(trials["rcv_receive_calls"])
+    out["probe_ns"] = trials[["probe_before_ns", "probe_after_ns"]].mean(axis=1, skipna=False)
     out["rcv_kernel_copies_per_byte"] = trials["rcv_kernel_copy_bytes"] / byte_count
     out["snd_kernel_copies_per_byte"] = trials["snd_kernel_copy_bytes"] / byte_count
     requests = _positive(trials["messages"])

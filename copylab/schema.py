@@ -203,6 +203,23 @@ COLUMNS: tuple[Column, ...] = (
         "why a kernel copy column is empty: 'column: reason; ...' (BPF probes that cannot attach here)",
         since=3,
     ),
+    Column(
+        "rcv_receive_calls",
+        "int",
+        "count",
+        "receive system calls of the client in the window (recv(), TCP_ZEROCOPY_RECEIVE): bytes per call is how "
+        "much it drained per call",
+        since=4,
+    ),
+    Column(
+        "probe_before_ns",
+        "float",
+        "ns",
+        "the speed probe on the trial's CPUs just before the trial (csrc/speed_probe.c, ns per step of a dependent "
+        "multiplication chain): how fast the host ran them then, higher is slower",
+        since=4,
+    ),
+    Column("probe_after_ns", "float", "ns", "the same speed probe just after the trial", since=4),
     Column("trial_wall_s", "float", "s", "wall time of the whole trial, start-up and teardown included"),
 )
 

@@ -23,6 +23,7 @@ struct receiver {
     /* Read by the main thread at the window's edges. */
     _Alignas(CACHELINE) _Atomic uint64_t bytes;
     _Atomic uint64_t mapped, copied; /* receive mmap: of those, mapped pages and recv() bytes */
+    _Atomic uint64_t calls;          /* receive system calls */
     _Alignas(CACHELINE) char pad;
 };
 
@@ -31,6 +32,7 @@ static void publish(struct receiver *r)
 {
     atomic_store_explicit(&r->mapped, r->io.mapped, memory_order_relaxed);
     atomic_store_explicit(&r->copied, r->io.copied, memory_order_relaxed);
+    atomic_store_explicit(&r->calls, r->io.calls, memory_order_relaxed);
     atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
 }
 
@@ -90,16 +92,17 @@ static void *receiver_main(void *arg)
 }
 
 struct totals {
-    uint64_t bytes, mapped, copied;
+    uint64_t bytes, mapped, copied, calls;
 };
 
 static struct totals totals_now(struct receiver *receivers, unsigned n)
 {
-    struct totals sum = {0, 0, 0};
+    struct totals sum = {0, 0, 0, 0};
     for (unsigned i = 0; i < n; i++) {
         sum.bytes += atomic_load_explicit(&receivers[i].bytes, memory_order_relaxed);
         sum.mapped += atomic_load_explicit(&receivers[i].mapped, memory_order_relaxed);
         sum.copied += atomic_load_explicit(&receivers[i].copied, memory_order_relaxed);
+        sum.calls += atomic_load_explicit(&receivers[i].calls, memory_order_relaxed);
     }
     return sum;
 }
@@ -206,6 +209,7 @@ int main(int argc, char **argv)
     json_u64(&j, "pid", (uint64_t)getpid());
     json_u64(&j, "bytes", bytes);
     json_u64(&j, "messages", bytes / opt.size);
+    json_u64(&j, "receive_calls", after_window.calls - before_window.calls);
     json_f64(&j, "throughput_gbps", (double)bytes * 8.0 / seconds / 1e9);
     /* NaN prints as null: stream mode measures no round trips. */
     const bool rr = latency && latency[0].count;

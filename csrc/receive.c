@@ -73,6 +73,7 @@ static size_t recv_some(struct receiver_io *io, size_t len, int flags)
 {
     for (;;) {
         ssize_t got = recv(io->fd, io->buffer, len, flags);
+        io->calls++;
         if (got >= 0)
             return (size_t)got;
         if (errno == EINTR)
@@ -123,6 +124,7 @@ static size_t receive_mapped(struct receiver_io *io, size_t want)
     for (bool waited = false; whole_pages > 0;) {
         struct tcp_zerocopy_receive zc = {.address = (uint64_t)(uintptr_t)io->map, .length = (uint32_t)whole_pages};
         socklen_t len = sizeof zc;
+        io->calls++;
         if (getsockopt(io->fd, IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, &zc, &len) != 0) {
             if (errno == EINTR)
                 continue;

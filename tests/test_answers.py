@@ -483,12 +483,13 @@ def test_short_answer_summarises_all_configurations():
     )
 
 
-def test_single_trial_has_no_interval_and_containers_are_not_called_vms():
+def test_single_trial_has_no_interval_and_a_container_manager_is_systemd_detect_virts_word():
     assert fmt_interval(18.3, float("nan"), float("nan"), "Gbit/s") == "18.3 (no interval) Gbit/s"
     sweep = _in_container(make_sweep())
-    assert "inside a container (docker), where perf could not open these events" in answers.answer_q2(sweep)
+    assert "systemd-detect-virt named a container manager (docker)" in answers.answer_q2(sweep)
     assert "virtual machine" not in answers.answer_q2(sweep)
-    assert "inside a container (docker)" in sections.limitations(sweep)
+    assert "ran inside a container" not in answers.answer_q2(sweep) + sections.limitations(sweep)
+    assert "systemd-detect-virt names a container manager (docker)" in sections.limitations(sweep)
 
 
 def test_focus_size_has_the_most_results_when_a_sweep_is_incomplete():

@@ -64,7 +64,7 @@ def test_a_registered_implementation_is_analysed_reported_and_explored(registere
     results = load_results(store)
     assert FAKE.explanation in sections.part_a(results)
     assert f"`{FAKE.name}` against `two_copy`" in sections.method(results)
-    assert f"| `{FAKE.name}` | 3 |" in sections.copy_limit(results)  # its 3 copies, from the registry
+    assert f"| `{FAKE.name}` | copy | 3 |" in sections.copy_limit(results)  # its 3 copies, from the registry
     assert f"`{FAKE.name}`" in captions.caption("senders_vs_size", results)
     assert f"**`{FAKE.name}` against `two_copy`.**" in answers.other_ways_to_send(results)
     assert FAKE.name in sections.front_matter(results, date.today())

@@ -1,0 +1,39 @@
+"""How fast the host runs a trial's CPUs, probed just before and after the trial.
+
+On a shared virtual machine a vCPU can run at half speed for seconds while the host gives its physical
+core to someone else; nothing inside the guest shows it (the thread is on its CPU all along, no time is
+stolen). The same fixed work, timed on the trial's CPUs around the trial, says at which speed it ran:
+the covariate the analysis uses to explain, and the report to show, the spread between identical trials.
+"""
+
+from __future__ import annotations
+
+import math
+
+from copylab import contract
+from copylab.spec import TrialSettings, TrialSpec, cpus_for
+from copylab.testbed import End
+
+PROGRAM = "speed_probe"
+
+
+def probe(end: End, cpu: str | None) -> float:
+    """ns per step of the probe on CPU of END (NaN when it cannot run there: the trial goes on without it)."""
+    command = [end.program(PROGRAM)]
+    result = end.run(["taskset", "-c", cpu, *command] if cpu is not None else command)
+    if result.returncode != 0:
+        return math.nan
+    try:
+        return float(contract.parse("speed_probe", result.stdout)["ns_per_iteration"])
+    except contract.ContractError:
+        return math.nan
+
+
+def trial_speed(spec: TrialSpec, settings: TrialSettings) -> float:
+    """The probe's mean over the trial's CPUs: the server's, and the client's when it is another CPU or host."""
+    server_cpu, client_cpu = cpus_for(spec.pinning)
+    bed = settings.testbed
+    probes = [probe(bed.server, server_cpu)]
+    if client_cpu != server_cpu or bed.path == "network":
+        probes.append(probe(bed.client, client_cpu))
+    return sum(probes) / len(probes)

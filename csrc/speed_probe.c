@@ -1,0 +1,58 @@
+/* How fast this CPU runs right now: the time of a fixed chain of dependent multiplications.
+ *
+ *   speed_probe
+ *
+ * A guest's virtual CPU can run at half speed for seconds when the host gives its physical core to
+ * someone else (a busy hyperthread sibling, frequency limits): invisible inside the guest, where the
+ * thread is on its CPU the whole time. Timing the same work before and after a trial tells at which
+ * speed the trial probably ran. Prints JSON: the median ns per iteration of REPEATS runs, and the
+ * share of their wall time the thread was on a CPU (below 1: another process took it). */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define ITERATIONS 400000u
+#define REPEATS 5
+
+static double clock_ns(clockid_t clock)
+{
+    struct timespec t;
+    if (clock_gettime(clock, &t) != 0) {
+        perror("copylab: error: clock_gettime");
+        exit(1);
+    }
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 1) {
+        fprintf(stderr, "copylab: error: usage: speed_probe (no arguments)\n");
+        return 2;
+    }
+    double ns[REPEATS], wall_total = 0, cpu_total = 0;
+    uint64_t x = 1;
+    for (int r = 0; r < REPEATS; r++) {
+        double wall = clock_ns(CLOCK_MONOTONIC), cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        for (unsigned i = 0; i < ITERATIONS; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL; /* each step waits for the last */
+            __asm__ __volatile__("" : "+r"(x));
+        }
+        double wall_ns = clock_ns(CLOCK_MONOTONIC) - wall;
+        wall_total += wall_ns;
+        cpu_total += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+        ns[r] = wall_ns / ITERATIONS;
+    }
+    qsort(ns, REPEATS, sizeof ns[0], by_value);
+    printf("{\"ns_per_iteration\": %.5f, \"on_cpu\": %.3f}\n", ns[REPEATS / 2], cpu_total / wall_total);
+    return 0;
+}
