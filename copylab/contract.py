@@ -155,6 +155,7 @@ RESULTS["load_client"] = (
 # A calibration-like probe the harness runs around each trial (csrc/speed_probe.c).
 RESULTS["speed_probe"] = (
     Key("ns_per_iteration", "float", "ns", "median time of one step of a chain of dependent multiplications"),
+    Key("copy_ns_per_byte", "float", "ns/B", "median time per byte of copying 2 MiB (page-aligned, hot)"),
     Key("on_cpu", "float", "", "share of the probe's wall time its thread was on a CPU"),
 )
 SIDES = {"server": "snd", "client": "rcv", "model_server": "snd", "load_client": "rcv"}

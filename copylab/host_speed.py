@@ -17,23 +17,27 @@ from copylab.testbed import End
 PROGRAM = "speed_probe"
 
 
-def probe(end: End, cpu: str | None) -> float:
-    """ns per step of the probe on CPU of END (NaN when it cannot run there: the trial goes on without it)."""
+# What a probe measures: the probe's JSON key -> the column suffix.
+MEASURES = {"ns_per_iteration": "ns", "copy_ns_per_byte": "copy_ns"}
+
+
+def probe(end: End, cpu: str | None) -> dict[str, float]:
+    """The probe's measures on CPU of END (NaN where it cannot run there: the trial goes on without them)."""
     command = [end.program(PROGRAM)]
     result = end.run(["taskset", "-c", cpu, *command] if cpu is not None else command)
-    if result.returncode != 0:
-        return math.nan
     try:
-        return float(contract.parse("speed_probe", result.stdout)["ns_per_iteration"])
+        parsed = contract.parse("speed_probe", result.stdout) if result.returncode == 0 else {}
     except contract.ContractError:
-        return math.nan
+        parsed = {}
+    return {key: float(parsed.get(key, math.nan)) for key in MEASURES}
 
 
-def trial_speed(spec: TrialSpec, settings: TrialSettings) -> float:
-    """The probe's mean over the trial's CPUs: the server's, and the client's when it is another CPU or host."""
+def trial_speed(spec: TrialSpec, settings: TrialSettings, when: str) -> dict[str, float]:
+    """The probe's columns for WHEN (before, after): its mean over the trial's CPUs, the server's, and the
+    client's when it is another CPU or host."""
     server_cpu, client_cpu = cpus_for(spec.pinning)
     bed = settings.testbed
     probes = [probe(bed.server, server_cpu)]
     if client_cpu != server_cpu or bed.path == "network":
         probes.append(probe(bed.client, client_cpu))
-    return sum(probes) / len(probes)
+    return {f"probe_{when}_{suffix}": sum(p[key] for p in probes) / len(probes) for key, suffix in MEASURES.items()}

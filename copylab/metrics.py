@@ -36,7 +36,9 @@ METRICS: dict[str, Metric] = {
     "zc_copied_fraction": Metric("lower", "fraction", "zero-copy sends the kernel copied anyway"),
     "retransmits": Metric("lower", "count/trial", "TCP retransmits per trial"),
     "rcv_bytes_per_call": Metric(None, "B/call", "bytes the receiver took per receive call"),
-    "probe_ns": Metric(None, "ns", "the host's speed probe around the trial (higher is slower)", None),
+    "probe_ns": Metric(None, "ns", "the host's CPU speed probe around the trial (higher is slower)", None),
+    "probe_copy_ns": Metric(None, "ns/B", "the host's copy speed probe around the trial (higher is slower)", None),
+    "rcv_wakeups_per_mb": Metric(None, "switches/MB", "receiver's voluntary context switches (wake-ups) per MB"),
     "rcv_kernel_copies_per_byte": Metric(
         None, "B/B", "bytes the kernel copied to the receiver's user space per byte delivered (BPF)", None
     ),
@@ -90,6 +92,8 @@ def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     out["zc_copied_fraction"] = trials["zc_copied"] / _positive(trials["zc_completed"])
     out["rcv_bytes_per_call"] = trials["bytes"] / _positive(trials["rcv_receive_calls"])
     out["probe_ns"] = trials[["probe_before_ns", "probe_after_ns"]].mean(axis=1, skipna=False)
+    out["probe_copy_ns"] = trials[["probe_before_copy_ns", "probe_after_copy_ns"]].mean(axis=1, skipna=False)
+    out["rcv_wakeups_per_mb"] = trials["rcv_ctx_voluntary"] / (byte_count / 1e6)
     out["rcv_kernel_copies_per_byte"] = trials["rcv_kernel_copy_bytes"] / byte_count
     out["snd_kernel_copies_per_byte"] = trials["snd_kernel_copy_bytes"] / byte_count
     requests = _positive(trials["messages"])

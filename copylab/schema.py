@@ -220,6 +220,15 @@ COLUMNS: tuple[Column, ...] = (
         since=4,
     ),
     Column("probe_after_ns", "float", "ns", "the same speed probe just after the trial", since=4),
+    Column(
+        "probe_before_copy_ns",
+        "float",
+        "ns/B",
+        "the speed probe's copy of 2 MiB (last-level cache, not the private ones) on the trial's CPUs just before "
+        "the trial, per byte: how fast the host's shared cache and memory served them then, higher is slower",
+        since=4,
+    ),
+    Column("probe_after_copy_ns", "float", "ns/B", "the same copy probe just after the trial", since=4),
     Column("trial_wall_s", "float", "s", "wall time of the whole trial, start-up and teardown included"),
 )
 

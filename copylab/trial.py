@@ -142,7 +142,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     try:
         if settings.kernel_copies is not None:
             settings.kernel_copies.renew()
-        row["probe_before_ns"] = trial_speed(spec, settings)
+        row.update(trial_speed(spec, settings, "before"))
         with _perf_files(settings) as runs:
             server_cmd, client_cmd = driver.commands(spec, settings)
             server_cmd, client_cmd = _pinned(server_cpu, server_cmd), _pinned(client_cpu, client_cmd)
@@ -187,7 +187,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                 )
             finally:
                 processes.end_all()
-        row["probe_after_ns"] = trial_speed(spec, settings)
+        row.update(trial_speed(spec, settings, "after"))
     except (TrialFailed, EndLost) as failure:
         row["status"], row["error"] = "failed", str(failure)
     row["trial_wall_s"] = time.monotonic() - started

@@ -64,6 +64,15 @@ void *calloc_or_die(size_t count, size_t size)
     return memory;
 }
 
+void *page_alloc_or_die(size_t size)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *memory = aligned_alloc(page, (size + page - 1) / page * page);
+    if (!memory)
+        die("out of memory for a %zu-byte buffer", size);
+    return memory;
+}
+
 uint64_t now_ns(void)
 {
     struct timespec ts;

@@ -52,9 +52,9 @@ static void send_request(struct connection *c, int phase)
 static void *drive(void *arg)
 {
     struct driver *d = arg;
-    char *scratch = malloc(d->size < 65536 ? d->size : 65536);
+    char *scratch = page_alloc_or_die(d->size < 65536 ? d->size : 65536);
     int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (!scratch || epoll_fd < 0)
+    if (epoll_fd < 0)
         die("cannot set up a load thread: %s", strerror(errno));
     for (unsigned i = 0; i < d->count; i++) {
         struct connection *c = &d->connections[(size_t)i * d->stride];

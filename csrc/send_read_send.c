@@ -23,9 +23,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->fd = config->fd;
     s->size = config->size;
     s->file = message_file_open(config->file);
-    s->buffer = malloc(config->size);
-    if (!s->buffer)
-        die("out of memory for a %zu-byte buffer", config->size);
+    s->buffer = page_alloc_or_die(config->size); /* as a file server's: read() into whole pages */
     return s;
 }
 

@@ -1,20 +1,24 @@
-/* How fast this CPU runs right now: the time of a fixed chain of dependent multiplications.
+/* How fast this CPU runs right now: the time of a fixed chain of dependent multiplications, and of
+ * copying a buffer that fits the last-level cache but not the private ones.
  *
  *   speed_probe
  *
  * A guest's virtual CPU can run at half speed for seconds when the host gives its physical core to
- * someone else (a busy hyperthread sibling, frequency limits): invisible inside the guest, where the
- * thread is on its CPU the whole time. Timing the same work before and after a trial tells at which
- * speed the trial probably ran. Prints JSON: the median ns per iteration of REPEATS runs, and the
- * share of their wall time the thread was on a CPU (below 1: another process took it). */
+ * someone else (a busy hyperthread sibling, frequency limits), and its copies slow down when other
+ * guests fill the shared cache and memory bus: invisible inside the guest, where the thread is on its
+ * CPU the whole time. Timing the same work before and after a trial tells at which speed the trial
+ * probably ran. Prints JSON: the median of REPEATS runs of each, and the share of their wall time the
+ * thread was on a CPU (below 1: another process took it). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define ITERATIONS 400000u
 #define REPEATS 5
+#define COPY_BYTES (2u << 20)
 
 static double clock_ns(clockid_t clock)
 {
@@ -39,7 +43,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "copylab: error: usage: speed_probe (no arguments)\n");
         return 2;
     }
-    double ns[REPEATS], wall_total = 0, cpu_total = 0;
+    /* Page-aligned: a destination a few bytes past its source can take a slow copy path on some CPUs. */
+    char *from = aligned_alloc(4096, COPY_BYTES), *to = aligned_alloc(4096, COPY_BYTES);
+    if (!from || !to) {
+        fprintf(stderr, "copylab: error: out of memory for the speed probe's buffers\n");
+        return 1;
+    }
+    memset(from, 1, COPY_BYTES);
+    memcpy(to, from, COPY_BYTES);
+    double ns[REPEATS], copy[REPEATS], wall_total = 0, cpu_total = 0;
     uint64_t x = 1;
     for (int r = 0; r < REPEATS; r++) {
         double wall = clock_ns(CLOCK_MONOTONIC), cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -47,12 +59,20 @@ int main(int argc, char **argv)
             x = x * 6364136223846793005ULL + 1442695040888963407ULL; /* each step waits for the last */
             __asm__ __volatile__("" : "+r"(x));
         }
-        double wall_ns = clock_ns(CLOCK_MONOTONIC) - wall;
-        wall_total += wall_ns;
+        double middle = clock_ns(CLOCK_MONOTONIC);
+        memcpy(to, from, COPY_BYTES);
+        __asm__ __volatile__("" : : "r"(to) : "memory");
+        double end = clock_ns(CLOCK_MONOTONIC);
+        wall_total += end - wall;
         cpu_total += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
-        ns[r] = wall_ns / ITERATIONS;
+        ns[r] = (middle - wall) / ITERATIONS;
+        copy[r] = (end - middle) / COPY_BYTES;
     }
     qsort(ns, REPEATS, sizeof ns[0], by_value);
-    printf("{\"ns_per_iteration\": %.5f, \"on_cpu\": %.3f}\n", ns[REPEATS / 2], cpu_total / wall_total);
+    qsort(copy, REPEATS, sizeof copy[0], by_value);
+    printf("{\"ns_per_iteration\": %.5f, \"copy_ns_per_byte\": %.5f, \"on_cpu\": %.3f}\n", ns[REPEATS / 2],
+           copy[REPEATS / 2], cpu_total / wall_total);
+    free(from);
+    free(to);
     return 0;
 }
