@@ -6,12 +6,14 @@ Every task turns a CopylabError into one line on stderr and exit status 2.
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import secrets
 import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,10 @@ def netns_status(c):
         "tune_remote": "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
         "kernel_copies": "count the bytes the kernel copies in each window with bpftrace (default yes)",
         "align_fields": "allocate each of the senders' 8 fields on a page boundary (recorded in the rows)",
+        "design": "blocked (default: each block runs every implementation of a point back to back, comparisons "
+        "pair them) or randomized (the whole grid in one random order, unpaired)",
+        "budget": "a blocked sweep's time budget in seconds: after the first pass, blocks go to the comparisons that "
+        "decide the experiment's answers and are still undecided, then to the other implementations",
     },
 )
 @one_line_errors
@@ -196,6 +202,8 @@ def run_sweep(
     tune_remote=False,
     kernel_copies=True,
     align_fields=False,
+    design=None,
+    budget=None,
 ):
     """Run every configuration of a sweep in namespaces (root) or between two hosts over SSH, writing
     data/NAME/trials.csv."""
@@ -238,6 +246,8 @@ def run_sweep(
         tune_remote=tune_remote or None,
         kernel_copies=None if kernel_copies else False,
         align_fields=align_fields or None,
+        design=design,
+        budget_s=_number("budget", budget, float),
     )
     if not config.server_host:  # two hosts build on each host
         run_build(config.sanitize)
@@ -286,11 +296,13 @@ def report(c, data=None, title=None, author=None):
         for store in stores:
             if not store.trials_path.is_file():
                 raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
-    for store in stores:
-        missing = store.missing_tables()
-        if missing:
-            print(f"analysis first: {store.directory} has no current {', '.join(missing)}")
-            _analyze(store.directory)
+    stale = [store for store in stores if store.missing_tables()]
+    for store in stale:
+        print(f"analysis first: {store.directory} has no current {', '.join(store.missing_tables())}")
+    # The analyses are independent notebooks: side by side, each in a process of its own (a Jupyter client is not
+    # safe across threads), they take about the time of one.
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_analyze, [store.directory for store in stale]))
     kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
     pdf = render_report(stores, REPORT / "report.pdf", **kwargs)
     print(f"report: {pdf}")

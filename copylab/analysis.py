@@ -74,7 +74,9 @@ def analyze(
     axis = implementations.experiment(manifest.parameters.experiment).axis
     measured = add_metrics(trials)
     summary = summarize(measured, confidence=confidence)
-    comparisons = compare(measured, pairs, metrics, confidence, axis)
+    # A blocked design's trials pair within their blocks (copylab.schedule): its comparisons are paired.
+    paired = manifest.parameters.design == "blocked"
+    comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
     crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)
     draw = DRAW[manifest.parameters.experiment]
     figures = draw(trials, summary, crossovers, manifest, confidence)

@@ -13,6 +13,7 @@ import pandas as pd
 from copylab import implementations
 from copylab.anomaly import Anomaly, expected_order, find_anomaly
 from copylab.calibration import Calibration, copy_cost_at, findings_for_copy, region_costs, region_rounds
+from copylab.crossover import curve_advantages, verdict_stability
 from copylab.errors import CopylabError
 from copylab.formatting import (
     code,
@@ -260,10 +261,38 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
     found = found.sort_values(["pinning", "threads"])
     lines = [
         f"**In short:** {_short_answer(found)} Metric: stream throughput; method: root of the mean difference "
-        "interpolated on log2(size), interval from resampling trials within each size."
+        + (
+            "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
+            if results.manifest.parameters.design == "blocked"
+            else "interpolated on log2(size), interval from resampling trials within each size."
+        )
     ]
-    lines += [""] + [f"- {crossover_statement(results, row)}" for _, row in found.iterrows()]
+    lines += [""] + [f"- {crossover_statement(results, row)}{_evidence(results, row)}" for _, row in found.iterrows()]
     return "\n".join(lines)
+
+
+def _evidence(results: Results, row: pd.Series) -> str:
+    """For a blocked design: how many blocks the curve's comparisons rest on, and how often its verdict comes out
+    again when its blocks are drawn anew (a second run's chance of the same verdict)."""
+    if results.manifest.parameters.design != "blocked":
+        return ""
+    where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
+    rows = comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
+    rows = rows[rows["method"] == "paired"]
+    if rows.empty or len(rows) < len(
+        comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
+    ):
+        return ""
+    blocks = fmt_span(str(int(rows["n_pairs"].min())), str(int(rows["n_pairs"].max())))
+    trials = select(results.trials, **where, connections=int(row["connections"]))
+    advantages = curve_advantages(
+        trials, row["challenger"], row["baseline"], row["metric"], "size_bytes", rows["size_bytes"]
+    )
+    stability = verdict_stability(advantages, row["status"], seed=results.manifest.parameters.seed)
+    return (
+        f" It rests on {blocks} blocks per size (more where the comparison was still undecided after the first "
+        f"pass); drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples."
+    )
 
 
 _STATUS_SHORT = {

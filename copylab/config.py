@@ -33,21 +33,26 @@ _PROFILED = [name for name in implementations.names("copies") if not implementat
 _STUDY_EDGES = [role.name for role in map(implementations.by_role, ("A1", "A3")) if role]
 
 # Experiment -> profile -> settings.  quick is ./inv report's sweep, within its 5-minute budget (README's
-# performance table); full is the study's grid.
+# performance table); full is the study's grid.  Both run blocked designs with short windows: what makes identical
+# trials differ here is fixed per trial (the host's speed while it runs, how the two ends share the CPU), not
+# averaged away by a longer window, so more and shorter trials paired within blocks decide more per second.
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "copies": {
         "quick": {
             "implementations": [n for n in _PROFILED if not implementations.get(n).reference],
             "workloads": ["stream", "rr"],
-            "sizes": [64, 1024, 16384, 65536],
+            "sizes": [64, 1024, 4096, 16384, 65536, 262144],
             "rr_sizes": [4096],
             "threads": [1, 4],
-            "trials": 3,
-            "duration_s": 0.5,
-            "warmup_s": 0.2,
+            "trials": 2,
+            "duration_s": 0.2,
+            "warmup_s": 0.1,
             "pinning": ["same_cpu"],
             "receive": ["copy", "truncate"],
             "receive_for": _STUDY_EDGES,
+            "design": "blocked",
+            "budget_s": 135.0,
+            "max_trials": 10,
         },
         "full": {
             "implementations": list(_PROFILED),
@@ -55,12 +60,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
             "sizes": powers_of_two(64, 256 << 10),
             "rr_sizes": [4096],
             "threads": [1, 2, 4, 8],
-            "trials": 3,
-            "duration_s": 0.5,
-            "warmup_s": 0.2,
+            "trials": 5,
+            "duration_s": 0.2,
+            "warmup_s": 0.1,
             "pinning": ["same_cpu"],
             "receive": list(RECEIVE_MODES),
             "receive_for": _STUDY_EDGES,
+            "design": "blocked",
         },
     },
     # The seed material's set-up: server on CPU 0, client on CPU 1 (taskset), many connections at once.
@@ -71,10 +77,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
             "rr_sizes": [64],
             "threads": [1],
             "connections": [1, 10, 100],
-            "trials": 3,
-            "duration_s": 0.5,
-            "warmup_s": 0.2,
+            "trials": 2,
+            "duration_s": 0.2,
+            "warmup_s": 0.1,
             "pinning": ["split_cpu"],
+            "design": "blocked",
+            "budget_s": 30.0,
+            "max_trials": 10,
         },
         "full": {
             "implementations": list(implementations.names("servers")),
@@ -84,9 +93,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
             # dense where the models part ways (the server saturates within ten connections), then far out
             "connections": [1, 2, 4, 8, 16, 100, 1000],
             "trials": 5,
-            "duration_s": 1.0,
-            "warmup_s": 0.3,
+            "duration_s": 0.5,
+            "warmup_s": 0.2,
             "pinning": ["split_cpu"],
+            "design": "blocked",
         },
     },
 }
@@ -95,6 +105,11 @@ PROFILE_NAMES = ("quick", "full")
 MAX_CONNECTIONS = 4096
 # Descriptors an end needs besides its connections (csrc/serve_main.c and load_client.c ask for as many).
 DESCRIPTORS_BESIDES_CONNECTIONS = 64
+
+
+DESIGNS = ("blocked", "randomized")
+# What a manifest written before a setting existed implies for it (where that is not the setting's default).
+LEGACY = {"design": "randomized"}
 
 
 @dataclass(frozen=True)
@@ -137,6 +152,13 @@ class SweepConfig:
     kernel_copies: bool = True
     # Allocate each of the message's fields on a page boundary (still 8 allocations).
     align_fields: bool = False
+    # blocked: each block runs every implementation of one point back to back, and comparisons pair them within
+    # blocks; randomized: every trial of the grid in one random order, compared unpaired.
+    design: str = "blocked"
+    # A blocked sweep's time budget (s): after a first pass of `trials` blocks, the rest goes to the comparisons
+    # that decide the experiment's answers and are still undecided (capped at max_trials blocks a point), then to
+    # the other implementations.  None: the fixed design of `trials` blocks.
+    budget_s: float | None = None
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest records (everything but the name and profile)."""
@@ -151,6 +173,7 @@ class SweepConfig:
         if unknown:
             raise CopylabError(f"unknown sweep setting(s) {', '.join(unknown)}")
         values = {key: tuple(value) if isinstance(value, list) else value for key, value in parameters.items()}
+        values = {**LEGACY, **values}
         return validate(cls(name=name, profile=profile, **values))
 
 
@@ -207,6 +230,21 @@ def validate(config: SweepConfig) -> SweepConfig:
         if not (isinstance(config.target_ci, (int, float)) and 0 < config.target_ci < 1):
             raise CopylabError(f"target-ci: {config.target_ci!r} must be a fraction of the mean between 0 and 1")
         _whole_range("max-trials", (config.max_trials,), ADAPTIVE_MIN_TRIALS, 1000)
+    if config.design not in DESIGNS:
+        raise CopylabError(f"design: unknown {config.design!r} (choose from {', '.join(DESIGNS)})")
+    if config.target_ci is not None and config.design != "randomized":
+        raise CopylabError(
+            "target-ci: adaptive repetition is for --design randomized; a blocked sweep spends a --budget on the "
+            "comparisons still undecided instead"
+        )
+    if config.budget_s is not None:
+        if config.design != "blocked":
+            raise CopylabError("budget: only a blocked sweep (--design blocked) spends a time budget")
+        if isinstance(config.budget_s, bool) or not (
+            isinstance(config.budget_s, (int, float)) and 0 < config.budget_s <= 7 * 24 * 3600
+        ):
+            raise CopylabError(f"budget: {config.budget_s!r} must be above 0 and at most a week, in seconds")
+        _whole_range("max-trials", (config.max_trials,), max(2, config.trials), 1000)
     if not (isinstance(config.duration_s, (int, float)) and 0 < config.duration_s <= 3600):
         raise CopylabError(f"duration: {config.duration_s!r} must be above 0 and at most 3600 s")
     if not (isinstance(config.warmup_s, (int, float)) and 0 <= config.warmup_s <= 600):
@@ -294,6 +332,10 @@ def make_config(
         raise CopylabError(f"profile: unknown {profile!r} (choose from {', '.join(PROFILE_NAMES)})")
     values: dict[str, Any] = {**PROFILES[experiment][profile], "experiment": experiment}
     values.update(given)
+    # A profile's budget is for its own design: an explicit number of trials (a fixed design of that many blocks)
+    # or the randomized design sets it aside, unless a budget is given too.
+    if "budget_s" not in given and ("trials" in given or given.get("design") == "randomized"):
+        values["budget_s"] = None
     values.setdefault("receive_for", [])
     if "receive" in given and "receive_for" not in given:
         values["receive_for"] = []  # receive modes asked for explicitly: for every implementation

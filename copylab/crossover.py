@@ -31,7 +31,7 @@ from scipy import stats as st
 
 from copylab import tables
 from copylab.metrics import METRICS
-from copylab.stats import with_contenders
+from copylab.stats import holm, with_contenders
 from copylab.tables import curve_keys
 
 STATUSES = (
@@ -124,7 +124,31 @@ def crossover_interval(
     )
     roots = last_upcrossing(x, sign * resampled)
     dof = np.array([st.ttest_ind(c, b, equal_var=False).df for c, b in pairs])
-    dof = dof[np.isfinite(dof)]  # constant samples have no Welch df; they add no sampling noise either
+    return _censored(x, point, roots, dof, confidence)
+
+
+def paired_crossover_interval(
+    advantages: list[np.ndarray],
+    sizes: np.ndarray,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> tuple[float, float, float]:
+    """crossover_interval for a blocked design: ADVANTAGES[i] holds, per block at SIZES[i], the challenger's
+    direction-aware log ratio over the baseline (positive: better).  Each resample draws the blocks of every
+    size with replacement; the same corrections apply, at n - 1 degrees of freedom per size."""
+    rng = np.random.default_rng() if rng is None else rng
+    x = np.log2(sizes.astype(float))
+    point = last_upcrossing(x, np.array([[a.mean() for a in advantages]]))[0]
+    roots = last_upcrossing(x, np.column_stack([_resampled_means(a, n_resamples, rng) for a in advantages]))
+    return _censored(x, point, roots, np.array([len(a) - 1.0 for a in advantages]), confidence)
+
+
+def _censored(
+    x: np.ndarray, point: float, roots: np.ndarray, dof: np.ndarray, confidence: float
+) -> tuple[float, float, float]:
+    """The crossover and its percentile interval, censored at the bracket's ends, at Student-t's tail levels."""
+    dof = dof[np.isfinite(dof) & (dof > 0)]  # constant samples have no df; they add no sampling noise either
     tail = st.norm.sf(st.t.ppf((1 + confidence) / 2, dof.min())) if len(dof) else (1 - confidence) / 2
     low, high = np.quantile(roots, [tail, 1 - tail], method="inverted_cdf")
     low, high, point = np.clip([low, high, point], x[0], x[-1])
@@ -142,6 +166,9 @@ def find_crossovers(
     axis: str = "size_bytes",
 ) -> pd.DataFrame:
     """One crossovers.csv row per curve of COMPARISONS along AXIS with at least two compared points.
+
+    Where every point of a crossover's bracket was compared paired (comparisons.csv's method), its interval
+    resamples blocks (paired_crossover_interval); otherwise trials (crossover_interval).
 
     TRIALS are the metric-augmented trials COMPARISONS came from
     (copylab.stats.compare at the same confidence and axis).  Every curve draws
@@ -174,14 +201,19 @@ def find_crossovers(
             settings = dict(zip(fixed, curve, strict=False))
             metric, challenger, baseline = curve[len(fixed) :]
             here = ok[(ok[fixed] == pd.Series(settings)).all(axis=1)]
-            values = {
-                name: [_values(here, name, axis, point, metric) for point in bracket] for name in (challenger, baseline)
-            }
             sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
             rng = np.random.default_rng([seed, zlib.crc32("/".join(map(str, curve)).encode())])
-            size, low, high = crossover_interval(
-                values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
-            )
+            if (group["method"].iloc[lo : hi + 1] == "paired").all():
+                advantages = [sign * _log_ratios(here, challenger, baseline, axis, point, metric) for point in bracket]
+                size, low, high = paired_crossover_interval(advantages, bracket, confidence, n_resamples, rng)
+            else:
+                values = {
+                    name: [_values(here, name, axis, point, metric) for point in bracket]
+                    for name in (challenger, baseline)
+                }
+                size, low, high = crossover_interval(
+                    values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
+                )
         row = {"axis": axis, axis: pd.NA, **dict(zip(curve_columns, curve, strict=True))}
         rows.append(
             {
@@ -202,7 +234,51 @@ def _values(trials: pd.DataFrame, contender: str, axis: str, point: int, metric:
     return trials.loc[chosen, metric].dropna().to_numpy()
 
 
+def _log_ratios(trials: pd.DataFrame, challenger: str, baseline: str, axis: str, point: int, metric: str) -> np.ndarray:
+    """log(challenger / baseline) in every block (repetition) of POINT where both ran."""
+    here = trials[trials[axis] == point]
+    c = here[here["contender"] == challenger].set_index("repetition")[metric].dropna()
+    b = here[here["contender"] == baseline].set_index("repetition")[metric].dropna()
+    both = c.index.intersection(b.index)
+    return np.log(c[both].to_numpy(dtype=float) / b[both].to_numpy(dtype=float))
+
+
 def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     n = len(values)
     expanded = values.mean() + (values - values.mean()) * np.sqrt(n / (n - 1))
     return expanded[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)
+
+
+def verdict_stability(
+    advantages: list[np.ndarray], status: str, confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
+) -> float:
+    """How often the curve's status comes out again when its blocks are drawn anew: ADVANTAGES[i] holds the
+    direction-aware log ratios of the blocks at the curve's i-th point; each resample draws every point's blocks
+    with replacement and repeats the paired t-tests, the Holm correction and classify.  The share of resamples
+    with STATUS estimates how likely a second run of the same design is to reach the same verdict."""
+    rng = np.random.default_rng(seed)
+    means, p_values = [], []
+    for values in advantages:
+        drawn = values[rng.integers(0, len(values), (n_resamples, len(values)))]
+        mean, sd = drawn.mean(axis=1), drawn.std(axis=1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.abs(mean) / (sd / np.sqrt(len(values)))
+        p = np.where(sd > 0, 2 * st.t.sf(t, len(values) - 1), np.where(mean != 0, 0.0, 1.0))
+        means.append(mean)
+        p_values.append(p)
+    means_by_resample, p_by_resample = np.column_stack(means), np.column_stack(p_values)
+    same = 0
+    for mean, p in zip(means_by_resample, p_by_resample, strict=True):
+        significant = holm(p) < 1 - confidence
+        labels = [("B" if m > 0 else "W") if s else "0" for m, s in zip(mean, significant, strict=True)]
+        same += classify(labels) == status
+    return same / n_resamples
+
+
+def curve_advantages(
+    trials: pd.DataFrame, challenger: str, baseline: str, metric: str, axis: str, points: Iterable[int]
+) -> list[np.ndarray]:
+    """Per point of a curve (TRIALS already narrowed to it), the direction-aware log ratios of its blocks."""
+    ok = with_contenders(trials[trials["status"] == "ok"])
+    sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
+    return [sign * _log_ratios(ok, challenger, baseline, axis, point, metric) for point in points]

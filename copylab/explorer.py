@@ -36,7 +36,7 @@ from copylab.formatting import fmt_bytes, fmt_num, fmt_size, threads_text
 from copylab.manifest import Manifest
 from copylab.metrics import HEADLINE_METRICS, METRICS, add_metrics, metrics_for
 from copylab.paths import DATA, REFERENCE_DATA
-from copylab.stats import MIN_TRIALS, UNSTABLE_CV, compare, summarize
+from copylab.stats import IMPRECISE, MIN_TRIALS, compare, summarize
 from copylab.store import TRIALS_FILE, SweepStore
 
 Axis = Literal["size_bytes", "threads", "connections"]
@@ -100,7 +100,7 @@ def _comparison(
         for name in implementations(trials)
         if name != baseline
     ]
-    comparisons = compare(trials, pairs, [metric], confidence, axis)
+    comparisons = compare(trials, pairs, [metric], confidence, axis, manifest.parameters.design == "blocked")
     return comparisons, find_crossovers(trials, comparisons, pairs, [metric], confidence, axis=axis)
 
 
@@ -327,8 +327,9 @@ def unstable_flags(data: pd.DataFrame) -> pd.DataFrame:
     reasons = []
     for row in rows.itertuples():
         why = []
-        if row.cv > UNSTABLE_CV:
-            why.append(f"cv {row.cv:.0%} > {UNSTABLE_CV:.0%}")
+        half = (row.ci_high - row.ci_low) / 2 / abs(row.mean) if row.mean else float("nan")
+        if half > IMPRECISE:
+            why.append(f"95% CI +-{half:.0%} > +-{IMPRECISE:.0%}")
         if row.n < MIN_TRIALS:
             why.append(f"n = {row.n} < {MIN_TRIALS}")
         if row.n_failed:
@@ -401,7 +402,7 @@ def make_figure(
             edgecolors="red",
             linewidths=1.5,
             zorder=4,
-            label=f"unstable (cv > {UNSTABLE_CV:.0%} or n < {MIN_TRIALS})",
+            label=f"unstable (95% CI wider than +-{IMPRECISE:.0%} or n < {MIN_TRIALS})",
         )
     spec = METRICS[metric]
     ax.set_ylabel(f"{metric} ({spec.unit}), {spec.direction} is better")
@@ -502,7 +503,7 @@ def _styled_trials(table: pd.DataFrame) -> Any:
     """Trials further from their configuration's mean than the instability threshold, in red."""
 
     def mark(value: float) -> str:
-        return "color: #c00; font-weight: bold" if abs(value) > UNSTABLE_CV else ""
+        return "color: #c00; font-weight: bold" if abs(value) > IMPRECISE else ""
 
     formats = {"value": fmt_num, "deviation": "{:+.1%}"}
     return table.style.map(mark, subset=["deviation"]).format(formats, na_rep="").hide(axis="index")

@@ -25,13 +25,37 @@ class Experiment:
     name: str
     axis: str  # the trials.csv column its curves and crossovers run along
     question: str
+    # The metric and workload of the curves that decide its answers (a blocked sweep's budget goes to them).
+    metric: str
+    workload: str
+
+    def deciding_pairs(self) -> list[tuple[str, str]]:
+        """The (challenger, baseline) pairs whose curves answer its question: the study's variants against its
+        baseline variant where the experiment has such roles, else every implementation against its baselines."""
+        members = [IMPLEMENTATIONS[name] for name in names(self.name)]
+        baseline = next((impl.name for impl in members if impl.role == STUDY_BASELINE), None)
+        if baseline:
+            return [(impl.name, baseline) for impl in members if impl.role and impl.name != baseline]
+        return [(impl.name, base) for impl in members for base in impl.baselines]
 
 
 EXPERIMENTS: dict[str, Experiment] = {
     experiment.name: experiment
     for experiment in (
-        Experiment("copies", "size_bytes", "When does copying less pay, from what message size on?"),
-        Experiment("servers", "connections", "From how many concurrent connections does one model beat another?"),
+        Experiment(
+            "copies",
+            "size_bytes",
+            "When does copying less pay, from what message size on?",
+            "throughput_gbps",
+            "stream",
+        ),
+        Experiment(
+            "servers",
+            "connections",
+            "From how many concurrent connections does one model beat another?",
+            "requests_per_s",
+            "rr",
+        ),
     )
 }
 # FD_SETSIZE less room for the server's own descriptors (csrc/wait_select.c says the same).
@@ -39,6 +63,7 @@ SELECT_MAX_CONNECTIONS = 1024 - 16
 
 # The study's three variants (ASSIGNMENT.md, Part A): the questions of Part E are asked about them.
 STUDY_ROLES = {"A1": "two-copy baseline", "A2": "one-copy", "A3": "zero-copy"}
+STUDY_BASELINE = "A1"
 ZERO_COPY_COLUMNS = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs")
 
 

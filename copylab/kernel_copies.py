@@ -104,6 +104,7 @@ class Accounting:
         self._pending: dict[str, dict[tuple[int, int], int]] = {"copied": {}, "received": {}}
         self._flushed_ns = 0
         self._late: list[tuple[int, int]] = []  # ms ranges whose counts a late print may have cleared
+        self._renewed = -float("inf")
 
     def start(self, directory: str) -> None:
         try:
@@ -132,7 +133,7 @@ class Accounting:
                 return
             time.sleep(0.02)
         self.receive_reason = None
-        self.renew()  # attaching took a while: the lease counts from here
+        self.renew(force=True)  # attaching took a while: the lease counts from here
         probe = self.end.run(
             [
                 "unshare",
@@ -152,10 +153,12 @@ class Accounting:
             else "send-side accounting (kprobes) is not implemented yet"
         )
 
-    def renew(self) -> None:
-        """Renews bpftrace's lease: called before every trial, so that it outlives no controller."""
-        if self.lease:
+    def renew(self, force: bool = False) -> None:
+        """Renews bpftrace's lease: called before every trial, so that it outlives no controller (a renewal
+        less than a quarter of the lease old stands unless FORCE)."""
+        if self.lease and (force or time.monotonic() - self._renewed > self.lease_s / 4):
             self.end.run(["touch", self.lease])
+            self._renewed = time.monotonic()
 
     def _ended(self) -> tuple[str, str]:
         assert self.process is not None

@@ -11,6 +11,7 @@ from papermill.exceptions import PapermillExecutionError
 from traitlets.config import Config
 
 from copylab.errors import CopylabError
+from copylab.scratch import private_directory
 
 KERNEL = "python3"
 
@@ -20,22 +21,24 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
     # An IPC socket instead of TCP ports on localhost: nothing else on the host can reach the kernel
     # (and ipykernel stops warning about unencrypted TCP in every task's output).
     # Configured rather than passed as a ready kernel manager, so that nbclient still owns and stops the kernel.
-    kernel_config = Config({"KernelManager": {"transport": "ipc"}})
-    try:
-        papermill.execute_notebook(
-            str(notebook),
-            str(output),
-            parameters=parameters,
-            kernel_name=KERNEL,
-            cwd=str(cwd),
-            progress_bar=False,
-            config=kernel_config,
-        )
-    except PapermillExecutionError as error:
-        lines = str(error.evalue or "").strip().splitlines()
-        raise CopylabError(
-            f"{label} notebook failed in cell {error.exec_count}: {error.ename}: "
-            f"{lines[0] if lines else 'no message'} (see {output})"
-        ) from None
-    except (CellTimeoutError, DeadKernelError) as error:
-        raise CopylabError(f"{label} notebook did not finish ({type(error).__name__}; see {output})") from None
+    # The sockets go to a private directory of this run: two notebooks at once never share them.
+    with private_directory("copylab-kernel-") as sockets:
+        kernel_config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
+        try:
+            papermill.execute_notebook(
+                str(notebook),
+                str(output),
+                parameters=parameters,
+                kernel_name=KERNEL,
+                cwd=str(cwd),
+                progress_bar=False,
+                config=kernel_config,
+            )
+        except PapermillExecutionError as error:
+            lines = str(error.evalue or "").strip().splitlines()
+            raise CopylabError(
+                f"{label} notebook failed in cell {error.exec_count}: {error.ename}: "
+                f"{lines[0] if lines else 'no message'} (see {output})"
+            ) from None
+        except (CellTimeoutError, DeadKernelError) as error:
+            raise CopylabError(f"{label} notebook did not finish ({type(error).__name__}; see {output})") from None

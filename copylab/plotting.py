@@ -108,7 +108,13 @@ def pinning_handles(pinnings: list[str]) -> list[Any]:
 
 def legend(figure: Figure, handles: list[Any]) -> None:
     unstable = Line2D(
-        [], [], color="0.4", marker="o", markerfacecolor="white", linestyle="", label="unstable (CV > 10% or n < 3)"
+        [],
+        [],
+        color="0.4",
+        marker="o",
+        markerfacecolor="white",
+        linestyle="",
+        label="unstable (95% CI wider than +-10% or n < 3)",
     )
     handles = [*handles, unstable]
     figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)

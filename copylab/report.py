@@ -42,6 +42,8 @@ def export_pdf(executed: Path, out_pdf: Path) -> Path:
         outputs = cell.get("outputs", [])
         cell["outputs"] = [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
     exporter = PDFExporter()
+    # Tables (longtable) settle their column widths in a second pass; a third, nbconvert's default, changes nothing.
+    exporter.latex_count = 2
     exporter.exclude_input = True
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True

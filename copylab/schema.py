@@ -204,6 +204,14 @@ COLUMNS: tuple[Column, ...] = (
         since=3,
     ),
     Column(
+        "block_position",
+        "int",
+        "",
+        "a blocked design's trials: its place in its block, 0 first (its repetition is the block's number at its "
+        "point)",
+        since=4,
+    ),
+    Column(
         "rcv_receive_calls",
         "int",
         "count",

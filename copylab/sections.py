@@ -15,6 +15,9 @@ from copylab import implementations
 from copylab.copy_bound import copy_limit_rows
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape, threads_text
 from copylab.manifest import Manifest
+from copylab.metrics import add_metrics
+from copylab.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
+from copylab.noise import spread_explained
 from copylab.paths import ROOT
 from copylab.perf import USER_MODE_ONLY
 from copylab.results import (
@@ -30,7 +33,7 @@ from copylab.results import (
     zero_copy_counts,
 )
 from copylab.spec import cpus_for
-from copylab.stats import MIN_TRIALS, UNSTABLE_CV
+from copylab.stats import IMPRECISE, MIN_TRIALS
 
 
 def _sizes(sizes: Sequence[int]) -> str:
@@ -179,17 +182,79 @@ def _baselines_text(results: Results) -> str:
         f"{', '.join(code(c) for c in challengers)} against {code(baseline)}"
         for baseline, challengers in by_baseline.items()
     )
+    if results.manifest.parameters.design != "blocked":
+        return (
+            f"Challenger against baseline ({against}): ratio of means with Fieller's 95% interval, Welch's t-test, "
+            "Holm correction over the sizes of one curve."
+        )
     return (
-        f"Challenger against baseline ({against}): ratio of means with Fieller's 95% interval, Welch's t-test, "
-        "Holm correction over the sizes of one curve."
+        f"Challenger against baseline ({against}), paired within blocks: the geometric mean of the ratios of the "
+        "two contenders' trials in each block they share, with the t interval of their logarithms and the paired "
+        "t-test, Holm correction over the points of one curve. On the log scale a block's effect (the speed the "
+        "host gives the guest while the block runs scales both contenders alike) is a random effect added to "
+        "both, and for two contenders the mixed model with the block as a random effect estimates their "
+        "difference by exactly this mean and interval; a bootstrap over blocks would need more blocks than a sweep "
+        "runs before its interval stops being too narrow. Where a metric is zero in some trial (retransmits, say) "
+        "the unpaired analysis stands (ratio of means, Fieller, Welch), and comparisons.csv says which was used."
+    )
+
+
+def _repetitions(results: Results) -> str:
+    """How the trials were ordered and how many each configuration got, and why."""
+    params, trials = results.manifest.parameters, results.trials
+    counted = f"{len(trials):,} trials in total ({int((trials['status'] == 'ok').sum()):,} succeeded)"
+    n = results.summary["n"]
+    per = fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else "0"
+    if params.design != "blocked":
+        return (
+            f"**Repetitions.** {counted}, {params.trials} per configuration, run in one seeded random order so that "
+            f"drift in the host does not line up with any factor. Summaries use {per} successful trials per "
+            "configuration."
+        )
+    text = (
+        f"**Repetitions.** {counted}, in blocks: a block runs every contender (implementation and receive mode) of "
+        "one point (workload, size, threads, pinning) back to back in a seeded random order, and the blocks of a "
+        "round are shuffled across points; a trial's repetition number is its block's. "
+    )
+    if params.budget_s is None:
+        return text + f"{params.trials} blocks per point; summaries use {per} successful trials per configuration."
+    pairs = implementations.experiment(params.experiment).deciding_pairs()
+    deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
+    return text + (
+        f"A first pass ran {params.trials} blocks of the implementations whose comparisons decide the study's "
+        f"answers ({deciding}); the rest of a {fmt_num(params.budget_s)} s budget went, round by round, to a block "
+        "at every point where one of those comparisons was still undecided (points next to a change of sign of "
+        f"the estimate first), up to {params.max_trials} blocks a point, and then to the other implementations, "
+        f"which ran with their baselines in what was left. So configurations rest on {per} successful trials: the "
+        "most where the answer was hardest to decide."
+    )
+
+
+def _noise(results: Results) -> str:
+    """What explains the spread between identical trials in this sweep, measured."""
+    experiment = implementations.experiment(results.manifest.parameters.experiment)
+    found = spread_explained(add_metrics(results.trials), experiment.name, experiment.workload)
+    if not found:
+        return (
+            "**What makes identical trials differ.** The sweep has too few repeated trials with the covariates "
+            "recorded (trials.csv schema 4 and later record them) to say."
+        )
+    shares = "; ".join(f"{item.meaning}: {fmt_pct(item.share)}" for item in found)
+    return (
+        "**What makes identical trials differ.** Of the spread of the headline metric between identical trials "
+        f"(logarithms, centred within each configuration with {MIN_SPREAD_TRIALS} or more trials, "
+        f"{found[0].configurations} configurations), the share each covariate explains: {shares}. The host's speed "
+        "is probed on the trial's CPUs just before and after each trial, since a virtual CPU slows down, for "
+        "seconds, when the host gives its core or its cache to other guests, which nothing inside the guest shows. "
+        "What the block explains is what pairing within blocks removes from a comparison; the rest is fixed per "
+        "trial, which a longer window does not average away (`./inv bench` measures both lengths: README, "
+        "Performance), so many short trials decide more per second than few long ones: hence the short windows."
     )
 
 
 def method(results: Results) -> str:
     """Topology, what one trial is, trial counts, and how intervals and crossovers are computed."""
     params = results.manifest.parameters
-    n = results.summary["n"]
-    trials = results.trials
     return "\n".join(
         [
             _topology(results) + " Pinning of both ends: " + "; ".join(_pinning_text(p) for p in params.pinning) + ".",
@@ -202,20 +267,20 @@ def method(results: Results) -> str:
             "fifo, so start-up, warm-up and teardown are not counted. CPU time and context switches come from "
             "getrusage over the same window.",
             "",
-            f"**Repetitions.** {len(trials):,} trials in total ({int((trials['status'] == 'ok').sum()):,} succeeded), "
-            f"{params.trials} per configuration, run in one seeded random order so that drift in the "
-            f"host does not line up with any factor. Summaries use "
-            f"{fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else 0} successful trials per configuration.",
+            _repetitions(results),
+            "",
+            _noise(results),
             "",
             "**Intervals.** Every mean comes with a Student-t 95% confidence interval over its trials. A "
-            "configuration is flagged unstable when its coefficient of variation exceeds "
-            f"{fmt_num(UNSTABLE_CV * 100)}% or it has fewer than {MIN_TRIALS} successful trials. "
-            + _baselines_text(results),
+            f"configuration is flagged unstable when that interval reaches more than {fmt_num(IMPRECISE * 100)}% "
+            f"either side of its mean or it has fewer than {MIN_TRIALS} successful trials: its mean is not known "
+            "well enough yet. " + _baselines_text(results),
             "",
             "**Crossovers.** Along message size, each size is labelled significantly better, significantly worse, or "
             "neither. A single change from worse to better is a crossover: its size is the root of the difference "
-            "of means, interpolated linearly on log2(size) between the bracketing sizes, and its 95% interval comes "
-            "from a bootstrap that resamples the trials within each size. Otherwise the status says so (always "
+            "(the mean within-block log ratio, in a blocked design), interpolated linearly on log2(size) between the "
+            "bracketing sizes, and its 95% interval comes from a bootstrap that resamples the blocks (or the trials) "
+            "within each size. Otherwise the status says so (always "
             "better, never better, indistinguishable, or multiple crossings); no size is ever extrapolated beyond "
             "the tested range.",
         ]
@@ -291,9 +356,13 @@ def limitations(results: Results) -> str:
     unstable = main[main["unstable"]]
     items.append(
         f"{len(unstable)} of {len(main)} configurations were flagged unstable in their main metric (stream "
-        f"throughput or rr latency): coefficient of variation above {fmt_pct(UNSTABLE_CV)} or fewer than "
-        f"{MIN_TRIALS} successful trials"
-        + (f", the largest CV being {fmt_pct(float(unstable['cv'].max()))}." if len(unstable) else ".")
+        f"throughput or rr latency): a 95% interval reaching more than {fmt_pct(IMPRECISE)} either side of the "
+        f"mean, or fewer than {MIN_TRIALS} successful trials"
+        + (
+            f"; the spread between their trials reached a CV of {fmt_pct(float(unstable['cv'].max()))}."
+            if len(unstable)
+            else "."
+        )
     )
     n = main["n"]
     if len(n):

@@ -27,6 +27,7 @@ class TrialSpec:
     repetition: int
     receive: str = "copy"
     connections: int = 0  # servers: connections the client keeps busy; copies: one per thread (0 = threads)
+    block_position: int | None = None  # its place in its block (a blocked design; repetition is the block)
 
     def __post_init__(self) -> None:
         if not self.connections:

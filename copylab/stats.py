@@ -14,7 +14,8 @@ from copylab.implementations import contender
 from copylab.metrics import METRICS, metrics_for
 from copylab.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
 
-UNSTABLE_CV = 0.10
+# A configuration whose mean is not known to within this share (95% interval's half-width) is flagged unstable.
+IMPRECISE = 0.10
 MIN_TRIALS = 3
 
 
@@ -110,7 +111,9 @@ def summarize(
     it, so an unmeasured counter yields no rows rather than zeros, while a
     configuration whose trials all failed still gets its rows (n = 0).  ci is
     "t" (Student-t) or "bootstrap" (BCa, seeded).  cv = std/|mean| (0 when
-    std is 0); unstable means cv > 0.10 or n < 3.
+    std is 0); unstable means the interval's half-width exceeds IMPRECISE of |mean|, or n < 3: its mean is not
+    known well enough yet, which more trials mend (a spread between trials that more trials would not shrink
+    is what cv says).
     """
     if ci not in ("t", "bootstrap"):
         raise CopylabError(f"unknown confidence interval method {ci!r} (t or bootstrap)")
@@ -137,7 +140,9 @@ def summarize(
         keys = summary[[*CONFIG_KEYS, "metric"]].itertuples(index=False, name=None)
         bounds = [bootstrap_interval(values.get(key, []), confidence, n_resamples, seed) for key in keys]
         summary["ci_low"], summary["ci_high"] = [b[0] for b in bounds], [b[1] for b in bounds]
-    summary["unstable"] = (summary["cv"] > UNSTABLE_CV) | (summary["n"] < MIN_TRIALS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = (summary["ci_high"] - summary["ci_low"]) / 2 / summary["mean"].abs()
+    summary["unstable"] = (relative > IMPRECISE) | (summary["n"] < MIN_TRIALS)
     order = {m: i for i, m in enumerate(metrics)}
     summary = summary.sort_values([*CONFIG_KEYS, "metric"], key=lambda s: s.map(order) if s.name == "metric" else s)
     return tables.typed("summary", summary.reset_index(drop=True))
@@ -149,22 +154,30 @@ def compare(
     metrics: Iterable[str] | None = None,
     confidence: float = 0.95,
     axis: str = "size_bytes",
+    paired: bool = False,
 ) -> pd.DataFrame:
     """One comparisons.csv row per point (workload, size, threads, connections, pinning), metric and
     (challenger, baseline) pair present in the data.
 
     A point is compared when both sides have at least two measured ok trials
     there.  A curve is every point that differs only along AXIS (size_bytes or
-    connections).  p_value: Welch's two-sided t-test; p_holm: Holm-adjusted
-    over the points of one curve; significant: p_holm < 1 - confidence.
-    challenger_better is the direction-aware point estimate (higher mean for
-    "higher" metrics, lower for "lower"), significant or not.  ratio =
-    challenger mean / baseline mean with Fieller's interval (see fieller).
+    connections).  Unpaired (a fully randomised design): ratio = challenger
+    mean / baseline mean with Fieller's interval (see fieller), p_value from
+    Welch's two-sided t-test.  PAIRED (a blocked design, whose trials of one
+    block share their repetition number): where both sides have at least two
+    blocks in common and every value is positive, the ratio is the geometric
+    mean of the within-block ratios with the t interval of their logarithms,
+    and p_value the paired t-test's (see paired_ratios); elsewhere the
+    unpaired analysis stands, and the method column says which was used.
+    p_holm: Holm-adjusted over the points of one curve; significant: p_holm <
+    1 - confidence.  challenger_better is the direction-aware point estimate
+    (higher for "higher" metrics, lower for "lower"), significant or not.
     """
     metrics = [metric for metric in _metrics(trials, metrics) if METRICS[metric].direction]
     stats = with_contenders(describe(trials, metrics))
     stats = stats[stats["n"] >= 2]
     keys = [*POINT_KEYS, "metric"]
+    pairs = list(pairs)
     frames = []
     for challenger, baseline in pairs:
         c = stats[stats["contender"] == challenger].drop(columns=["implementation", "receive", "contender"])
@@ -179,8 +192,12 @@ def compare(
     merged["ratio"], merged["ratio_ci_low"], merged["ratio_ci_high"] = ratio
     with np.errstate(divide="ignore", invalid="ignore"):
         merged["p_value"] = st.ttest_ind_from_stats(m_c, s_c, n_c, m_b, s_b, n_b, equal_var=False).pvalue
-    higher = merged["metric"].map(lambda m: METRICS[m].direction == "higher")
+    higher = merged["metric"].map(lambda m: METRICS[m].direction == "higher").to_numpy(dtype=bool)
     merged["challenger_better"] = np.where(higher, m_c > m_b, m_c < m_b)
+    merged["method"] = "unpaired"
+    merged["n_pairs"] = pd.array([pd.NA] * len(merged), dtype="Int64")
+    if paired:
+        merged = _paired(merged, paired_ratios(trials, pairs, metrics, confidence), keys, higher)
     curve = [*curve_keys(axis), "metric", "challenger", "baseline"]
     merged["p_holm"] = merged.groupby(curve)["p_value"].transform(holm)
     merged["significant"] = merged["p_holm"] < 1 - confidence
@@ -190,6 +207,72 @@ def compare(
         key=lambda s: s.map(order) if s.name == "metric" else s,
     )
     return tables.typed("comparisons", merged.reset_index(drop=True))
+
+
+def block_ratios(trials: pd.DataFrame, pairs: Iterable[tuple[str, str]], metrics: list[str]) -> pd.DataFrame:
+    """Per point, pair, metric and block (repetition) that both contenders ran in: value_c and value_b."""
+    ok = with_contenders(trials[trials["status"] == "ok"])
+    long = ok.melt(id_vars=[*POINT_KEYS, "contender", "repetition"], value_vars=metrics, var_name="metric")
+    long = long.dropna(subset=["value"])
+    frames = []
+    for challenger, baseline in pairs:
+        c = long[long["contender"] == challenger].drop(columns="contender")
+        b = long[long["contender"] == baseline].drop(columns="contender")
+        both = c.merge(b, on=[*POINT_KEYS, "repetition", "metric"], suffixes=("_c", "_b"))
+        frames.append(both.assign(challenger=challenger, baseline=baseline))
+    columns = [*POINT_KEYS, "repetition", "metric", "value_c", "value_b", "challenger", "baseline"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def paired_ratios(
+    trials: pd.DataFrame, pairs: Iterable[tuple[str, str]], metrics: list[str], confidence: float = 0.95
+) -> pd.DataFrame:
+    """The paired analysis of a blocked design, per point, metric and pair with two blocks or more in common and
+    only positive values: the geometric mean ratio of the within-block ratios, the t interval of their mean
+    logarithm, and the paired t-test's p-value.
+
+    Why the logarithm of within-block ratios: what varies between blocks on these hosts (the speed the host
+    gives the guest, the cache and memory it leaves it) scales a trial's result, so a block multiplies both
+    contenders by the same factor and their ratio cancels it.  On the log scale that is a random block effect
+    added to both; for two contenders the mixed model with the block as a random effect then estimates the
+    contender effect by the mean within-block log ratio with exactly this t interval (the paired t-test).  A
+    bootstrap over blocks would need more blocks than a sweep runs (its percentile interval is too narrow with
+    fewer than about ten).
+    """
+    blocks = block_ratios(trials, pairs, metrics)
+    keys = [*POINT_KEYS, "metric", "challenger", "baseline"]
+    if blocks.empty:
+        return pd.DataFrame(columns=[*keys, "n_pairs", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value"])
+    blocks["positive"] = (blocks["value_c"] > 0) & (blocks["value_b"] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blocks["log_ratio"] = np.log(blocks["value_c"] / blocks["value_b"])
+    grouped = blocks.groupby(keys, sort=False).agg(
+        n_pairs=("log_ratio", "size"), positive=("positive", "all"), mean=("log_ratio", "mean"), sd=("log_ratio", "std")
+    )
+    grouped = grouped[(grouped["n_pairs"] >= 2) & grouped["positive"]].reset_index()
+    n = grouped["n_pairs"].to_numpy(dtype=float)
+    mean, sd = grouped["mean"].to_numpy(), grouped["sd"].to_numpy()
+    se = sd / np.sqrt(n)
+    half = st.t.ppf((1 + confidence) / 2, n - 1) * se
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(se > 0, 2 * st.t.sf(np.abs(mean / se), n - 1), np.where(mean == 0, 1.0, 0.0))
+    return grouped.assign(
+        ratio=np.exp(mean), ratio_ci_low=np.exp(mean - half), ratio_ci_high=np.exp(mean + half), p_value=p
+    )[[*keys, "n_pairs", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value"]]
+
+
+def _paired(merged: pd.DataFrame, paired: pd.DataFrame, keys: list[str], higher: np.ndarray) -> pd.DataFrame:
+    """MERGED with the paired estimates where PAIRED has them."""
+    on = [*keys, "challenger", "baseline"]
+    joined = merged.merge(paired, on=on, how="left", suffixes=("", "_paired"))
+    use = joined["n_pairs_paired"].notna().to_numpy()
+    for column in ("ratio", "ratio_ci_low", "ratio_ci_high", "p_value"):
+        joined[column] = np.where(use, joined[f"{column}_paired"], joined[column])
+    joined["n_pairs"] = joined["n_pairs_paired"].astype("Int64")
+    joined["method"] = np.where(use, "paired", "unpaired")
+    better = np.where(higher, joined["ratio"] > 1, joined["ratio"] < 1)
+    joined["challenger_better"] = np.where(use, better, joined["challenger_better"])
+    return joined.drop(columns=[c for c in joined.columns if c.endswith("_paired")])
 
 
 def with_contenders(frame: pd.DataFrame) -> pd.DataFrame:

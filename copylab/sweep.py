@@ -6,139 +6,43 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import random
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from tqdm import tqdm
 
-from copylab import implementations, kernel_copies, testbed
+from copylab import allocation, implementations, kernel_copies, testbed
 from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
 from copylab.calibration import Calibration
-from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
+from copylab.config import SweepConfig
 from copylab.drivers import GRACE_S
 from copylab.errors import CopylabError
 from copylab.manifest import Harness, create, now_iso
 from copylab.paths import DATA
+from copylab.schedule import (
+    PRECISION_METRIC,
+    Configuration,
+    Progress,
+    adaptive_rounds,
+    budgeted_rounds,
+    configuration_of,
+    configurations,
+    measured,
+    plan,
+    precise_enough,
+)
 from copylab.schema import SCHEMA_VERSION
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.testbed import Testbed
 from copylab.trial import measured_window_s, run_trial
-
-
-class Configuration(NamedTuple):
-    implementation: str
-    workload: str
-    size_bytes: int
-    threads: int
-    connections: int
-    pinning: str
-    receive: str
-
-
-# The metric whose precision adaptive repetition watches, per workload.
-PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
-
-
-def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
-    supported = implementations.get(implementation).driver.receive_modes
-    everywhere = not config.receive_for or implementation in config.receive_for
-    return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
-
-
-def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[Configuration]:
-    """The grid, without the implementations in SKIP (those that cannot run here)."""
-    grid = []
-    for implementation in config.implementations:
-        if implementation in skip:
-            continue
-        for workload in config.workloads:
-            if workload not in implementations.get(implementation).driver.workloads:
-                continue
-            for size in config.sizes if workload == "stream" else config.rr_sizes:
-                for threads in config.threads:
-                    # copies: a connection per thread; servers: the connections the load client keeps busy
-                    for connections in config.connections or (threads,):
-                        for pinning in config.pinning:
-                            for receive in _receive_modes(config, implementation):
-                                grid.append(
-                                    Configuration(
-                                        implementation, workload, size, threads, connections, pinning, receive
-                                    )
-                                )
-    return grid
-
-
-def _spec(configuration: Configuration, repetition: int, order_index: int) -> TrialSpec:
-    c = configuration
-    return TrialSpec(
-        f"{'-'.join(map(str, c))}-r{repetition}",
-        order_index,
-        c.implementation,
-        c.workload,
-        c.size_bytes,
-        c.threads,
-        c.pinning,
-        repetition,
-        c.receive,
-        c.connections,
-    )
-
-
-def plan(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[TrialSpec]:
-    """Every trial of the fixed design, in its seeded random order."""
-    trials = [(c, repetition) for c in configurations(config, skip) for repetition in range(1, config.trials + 1)]
-    random.Random(config.seed).shuffle(trials)
-    return [_spec(c, repetition, index) for index, (c, repetition) in enumerate(trials)]
-
-
-def precise_enough(values: list[float], target: float, confidence: float = 0.95) -> bool:
-    """Is the confidence interval's half-width within target x |mean|?"""
-    if len(values) < ADAPTIVE_MIN_TRIALS:
-        return False
-    sample = np.asarray(values, dtype=float)
-    half_width = stats.t.ppf((1 + confidence) / 2, len(sample) - 1) * sample.std(ddof=1) / math.sqrt(len(sample))
-    return bool(half_width <= target * abs(sample.mean()))
-
-
-def adaptive_rounds(
-    config: SweepConfig, measured: dict[Configuration, list[float]], skip: frozenset[str] = frozenset()
-) -> Iterator[list[TrialSpec]]:
-    """Round r runs repetition r of every configuration still short of the target, shuffled.
-
-    Lazy: each round is decided from `measured` as it stands once the previous round ran.
-    """
-    order = 0
-    for repetition in range(1, config.max_trials + 1):
-        pending = [
-            c for c in configurations(config, skip) if not precise_enough(measured.get(c, []), config.target_ci or 0.0)
-        ]
-        random.Random(config.seed * 1000 + repetition).shuffle(pending)
-        if not pending:
-            return
-        yield [_spec(c, repetition, order + index) for index, c in enumerate(pending)]
-        order += len(pending)
-
-
-def _configuration_of(row: Any) -> Configuration:
-    return Configuration(
-        row["implementation"],
-        row["workload"],
-        int(row["size_bytes"]),
-        int(row["threads"]),
-        int(row["connections"]),
-        row["pinning"],
-        row["receive"],
-    )
 
 
 @dataclass
@@ -154,6 +58,7 @@ class SweepResult:
     overheads_s: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)  # implementation -> why it could not run here
+    exhausted: bool = False  # its schedule ran to its end (a budgeted sweep: nothing left it would run)
 
     def median_overhead_s(self) -> float:
         return float(np.median(self.overheads_s)) if self.overheads_s else math.nan
@@ -172,29 +77,27 @@ class SweepResult:
         return text
 
 
+# What a trial is assumed to cost beyond its windows until the sweep has measured it.
+DEFAULT_OVERHEAD_S = 0.1
+
+
 def _ok_rows(store: SweepStore) -> pd.DataFrame:
     trials = store.recorded_trials() if store.trials_path.exists() else None
     return trials[trials["status"] == "ok"] if trials is not None else pd.DataFrame(columns=["trial_id"])
 
 
-def _finished(config: SweepConfig, ok_rows: pd.DataFrame, skip: frozenset[str]) -> bool:
-    """Fixed design: every planned trial is ok. Adaptive: every configuration is precise or at max-trials."""
+def _finished(config: SweepConfig, ok_rows: pd.DataFrame, skip: frozenset[str], exhausted: bool) -> bool:
+    """Fixed design: every planned trial is ok. Adaptive: every configuration is precise or at max-trials.
+    Budgeted: its schedule ran to its end."""
+    if config.budget_s is not None:
+        return exhausted
     if config.target_ci is None:
         return set(ok_rows["trial_id"]) >= {spec.trial_id for spec in plan(config, skip)}
-    measured = _measured(ok_rows)
+    found = measured(ok_rows)
     return all(
-        precise_enough(measured.get(c, []), config.target_ci) or len(measured.get(c, [])) >= config.max_trials
+        precise_enough(found.get(c, []), config.target_ci) or len(found.get(c, [])) >= config.max_trials
         for c in configurations(config, skip)
     )
-
-
-def _measured(ok_rows: pd.DataFrame) -> dict[Configuration, list[float]]:
-    measured: dict[Configuration, list[float]] = {}
-    for _, row in ok_rows.iterrows():
-        value = row[PRECISION_METRIC[row["workload"]]]
-        if not pd.isna(value):
-            measured.setdefault(_configuration_of(row), []).append(float(value))
-    return measured
 
 
 def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
@@ -292,7 +195,7 @@ def _run_prepared(
     store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
 
     done = set(ok_rows["trial_id"])
-    measured = _measured(ok_rows)
+    found = measured(ok_rows)
     result = SweepResult(store.directory, 0, skipped=len(done))
     started = time.monotonic()
     skip: frozenset[str] = frozenset()
@@ -320,12 +223,7 @@ def _run_prepared(
                 )
             )
             with _kernel_copies(config, bed) as counts:
-                if config.target_ci is None:
-                    batches: Iterator[list[TrialSpec]] = iter([plan(config, skip)])
-                    result.planned = len(plan(config, skip))
-                else:
-                    batches = adaptive_rounds(config, measured, skip)
-                    result.planned = len(configurations(config, skip)) * config.max_trials
+                batches = _schedule(config, store, result, skip, found)
                 settings = TrialSettings(
                     config.name,
                     bed,
@@ -337,13 +235,14 @@ def _run_prepared(
                     align_fields=config.align_fields,
                     kernel_copies=counts,
                 )
-                _run_trials(batches, done, settings, writer, result, measured, on_row, progress)
-                if config.target_ci is not None:
+                _run_trials(batches, done, settings, writer, result, found, on_row, progress)
+                result.exhausted = True
+                if config.target_ci is not None or config.budget_s is not None:
                     result.planned = result.ran + result.skipped
     finally:
         writer.close()
         result.wall_s = time.monotonic() - started
-        finished = _finished(config, _ok_rows(store), skip)
+        finished = _finished(config, _ok_rows(store), skip, result.exhausted)
         record = store.read_manifest()
         harness = (
             Harness(result.median_overhead_s(), result.wall_s, result.window_s, result.ran)
@@ -362,13 +261,53 @@ def _run_prepared(
     return result
 
 
+def _schedule(
+    config: SweepConfig,
+    store: SweepStore,
+    result: SweepResult,
+    skip: frozenset[str],
+    found: dict[Configuration, list[float]],
+) -> Iterator[list[TrialSpec]]:
+    """The sweep's design (copylab.schedule), as rounds of trials; sets how many are planned."""
+    if config.target_ci is not None:
+        result.planned = len(configurations(config, skip)) * config.max_trials
+        return adaptive_rounds(config, found, skip)
+    if config.budget_s is None:
+        fixed = plan(config, skip)
+        result.planned = len(fixed)
+        return iter([fixed])
+    window = config.warmup_s + config.duration_s
+    recorded = store.recorded_trials() if store.trials_path.exists() else None
+    # The budget counts the sweep's own time, the harness's between trials included; an earlier, interrupted run
+    # counts by its trials.
+    before = float(recorded["trial_wall_s"].sum()) if recorded is not None and len(recorded) else 0.0
+    started = time.monotonic()
+
+    def progress() -> Progress:
+        rows = store.recorded_trials() if store.trials_path.exists() else pd.DataFrame(columns=["status"])
+        overhead = result.median_overhead_s()
+        trial_s = window + (overhead if overhead == overhead else DEFAULT_OVERHEAD_S)
+        return Progress(rows, before + time.monotonic() - started, trial_s)
+
+    result.planned = int(config.budget_s // (window + DEFAULT_OVERHEAD_S))
+    rounds = budgeted_rounds(config, progress, lambda ok: allocation.undecided(ok, config), skip)
+    return _numbered(rounds, 0 if recorded is None else len(recorded))
+
+
+def _numbered(rounds: Iterator[list[TrialSpec]], start: int) -> Iterator[list[TrialSpec]]:
+    """ROUNDS with order indexes that go on from START, the rows already recorded."""
+    for batch in rounds:
+        yield [dataclasses.replace(spec, order_index=start + index) for index, spec in enumerate(batch)]
+        start += len(batch)
+
+
 def _run_trials(
     batches: Iterator[list[TrialSpec]],
     done: set[str],
     settings: TrialSettings,
     writer: Any,
     result: SweepResult,
-    measured: dict[Configuration, list[float]],
+    found: dict[Configuration, list[float]],
     on_row: Callable[[dict[str, Any]], None] | None,
     progress: bool,
 ) -> None:
@@ -379,6 +318,7 @@ def _run_trials(
                 if spec.trial_id in done:
                     continue
                 row = run_trial(spec, settings)
+                done.add(spec.trial_id)
                 writer.write(row)
                 window = measured_window_s(spec, settings)
                 result.ran += 1
@@ -388,7 +328,7 @@ def _run_trials(
                     result.ok += 1
                     value = row.get(PRECISION_METRIC[spec.workload])
                     if value is not None and not math.isnan(value):
-                        measured.setdefault(_configuration_of(row), []).append(float(value))
+                        found.setdefault(configuration_of(row), []).append(float(value))
                 else:
                     result.failed += 1
                     result.failures.append(f"{spec.trial_id}: {row['error']}")

@@ -58,6 +58,8 @@ COMPARISONS: dict[str, str] = {
     "p_holm": "float64",
     "significant": "bool",
     "challenger_better": "bool",
+    "method": "str",  # paired (within-block ratios of a blocked design) or unpaired (Welch, Fieller)
+    "n_pairs": "Int64",  # blocks both contenders ran in (paired only)
 }
 # A crossover row is a curve: its axis column is empty (<NA>), the point along it is crossover_at.
 CROSSOVERS: dict[str, str] = {

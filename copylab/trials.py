@@ -109,9 +109,14 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path, trials
     _check_subset(trials.loc[trials["workload"] == "stream", "size_bytes"], stream_sizes, "stream size", where)
     _check_subset(trials.loc[trials["workload"] == "rr", "size_bytes"], rr_sizes, "rr size", where)
     most = int(trials["repetition"].max()) if len(trials) else 0
-    allowed_repetitions = parameters.trials if parameters.target_ci is None else parameters.max_trials
-    if most > allowed_repetitions:
-        raise CopylabError(f"{where}: parameters.trials is {allowed_repetitions} but trials.csv has repetition {most}")
+    if parameters.budget_s is not None:  # the first pass, the blocks of undecided comparisons, the others'
+        allowed, setting = 2 * parameters.trials + parameters.max_trials, "trials + max_trials + trials"
+    elif parameters.target_ci is not None:
+        allowed, setting = parameters.max_trials, "max_trials"
+    else:
+        allowed, setting = parameters.trials, "trials"
+    if most > allowed:
+        raise CopylabError(f"{where}: parameters.{setting} allow {allowed} repetitions but trials.csv has {most}")
     lacking = [
         name
         for name in trials.attrs.get("absent_columns", [])

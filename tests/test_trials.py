@@ -213,7 +213,7 @@ def test_file_of_an_older_schema_loads_with_the_new_columns_empty(sweep):
         ({"parameters": {"sizes": [1024]}}, "stream size 4096 that the manifest does not list"),
         ({"parameters": {"implementations": ["two_copy", "one_copy"]}}, "implementation zero_copy"),
         ({"parameters": {"threads": [2]}}, "threads 1 that"),
-        ({"parameters": {"trials": 2}}, "parameters.trials is 2 but trials.csv has repetition 3"),
+        ({"parameters": {"trials": 2}}, "parameters.trials allow 2 repetitions but trials.csv has 3"),
         ({"trials_sha256": "0" * 64}, "the manifest says 000000000000"),
     ],
 )

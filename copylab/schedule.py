@@ -1,0 +1,352 @@
+"""Which trials a sweep runs, and in what order: the grid, and the design that orders it.
+
+- **randomized**: every trial of the grid in one seeded random order (the whole grid x trials shuffled), so
+  drift spreads over every configuration; with --target-ci, rounds of the configurations still imprecise.
+- **blocked** (the default): the grid's configurations are grouped by point (workload, size, threads,
+  connections, pinning); block r of a point runs its contenders (implementation, receive mode) back to back in
+  a seeded random order, and the blocks of a round are shuffled across points.  Comparisons then pair the trials
+  of one block (copylab.stats).  A trial's repetition is its block's number at its point.
+- **budgeted** (blocked, with --budget): a first pass of `trials` blocks of the implementations whose curves
+  decide the experiment's answers; then, while the budget lasts, a block at every point where one of those
+  comparisons is still undecided (copylab.allocation), up to max_trials blocks a point; then blocks of the
+  other implementations (at least two, at most `trials`, with their baselines), in what the budget leaves.
+
+Every schedule is lazy and decided from the rows recorded so far, so an interrupted sweep resumes where it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from copylab import implementations
+from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
+from copylab.spec import TrialSpec
+
+# The metric whose precision adaptive repetition watches, per workload.
+PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
+# Blocks of the other implementations a budgeted sweep keeps time for: the fewest a paired comparison needs.
+OTHERS_MIN_BLOCKS = 2
+
+
+class Configuration(NamedTuple):
+    implementation: str
+    workload: str
+    size_bytes: int
+    threads: int
+    connections: int
+    pinning: str
+    receive: str
+
+
+class Point(NamedTuple):
+    """Where contenders are compared: everything of a configuration but the implementation and receive mode."""
+
+    workload: str
+    size_bytes: int
+    threads: int
+    connections: int
+    pinning: str
+
+
+def point_of(configuration: Configuration) -> Point:
+    c = configuration
+    return Point(c.workload, c.size_bytes, c.threads, c.connections, c.pinning)
+
+
+def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
+    supported = implementations.get(implementation).driver.receive_modes
+    everywhere = not config.receive_for or implementation in config.receive_for
+    return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
+
+
+def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[Configuration]:
+    """The grid, without the implementations in SKIP (those that cannot run here)."""
+    grid = []
+    for implementation in config.implementations:
+        if implementation in skip:
+            continue
+        for workload in config.workloads:
+            if workload not in implementations.get(implementation).driver.workloads:
+                continue
+            for size in config.sizes if workload == "stream" else config.rr_sizes:
+                for threads in config.threads:
+                    # copies: a connection per thread; servers: the connections the load client keeps busy
+                    for connections in config.connections or (threads,):
+                        for pinning in config.pinning:
+                            for receive in _receive_modes(config, implementation):
+                                grid.append(
+                                    Configuration(
+                                        implementation, workload, size, threads, connections, pinning, receive
+                                    )
+                                )
+    return grid
+
+
+def configuration_of(row: Any) -> Configuration:
+    return Configuration(
+        row["implementation"],
+        row["workload"],
+        int(row["size_bytes"]),
+        int(row["threads"]),
+        int(row["connections"]),
+        row["pinning"],
+        row["receive"],
+    )
+
+
+def _spec(configuration: Configuration, repetition: int, order_index: int, position: int | None = None) -> TrialSpec:
+    c = configuration
+    return TrialSpec(
+        f"{'-'.join(map(str, c))}-r{repetition}",
+        order_index,
+        c.implementation,
+        c.workload,
+        c.size_bytes,
+        c.threads,
+        c.pinning,
+        repetition,
+        c.receive,
+        c.connections,
+        position,
+    )
+
+
+def _rng(config: SweepConfig, *parts: object) -> random.Random:
+    return random.Random(zlib.crc32(repr((config.seed, *parts)).encode()))
+
+
+def _points(grid: list[Configuration]) -> dict[Point, list[Configuration]]:
+    """The grid's configurations by point, in grid order."""
+    grouped: dict[Point, list[Configuration]] = {}
+    for configuration in grid:
+        grouped.setdefault(point_of(configuration), []).append(configuration)
+    return grouped
+
+
+def _round(config: SweepConfig, blocks: list[tuple[Point, int, list[Configuration]]], key: object) -> list[TrialSpec]:
+    """One round of blocks (point, block number, contenders): blocks shuffled, contenders shuffled in each."""
+    blocks = list(blocks)
+    _rng(config, "round", key).shuffle(blocks)
+    specs = []
+    for point, number, contenders in blocks:
+        contenders = list(contenders)
+        _rng(config, "block", point, number).shuffle(contenders)
+        specs += [_spec(c, number, 0, position) for position, c in enumerate(contenders)]
+    return specs
+
+
+def plan(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[TrialSpec]:
+    """Every trial of the fixed design (randomized, or blocked without a budget), in its seeded order."""
+    grid = configurations(config, skip)
+    if config.design == "blocked":
+        points = _points(grid)
+        specs = []
+        for number in range(1, config.trials + 1):
+            specs += _round(config, [(p, number, cs) for p, cs in points.items()], number)
+        return [dataclasses.replace(spec, order_index=index) for index, spec in enumerate(specs)]
+    trials = [(c, repetition) for c in grid for repetition in range(1, config.trials + 1)]
+    random.Random(config.seed).shuffle(trials)
+    return [_spec(c, repetition, index) for index, (c, repetition) in enumerate(trials)]
+
+
+def precise_enough(values: list[float], target: float, confidence: float = 0.95) -> bool:
+    """Is the confidence interval's half-width within target x |mean|?"""
+    if len(values) < ADAPTIVE_MIN_TRIALS:
+        return False
+    sample = np.asarray(values, dtype=float)
+    half_width = stats.t.ppf((1 + confidence) / 2, len(sample) - 1) * sample.std(ddof=1) / math.sqrt(len(sample))
+    return bool(half_width <= target * abs(sample.mean()))
+
+
+def measured(ok_rows: pd.DataFrame) -> dict[Configuration, list[float]]:
+    """Each configuration's precision metric, trial by trial."""
+    found: dict[Configuration, list[float]] = {}
+    for _, row in ok_rows.iterrows():
+        value = row[PRECISION_METRIC[row["workload"]]]
+        if not pd.isna(value):
+            found.setdefault(configuration_of(row), []).append(float(value))
+    return found
+
+
+def adaptive_rounds(
+    config: SweepConfig, measured: dict[Configuration, list[float]], skip: frozenset[str] = frozenset()
+) -> Iterator[list[TrialSpec]]:
+    """Round r runs repetition r of every configuration still short of the target, shuffled.
+
+    Lazy: each round is decided from `measured` as it stands once the previous round ran.
+    """
+    order = 0
+    for repetition in range(1, config.max_trials + 1):
+        pending = [
+            c for c in configurations(config, skip) if not precise_enough(measured.get(c, []), config.target_ci or 0.0)
+        ]
+        random.Random(config.seed * 1000 + repetition).shuffle(pending)
+        if not pending:
+            return
+        yield [_spec(c, repetition, order + index) for index, c in enumerate(pending)]
+        order += len(pending)
+
+
+@dataclass
+class Progress:
+    """What a budgeted schedule decides from: the rows recorded so far and the time the trials took."""
+
+    rows: pd.DataFrame  # every recorded row, ok or failed
+    spent_s: float
+    trial_s: float  # what one more trial is expected to take (window + the harness's median time)
+
+
+Contender = tuple[str, str]  # (implementation, receive mode)
+
+
+def deciding_contenders(config: SweepConfig) -> set[Contender]:
+    """The contenders of the comparisons that decide the sweep's experiment's answers (receiving by copy)."""
+    pairs = implementations.experiment(config.experiment).deciding_pairs()
+    return {(name, implementations.BASELINE_RECEIVE) for pair in pairs for name in pair}
+
+
+def partners(contender: Contender) -> set[Contender]:
+    """What a contender is compared with (copylab.implementations.comparison_pairs): its baselines in its own
+    receive mode, and itself receiving by copy."""
+    name, receive = contender
+    found = {(baseline, receive) for baseline in implementations.get(name).baselines}
+    if receive != implementations.BASELINE_RECEIVE:
+        found.add((name, implementations.BASELINE_RECEIVE))
+    return found
+
+
+def _next_numbers(rows: pd.DataFrame) -> dict[Point, int]:
+    """Per point, the number its next block gets."""
+    if not len(rows):
+        return {}
+    highest = rows.groupby(list(Point._fields))["repetition"].max()
+    return {Point(*key): int(number) + 1 for key, number in highest.items()}
+
+
+def _ok_ids(rows: pd.DataFrame) -> set[str]:
+    return set(rows.loc[rows["status"] == "ok", "trial_id"]) if len(rows) else set()
+
+
+def _done(rows: pd.DataFrame) -> dict[Configuration, int]:
+    """Per configuration, how many of its trials were recorded ok."""
+    if not len(rows):
+        return {}
+    counts = rows[rows["status"] == "ok"].groupby(list(Configuration._fields)).size()
+    return {Configuration(*key): int(count) for key, count in counts.items()}
+
+
+def _affordable(
+    blocks: list[tuple[Point, int, list[Configuration]]], seconds: float, trial_s: float
+) -> list[tuple[Point, int, list[Configuration]]]:
+    """The leading BLOCKS whose trials fit in SECONDS."""
+    kept, cost = [], 0.0
+    for block in blocks:
+        cost += len(block[2]) * trial_s
+        if cost > seconds:
+            break
+        kept.append(block)
+    return kept
+
+
+def budgeted_rounds(
+    config: SweepConfig,
+    progress: Callable[[], Progress],
+    undecided: Callable[[pd.DataFrame], dict[Point, set[Contender]]],
+    skip: frozenset[str] = frozenset(),
+) -> Iterator[list[TrialSpec]]:
+    """The rounds of a budgeted blocked sweep (module docstring), each decided from PROGRESS as it stands.
+
+    UNDECIDED maps the ok rows to the points, and there the contenders, that a deciding comparison still needs;
+    it is copylab.allocation's, passed in so that this module runs nothing.  The other contenders' blocks carry
+    their partners (what they are compared with), so that their comparisons pair too; the budget keeps time for
+    OTHERS_MIN_BLOCKS of their blocks at the first thread count (a curve along the axis), the rest of their
+    points get what the budget leaves.
+    """
+    assert config.budget_s is not None
+    grid = configurations(config, skip)
+    deciding = deciding_contenders(config)
+    first = _points([c for c in grid if (c.implementation, c.receive) in deciding])
+    others: dict[Point, list[Configuration]] = {}
+    for point, cs in _points(grid).items():
+        theirs = [c for c in cs if (c.implementation, c.receive) not in deciding]
+        wanted = {(c.implementation, c.receive) for c in theirs}
+        wanted |= {partner for c in theirs for partner in partners((c.implementation, c.receive))}
+        if theirs:
+            others[point] = [c for c in cs if (c.implementation, c.receive) in wanted]
+    essential = {point for point in others if point.threads == min(config.threads)}
+
+    def short_of(rows: pd.DataFrame, blocks: int, points: set[Point] | None = None) -> dict[Point, list[Configuration]]:
+        done = _done(rows)
+        return {
+            point: cs
+            for point, cs in others.items()
+            if (points is None or point in points)
+            and any(done.get(c, 0) < blocks for c in cs if (c.implementation, c.receive) not in deciding)
+        }
+
+    def cost(now: Progress, blocks: int, points: set[Point] | None = None) -> float:
+        """Time the other contenders still need to reach BLOCKS blocks at POINTS (default: all theirs)."""
+        done = _done(now.rows)
+        need = 0
+        for cs in short_of(now.rows, blocks, points).values():
+            mine = [c for c in cs if (c.implementation, c.receive) not in deciding]
+            need += len(cs) * max(blocks - done.get(c, 0) for c in mine)
+        return now.trial_s * need
+
+    # 1. The first pass: `trials` blocks of the deciding contenders at every point.
+    for number in range(1, config.trials + 1):
+        ok = _ok_ids(progress().rows)
+        blocks = [(p, number, [c for c in cs if _spec(c, number, 0).trial_id not in ok]) for p, cs in first.items()]
+        specs = _round(config, [block for block in blocks if block[2]], number)
+        if specs:
+            yield specs
+    # 2. The comparisons still undecided, a block at each of their points per round, within the budget.
+    for round_number in range(1, config.max_trials + 1):
+        now = progress()
+        counts, numbers = _done(now.rows), _next_numbers(now.rows)
+        blocks = []
+        for point, contenders in undecided(now.rows[now.rows["status"] == "ok"]).items():
+            chosen = [c for c in first.get(point, []) if (c.implementation, c.receive) in contenders]
+            if chosen and all(counts.get(c, 0) < config.max_trials for c in chosen):
+                blocks.append((point, numbers.get(point, 1), chosen))
+        left = config.budget_s - now.spent_s - cost(now, OTHERS_MIN_BLOCKS, essential)
+        blocks = _affordable(blocks, left, now.trial_s)
+        if not blocks:
+            break
+        yield _round(config, blocks, ("undecided", round_number))
+    # 3. The other contenders with their partners: first OTHERS_MIN_BLOCKS at the first thread count, then, in
+    #    what the budget leaves, everywhere, up to `trials` blocks.
+    for number, points in [(n, essential) for n in range(1, OTHERS_MIN_BLOCKS + 1)] + [
+        (n, None) for n in range(1, config.trials + 1)
+    ]:
+        now = progress()
+        wanted = short_of(now.rows, number, points)
+        if points is None and now.spent_s + cost(now, number) > config.budget_s:
+            wanted = dict(_affordable_points(wanted, config.budget_s - now.spent_s, now.trial_s))
+        numbers = _next_numbers(now.rows)
+        specs = _round(config, [(point, numbers.get(point, 1), cs) for point, cs in wanted.items()], ("others", number))
+        if specs:
+            yield specs
+
+
+def _affordable_points(
+    wanted: dict[Point, list[Configuration]], seconds: float, trial_s: float
+) -> list[tuple[Point, list[Configuration]]]:
+    """The points of WANTED, fewest threads first, whose blocks fit in SECONDS."""
+    kept, cost = [], 0.0
+    for point, cs in sorted(wanted.items(), key=lambda item: (item[0].threads, item[0].size_bytes)):
+        cost += len(cs) * trial_s
+        if cost > seconds:
+            break
+        kept.append((point, cs))
+    return kept
