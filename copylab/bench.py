@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from copylab import config, implementations, netns, perf, sweep, testbed
+from copylab import config, implementations, netns, perf, schedule, sweep, testbed
 from copylab.build import require_programs
 from copylab.calibrate import measure_memcpy
 from copylab.copy_bound import copy_limit_rows
@@ -167,7 +167,7 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
 def full_profile_estimate(overhead_s: float) -> Figure:
     """The copies study's full profile: its trials times (warm-up + window + the harness's time per trial)."""
     full = config.make_config("bench-full", "full")
-    trials = sweep.plan(full)
+    trials = schedule.plan(full)
     minutes = sum(measured_window_s(spec, _window_settings(full)) + overhead_s for spec in trials) / 60
     return Figure(
         f"full profile of the copies study ({len(trials):,} trials), estimated from its plan and the harness time",
@@ -273,21 +273,21 @@ def replay_adaptive(trials: pd.DataFrame, target: float) -> tuple[int, int, int,
     in their recorded order under the adaptive rule."""
     ok = trials[trials["status"] == "ok"].sort_values("order_index")
     fixed_trials = adaptive_trials = fixed_precise = adaptive_precise = 0
-    for workload, metric in sweep.PRECISION_METRIC.items():
+    for workload, metric in schedule.PRECISION_METRIC.items():
         for _, group in ok[ok["workload"] == workload].groupby(["implementation", "size_bytes", "threads", "pinning"]):
             values = group.sort_values("repetition")[metric].dropna().tolist()
             stop = next(
                 (
                     n
                     for n in range(config.ADAPTIVE_MIN_TRIALS, len(values) + 1)
-                    if sweep.precise_enough(values[:n], target)
+                    if schedule.precise_enough(values[:n], target)
                 ),
                 len(values),
             )
             fixed_trials += len(values)
             adaptive_trials += stop
-            fixed_precise += sweep.precise_enough(values, target)
-            adaptive_precise += sweep.precise_enough(values[:stop], target)
+            fixed_precise += schedule.precise_enough(values, target)
+            adaptive_precise += schedule.precise_enough(values[:stop], target)
     return fixed_trials, adaptive_trials, fixed_precise, adaptive_precise
 
 

@@ -190,13 +190,13 @@ def test_raw_trials_toggle_adds_one_point_per_trial(ex: Explorer) -> None:
 def test_noisy_configuration_is_flagged_and_its_outlier_listed(data_root: Path) -> None:
     ex = Explorer(data_root / "noisy", roots=[data_root])
 
-    flagged = ex.flags[ex.flags["why"].str.contains("cv")]
+    flagged = ex.flags[ex.flags["why"].str.contains("95% CI")]
     assert flagged[["implementation", "size_bytes", "threads"]].to_dict("records") == [
         {"implementation": "one_copy", "size_bytes": 4096, "threads": 1}
     ]
     assert f"{len(ex.flags)} flagged" in ex.status.value
     assert "Unstable configurations and failed trials" in ex.flag_box.value
-    assert "one_copy, 4 KiB, 1 thread: cv" in ex.flag_box.value
+    assert "one_copy, 4 KiB, 1 thread: 95% CI" in ex.flag_box.value
     rings = [c for c in ex.figure.axes[0].collections if "unstable" in str(c.get_label())]
     assert len(rings) == 1 and len(rings[0].get_offsets()) == ex.data["unstable"].sum() >= 1
 

@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from copylab import answers, captions, config, implementations, sections, sweep
+from copylab import answers, captions, config, implementations, schedule, sections, sweep
 from copylab.analysis import analyze
 from copylab.drivers import CopylabPrograms
 from copylab.explorer import Explorer
@@ -83,7 +83,7 @@ def test_sweep_settings_accept_it_and_plan_its_trials(registered):
         threads=[1],
         trials=2,
     )
-    assert [spec.implementation for spec in sweep.plan(settings)].count(FAKE.name) == 2
+    assert [spec.implementation for spec in schedule.plan(settings)].count(FAKE.name) == 2
     assert implementations.programs([FAKE.name]) == ["two_copy_server", "two_copy_client"]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from copylab import config, netns, sweep
+from copylab import config, netns, schedule, sweep
 from copylab.errors import CopylabError
 from copylab.store import SweepStore
 from tests.conftest import needs_root, path_without
@@ -401,7 +401,7 @@ def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_pa
     )
     assert rows[0]["status"] == "ok" and len(failed) == 1, rows
     assert "SSH" in failed[0]["error"] or "client" in failed[0]["error"], failed[0]
-    assert ok == {spec.trial_id for spec in sweep.plan(settings)} and resumed.failed == 0
+    assert ok == {spec.trial_id for spec in schedule.plan(settings)} and resumed.failed == 0
     assert SweepStore(tmp_path / name).read_manifest().complete
     assert left == []
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from copylab import config, netns, perf, spec, sweep, testbed, trial
+from copylab import config, netns, perf, schedule, spec, sweep, testbed, trial
 from copylab.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.manifest import Manifest, create
@@ -605,7 +605,7 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
         assert killed and ("Killed" in failed[0]["error"] or "signal 9" in failed[0]["error"])
     assert not complete_before, "a sweep with a failed trial is not complete"
     assert after.startswith(before) and resumed.ran == 1 and resumed.ok == 1
-    assert ok_ids == {spec.trial_id for spec in sweep.plan(config)}
+    assert ok_ids == {spec.trial_id for spec in schedule.plan(config)}
     assert SweepStore(tmp_path / name).read_manifest().complete
     assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
 

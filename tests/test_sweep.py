@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, netns, sweep
+from copylab import config, netns, schedule, sweep
 from copylab.config import SweepConfig
 from copylab.drivers import CopylabPrograms
 from copylab.errors import CopylabError
@@ -271,7 +271,7 @@ def test_existing_sweep_is_not_mixed_without_resume(tmp_path):
 
 def test_plan_is_seeded_and_complete():
     config = tiny("plan")
-    first, again, other = sweep.plan(config), sweep.plan(config), sweep.plan(tiny("plan", seed=2))
+    first, again, other = schedule.plan(config), schedule.plan(config), schedule.plan(tiny("plan", seed=2))
     assert first == again and [t.trial_id for t in first] != [t.trial_id for t in other]
     assert sorted(t.trial_id for t in first) == sorted(t.trial_id for t in other)
     assert len(first) == 24
@@ -289,20 +289,28 @@ def test_truncated_tail_is_repaired(tmp_path):
 def test_precise_enough_uses_the_t_interval():
     # mean 10, sd 0.1, n 4: half-width = t(0.975, 3) * 0.1 / 2 = 3.182 * 0.05 = 0.159 -> 1.6% of the mean
     values = [9.9, 10.1, 9.9, 10.1]
-    assert sweep.precise_enough([9.9, 10.1, 9.9, 10.1][:4], 0.02)
-    assert not sweep.precise_enough(values, 0.015)
-    assert not sweep.precise_enough([10.0, 10.0], 0.5), "fewer than 3 trials is never enough"
+    assert schedule.precise_enough([9.9, 10.1, 9.9, 10.1][:4], 0.02)
+    assert not schedule.precise_enough(values, 0.015)
+    assert not schedule.precise_enough([10.0, 10.0], 0.5), "fewer than 3 trials is never enough"
 
 
 def test_adaptive_rounds_repeat_only_imprecise_configurations():
-    config = tiny("adaptive", workloads=["stream"], sizes=[1024], threads=[1, 2], target_ci=0.05, max_trials=5)
-    stable, noisy = sweep.configurations(config)[0], sweep.configurations(config)[1]
+    config = tiny(
+        "adaptive",
+        workloads=["stream"],
+        sizes=[1024],
+        threads=[1, 2],
+        target_ci=0.05,
+        max_trials=5,
+        design="randomized",
+    )
+    stable, noisy = schedule.configurations(config)[0], schedule.configurations(config)[1]
     measured: dict = {}
     rounds = []
-    for batch in sweep.adaptive_rounds(config, measured):
+    for batch in schedule.adaptive_rounds(config, measured):
         rounds.append(batch)
         for spec in batch:
-            key = sweep.Configuration(
+            key = schedule.Configuration(
                 spec.implementation,
                 spec.workload,
                 spec.size_bytes,
@@ -384,10 +392,10 @@ def test_receive_for_gives_the_other_receive_modes_to_some_implementations_only(
         receive=["copy", "truncate"],
         receive_for=["zero_copy"],
     )
-    planned = sorted((spec.implementation, spec.receive) for spec in sweep.plan(settings))
+    planned = sorted((spec.implementation, spec.receive) for spec in schedule.plan(settings))
     assert planned == [("two_copy", "copy"), ("zero_copy", "copy"), ("zero_copy", "truncate")]
     everyone = tiny("plan-all", workloads=["stream"], sizes=[1024], threads=[1], trials=1, receive=["copy", "truncate"])
-    assert len(sweep.plan(everyone)) == 4, "an explicit --receive alone is for every implementation"
+    assert len(schedule.plan(everyone)) == 4, "an explicit --receive alone is for every implementation"
 
 
 @needs_root

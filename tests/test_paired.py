@@ -1,0 +1,220 @@
+"""The blocked design's paired analysis on synthetic blocks with a known effect, and its schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from copylab import allocation, config, schedule
+from copylab.crossover import find_crossovers, paired_crossover_interval, verdict_stability
+from copylab.metrics import add_metrics
+from copylab.schema import COLUMN_NAMES
+from copylab.stats import compare, paired_ratios
+
+PAIR = [("one_copy", "two_copy")]
+
+
+def blocks(effect: float, n_blocks: int, sizes: list[int], seed: int, noise: float = 0.03) -> pd.DataFrame:
+    """Trials of two contenders in N_BLOCKS blocks per size: every block multiplies both by its own factor,
+    drawn log-uniformly over a factor of 2 (the spread between identical trials on these hosts), and each trial
+    has NOISE of its own; the challenger is EFFECT times the baseline."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for size in sizes:
+        for block in range(1, n_blocks + 1):
+            factor = 2 ** rng.uniform(-0.5, 0.5)
+            for name, scale in (("two_copy", 1.0), ("one_copy", effect)):
+                rows.append(
+                    {
+                        "experiment": "copies",
+                        "implementation": name,
+                        "workload": "stream",
+                        "size_bytes": size,
+                        "threads": 1,
+                        "connections": 1,
+                        "pinning": "same_cpu",
+                        "receive": "copy",
+                        "repetition": block,
+                        "status": "ok",
+                        "throughput_gbps": 10.0 * factor * scale * rng.lognormal(0, noise),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_a_15_percent_effect_under_2x_block_noise_is_detected_paired_not_unpaired():
+    trials = blocks(1.15, 6, [4096], seed=1)
+    paired = compare(trials, PAIR, ["throughput_gbps"], paired=True).iloc[0]
+    unpaired = compare(trials, PAIR, ["throughput_gbps"], paired=False).iloc[0]
+    assert paired["method"] == "paired" and paired["n_pairs"] == 6
+    assert paired["significant"] and paired["challenger_better"]
+    assert paired["ratio_ci_low"] < 1.15 < paired["ratio_ci_high"] and paired["ratio_ci_low"] > 1
+    # the same trials compared as if unpaired: the block noise swamps the effect
+    assert unpaired["method"] == "unpaired" and not unpaired["significant"]
+
+
+def test_no_effect_gives_a_verdict_at_the_nominal_rate_only():
+    """400 independent points without an effect: the paired test says 'significant' at about 5% of them."""
+    trials = blocks(1.0, 6, [1 << k for k in range(400)], seed=2)
+    p = paired_ratios(trials, PAIR, ["throughput_gbps"])["p_value"].to_numpy()
+    assert len(p) == 400
+    assert 0.025 <= float((p < 0.05).mean()) <= 0.085
+
+
+def test_the_interval_covers_the_effect_at_its_nominal_rate():
+    trials = blocks(1.15, 5, [1 << k for k in range(300)], seed=3)
+    found = paired_ratios(trials, PAIR, ["throughput_gbps"])
+    covered = ((found["ratio_ci_low"] <= 1.15) & (found["ratio_ci_high"] >= 1.15)).mean()
+    assert 0.91 <= covered <= 0.985
+
+
+def test_a_zero_in_a_block_leaves_that_point_unpaired():
+    trials = blocks(1.15, 4, [4096], seed=4)
+    trials.loc[0, "throughput_gbps"] = 0.0
+    row = compare(trials, PAIR, ["throughput_gbps"], paired=True).iloc[0]
+    assert row["method"] == "unpaired" and pd.isna(row["n_pairs"])
+
+
+def test_a_paired_crossover_is_found_inside_its_bracket_with_an_interval():
+    """The challenger loses below 16 KiB and wins above: the crossover lies in the bracket, bootstrapped over
+    blocks."""
+    sizes = [1024, 4096, 16384, 65536, 262144]
+    effects = [0.7, 0.8, 1.0, 1.25, 1.4]
+    frames = [blocks(effect, 6, [size], seed=i) for i, (size, effect) in enumerate(zip(sizes, effects, strict=True))]
+    measured = add_metrics(_complete(pd.concat(frames, ignore_index=True)))
+    comparisons = compare(measured, PAIR, ["throughput_gbps"], paired=True)
+    crossovers = find_crossovers(measured, comparisons, PAIR, ["throughput_gbps"], n_resamples=500, seed=1)
+    row = crossovers.iloc[0]
+    assert row["status"] == "crossover"
+    assert 4096 <= row["ci_low"] <= row["crossover_at"] <= row["ci_high"] <= 65536
+
+
+def _complete(trials: pd.DataFrame) -> pd.DataFrame:
+    """TRIALS with every trials.csv column (the ones not set here empty)."""
+    return trials.reindex(columns=list(dict.fromkeys([*trials.columns, *COLUMN_NAMES])))
+
+
+def test_paired_crossover_interval_is_censored_at_the_bracket():
+    rng = np.random.default_rng(0)
+    advantages = [rng.normal(-0.2, 0.05, 6), rng.normal(0.2, 0.05, 6)]
+    at, low, high = paired_crossover_interval(advantages, np.array([1024, 4096]), rng=rng)
+    assert 1024 <= low <= at <= high <= 4096
+    assert 1900 <= at <= 2200  # the root of -0.2 .. 0.2 lies half way on log2(size): 2 KiB
+
+
+def test_verdict_stability_is_high_for_clear_effects_and_low_for_none():
+    rng = np.random.default_rng(5)
+    clear = [rng.normal(0.3, 0.05, 6) for _ in range(4)]
+    assert verdict_stability(clear, "challenger_always_better") > 0.95
+    none = [rng.normal(0.0, 0.2, 4) for _ in range(4)]
+    assert verdict_stability(none, "indistinguishable") < 0.99
+    assert verdict_stability(none, "challenger_always_better") < 0.3
+
+
+def tiny(**changes) -> config.SweepConfig:
+    settings = dict(
+        implementations=["two_copy", "one_copy", "zero_copy", "uring_send"],
+        workloads=["stream"],
+        sizes=[1024, 65536],
+        threads=[1, 2],
+        trials=2,
+        receive=["copy"],
+        namespaces=["clpa_s", "clpa_c"],
+    )
+    settings.update(changes)
+    return config.make_config("paired", "quick", **settings)
+
+
+def test_a_blocked_plan_runs_every_contender_of_a_point_back_to_back():
+    settings = tiny()
+    specs = schedule.plan(settings)
+    assert [spec.order_index for spec in specs] == list(range(len(specs)))
+    contenders = {(c.implementation, c.receive) for c in schedule.configurations(settings)}
+    for start in range(0, len(specs), len(contenders)):
+        block = specs[start : start + len(contenders)]
+        assert {(s.implementation, s.receive) for s in block} == contenders
+        assert len({(s.size_bytes, s.threads, s.repetition) for s in block}) == 1
+        assert sorted(s.block_position for s in block) == list(range(len(contenders)))
+    assert schedule.plan(settings) == specs, "seeded"
+    assert {s.repetition for s in specs} == {1, 2}
+
+
+def test_the_randomized_design_keeps_its_own_order():
+    settings = tiny(design="randomized")
+    specs = schedule.plan(settings)
+    assert all(spec.block_position is None for spec in specs)
+    assert len(specs) == len(schedule.configurations(settings)) * 2
+
+
+def _rows(specs: list) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "trial_id": s.trial_id,
+                "implementation": s.implementation,
+                "workload": s.workload,
+                "size_bytes": s.size_bytes,
+                "threads": s.threads,
+                "connections": s.connections,
+                "pinning": s.pinning,
+                "receive": s.receive,
+                "repetition": s.repetition,
+                "status": "ok",
+                "trial_wall_s": 0.4,
+            }
+            for s in specs
+        ]
+    )
+
+
+def test_a_budget_goes_to_the_undecided_points_then_to_the_others_within_it():
+    settings = tiny(budget_s=40.0, max_trials=4)
+    ran: list = []
+    still = {schedule.Point("stream", 65536, 1, 1, "same_cpu"): {("one_copy", "copy"), ("two_copy", "copy")}}
+
+    def progress() -> schedule.Progress:
+        rows = _rows(ran)
+        return schedule.Progress(rows, 0.4 * len(ran), 0.4)
+
+    for batch in schedule.budgeted_rounds(settings, progress, lambda ok: still):
+        ran += batch
+    counts = _rows(ran).groupby(["implementation", "size_bytes", "threads"]).size()
+    # the first pass: 2 blocks of the deciding contenders everywhere; the undecided point up to max_trials
+    assert counts["one_copy", 65536, 1] == 4 and counts["one_copy", 1024, 1] == 2
+    assert counts["zero_copy", 65536, 1] == 2, "only the contenders an undecided comparison needs"
+    # the others: with their baseline, at least 2 blocks at the first thread count
+    assert counts["uring_send", 1024, 1] >= 2 and counts["uring_send", 65536, 1] >= 2
+    assert 0.4 * len(ran) <= 40.0 + 0.4 * 8, "within the budget but for the last block"
+    ids = [spec.trial_id for spec in ran]
+    assert len(ids) == len(set(ids)), "every trial once"
+    others = [s for s in ran if s.implementation == "uring_send"]
+    partners = {(s.size_bytes, s.threads, s.repetition) for s in ran if s.implementation == "two_copy"}
+    assert all((s.size_bytes, s.threads, s.repetition) in partners for s in others), "paired with its baseline"
+
+
+def test_undecided_points_are_those_not_significant_yet(monkeypatch):
+    settings = tiny(implementations=["two_copy", "one_copy"], threads=[1])
+    decided = blocks(1.5, 4, [1024], seed=6)
+    undecided_trials = blocks(1.0, 4, [65536], seed=7)
+
+    trials = _complete(pd.concat([decided, undecided_trials], ignore_index=True))
+    wanted = allocation.undecided(trials, settings)
+    assert list(wanted) == [schedule.Point("stream", 65536, 1, 1, "same_cpu")]
+    assert wanted[schedule.Point("stream", 65536, 1, 1, "same_cpu")] == {("one_copy", "copy"), ("two_copy", "copy")}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"target_ci": 0.05}, "target-ci: adaptive repetition is for --design randomized"),
+        ({"design": "randomized", "budget_s": 10.0}, "budget: only a blocked sweep"),
+        ({"budget_s": -1.0}, "budget: -1.0 must be above 0"),
+        ({"design": "latin"}, "design: unknown 'latin'"),
+    ],
+)
+def test_bad_designs_are_refused_in_one_line(changes, message):
+    from copylab.errors import CopylabError
+
+    with pytest.raises(CopylabError, match=message):
+        tiny(**changes)
