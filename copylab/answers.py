@@ -42,6 +42,7 @@ from copylab.results import (
     measured,
     metric_rows,
     other_senders,
+    paired,
     present,
     receive_modes,
     role,
@@ -263,7 +264,7 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
         f"**In short:** {_short_answer(found)} Metric: stream throughput; method: root of the mean difference "
         + (
             "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
-            if results.manifest.parameters.design == "blocked"
+            if paired(results)
             else "interpolated on log2(size), interval from resampling trials within each size."
         )
     ]
@@ -274,7 +275,7 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
 def _evidence(results: Results, row: pd.Series) -> str:
     """For a blocked design: how many blocks the curve's comparisons rest on, and how often its verdict comes out
     again when its blocks are drawn anew (a second run's chance of the same verdict)."""
-    if results.manifest.parameters.design != "blocked":
+    if not paired(results):
         return ""
     where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
     rows = comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
@@ -358,7 +359,8 @@ def answer_q1(results: Results) -> str:
         slower = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "slower"]
         parts.append(
             f"Throughput ratio {code(zero_copy)} / {code(baseline)} ({config_label(focus.threads, focus.pinning)}, "
-            f"stream), mean and Fieller 95% CI: significantly faster at {len(faster)} of {len(comparisons)} sizes"
+            f"stream), {'within-block geometric mean and t' if paired(results) else 'mean and Fieller'} 95% CI: "
+            f"significantly faster at {len(faster)} of {len(comparisons)} sizes"
             + (f" ({', '.join(faster)})" if faster else "")
             + f", significantly slower at {len(slower)}"
             + (f" ({', '.join(slower)})" if slower else "")

@@ -212,6 +212,11 @@ def copied_fraction_range(results: Results, implementation: str) -> tuple[float,
     return None if found.empty else (float(found["mean"].min()), float(found["mean"].max()))
 
 
+def paired(results: Results) -> bool:
+    """Whether the sweep's comparisons pair trials within blocks (a blocked design) rather than not."""
+    return results.manifest.parameters.design == "blocked"
+
+
 def between_hosts(results: Results) -> bool:
     """Whether the sweep ran between two hosts (a network path) rather than two namespaces of one host (veth)."""
     return results.manifest.path == "network"

@@ -240,16 +240,25 @@ def _noise(results: Results) -> str:
             "recorded (trials.csv schema 4 and later record them) to say."
         )
     shares = "; ".join(f"{item.meaning}: {fmt_pct(item.share)}" for item in found)
-    return (
+    names = {item.covariate for item in found}
+    text = (
         "**What makes identical trials differ.** Of the spread of the headline metric between identical trials "
         f"(logarithms, centred within each configuration with {MIN_SPREAD_TRIALS} or more trials, "
-        f"{found[0].configurations} configurations), the share each covariate explains: {shares}. The host's speed "
-        "is probed on the trial's CPUs just before and after each trial, since a virtual CPU slows down, for "
-        "seconds, when the host gives its core or its cache to other guests, which nothing inside the guest shows. "
-        "What the block explains is what pairing within blocks removes from a comparison; the rest is fixed per "
-        "trial, which a longer window does not average away (`./inv bench` measures both lengths: README, "
-        "Performance), so many short trials decide more per second than few long ones: hence the short windows."
+        f"{found[0].configurations} configurations), the share each covariate explains: {shares}."
     )
+    if names & {"probe_ns", "probe_copy_ns"}:
+        text += (
+            " The host's speed is probed on the trial's CPUs just before and after each trial, since a virtual CPU "
+            "slows down, for seconds, when the host gives its core or its cache to other guests, which nothing "
+            "inside the guest shows."
+        )
+    if "block" in names:
+        text += (
+            " What the block explains is what pairing within blocks removes from a comparison; the rest is fixed "
+            "per trial, which a longer window does not average away (`./inv bench` measures both lengths: README, "
+            "Performance), so many short trials decide more per second than few long ones: hence the short windows."
+        )
+    return text
 
 
 def method(results: Results) -> str:

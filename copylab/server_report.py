@@ -15,7 +15,7 @@ from copylab import implementations
 from copylab.analysis import axis_value
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.metrics import METRICS
-from copylab.results import Results, between_hosts, metric_rows, present, select
+from copylab.results import Results, between_hosts, metric_rows, paired, present, select
 from copylab.server_figures import FIGURES
 
 INTERVALS = "Lines are means over trials, bands Student-t 95% confidence intervals; open markers: unstable."
@@ -109,11 +109,21 @@ def introduction(results: Results) -> str:
             f"client with one request outstanding at a time (closed loop). The client drives all of them from "
             f"{client_threads} waiting with `epoll`, not a thread per connection. The window opens once "
             "the server holds its connections (after accepting them all; one, for a server that takes one at a "
-            f"time) and a warm-up of {fmt_num(params.warmup_s)} s; {params.trials} trials per configuration "
-            "in a seeded random order.",
+            f"time) and a warm-up of {fmt_num(params.warmup_s)} s; "
+            + (
+                "the models of one connection count run back to back in blocks, in a seeded random order, "
+                f"{params.trials} blocks and more where a comparison was still undecided."
+                if paired(results)
+                else f"{params.trials} trials per configuration in a seeded random order."
+            ),
             explained,
             f"Each model is compared with {code(baseline(results) or 'its baseline')} at every connection count "
-            "(Welch's t-test, Holm-corrected along the counts), and a crossover is where it starts to beat it, "
+            + (
+                "(paired within blocks: the t-test of the within-block log ratios, "
+                if paired(results)
+                else "(Welch's t-test, "
+            )
+            + "Holm-corrected along the counts), and a crossover is where it starts to beat it, "
             "interpolated on a log axis with a bootstrap interval."
             + (
                 ""
