@@ -164,6 +164,102 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
     ]
 
 
+def _measured(name: str, data_root: Path, **settings: Any) -> pd.DataFrame:
+    """A small sweep on the bench's own namespaces, its trials with copylab.metrics' columns."""
+    from copylab.metrics import add_metrics
+
+    config_ = config.make_config(name, "quick", namespaces=["copylab_bsrv", "copylab_bcli"], **settings)
+    result = sweep.run(config_, data_root=data_root, progress=False)
+    if result.failed:
+        raise CopylabError(f"bench sweep {name}: {result.failures[0]}")
+    return add_metrics(SweepStore(result.directory).load()[0])
+
+
+def _deciding(trials: pd.DataFrame, paired: bool) -> pd.DataFrame:
+    """The copies experiment's deciding comparisons on throughput, per size."""
+    from copylab.stats import compare
+
+    pairs = implementations.experiment("copies").deciding_pairs()
+    found = compare(trials, pairs, ["throughput_gbps"], paired=paired)
+    return found.set_index(["challenger", "size_bytes"]).sort_index()
+
+
+def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
+    """The blocked and the randomized design on this host, at an equal number of trials, each twice: how wide
+    the deciding ratios' intervals are, and whether two runs of a design reach the same verdicts."""
+    trials = 2 if smoke else 8
+    grid = dict(
+        implementations=[name for pair in implementations.experiment("copies").deciding_pairs() for name in pair],
+        workloads=["stream"],
+        sizes=[1024, 65536] if smoke else [1024, 16384, 65536],
+        threads=[1],
+        receive=["copy"],
+        trials=trials,
+    )
+    figures = []
+    for design in ("blocked", "randomized"):
+        runs = [
+            _deciding(
+                _measured(f"bench-{design}-{run}", data_root, design=design, seed=run, **grid), design == "blocked"
+            )
+            for run in (1, 2)
+        ]
+        widths = [
+            math.log(high / low)
+            for run in runs
+            for low, high in zip(run["ratio_ci_low"], run["ratio_ci_high"], strict=True)
+        ]
+        verdicts = [run["significant"].astype(str) + run["challenger_better"].astype(str) for run in runs]
+        same = int((verdicts[0] == verdicts[1]).sum())
+        figures.append(
+            Figure(
+                f"{design} design, {trials} trials each: width of the deciding ratios' 95% intervals (log ratio, "
+                "median over comparisons)",
+                "report",
+                f"{statistics.median(widths):.3f} (range {min(widths):.3f}-{max(widths):.3f} over {len(widths)})",
+                None,
+            )
+        )
+        figures.append(
+            Figure(
+                f"{design} design: the same verdict from two runs",
+                "report",
+                f"{same} of {len(verdicts[0])} comparisons (significant and direction alike)",
+                None,
+            )
+        )
+    return figures
+
+
+def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
+    """The spread between identical trials with a short and a long window: what a longer window averages away."""
+    figures = []
+    for duration, warmup in ((0.2, 0.1), (0.5, 0.2)):
+        trials = _measured(
+            f"bench-window-{duration}",
+            data_root,
+            implementations=["two_copy"],
+            workloads=["stream"],
+            sizes=[65536],
+            threads=[1],
+            receive=["copy"],
+            trials=3 if smoke else 16,
+            duration_s=duration,
+            warmup_s=warmup,
+        )
+        values = trials.loc[trials["status"] == "ok", "throughput_gbps"]
+        figures.append(
+            Figure(
+                f"spread between identical trials (two_copy, 64 KiB), {duration:g} s window after {warmup:g} s",
+                "report",
+                f"CV {values.std() / values.mean():.1%} over {len(values)} trials, "
+                f"{trials['trial_wall_s'].median():.2f} s per trial",
+                None,
+            )
+        )
+    return figures
+
+
 def full_profile_estimate(overhead_s: float) -> Figure:
     """The copies study's full profile: its trials times (warm-up + window + the harness's time per trial)."""
     full = config.make_config("bench-full", "full")
@@ -360,6 +456,8 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
         figures = goal_comparisons(1 if smoke else pairs, 1.0 if smoke else duration_s)
         figures += harness_cost(Path(scratch), smoke)
+        figures += design_comparison(Path(scratch), smoke)
+        figures += window_spread(Path(scratch), smoke)
         figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch))
         figures += explorer_redraw_time(reference)
         figures += adaptive_saving(reference)

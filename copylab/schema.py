@@ -242,3 +242,14 @@ COLUMNS: tuple[Column, ...] = (
 
 COLUMN_NAMES: tuple[str, ...] = tuple(column.name for column in COLUMNS)
 COLUMN_BY_NAME: dict[str, Column] = {column.name: column for column in COLUMNS}
+
+
+def markdown() -> str:
+    """The README's table of trials.csv's columns, from COLUMNS."""
+    lines = ["| column | unit | meaning |", "|---|---|---|"]
+    lines += [f"| `{c.name}` | {c.unit} | {c.description} |" for c in COLUMNS]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())

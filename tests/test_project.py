@@ -211,3 +211,9 @@ def test_inv_lab_prints_the_url_of_the_explorer_notebook(tmp_path):
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
+
+
+def test_readme_table_of_trials_columns_is_the_schemas():
+    from copylab.schema import markdown
+
+    assert markdown() in (ROOT / "README.md").read_text(), "regenerate it: python -m copylab.schema"
