@@ -1,496 +1,61 @@
-"""The interactive explorer of notebooks/30_explore.ipynb.
+"""The interactive explorer of notebooks/30_explore.ipynb: its ipywidgets controls and outputs.
 
-Pure functions turn a sweep's trials and summaries plus control values into
-plot data, figures and tables; ``Explorer`` builds the ipywidgets controls and
-redraws through those functions whenever one changes.  Loaded sweeps and
-per-(sweep, confidence, metric) summaries and comparisons are cached, keyed by
-the size and mtime of trials.csv, so a sweep that is still being recorded is
-reloaded once it grows.
+``Explorer`` builds the controls and, whenever one changes, redraws through
+explorer_data (the cached sweeps), explorer_views (what is shown) and
+explorer_draw (the figure).
 """
 
 from __future__ import annotations
 
-import functools
 import html
-import io
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import ipywidgets as widgets
-import numpy as np
 import pandas as pd
 from IPython.display import HTML, Image, clear_output, display
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, NullLocator
 
 from copylab import implementations as registry
-from copylab import schema, tables
-from copylab.crossover import find_crossovers
+from copylab import schema
 from copylab.errors import CopylabError
-from copylab.formatting import fmt_bytes, fmt_num, fmt_size, threads_text
+from copylab.explorer_data import (
+    default_baseline,
+    find_sweeps,
+    implementations,
+    load,
+    measured_metrics,
+    sweep_comparison,
+    sweep_summary,
+)
+from copylab.explorer_draw import crossover_text, figure_png, figure_title, make_figure, make_ratio_figure
+from copylab.explorer_views import (
+    AXES,
+    EXPERIMENT_AXES,
+    Axis,
+    View,
+    axis_label,
+    axis_values,
+    config_table,
+    crossover_data,
+    plot_data,
+    ratio_data,
+    raw_points,
+    tick_label,
+    trials_table,
+    unstable_flags,
+)
+from copylab.formatting import fmt_num, fmt_size
 from copylab.manifest import Manifest
-from copylab.metrics import HEADLINE_METRICS, METRICS, add_metrics, metrics_for
+from copylab.metrics import HEADLINE_METRICS, METRICS, metrics_for
 from copylab.paths import DATA, REFERENCE_DATA
-from copylab.stats import IMPRECISE, MIN_TRIALS, compare, summarize
-from copylab.store import TRIALS_FILE, SweepStore
+from copylab.stats import IMPRECISE
 
-Axis = Literal["size_bytes", "threads", "connections"]
-AXES: dict[str, str] = {"size_bytes": "message size", "threads": "threads", "connections": "connections"}
-# The two x axes each experiment offers, its crossover axis first; the one not plotted is held fixed.
-EXPERIMENT_AXES: dict[str, tuple[Axis, Axis]] = {
-    "copies": ("size_bytes", "threads"),
-    "servers": ("connections", "size_bytes"),
-}
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
 ENV_VAR = "COPYLAB_EXPLORE_DATA"
-CONFIG_COLUMNS = ("implementation", "n", "n_failed", "mean", "std", "cv", "ci_low", "ci_high", "unstable")
-TRIAL_COLUMNS = (
-    "implementation",
-    "repetition",
-    "trial_id",
-    "order_index",
-    "started_at",
-    "status",
-    "value",
-    "deviation",
-    "error",
-)
-
-
-# ------------------------------------------------------------------ cached loading
-
-
-def _stamp(directory: str | Path) -> tuple[str, int, int]:
-    """Cache key of a sweep: its directory plus the mtime and size of trials.csv."""
-    path = Path(directory).resolve() / TRIALS_FILE
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise CopylabError(f"{path}: no such file") from None
-    return str(path.parent), stat.st_mtime_ns, stat.st_size
-
-
-@functools.lru_cache(maxsize=8)
-def _loaded(stamp: tuple[str, int, int]) -> tuple[pd.DataFrame, Manifest]:
-    trials, manifest = SweepStore(stamp[0]).load()
-    return add_metrics(trials), manifest
-
-
-@functools.lru_cache(maxsize=128)
-def _summary(stamp: tuple[str, int, int], confidence: float, metric: str) -> pd.DataFrame:
-    # One metric at a time: a cold cache then costs one metric's summary, not all twelve.
-    return summarize(_loaded(stamp)[0], [metric], confidence)
-
-
-@functools.lru_cache(maxsize=64)
-def _comparison(
-    stamp: tuple[str, int, int], confidence: float, metric: str, baseline: str
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    trials, manifest = _loaded(stamp)
-    axis = registry.experiment(manifest.parameters.experiment).axis
-    modes = [mode for mode in registry.RECEIVE_MODES if mode in set(trials["receive"])]
-    pairs = [
-        (registry.contender(name, mode), registry.contender(baseline, mode))
-        for mode in modes
-        for name in implementations(trials)
-        if name != baseline
-    ]
-    comparisons = compare(trials, pairs, [metric], confidence, axis, manifest.parameters.design == "blocked")
-    return comparisons, find_crossovers(trials, comparisons, pairs, [metric], confidence, axis=axis)
-
-
-def load(directory: str | Path) -> tuple[pd.DataFrame, Manifest]:
-    """The sweep's trials with the METRICS columns added, and its manifest (cached; do not modify)."""
-    return _loaded(_stamp(directory))
-
-
-def sweep_summary(directory: str | Path, confidence: float, metric: str) -> pd.DataFrame:
-    """copylab.stats.summarize of one metric of the sweep at CONFIDENCE (cached)."""
-    return _summary(_stamp(directory), confidence, metric)
-
-
-def default_baseline(experiment: str = "copies") -> str:
-    """What comparisons are against until the user picks another: the baseline the experiment's implementations
-    share (copies: the study's two-copy variant)."""
-    return registry.shared_baseline(experiment)
-
-
-def sweep_comparison(
-    directory: str | Path, confidence: float, metric: str, baseline: str | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """compare and find_crossovers of every implementation against BASELINE for one metric (cached)."""
-    stamp = _stamp(directory)
-    experiment = _loaded(stamp)[1].parameters.experiment
-    return _comparison(stamp, confidence, metric, baseline or default_baseline(experiment))
-
-
-def find_sweeps(*roots: str | Path) -> list[Path]:
-    """Sweep directories (those holding trials.csv) directly under ROOTS."""
-    found = {path.parent.resolve() for root in map(Path, roots) for path in root.glob(f"*/{TRIALS_FILE}")}
-    return sorted(found)
-
-
-@dataclass(frozen=True)
-class View:
-    """What the explorer shows at once: one workload, pinning and receive mode of one experiment (servers: and
-    one count of client threads, a setting that is neither of its axes)."""
-
-    workload: str
-    pinning: str
-    receive: str = registry.BASELINE_RECEIVE
-    experiment: str = "copies"
-    threads: int | None = None
-
-    def rows(self, frame: pd.DataFrame) -> pd.Series:
-        """The rows of FRAME in this view (comparison tables name the receive mode in their contenders)."""
-        chosen = (frame["workload"] == self.workload) & (frame["pinning"] == self.pinning)
-        if self.threads is not None:
-            chosen &= frame["threads"] == self.threads
-        return chosen & (frame["receive"] == self.receive) if "receive" in frame else chosen
-
-    def other(self, x: Axis) -> Axis:
-        """The axis held fixed when X is plotted."""
-        axes = EXPERIMENT_AXES[self.experiment]
-        if x not in axes:
-            raise CopylabError(f"unknown x axis {x!r} ({' or '.join(axes)})")
-        return axes[1] if x == axes[0] else axes[0]
-
-    def contender(self, implementation: str) -> str:
-        return registry.contender(implementation, self.receive)
-
-    def label(self) -> str:
-        receive = "" if self.receive == registry.BASELINE_RECEIVE else f", receive {self.receive}"
-        threads = "" if self.threads is None else f", {axis_label('threads', self.threads)}"
-        return f"{self.workload}, pinning {self.pinning}{receive}{threads}"
-
-
-# ------------------------------------------------------------------ what the data holds
-
-
-def implementations(trials: pd.DataFrame) -> list[str]:
-    """Implementations present in TRIALS, in registry order."""
-    return registry.ordered(trials["implementation"])
-
-
-def measured_metrics(trials: pd.DataFrame, workload: str) -> list[str]:
-    """METRICS entries of the trials' experiment some ok trial of WORKLOAD measured, in registry order."""
-    rows = trials[(trials["workload"] == workload) & (trials["status"] == "ok")]
-    return [name for name in metrics_for(set(trials["experiment"])) if rows[name].notna().any()]
-
-
-def axis_values(trials: pd.DataFrame, axis: Axis, view: View) -> list[int]:
-    """Sorted values of AXIS tested in VIEW."""
-    return sorted(int(value) for value in trials.loc[view.rows(trials), axis].unique())
-
-
-def axis_label(axis: Axis, value: int) -> str:
-    """'4 KiB' for a size, '2 threads' for a thread count, '100 connections'."""
-    if axis == "size_bytes":
-        return fmt_size(value)
-    if axis == "threads":
-        return threads_text(value)
-    return f"{value} connection{'s' if value != 1 else ''}"
-
-
-def tick_label(axis: Axis, value: int) -> str:
-    return fmt_size(value) if axis == "size_bytes" else str(value)
-
-
-# ------------------------------------------------------------------ plot data and tables
-
-
-def _curves(frame: pd.DataFrame, x: Axis, fixed: int, view: View) -> pd.DataFrame:
-    return frame[view.rows(frame) & (frame[view.other(x)] == fixed)]
-
-
-def _ordered(frame: pd.DataFrame, column: str, names: Sequence[str], x: Axis) -> pd.DataFrame:
-    frame = frame[frame[column].isin(list(names))]
-    order = frame[column].map({name: i for i, name in enumerate(names)})
-    return frame.assign(_order=order).sort_values(["_order", x]).drop(columns="_order").reset_index(drop=True)
-
-
-def _by_implementation(frame: pd.DataFrame) -> pd.DataFrame:
-    """Comparison rows with their challengers named by implementation (the view says the receive mode)."""
-    names = [registry.parse_contender(label)[0].name for label in frame["challenger"]]
-    return frame.assign(challenger=pd.Series(names, index=frame.index, dtype="str"))
-
-
-def plot_data(
-    summary: pd.DataFrame, metric: str, x: Axis, fixed: int, implementations: Sequence[str], view: View
-) -> pd.DataFrame:
-    """The summary rows on the plotted curves: one per implementation and X value, the other axis at FIXED."""
-    rows = _curves(summary[summary["metric"] == metric], x, fixed, view)
-    return _ordered(rows, "implementation", implementations, x)
-
-
-def raw_points(
-    trials: pd.DataFrame, metric: str, x: Axis, fixed: int, implementations: Sequence[str], view: View
-) -> pd.DataFrame:
-    """The measured ok trials behind plot_data's points: implementation, X, trial_id and value."""
-    rows = _curves(trials[trials["status"] == "ok"], x, fixed, view)
-    rows = rows[rows[metric].notna()][["implementation", x, "trial_id", metric]].rename(columns={metric: "value"})
-    return _ordered(rows, "implementation", implementations, x)
-
-
-def ratio_data(
-    comparisons: pd.DataFrame,
-    metric: str,
-    x: Axis,
-    fixed: int,
-    challengers: Sequence[str],
-    baseline: str,
-    view: View,
-) -> pd.DataFrame:
-    """The comparisons rows (challenger/baseline ratios with intervals) on the plotted curves."""
-    rows = comparisons[(comparisons["metric"] == metric) & (comparisons["baseline"] == view.contender(baseline))]
-    rows = _curves(rows, x, fixed, view)
-    return _ordered(
-        _by_implementation(rows[rows["challenger"].isin(map(view.contender, challengers))]),
-        "challenger",
-        challengers,
-        x,
-    )
-
-
-def crossover_data(
-    crossovers: pd.DataFrame,
-    metric: str,
-    fixed: int,
-    challengers: Sequence[str],
-    baseline: str,
-    view: View,
-) -> pd.DataFrame:
-    """The crossovers rows of the curves plotted along the experiment's crossover axis, one per challenger;
-    FIXED is the other axis's value."""
-    axis = EXPERIMENT_AXES[view.experiment][0]
-    chosen = (
-        (crossovers["metric"] == metric)
-        & (crossovers["baseline"] == view.contender(baseline))
-        & view.rows(crossovers)
-        & (crossovers[view.other(axis)] == fixed)
-        & crossovers["challenger"].isin([view.contender(name) for name in challengers])
-    )
-    rows = _by_implementation(crossovers[chosen])
-    order = {name: i for i, name in enumerate(challengers)}
-    return rows.iloc[np.argsort(rows["challenger"].map(order).to_numpy(), kind="stable")].reset_index(drop=True)
-
-
-Point = dict[str, int]  # both axes' values, e.g. {"size_bytes": 4096, "threads": 1}
-
-
-def _configuration(frame: pd.DataFrame, view: View, point: Point) -> pd.Series:
-    chosen = view.rows(frame)
-    for axis, value in point.items():
-        chosen &= frame[axis] == value
-    return chosen
-
-
-def config_table(
-    summary: pd.DataFrame, metric: str, view: View, point: Point, implementations: Sequence[str]
-) -> pd.DataFrame:
-    """Statistics of one configuration (the view at POINT) per implementation."""
-    rows = summary[(summary["metric"] == metric) & _configuration(summary, view, point)]
-    return _ordered(rows, "implementation", implementations, "size_bytes")[list(CONFIG_COLUMNS)]
-
-
-def trials_table(
-    trials: pd.DataFrame,
-    summary: pd.DataFrame,
-    metric: str,
-    view: View,
-    point: Point,
-    implementations: Sequence[str],
-) -> pd.DataFrame:
-    """Every trial of one configuration per implementation, failed ones included.
-
-    deviation is value / mean - 1 against the configuration's summary mean, so
-    an outlier stands out as the largest |deviation|.
-    """
-    rows = trials[_configuration(trials, view, point)].rename(columns={metric: "value"})
-    config = config_table(summary, metric, view, point, implementations)
-    means = config.set_index("implementation")["mean"]
-    rows = rows.assign(deviation=rows["value"] / rows["implementation"].map(means) - 1)
-    rows = rows[rows["implementation"].isin(list(implementations))]
-    order = rows["implementation"].map({name: i for i, name in enumerate(implementations)})
-    rows = rows.assign(_order=order).sort_values(["_order", "repetition"])
-    return rows[list(TRIAL_COLUMNS)].reset_index(drop=True)
-
-
-def unstable_flags(data: pd.DataFrame) -> pd.DataFrame:
-    """The rows of plot_data's DATA that are unstable or lost trials, each with why it is flagged."""
-    rows = data[data["unstable"].astype(bool) | (data["n_failed"] > 0)]
-    reasons = []
-    for row in rows.itertuples():
-        why = []
-        half = (row.ci_high - row.ci_low) / 2 / abs(row.mean) if row.mean else float("nan")
-        if half > IMPRECISE:
-            why.append(f"95% CI +-{half:.0%} > +-{IMPRECISE:.0%}")
-        if row.n < MIN_TRIALS:
-            why.append(f"n = {row.n} < {MIN_TRIALS}")
-        if row.n_failed:
-            why.append(f"{row.n_failed} failed trial{'s' if row.n_failed > 1 else ''}")
-        reasons.append(", ".join(why))
-    columns = [*tables.CONFIG_KEYS, "n", "n_failed", "mean", "cv"]
-    return rows[columns].assign(why=reasons).reset_index(drop=True)
-
-
-# ------------------------------------------------------------------ figures
-
-
-def figure_title(manifest: Manifest, metric: str, view: View, x: Axis, fixed: int) -> str:
-    """Two lines: what is plotted, then the sweep and its system configuration."""
-    host = manifest.host
-    system = f"{manifest.sweep}: {host.cpu_model}, {host.cores} cores, kernel {host.kernel}, {host.virtualization}"
-    return f"{METRICS[metric].label}, {axis_label(view.other(x), fixed)}, {view.label()}\n{system}"
-
-
-def _x_axis(ax: Axes, x: Axis, values: Sequence[int]) -> None:
-    ax.set_xscale("log", base=2)
-    ticks = sorted(set(int(v) for v in values))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([tick_label(x, v) for v in ticks])
-    if x == "size_bytes":
-        ax.tick_params(axis="x", labelrotation=45)
-    ax.set_xlabel({"threads": "threads (connections)"}.get(x, AXES[x]))
-
-
-def _errors(mean: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
-    # max(0, ...) only absorbs rounding: every interval here contains its point estimate
-    return np.maximum(0, np.vstack([mean - low, high - mean]))
-
-
-def make_figure(
-    data: pd.DataFrame,
-    metric: str,
-    x: Axis,
-    *,
-    raw: pd.DataFrame | None = None,
-    log_y: bool = False,
-    title: str = "",
-    confidence: float = 0.95,
-) -> Figure:
-    """Means with Student-t intervals per implementation (plot_data rows), optional raw trials, unstable rings."""
-    fig, ax = _figure()
-    for name, rows in data.groupby("implementation", sort=False):
-        ax.errorbar(
-            rows[x],
-            rows["mean"],
-            yerr=_errors(rows["mean"], rows["ci_low"], rows["ci_high"]),
-            marker="o",
-            capsize=3,
-            color=registry.get(name).color,
-            label=name,
-        )
-        if raw is not None:
-            points = raw[raw["implementation"] == name]
-            ax.scatter(points[x], points["value"], s=12, alpha=0.45, color=registry.get(name).color, zorder=3)
-    if raw is not None and len(raw):
-        ax.scatter([], [], s=12, alpha=0.45, color="black", label="individual trials")
-    unstable = data[data["unstable"].astype(bool)]
-    if len(unstable):
-        ax.scatter(
-            unstable[x],
-            unstable["mean"],
-            s=160,
-            facecolors="none",
-            edgecolors="red",
-            linewidths=1.5,
-            zorder=4,
-            label=f"unstable (95% CI wider than +-{IMPRECISE:.0%} or n < {MIN_TRIALS})",
-        )
-    spec = METRICS[metric]
-    ax.set_ylabel(f"{metric} ({spec.unit}), {spec.direction} is better")
-    _finish(ax, x, data[x], log_y, title, f"points: means; bars: {confidence:.0%} Student-t intervals")
-    return fig
-
-
-def make_ratio_figure(
-    ratios: pd.DataFrame,
-    crossovers: pd.DataFrame,
-    metric: str,
-    x: Axis,
-    baseline: str,
-    *,
-    log_y: bool = False,
-    title: str = "",
-    confidence: float = 0.95,
-) -> Figure:
-    """Challenger/baseline ratios with Fieller intervals (filled: Holm-significant) and detected crossovers."""
-    fig, ax = _figure()
-    ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label=f"{baseline} (ratio 1)")
-    statuses = crossovers.set_index("challenger") if len(crossovers) else None
-    for name, rows in ratios.groupby("challenger", sort=False):
-        color = registry.get(name).color
-        label = name
-        if statuses is not None and name in statuses.index:
-            found = statuses.loc[name]
-            label = f"{name}: {found['status'].replace('_', ' ')}"
-            if found["status"] == "crossover":
-                label = f"{name}: crossover at {_crossover_text(x, found['crossover_at'])}"
-                ax.axvline(found["crossover_at"], color=color, linestyle="--", linewidth=1.2)
-                ax.axvspan(found["ci_low"], found["ci_high"], color=color, alpha=0.12)
-        ax.errorbar(
-            rows[x],
-            rows["ratio"],
-            yerr=_errors(rows["ratio"], rows["ratio_ci_low"], rows["ratio_ci_high"]),
-            color=color,
-            capsize=3,
-            label=label,
-        )
-        significant = rows["significant"].astype(bool)
-        ax.scatter(rows.loc[significant, x], rows.loc[significant, "ratio"], color=color, zorder=3)
-        ax.scatter(
-            rows.loc[~significant, x], rows.loc[~significant, "ratio"], facecolors="white", edgecolors=color, zorder=3
-        )
-    spec = METRICS[metric]
-    ax.set_ylabel(f"{metric} ratio to {baseline} ({spec.direction} is better)")
-    note = f"bars: {confidence:.0%} Fieller intervals; filled: significant (Holm); shaded: crossover interval"
-    _finish(ax, x, ratios[x], log_y, title, note)
-    return fig
-
-
-def _crossover_text(axis: Axis, value: float) -> str:
-    return fmt_bytes(value) if axis == "size_bytes" else f"{fmt_num(value)} {AXES[axis]}"
-
-
-def _figure() -> tuple[Figure, Axes]:
-    # fixed margins rather than a layout engine: it would draw every figure twice, doubling redraw time
-    fig = Figure(figsize=(8, 4.6))
-    fig.subplots_adjust(left=0.1, right=0.98, top=0.87, bottom=0.2)
-    return fig, fig.add_subplot()
-
-
-def _finish(ax: Axes, x: Axis, values: pd.Series, log_y: bool, title: str, note: str) -> None:
-    if len(values):
-        _x_axis(ax, x, values)
-        ax.legend(fontsize="small")
-    else:
-        ax.text(0.5, 0.5, "no data for this selection", ha="center", va="center", transform=ax.transAxes)
-    if log_y:
-        ax.set_yscale("log")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(title, fontsize="medium")
-    ax.annotate(
-        note, (0.99, 0.01), xycoords="figure fraction", ha="right", va="bottom", fontsize="x-small", color="dimgray"
-    )
-
-
-def figure_png(fig: Figure) -> bytes:
-    """FIG rendered as PNG bytes."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()
-
-
-# ------------------------------------------------------------------ widgets
-
-
 _TOGGLE_STYLE = {"button_width": "auto"}
 
 
@@ -746,7 +311,7 @@ class Explorer:
             parts.append(
                 "; ".join(
                     f"{row.challenger}: {row.status.replace('_', ' ')}"
-                    + (f" at {_crossover_text(axis, row.crossover_at)}" if row.status == "crossover" else "")
+                    + (f" at {crossover_text(axis, row.crossover_at)}" if row.status == "crossover" else "")
                     for row in self.crossovers.itertuples()
                 )
             )
