@@ -189,7 +189,9 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
     the deciding ratios' intervals are, and whether two runs of a design reach the same verdicts."""
     trials = 2 if smoke else 8
     grid = dict(
-        implementations=[name for pair in implementations.experiment("copies").deciding_pairs() for name in pair],
+        implementations=list(
+            dict.fromkeys(name for pair in implementations.experiment("copies").deciding_pairs() for name in pair)
+        ),
         workloads=["stream"],
         sizes=[1024, 65536] if smoke else [1024, 16384, 65536],
         threads=[1],
@@ -234,11 +236,13 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
 def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
     """The spread between identical trials with a short and a long window: what a longer window averages away."""
     figures = []
+    baseline = implementations.by_role("A1")
+    assert baseline is not None
     for duration, warmup in ((0.2, 0.1), (0.5, 0.2)):
         trials = _measured(
             f"bench-window-{duration}",
             data_root,
-            implementations=["two_copy"],
+            implementations=[baseline.name],
             workloads=["stream"],
             sizes=[65536],
             threads=[1],
@@ -250,7 +254,7 @@ def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
         values = trials.loc[trials["status"] == "ok", "throughput_gbps"]
         figures.append(
             Figure(
-                f"spread between identical trials (two_copy, 64 KiB), {duration:g} s window after {warmup:g} s",
+                f"spread between identical trials ({baseline.name}, 64 KiB), {duration:g} s window after {warmup:g} s",
                 "report",
                 f"CV {values.std() / values.mean():.1%} over {len(values)} trials, "
                 f"{trials['trial_wall_s'].median():.2f} s per trial",

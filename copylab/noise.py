@@ -52,6 +52,8 @@ def spread_explained(trials: pd.DataFrame, experiment: str, workload: str) -> li
     """Per covariate (and the block), the share of the spread of WORKLOAD's headline metric between identical
     trials it explains, largest first.  TRIALS carry copylab.metrics' columns."""
     metric = HEADLINE_METRICS[(experiment, workload)]
+    if metric not in trials or "experiment" not in trials:  # trials without copylab.metrics' columns
+        return []
     mine = trials[(trials["workload"] == workload) & (trials["experiment"] == experiment)]
     found = []
     for covariate, meaning in COVARIATES.items():

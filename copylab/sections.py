@@ -32,6 +32,7 @@ from copylab.results import (
     virtualised,
     zero_copy_counts,
 )
+from copylab.schema import COLUMN_NAMES
 from copylab.spec import cpus_for
 from copylab.stats import IMPRECISE, MIN_TRIALS
 
@@ -233,7 +234,8 @@ def _repetitions(results: Results) -> str:
 def _noise(results: Results) -> str:
     """What explains the spread between identical trials in this sweep, measured."""
     experiment = implementations.experiment(results.manifest.parameters.experiment)
-    found = spread_explained(add_metrics(results.trials), experiment.name, experiment.workload)
+    complete = set(COLUMN_NAMES) <= set(results.trials.columns)
+    found = spread_explained(add_metrics(results.trials), experiment.name, experiment.workload) if complete else []
     if not found:
         return (
             "**What makes identical trials differ.** The sweep has too few repeated trials with the covariates "

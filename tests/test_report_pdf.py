@@ -152,7 +152,7 @@ def test_front_matter_and_method_come_from_the_manifest():
     method = sections.method(sweep)
     assert "warm-up of 0.300 s" in method and "window of 1.00 s" in method and "MTU of 1500 B" in method
     assert "`same_cpu`: sender and receiver both on CPU 0" in method
-    assert "exceeds 10.0%" in method
+    assert "reaches more than 10.0% either side of its mean" in method
 
 
 def test_a_further_sweep_is_summed_up_by_its_settings_and_crossovers():
