@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from inspect import Parameter, Signature
 from pathlib import Path
 from typing import Any
 
@@ -129,126 +130,42 @@ def netns_status(c):
         print("no copylab namespaces")
 
 
-@task(
-    name="run-sweep",
-    help={
-        "name": "sweep name: data goes to data/NAME",
-        "experiment": "copies (how bytes leave user space, the default) or servers (how a server waits for "
-        "connections)",
-        "profile": "quick or full (README: Sweeps lists each experiment's profiles)",
-        "sweep_file": "TOML file with any of the settings below",
-        "implementations": "comma list of the implementations (copylab/implementations.py)",
-        "models": "servers: comma list of iterative,thread,fork,select,poll,epoll (the experiment's implementations)",
-        "connections": "servers: concurrent connections the load client keeps busy, e.g. 1,10,100,1000",
-        "workloads": "comma list of stream,rr",
-        "sizes": "message sizes, e.g. 64,1K,64K",
-        "rr_sizes": "message sizes of the rr (latency) workload",
-        "threads": "thread counts, e.g. 1,2,4,8",
-        "pinning": "comma list of none,same_cpu,split_cpu",
-        "receive": "comma list of copy,truncate,mmap: how the client takes the bytes in",
-        "receive_for": "implementations that get the receive modes other than copy (default: all)",
-        "resume": "run exactly the trials of data/NAME not yet recorded as ok",
-        "analyze": "analyse the sweep when it ends (default yes)",
-        "namespaces": "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
-        "target_ci": "adaptive repetition: add trials until the 95%% interval half-width is within this "
-        "fraction of the mean (e.g. 0.05), at least 3 trials",
-        "max_trials": "adaptive repetition: at most this many trials per configuration",
-        "server_host": "two hosts: run the servers on USER@HOST[:PORT] over SSH (README: Two machines)",
-        "client_host": "two hosts: run the clients on USER@HOST[:PORT] over SSH",
-        "server_address": "two hosts: the IPv4 address the client reaches the server at on the data path",
-        "ssh_config": "two hosts: an OpenSSH client configuration file (keys, ports, known hosts)",
-        "tune_remote": "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
-        "kernel_copies": "count the bytes the kernel copies in each window with bpftrace (default yes)",
-        "align_fields": "allocate each of the senders' 8 fields on a page boundary (recorded in the rows)",
-        "design": "blocked (default: each block runs every implementation of a point back to back, comparisons "
-        "pair them) or randomized (the whole grid in one random order, unpaired)",
-        "budget": "a blocked sweep's time budget in seconds: after the first pass, blocks go to the comparisons that "
-        "decide the experiment's answers and are still undecided, then to the other implementations",
-    },
-)
-@one_line_errors
-def run_sweep(
-    c,
-    name="sweep",
-    experiment=None,
-    profile="quick",
-    sweep_file=None,
-    implementations=None,
-    models=None,
-    connections=None,
-    workloads=None,
-    sizes=None,
-    rr_sizes=None,
-    threads=None,
-    trials=None,
-    duration=None,
-    warmup=None,
-    pinning=None,
-    receive=None,
-    receive_for=None,
-    seed=None,
-    verify=False,
-    mtu=None,
-    optmem_max=None,
-    namespaces=None,
-    target_ci=None,
-    max_trials=None,
-    resume=False,
-    analyze=True,
-    server_host=None,
-    client_host=None,
-    server_address=None,
-    ssh_config=None,
-    tune_remote=False,
-    kernel_copies=True,
-    align_fields=False,
-    design=None,
-    budget=None,
-):
+def _option_value(setting: Any, given: Any) -> Any:
+    """A run-sweep option's value as the setting takes it; None when not given."""
+    if setting.kind == "bool":
+        return None if given == setting.default else bool(given)
+    if given is None:
+        return None
+    convert = {"ints": int, "sizes": _size, "strs": str}.get(setting.kind)
+    if convert is not None:
+        return _list(given, convert)
+    if setting.kind in ("int", "float"):
+        return _number(setting.option, given, int if setting.kind == "int" else float)
+    return str(given)
+
+
+def _run_sweep(c, name="sweep", profile="quick", sweep_file=None, resume=False, analyze=True, **options):
     """Run every configuration of a sweep in namespaces (root) or between two hosts over SSH, writing
     data/NAME/trials.csv."""
-    from copylab import sweep
+    from copylab import experiments, settings, sweep
     from copylab.build import build as run_build
     from copylab.config import make_config
 
-    if models is not None and implementations is not None:
-        raise CopylabError("give --models or --implementations, not both (models are the servers' implementations)")
-    if models is not None and (experiment or "servers") != "servers":
-        raise CopylabError("--models: only the servers experiment has models (add --experiment servers)")
-    config = make_config(
-        name,
-        profile,
-        Path(sweep_file) if sweep_file else None,
-        experiment="servers" if models is not None and experiment is None else experiment,
-        implementations=_list(implementations if models is None else models),
-        connections=_list(connections, int),
-        workloads=_list(workloads),
-        sizes=_list(sizes, _size),
-        rr_sizes=_list(rr_sizes, _size),
-        threads=_list(threads, int),
-        trials=_number("trials", trials, int),
-        duration_s=_number("duration", duration, float),
-        warmup_s=_number("warmup", warmup, float),
-        pinning=_list(pinning),
-        receive=_list(receive),
-        receive_for=_list(receive_for),
-        seed=_number("seed", seed, int),
-        verify=verify or None,
-        mtu=_number("mtu", mtu, int),
-        optmem_max=_number("optmem-max", optmem_max, int),
-        namespaces=_list(namespaces),
-        target_ci=_number("target-ci", target_ci, float),
-        max_trials=_number("max-trials", max_trials, int),
-        server_host=server_host,
-        client_host=client_host,
-        server_address=server_address,
-        ssh_config=ssh_config,
-        tune_remote=tune_remote or None,
-        kernel_copies=None if kernel_copies else False,
-        align_fields=align_fields or None,
-        design=design,
-        budget_s=_number("budget", budget, float),
-    )
+    overrides = {s.name: _option_value(s, options.get(s.parameter)) for s in settings.SETTINGS if s.option}
+    # An experiment's own word for its implementations (--models) names them and implies the experiment.
+    for experiment in experiments.EXPERIMENTS.values():
+        aliased = options.get(experiment.noun) if experiment.noun != "implementations" else None
+        if aliased is None:
+            continue
+        if overrides["implementations"] is not None:
+            raise CopylabError(f"give --{experiment.noun} or --implementations, not both")
+        if overrides["experiment"] not in (None, experiment.name):
+            raise CopylabError(
+                f"--{experiment.noun}: only the {experiment.name} experiment has {experiment.noun} "
+                f"(add --experiment {experiment.name})"
+            )
+        overrides.update(implementations=_list(aliased), experiment=experiment.name)
+    config = make_config(name, profile, Path(sweep_file) if sweep_file else None, **overrides)
     if not config.server_host:  # two hosts build on each host
         run_build(config.sanitize)
     result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
@@ -257,6 +174,43 @@ def run_sweep(
         _analyze(result.directory)
     if result.failed:
         raise Exit(f"copylab: {result.failed} of {result.ran} trials failed (see the error column)", code=1)
+
+
+def _run_sweep_task() -> Any:
+    """run-sweep, its options made from copylab.settings (one per setting) and the experiments' own words."""
+    from copylab import experiments, settings
+
+    own = [
+        Parameter("name", Parameter.KEYWORD_ONLY, default="sweep"),
+        Parameter("profile", Parameter.KEYWORD_ONLY, default="quick"),
+        Parameter("sweep_file", Parameter.KEYWORD_ONLY, default=None),
+        Parameter("resume", Parameter.KEYWORD_ONLY, default=False),
+        Parameter("analyze", Parameter.KEYWORD_ONLY, default=True),
+    ]
+    helps = {
+        "name": "sweep name: data goes to data/NAME",
+        "profile": "quick or full (README: Sweeps lists each experiment's profiles)",
+        "sweep_file": "TOML file with any of the settings below, by name (README: Sweeps)",
+        "resume": "run exactly the trials of data/NAME not yet recorded as ok",
+        "analyze": "analyse the sweep when it ends (default yes)",
+    }
+    declared = [s for s in settings.SETTINGS if s.option]
+    own += [
+        Parameter(s.parameter, Parameter.KEYWORD_ONLY, default=s.default if s.kind == "bool" else None)
+        for s in declared
+    ]
+    helps.update({s.parameter: s.help for s in declared})
+    for experiment in experiments.EXPERIMENTS.values():
+        if experiment.noun != "implementations":
+            own.append(Parameter(experiment.noun, Parameter.KEYWORD_ONLY, default=None))
+            helps[experiment.noun] = f"the {experiment.name} experiment's {experiment.noun} (implies it)"
+    body = functools.wraps(_run_sweep)(lambda c, **options: _run_sweep(c, **options))
+    body.__signature__ = Signature([Parameter("c", Parameter.POSITIONAL_OR_KEYWORD), *own])
+    # Long options only: short ones would be handed out by the order of the table, and move when it grows.
+    return task(name="run-sweep", help=helps, auto_shortflags=False)(one_line_errors(body))
+
+
+run_sweep = _run_sweep_task()
 
 
 def _analyze(data: Path) -> None:
@@ -309,22 +263,23 @@ def report(c, data=None, title=None, author=None):
 
 
 def _quick_sweeps():
-    """Runs each experiment's quick sweep under one timestamped name (copies first); returns their stores."""
-    from copylab import sweep
+    """Runs each experiment's quick sweep under one timestamped name (the main experiment's without its name);
+    returns their stores."""
+    from copylab import experiments, sweep
     from copylab.build import build as run_build
-    from copylab.config import PROFILES, make_config
-    from copylab.manifest import now_iso
+    from copylab.config import make_config
+    from copylab.provenance import now_iso
     from copylab.store import SweepStore
 
     run_build()
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
     stores = []
-    for experiment in PROFILES:
-        name = f"quick-{stamp}" if experiment == "copies" else f"quick-{experiment}-{stamp}"
-        result = sweep.run(make_config(name, "quick", experiment=experiment), progress=sys.stderr.isatty())
+    for experiment in experiments.EXPERIMENTS.values():
+        name = f"quick-{stamp}" if experiment.main else f"quick-{experiment.name}-{stamp}"
+        result = sweep.run(make_config(name, "quick", experiment=experiment.name), progress=sys.stderr.isatty())
         print(result.summary())
         if not result.ok:
-            raise CopylabError(f"no trial of the {experiment} sweep succeeded; nothing to report")
+            raise CopylabError(f"no trial of the {experiment.name} sweep succeeded; nothing to report")
         stores.append(SweepStore(result.directory))
     return stores
 
@@ -409,7 +364,7 @@ def bench(c, pairs=5, duration=2.0, rows=100000, smoke=False):
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
     from copylab.bench import run_bench, table
     from copylab.build import build as run_build
-    from copylab.manifest import host, now_iso
+    from copylab.provenance import host, now_iso
 
     run_build()
     figures = run_bench(int(pairs), float(duration), int(rows), smoke)

@@ -67,7 +67,7 @@ def undecided(
     receive = implementations.BASELINE_RECEIVE
     pairs = [
         (challenger, baseline)
-        for challenger, baseline in experiment.deciding_pairs()
+        for challenger, baseline in implementations.deciding_pairs(experiment)
         if {challenger, baseline} <= set(config.implementations)
     ]
     grid = [point_of(c) for c in configurations(config) if c.workload == experiment.workload]

@@ -10,23 +10,18 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from copylab import implementations
+from copylab import experiments, implementations
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
-from copylab.figures import copies_figures, format_size
-from copylab.formatting import fmt_num
 from copylab.manifest import Manifest
-from copylab.metrics import HEADLINE_METRICS, METRICS, add_metrics
+from copylab.metrics import add_metrics, headline
 from copylab.notebook_runner import execute
 from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
-from copylab.server_figures import servers_figures
 from copylab.stats import compare, summarize
 from copylab.store import SweepStore
 from copylab.tables import curve_keys
 
 NOTEBOOK = NOTEBOOKS / "10_analyze_sweep.ipynb"
-# Every experiment's figures, keyed by file stem, from the same tables.
-DRAW = {"copies": copies_figures, "servers": servers_figures}
 
 
 @dataclass
@@ -78,8 +73,7 @@ def analyze(
     paired = manifest.parameters.design == "blocked"
     comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
     crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)
-    draw = DRAW[manifest.parameters.experiment]
-    figures = draw(trials, summary, crossovers, manifest, confidence)
+    figures = experiments.get(manifest.parameters.experiment).draw()(trials, summary, crossovers, manifest, confidence)
     written: list[Path] = []
     if write:
         for name, frame in (("summary", summary), ("comparisons", comparisons), ("crossovers", crossovers)):
@@ -90,9 +84,7 @@ def analyze(
 
 def headline_rows(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
     """The rows of a summary, comparisons or crossovers table in each workload's headline metric."""
-    wanted = [
-        HEADLINE_METRICS.get((experiment, w)) == m for w, m in zip(frame["workload"], frame["metric"], strict=True)
-    ]
+    wanted = [headline(experiment, w) == m for w, m in zip(frame["workload"], frame["metric"], strict=True)]
     return frame[pd.Series(wanted, index=frame.index, dtype=bool)]
 
 
@@ -102,40 +94,6 @@ def headline_table(summary: pd.DataFrame, experiment: str) -> pd.DataFrame:
     rows = headline_rows(summary, experiment)
     index = list(dict.fromkeys(["workload", "pinning", "receive", *curve_keys(axis), "implementation"]))
     return rows.pivot_table(index=index, columns=axis, values="mean")
-
-
-def axis_value(axis: str, value: float) -> str:
-    """A point on an experiment's axis as the prose writes it: '4 KiB', '100 connections'."""
-    if axis == "size_bytes":
-        return format_size(value)
-    count = f"{int(value):,}" if float(value).is_integer() else fmt_num(value)
-    return f"{count} connection" + ("" if value == 1 else "s")
-
-
-def crossover_sentences(crossovers: pd.DataFrame) -> list[str]:
-    """One plain sentence per crossovers.csv row, every number taken from the row."""
-    sentences = []
-    for row in crossovers.itertuples(index=False):
-        settings = [row.workload]
-        if row.axis != "size_bytes":
-            settings.append(format_size(row.size_bytes))
-        settings.append(f"{row.threads} thread" + ("s" if row.threads != 1 else ""))
-        if row.axis != "connections" and row.connections != row.threads:
-            settings.append(f"{row.connections} connections")
-        where = f"{', '.join(settings)}, pinning {row.pinning}, {METRICS[row.metric].label}"
-        head = f"{row.challenger} vs {row.baseline} ({where}): "
-        if row.status == "crossover":
-            body = (
-                f"better from about {axis_value(row.axis, row.crossover_at)} "
-                f"(CI {axis_value(row.axis, row.ci_low)} to {axis_value(row.axis, row.ci_high)})"
-            )
-        else:
-            body = row.status.replace("_", " ")
-        if not pd.isna(row.first_significant_at):
-            noun = "size" if row.axis == "size_bytes" else "count"
-            body += f"; significantly better at every {noun} from {axis_value(row.axis, row.first_significant_at)}"
-        sentences.append(head + body + ".")
-    return sentences
 
 
 def run_analysis_notebook(

@@ -22,10 +22,11 @@ from typing import Any
 
 import pandas as pd
 
-from copylab import config, implementations, netns, perf, schedule, sweep, testbed
+from copylab import config, experiments, implementations, netns, perf, schedule, sweep, testbed
 from copylab.build import require_programs
 from copylab.calibrate import measure_memcpy
-from copylab.copy_bound import copy_limit_rows
+from copylab.copies.copy_bound import copy_limit_rows
+from copylab.copies.roles import Role
 from copylab.errors import CopylabError
 from copylab.implementations import BenchGoal
 from copylab.paths import REFERENCE_DATA, ROOT
@@ -91,7 +92,7 @@ def _held_to(
 ) -> Figure:
     """CHALLENGER against its goal's implementation (run with SETTINGS), interleaved; CHECKED: against the goal."""
     ratios = _pair_ratios(challenger, Contender(goal.against, goal.against, settings), size, pairs)
-    aligned = " with --align-fields" if challenger.settings.align_fields else ""
+    aligned = " with --align-fields" if challenger.settings.value("align_fields") else ""
     return Figure(
         f"{challenger.implementation}{aligned} / {goal.against} throughput, {size // 1024} KiB, 1 thread, same CPU",
         f">= {goal.at_least:g}x" if checked else "report",
@@ -111,7 +112,7 @@ def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
     profiled = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
     figures = []
     with bed.running():
-        aligned = dataclasses.replace(unprofiled, align_fields=True)
+        aligned = dataclasses.replace(unprofiled, values={"align_fields": True})
         for size in (65536, 1024):
             for name, goal in goals:
                 held = aligned if goal.align_fields else unprofiled
@@ -179,7 +180,7 @@ def _deciding(trials: pd.DataFrame, paired: bool) -> pd.DataFrame:
     """The copies experiment's deciding comparisons on throughput, per size."""
     from copylab.stats import compare
 
-    pairs = implementations.experiment("copies").deciding_pairs()
+    pairs = implementations.deciding_pairs(experiments.main())
     found = compare(trials, pairs, ["throughput_gbps"], paired=paired)
     return found.set_index(["challenger", "size_bytes"]).sort_index()
 
@@ -190,7 +191,7 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
     trials = 2 if smoke else 8
     grid = dict(
         implementations=list(
-            dict.fromkeys(name for pair in implementations.experiment("copies").deciding_pairs() for name in pair)
+            dict.fromkeys(name for pair in implementations.deciding_pairs(experiments.main()) for name in pair)
         ),
         workloads=["stream"],
         sizes=[1024, 65536] if smoke else [1024, 16384, 65536],
@@ -236,7 +237,7 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
 def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
     """The spread between identical trials with a short and a long window: what a longer window averages away."""
     figures = []
-    baseline = implementations.by_role("A1")
+    baseline = implementations.by_role(Role.TWO_COPY)
     assert baseline is not None
     for duration, warmup in ((0.2, 0.1), (0.5, 0.2)):
         trials = _measured(
@@ -431,7 +432,7 @@ def copy_limit(reference: Path) -> list[Figure]:
         figures.append(
             Figure(
                 f"{row['implementation']}, receive {row['receive']}: best throughput / copy bound "
-                f"({row['copies']} copies)",
+                f"({row['copies_per_byte']} copies)",
                 "report",
                 f"{row['best_gbps']:.1f} / {row['limit_gbps']:.1f} Gbit/s = {row['fraction']:.0%} "
                 f"({row['size_bytes']} B, {row['threads']} thread(s))",

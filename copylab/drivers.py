@@ -105,8 +105,7 @@ class CopylabPrograms(Driver):
         ]
         if self.from_file:
             server += ["--file", settings.message_file(spec.size_bytes)]
-        if settings.align_fields:
-            server.append("--align-fields")
+        server += settings.program_arguments("server")
         client = [
             settings.client_program(self.client),
             "--connect",

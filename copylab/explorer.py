@@ -19,8 +19,8 @@ import pandas as pd
 from IPython.display import HTML, Image, clear_output, display
 from matplotlib.figure import Figure
 
+from copylab import experiments, schema
 from copylab import implementations as registry
-from copylab import schema
 from copylab.errors import CopylabError
 from copylab.explorer_data import (
     default_baseline,
@@ -34,23 +34,24 @@ from copylab.explorer_data import (
 from copylab.explorer_draw import crossover_text, figure_png, figure_title, make_figure, make_ratio_figure
 from copylab.explorer_views import (
     AXES,
-    EXPERIMENT_AXES,
     Axis,
     View,
     axis_label,
     axis_values,
     config_table,
     crossover_data,
+    experiment_axes,
     plot_data,
     ratio_data,
     raw_points,
+    splits_threads,
     tick_label,
     trials_table,
     unstable_flags,
 )
 from copylab.formatting import fmt_num, fmt_size
 from copylab.manifest import Manifest
-from copylab.metrics import HEADLINE_METRICS, METRICS, metrics_for
+from copylab.metrics import METRICS, headline, metrics_for
 from copylab.paths import DATA, REFERENCE_DATA
 from copylab.stats import IMPRECISE
 
@@ -97,7 +98,7 @@ class Explorer:
         self.receive = widgets.Dropdown(description="receive")
         self.client_threads = widgets.Dropdown(description="client threads")
         self.x_axis = widgets.ToggleButtons(
-            options=[(AXES[axis], axis) for axis in EXPERIMENT_AXES["copies"]], value="size_bytes", style=_TOGGLE_STYLE
+            options=[(AXES[axis], axis) for axis in experiment_axes(experiments.DEFAULT.name)], style=_TOGGLE_STYLE
         )
         self.fixed = widgets.SelectionSlider(options=[("-", 0)], description="threads", continuous_update=False)
         self.confidence = widgets.Dropdown(
@@ -139,7 +140,7 @@ class Explorer:
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
         self.figure: Figure | None = None
         self.png = b""
-        self.experiment = "copies"
+        self.experiment = experiments.DEFAULT.name
         for control in (
             self.sweep,
             self.workload,
@@ -167,7 +168,7 @@ class Explorer:
     @property
     def view(self) -> View:
         """The workload, pinning and receive mode (servers: and client threads) the controls select."""
-        threads = self.client_threads.value if self.experiment == "servers" else None
+        threads = self.client_threads.value if splits_threads(self.experiment) else None
         return View(self.workload.value, self.pinning.value, self.receive.value, self.experiment, threads)
 
     @property
@@ -219,7 +220,7 @@ class Explorer:
         workloads = [w for w in schema.WORKLOADS if w in set(trials["workload"])]
         _choose(self.workload, [(w, w) for w in workloads], workloads[0])
         metrics = measured_metrics(trials, self.workload.value)
-        default_metric = HEADLINE_METRICS.get((self.experiment, self.workload.value), metrics[0])
+        default_metric = headline(self.experiment, self.workload.value) or metrics[0]
         _choose(self.metric, [(f"{m} ({METRICS[m].unit})", m) for m in metrics], default_metric)
         tested = set(trials.loc[trials["workload"] == self.workload.value, "pinning"])
         pinnings = [p for p in schema.PINNINGS if p in tested]
@@ -229,8 +230,8 @@ class Explorer:
         _choose(self.receive, [(mode, mode) for mode in modes], modes[0])
         counts = sorted(int(t) for t in trials.loc[trials["workload"] == self.workload.value, "threads"].unique())
         _choose(self.client_threads, [(str(t), t) for t in counts], counts[0])
-        self.client_threads.layout.display = None if self.experiment == "servers" else "none"
-        axes = EXPERIMENT_AXES[self.experiment]
+        self.client_threads.layout.display = None if splits_threads(self.experiment) else "none"
+        axes = experiment_axes(self.experiment)
         offered = [(AXES[axis], axis) for axis in axes]
         if list(self.x_axis.options) != offered:  # another experiment: start from its crossover axis
             self.x_axis.options = offered
@@ -265,7 +266,7 @@ class Explorer:
             self.data = ratio_data(comparisons, metric, x, fixed, challengers, baseline, view)
             self.crossovers = (
                 crossover_data(crossovers, metric, fixed, challengers, baseline, view)
-                if x == EXPERIMENT_AXES[view.experiment][0]
+                if x == experiment_axes(view.experiment)[0]
                 else crossovers.iloc[:0]
             )
             self.raw = pd.DataFrame()
@@ -298,7 +299,7 @@ class Explorer:
 
     def _status_text(self, manifest: Manifest, metric: str, x: Axis, fixed: int, confidence: float) -> str:
         spec = METRICS[metric]
-        axis = EXPERIMENT_AXES[self.experiment][0]
+        axis = experiment_axes(self.experiment)[0]
         mode = f"ratio to {self.baseline.value}" if self.compare.value else "means"
         parts = [
             f"<b>{html.escape(manifest.sweep)}</b>{'' if manifest.complete else ' (incomplete)'}",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from copylab import experiments
 from copylab import implementations as registry
 from copylab.crossover import find_crossovers
 from copylab.errors import CopylabError
@@ -70,7 +71,7 @@ def sweep_summary(directory: str | Path, confidence: float, metric: str) -> pd.D
     return _summary(_stamp(directory), confidence, metric)
 
 
-def default_baseline(experiment: str = "copies") -> str:
+def default_baseline(experiment: str = experiments.DEFAULT.name) -> str:
     """What comparisons are against until the user picks another: the baseline the experiment's implementations
     share (copies: the study's two-copy variant)."""
     return registry.shared_baseline(experiment)

@@ -14,19 +14,26 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from copylab import experiments, tables
 from copylab import implementations as registry
-from copylab import tables
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_size, threads_text
 from copylab.stats import IMPRECISE, MIN_TRIALS
 
 Axis = Literal["size_bytes", "threads", "connections"]
 AXES: dict[str, str] = {"size_bytes": "message size", "threads": "threads", "connections": "connections"}
-# The two x axes each experiment offers, its crossover axis first; the one not plotted is held fixed.
-EXPERIMENT_AXES: dict[str, tuple[Axis, Axis]] = {
-    "copies": ("size_bytes", "threads"),
-    "servers": ("connections", "size_bytes"),
-}
+
+
+def experiment_axes(experiment: str) -> tuple[Axis, ...]:
+    """The x axes an experiment offers (its declaration), its crossover axis first; the other is held fixed."""
+    return experiments.get(experiment).explorer_axes  # type: ignore[return-value]
+
+
+def splits_threads(experiment: str) -> bool:
+    """Whether an experiment's views pick one count of client threads (neither of its axes)."""
+    return "threads" not in experiment_axes(experiment)
+
+
 CONFIG_COLUMNS = ("implementation", "n", "n_failed", "mean", "std", "cv", "ci_low", "ci_high", "unstable")
 TRIAL_COLUMNS = (
     "implementation",
@@ -49,7 +56,7 @@ class View:
     workload: str
     pinning: str
     receive: str = registry.BASELINE_RECEIVE
-    experiment: str = "copies"
+    experiment: str = experiments.DEFAULT.name
     threads: int | None = None
 
     def rows(self, frame: pd.DataFrame) -> pd.Series:
@@ -61,7 +68,7 @@ class View:
 
     def other(self, x: Axis) -> Axis:
         """The axis held fixed when X is plotted."""
-        axes = EXPERIMENT_AXES[self.experiment]
+        axes = experiment_axes(self.experiment)
         if x not in axes:
             raise CopylabError(f"unknown x axis {x!r} ({' or '.join(axes)})")
         return axes[1] if x == axes[0] else axes[0]
@@ -162,7 +169,7 @@ def crossover_data(
 ) -> pd.DataFrame:
     """The crossovers rows of the curves plotted along the experiment's crossover axis, one per challenger;
     FIXED is the other axis's value."""
-    axis = EXPERIMENT_AXES[view.experiment][0]
+    axis = experiment_axes(view.experiment)[0]
     chosen = (
         (crossovers["metric"] == metric)
         & (crossovers["baseline"] == view.contender(baseline))

@@ -23,13 +23,17 @@ def fmt_num(x: float) -> str:
     return f"{x:.{2 - math.floor(math.log10(magnitude))}f}"
 
 
-def fmt_size(n: float) -> str:
-    """A tested message size: '64 B', '4 KiB', '1 MiB'."""
-    n = int(n)
+def fmt_size(n: float, approximate: bool = False) -> str:
+    """A size: whole units where it has them ('64 B', '4 KiB', '1 MiB'); otherwise its bytes ('1,536 B'), or,
+    APPROXIMATE (an axis label, an estimate), three significant digits of its unit ('1.5 KiB', '5.66 KiB')."""
+    whole = float(n).is_integer()
     for unit, factor in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= factor and n % factor == 0:
-            return f"{n // factor} {unit}"
-    return f"{n:,} B"
+        if n >= factor and whole and int(n) % factor == 0:
+            return f"{int(n) // factor} {unit}"
+    if approximate:
+        unit, factor = next(((u, f) for u, f in (("MiB", 1 << 20), ("KiB", 1 << 10)) if n >= f), ("B", 1))
+        return f"{n / factor:.3g} {unit}"
+    return f"{int(n):,} B"
 
 
 def fmt_bytes(x: float) -> str:

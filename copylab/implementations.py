@@ -14,56 +14,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from copylab import experiments
+from copylab.copies import COPIES
+from copylab.copies.roles import STUDY_BASELINE, Role
 from copylab.drivers import CopylabPrograms, Driver, Iperf3, ModelPrograms
 from copylab.errors import CopylabError
+from copylab.experiment import Experiment
+from copylab.servers import SERVERS
 
-
-@dataclass(frozen=True)
-class Experiment:
-    """A family of implementations measured against each other along one axis."""
-
-    name: str
-    axis: str  # the trials.csv column its curves and crossovers run along
-    question: str
-    # The metric and workload of the curves that decide its answers (a blocked sweep's budget goes to them).
-    metric: str
-    workload: str
-
-    def deciding_pairs(self) -> list[tuple[str, str]]:
-        """The (challenger, baseline) pairs whose curves answer its question: the study's variants against its
-        baseline variant where the experiment has such roles, else every implementation against its baselines."""
-        members = [IMPLEMENTATIONS[name] for name in names(self.name)]
-        baseline = next((impl.name for impl in members if impl.role == STUDY_BASELINE), None)
-        if baseline:
-            return [(impl.name, baseline) for impl in members if impl.role and impl.name != baseline]
-        return [(impl.name, base) for impl in members for base in impl.baselines]
-
-
-EXPERIMENTS: dict[str, Experiment] = {
-    experiment.name: experiment
-    for experiment in (
-        Experiment(
-            "copies",
-            "size_bytes",
-            "When does copying less pay, from what message size on?",
-            "throughput_gbps",
-            "stream",
-        ),
-        Experiment(
-            "servers",
-            "connections",
-            "From how many concurrent connections does one model beat another?",
-            "requests_per_s",
-            "rr",
-        ),
-    )
-}
 # FD_SETSIZE less room for the server's own descriptors (csrc/wait_select.c says the same).
 SELECT_MAX_CONNECTIONS = 1024 - 16
 
+
 # The study's three variants (ASSIGNMENT.md, Part A): the questions of Part E are asked about them.
-STUDY_ROLES = {"A1": "two-copy baseline", "A2": "one-copy", "A3": "zero-copy"}
-STUDY_BASELINE = "A1"
 ZERO_COPY_COLUMNS = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs")
 
 
@@ -163,11 +126,11 @@ class Implementation:
     copies: Copies
     color: str
     baselines: tuple[str, ...] = ()  # ratios and crossovers are computed against them
-    role: str | None = None  # its variant of the study (STUDY_ROLES), if it is one
+    role: Role | None = None  # its variant of the study, if it is one
     reference: bool = False  # an external tool measured for reference (drawn dashed)
     columns: tuple[str, ...] = ()  # optional trials.csv columns it fills
     bench: BenchGoal | None = None
-    experiment: str = "copies"
+    experiment: str = COPIES.name
     max_connections: int | None = None  # the most connections it can hold, when it has a limit of its own
     bench_only: bool = False  # a yardstick of ./inv bench, in no profile (a sweep may still name it)
 
@@ -190,7 +153,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             driver=CopylabPrograms("two_copy"),
             copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELDS)),
             color="#0173b2",
-            role="A1",
+            role=Role.TWO_COPY,
             bench=BenchGoal(against="iperf3", at_least=0.9),
         ),
         Implementation(
@@ -205,7 +168,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#de8f05",
             baselines=("two_copy",),
-            role="A2",
+            role=Role.ONE_COPY,
             bench=BenchGoal(against="iperf3", at_least=1.0),
         ),
         Implementation(
@@ -227,7 +190,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
             color="#029e73",
             baselines=("two_copy",),
-            role="A3",
+            role=Role.ZERO_COPY,
             columns=ZERO_COPY_COLUMNS,
             bench=BenchGoal(against="zc_contiguous", at_least=0.95, align_fields=True, sizes=(65536,)),
         ),
@@ -317,7 +280,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#949494",
             baselines=("thread",),
-            experiment="servers",
+            experiment=SERVERS.name,
         ),
         Implementation(
             name="thread",
@@ -330,7 +293,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             driver=ModelPrograms("thread"),
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#0173b2",
-            experiment="servers",
+            experiment=SERVERS.name,
         ),
         Implementation(
             name="fork",
@@ -343,7 +306,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#de8f05",
             baselines=("thread",),
-            experiment="servers",
+            experiment=SERVERS.name,
         ),
         Implementation(
             name="select",
@@ -357,7 +320,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#029e73",
             baselines=("thread",),
-            experiment="servers",
+            experiment=SERVERS.name,
             max_connections=SELECT_MAX_CONNECTIONS,
         ),
         Implementation(
@@ -371,7 +334,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#d55e00",
             baselines=("thread",),
-            experiment="servers",
+            experiment=SERVERS.name,
         ),
         Implementation(
             name="epoll",
@@ -385,7 +348,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             copies=Copies(sender_user=0, sender_kernel=1),
             color="#cc78bc",
             baselines=("thread",),
-            experiment="servers",
+            experiment=SERVERS.name,
         ),
         Implementation(
             name="iperf3",
@@ -419,10 +382,18 @@ def names(experiment: str | None = None) -> tuple[str, ...]:
 
 
 def experiment(name: str) -> Experiment:
-    try:
-        return EXPERIMENTS[name]
-    except KeyError:
-        raise CopylabError(f"unknown experiment {name!r} (choose from {', '.join(EXPERIMENTS)})") from None
+    """The experiment NAME (copylab.experiments), one-line error for an unknown one."""
+    return experiments.get(name)
+
+
+def deciding_pairs(experiment: Experiment) -> list[tuple[str, str]]:
+    """The (challenger, baseline) pairs whose curves answer EXPERIMENT's question: the study's variants against its
+    baseline variant (deciding "roles"), or every implementation against its baselines ("baselines")."""
+    members = [IMPLEMENTATIONS[name] for name in names(experiment.name)]
+    if experiment.deciding == "roles":
+        baseline = next(impl.name for impl in members if impl.role == STUDY_BASELINE)
+        return [(impl.name, baseline) for impl in members if impl.role and impl.name != baseline]
+    return [(impl.name, base) for impl in members for base in impl.baselines]
 
 
 def ordered(present: Iterable[str]) -> list[str]:
@@ -431,8 +402,8 @@ def ordered(present: Iterable[str]) -> list[str]:
     return [name for name in IMPLEMENTATIONS if name in present] + sorted(present - set(IMPLEMENTATIONS))
 
 
-def by_role(role: str) -> Implementation | None:
-    """The implementation that plays one of the study's variants (STUDY_ROLES)."""
+def by_role(role: Role) -> Implementation | None:
+    """The implementation that plays one of the study's variants."""
     return next((impl for impl in IMPLEMENTATIONS.values() if impl.role == role), None)
 
 

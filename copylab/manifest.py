@@ -1,4 +1,5 @@
-"""Provenance of a sweep as a typed object: host, toolchain, code version, settings, and a checksum of the data.
+"""Provenance of a sweep as a typed record: host, toolchain, code version, settings, and a checksum of the data.
+copylab.provenance probes this host for it.
 
 Manifest.from_dict accepts every manifest copylab has written (settings a manifest predates keep their
 defaults) and rejects anything else with one line naming the key; copylab.store reads and writes the file.
@@ -7,56 +8,14 @@ defaults) and rejects anything else with one line naming the key; copylab.store 
 from __future__ import annotations
 
 import dataclasses
-import os
-import platform
-import re
-import shutil
-import subprocess
-import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-from copylab import implementations
 from copylab.calibration import Calibration
 from copylab.config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.paths import ROOT
-from copylab.perf import PerfSupport
-
-PACKAGES = ("numpy", "pandas", "scipy", "seaborn", "matplotlib", "papermill", "nbconvert", "ipywidgets", "invoke")
-
-
-def _first_line(command: list[str]) -> str | None:
-    if shutil.which(command[0]) is None:
-        return None
-    result = subprocess.run(command, capture_output=True, text=True)
-    lines = (result.stdout or result.stderr).strip().splitlines()
-    return lines[0] if lines else None
-
-
-def _cpu_model() -> str:
-    text = Path("/proc/cpuinfo").read_text()
-    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    return match.group(1).strip() if match else platform.processor() or "unknown"
-
-
-def _memory_gib() -> float:
-    text = Path("/proc/meminfo").read_text()
-    match = re.search(r"^MemTotal:\s*(\d+) kB", text, re.MULTILINE)
-    return round(int(match.group(1)) / 2**20, 1) if match else float("nan")
-
-
-def _virtualization() -> str:
-    detected = _first_line(["systemd-detect-virt"])
-    if detected:
-        return detected
-    flags = Path("/proc/cpuinfo").read_text()
-    return "unknown hypervisor" if re.search(r"\bhypervisor\b", flags) else "none detected"
 
 
 @dataclass(frozen=True)
@@ -217,67 +176,3 @@ def _value(hint: Any, value: Any, where: str) -> Any:
     if (isinstance(value, bool) and hint is not bool) or not isinstance(value, expected):
         raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not {getattr(hint, '__name__', hint)}")
     return value
-
-
-def host() -> Host:
-    return Host(
-        hostname=platform.node(),
-        kernel=platform.release(),
-        cpu_model=_cpu_model(),
-        cores=os.cpu_count() or 0,
-        memory_gib=_memory_gib(),
-        virtualization=_virtualization(),
-    )
-
-
-def toolchain(perf: PerfSupport) -> Toolchain:
-    packages = {}
-    for name in PACKAGES:
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            packages[name] = None
-    programs = {"gcc": _first_line(["gcc", "--version"]), "perf": perf.version}
-    for implementation in implementations.IMPLEMENTATIONS.values():
-        command = list(implementation.driver.version_command)
-        if command:
-            programs[command[0]] = _first_line(command)
-    return Toolchain(python=sys.version.split()[0], packages=packages, programs=programs)
-
-
-def git_state() -> Git:
-    def git(*args: str) -> str:
-        result = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
-        return result.stdout.strip() if result.returncode == 0 else ""
-
-    commit = git("rev-parse", "HEAD") or "unknown"
-    return Git(commit=commit, dirty=bool(git("status", "--porcelain", "--untracked-files=no")))
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def create(
-    config: SweepConfig,
-    perf: PerfSupport,
-    schema_version: int,
-    placement: tuple[str, list[EndRecord]] = ("veth", []),
-    privilege: str = "root",
-) -> Manifest:
-    """The manifest of a sweep about to start; PLACEMENT: its path and, between hosts, its two ends."""
-    path, ends = placement
-    return Manifest(
-        sweep=config.name,
-        profile=config.profile,
-        host=host(),
-        toolchain=toolchain(perf),
-        git=git_state(),
-        parameters=config,
-        perf=PerfRecord(perf.available, list(perf.supported), dict(perf.unsupported)),
-        started_at=now_iso(),
-        schema_version=schema_version,
-        path=path,
-        ends=ends,
-        privilege=privilege,
-    )

@@ -1,5 +1,7 @@
-"""Per-trial metrics derived from trials.csv, and the registry saying which way each one is better
-and which experiment it belongs to."""
+"""Per-trial metrics derived from trials.csv, and the registry saying which way each one is better.
+
+Which metrics describe an experiment's trials, and which one it shows first, its declaration says
+(copylab.experiment: metrics, headline)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 import pandas as pd
 
+from copylab import experiments
+
 # Which way is better; None: a description of the trial (how busy a side was), never compared.
 Direction = Literal["higher", "lower"] | None
 
@@ -17,14 +21,13 @@ class Metric(NamedTuple):
     direction: Direction
     unit: str
     label: str
-    experiment: str | None = "copies"  # None: every experiment
 
 
 METRICS: dict[str, Metric] = {
     "throughput_gbps": Metric("higher", "Gbit/s", "throughput"),
-    "requests_per_s": Metric("higher", "requests/s", "requests per second", "servers"),
-    "latency_mean_us": Metric("lower", "µs", "mean round-trip latency", None),
-    "latency_p99_us": Metric("lower", "µs", "99th percentile round-trip latency", None),
+    "requests_per_s": Metric("higher", "requests/s", "requests per second"),
+    "latency_mean_us": Metric("lower", "µs", "mean round-trip latency"),
+    "latency_p99_us": Metric("lower", "µs", "99th percentile round-trip latency"),
     "cpu_ns_per_byte": Metric("lower", "ns/B", "CPU time per byte, sender + receiver (user + sys)"),
     "snd_cpu_ns_per_byte": Metric("lower", "ns/B", "sender CPU time per byte (user + sys)"),
     "snd_user_ns_per_byte": Metric("lower", "ns/B", "sender user-space CPU time per byte (where packing copies run)"),
@@ -36,35 +39,32 @@ METRICS: dict[str, Metric] = {
     "zc_copied_fraction": Metric("lower", "fraction", "zero-copy sends the kernel copied anyway"),
     "retransmits": Metric("lower", "count/trial", "TCP retransmits per trial"),
     "rcv_bytes_per_call": Metric(None, "B/call", "bytes the receiver took per receive call"),
-    "probe_ns": Metric(None, "ns", "the host's CPU speed probe around the trial (higher is slower)", None),
-    "probe_copy_ns": Metric(None, "ns/B", "the host's copy speed probe around the trial (higher is slower)", None),
+    "probe_ns": Metric(None, "ns", "the host's CPU speed probe around the trial (higher is slower)"),
+    "probe_copy_ns": Metric(None, "ns/B", "the host's copy speed probe around the trial (higher is slower)"),
     "rcv_wakeups_per_mb": Metric(None, "switches/MB", "receiver's voluntary context switches (wake-ups) per MB"),
     "rcv_kernel_copies_per_byte": Metric(
-        None, "B/B", "bytes the kernel copied to the receiver's user space per byte delivered (BPF)", None
+        None, "B/B", "bytes the kernel copied to the receiver's user space per byte delivered (BPF)"
     ),
     "snd_kernel_copies_per_byte": Metric(None, "B/B", "bytes the kernel copied from the sender per byte (BPF)"),
-    "snd_cpu_us_per_request": Metric("lower", "µs/request", "server CPU time per request (user + sys)", "servers"),
-    "rcv_cpu_us_per_request": Metric("lower", "µs/request", "client CPU time per request (user + sys)", "servers"),
-    "snd_ctx_per_request": Metric("lower", "switches/request", "server context switches per request", "servers"),
-    "snd_busy": Metric(None, "fraction", "share of the window the server was on a CPU", "servers"),
-    "rcv_busy": Metric(None, "fraction", "share of the window the client was on a CPU", "servers"),
-    "served_fraction": Metric("higher", "fraction", "connections served at least once in the window", "servers"),
-    "fairness": Metric("higher", "Jain's index", "fairness over connections (Jain's index)", "servers"),
+    "snd_cpu_us_per_request": Metric("lower", "µs/request", "server CPU time per request (user + sys)"),
+    "rcv_cpu_us_per_request": Metric("lower", "µs/request", "client CPU time per request (user + sys)"),
+    "snd_ctx_per_request": Metric("lower", "switches/request", "server context switches per request"),
+    "snd_busy": Metric(None, "fraction", "share of the window the server was on a CPU"),
+    "rcv_busy": Metric(None, "fraction", "share of the window the client was on a CPU"),
+    "served_fraction": Metric("higher", "fraction", "connections served at least once in the window"),
+    "fairness": Metric("higher", "Jain's index", "fairness over connections (Jain's index)"),
 }
 
 
-# The metric shown first for each experiment and workload (the analysis notebook, the explorer).
-HEADLINE_METRICS: dict[tuple[str, str], str] = {
-    ("copies", "stream"): "throughput_gbps",
-    ("copies", "rr"): "latency_mean_us",
-    ("servers", "rr"): "requests_per_s",
-}
+def metrics_for(names: Iterable[str]) -> list[str]:
+    """The metrics of the experiments NAMES, in METRICS order."""
+    wanted = {metric for name in names for metric in experiments.get(name).metrics}
+    return [name for name in METRICS if name in wanted]
 
 
-def metrics_for(experiments: Iterable[str]) -> list[str]:
-    """The metrics of the given experiments, in METRICS order."""
-    wanted = set(experiments)
-    return [name for name, metric in METRICS.items() if metric.experiment is None or metric.experiment in wanted]
+def headline(experiment: str, workload: str) -> str | None:
+    """The metric an experiment shows first for a workload (the analysis notebook, the explorer, the noise)."""
+    return experiments.get(experiment).headline.get(workload)
 
 
 def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:

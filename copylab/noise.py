@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from copylab.metrics import HEADLINE_METRICS, METRICS
+from copylab.metrics import METRICS, headline
 from copylab.tables import CONFIG_KEYS, POINT_KEYS
 
 # Per-trial covariates that may explain the spread, and what each stands for.
@@ -51,8 +51,8 @@ def _centred(trials: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 def spread_explained(trials: pd.DataFrame, experiment: str, workload: str) -> list[Explained]:
     """Per covariate (and the block), the share of the spread of WORKLOAD's headline metric between identical
     trials it explains, largest first.  TRIALS carry copylab.metrics' columns."""
-    metric = HEADLINE_METRICS[(experiment, workload)]
-    if metric not in trials or "experiment" not in trials:  # trials without copylab.metrics' columns
+    metric = headline(experiment, workload)
+    if metric is None or metric not in trials or "experiment" not in trials:  # trials without copylab.metrics' columns
         return []
     mine = trials[(trials["workload"] == workload) & (trials["experiment"] == experiment)]
     found = []

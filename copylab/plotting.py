@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,9 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from copylab import implementations
 from copylab.metrics import METRICS
+
+if TYPE_CHECKING:
+    from copylab.manifest import Manifest
 
 PINNING_STYLES = {"none": "-", "same_cpu": "--", "split_cpu": ":"}  # only used when a sweep has several
 NO_DATA_COLOR = "0.35"
@@ -122,3 +125,28 @@ def legend(figure: Figure, handles: list[Any]) -> None:
 
 def color_of(implementation: str) -> str:
     return implementations.get(implementation).color
+
+
+def describe_setup(manifest: Manifest) -> str:
+    """Two title lines: the host and the sweep's settings, from the manifest."""
+    host, parameters = manifest.host, manifest.parameters
+    machine = ", ".join(
+        str(part)
+        for part in (
+            host.hostname,
+            host.cpu_model,
+            f"{host.cores} cores",
+            f"{host.memory_gib:g} GiB",
+            f"kernel {host.kernel}",
+            host.virtualization,
+        )
+        if part
+    )
+    settings = [
+        f"sweep {manifest.sweep}",
+        f"{parameters.trials} trials/config",
+        f"{parameters.duration_s:g} s each after {parameters.warmup_s:g} s warm-up",
+        f"MTU {parameters.mtu}" if manifest.path == "veth" else "between two hosts",
+        None if manifest.complete else "INCOMPLETE sweep",
+    ]
+    return machine + "\n" + ", ".join(s for s in settings if s)

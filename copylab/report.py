@@ -15,6 +15,7 @@ import nbformat
 from nbconvert import PDFExporter
 from nbconvert.exporters.pdf import LatexFailed
 
+from copylab import experiments
 from copylab.errors import CopylabError
 from copylab.notebook_runner import execute
 from copylab.paths import FIGURES, NOTEBOOKS, ROOT
@@ -77,8 +78,9 @@ def render_report(
             raise CopylabError(
                 f"{store.directory}: no current {', '.join(missing)} (run ./inv analyze --data {store.directory} first)"
             )
-    if all(store.read_manifest().parameters.experiment != "copies" for store in stores):
-        raise CopylabError("a report needs a copies sweep (./inv run-sweep): its study parts describe one")
+    main = experiments.main().name
+    if all(store.read_manifest().parameters.experiment != main for store in stores):
+        raise CopylabError(f"a report needs a {main} sweep (./inv run-sweep): its study parts describe one")
     tools = [tool for tool in ("xelatex", "pandoc") if shutil.which(tool) is None]
     if tools:
         raise CopylabError(

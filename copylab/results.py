@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from copylab import implementations
+from copylab.copies.roles import Role
 from copylab.errors import CopylabError
 from copylab.formatting import code
 from copylab.manifest import Manifest
@@ -67,25 +68,6 @@ def load_results(store: SweepStore) -> Results:
         store.read_table("crossovers"),
         store,
     )
-
-
-@dataclass(frozen=True)
-class ReportSweeps:
-    """A report's sweeps by role: the copies sweep its study parts describe, the servers sweep of "How a
-    server waits", and the others, summarised under "Further sweeps"."""
-
-    main: Results
-    servers: Results | None
-    further: list[Results]
-
-
-def arrange(sweeps: list[Results]) -> ReportSweeps:
-    """The first copies sweep is the main one, the first servers sweep gets its section; the rest follow."""
-    copies = [s for s in sweeps if s.manifest.parameters.experiment == "copies"]
-    if not copies:
-        raise CopylabError("a report needs a copies sweep (./inv run-sweep): its study parts describe one")
-    servers = next((s for s in sweeps if s.manifest.parameters.experiment == "servers"), None)
-    return ReportSweeps(copies[0], servers, [s for s in sweeps if s is not copies[0] and s is not servers])
 
 
 def select(frame: pd.DataFrame, **where: object) -> pd.DataFrame:
@@ -151,7 +133,7 @@ def receive_modes(results: Results) -> list[str]:
     return [mode for mode in implementations.RECEIVE_MODES if mode in measured]
 
 
-def role(results: Results, name: str) -> str | None:
+def role(results: Results, name: Role) -> str | None:
     """The implementation playing the study's variant NAME (A1, A2, A3), if the sweep measured it."""
     found = implementations.by_role(name)
     return found.name if found and found.name in present(results) else None
@@ -171,7 +153,7 @@ def choose_focus(results: Results) -> Focus:
     return Focus(pinning, int(stream["threads"].min()), int(size))
 
 
-def tested_sizes(results: Results, workload: str = "stream") -> list[int]:
+def measured_sizes(results: Results, workload: str = "stream") -> list[int]:
     """Message sizes with results for ``workload``."""
     return sorted(int(s) for s in metric_rows(results, THROUGHPUT, workload=workload)["size_bytes"].unique())
 

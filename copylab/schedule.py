@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from copylab import implementations
+from copylab import experiments, implementations
 from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
 from copylab.spec import TrialSpec
 
@@ -211,7 +211,7 @@ Contender = tuple[str, str]  # (implementation, receive mode)
 
 def deciding_contenders(config: SweepConfig) -> set[Contender]:
     """The contenders of the comparisons that decide the sweep's experiment's answers (receiving by copy)."""
-    pairs = implementations.experiment(config.experiment).deciding_pairs()
+    pairs = implementations.deciding_pairs(experiments.get(config.experiment))
     return {(name, implementations.BASELINE_RECEIVE) for pair in pairs for name in pair}
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from copylab import experiments
+
 Kind = Literal["str", "int", "float", "bool"]
 
 SCHEMA_VERSION = 4
 WORKLOADS = ("stream", "rr")
 RECEIVE_MODES = ("copy", "truncate", "mmap")
-EXPERIMENTS = ("copies", "servers")
 PINNINGS = ("none", "same_cpu", "split_cpu")
 STATUSES = ("ok", "failed")
 
@@ -80,7 +81,7 @@ COLUMNS: tuple[Column, ...] = (
         "copies (how bytes leave user space) or servers (how a server waits for connections)",
         True,
         since=2,
-        legacy="copies",
+        legacy=experiments.DEFAULT.name,
     ),
     Column("order_index", "int", "", "position in the seeded random trial order", True),
     Column("implementation", "str", "", "the implementation under test (copylab/implementations.py)", True),

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from copylab import implementations
-from copylab.copy_bound import copy_limit_rows
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape, threads_text
+from copylab import experiments, implementations
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.manifest import Manifest
 from copylab.metrics import add_metrics
 from copylab.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
@@ -27,10 +26,7 @@ from copylab.results import (
     in_container,
     metric_rows,
     present,
-    receive_modes,
-    role,
     virtualised,
-    zero_copy_counts,
 )
 from copylab.schema import COLUMN_NAMES
 from copylab.spec import cpus_for
@@ -219,7 +215,7 @@ def _repetitions(results: Results) -> str:
     )
     if params.budget_s is None:
         return text + f"{params.trials} blocks per point; summaries use {per} successful trials per configuration."
-    pairs = implementations.experiment(params.experiment).deciding_pairs()
+    pairs = implementations.deciding_pairs(experiments.get(params.experiment))
     deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
     return text + (
         f"A first pass ran {params.trials} blocks of the implementations whose comparisons decide the study's "
@@ -298,48 +294,6 @@ def method(results: Results) -> str:
     )
 
 
-def part_a(results: Results) -> str:
-    """Where the copies happen, one paragraph per implementation and receive mode the sweep measured."""
-    paragraphs = [implementations.get(name).explanation for name in present(results)]
-    modes = receive_modes(results)
-    if modes != [implementations.BASELINE_RECEIVE]:
-        paragraphs += [implementations.RECEIVE_MODES[mode].explanation for mode in modes]
-    return "\n\n".join(paragraphs)
-
-
-def copy_limit(results: Results) -> str:
-    """Best throughput of each implementation against the ceiling its copies allow on this host."""
-    calibration = results.manifest.calibration
-    if calibration is None:
-        return (
-            "The sweep's manifest holds no memcpy calibration (`./inv calibrate --data DIR` adds one), so the "
-            "distance to the copy-bound limit cannot be stated."
-        )
-    memcpy = calibration.memcpy_gbps
-    rows = copy_limit_rows(results.summary, memcpy)
-    table = markdown_table(
-        {
-            "Implementation": code(row["implementation"]),
-            "Receive": row["receive"],
-            "Copies": str(row["copies"]),
-            "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
-            f"{threads_text(row['threads'])})",
-            "Copy bound, Gbit/s": fmt_num(row["limit_gbps"]),
-            "Fraction of the bound": f"{row['fraction']:.0%}",
-        }
-        for row in rows
-    )
-    return (
-        f"Single-core memcpy on this host copies {fmt_num(memcpy)} Gbit/s (best of "
-        f"{calibration.runs} copies of a {calibration.buffer_mib} MiB buffer, "
-        "larger than the last-level cache, measured when the sweep started). With both ends on one CPU that "
-        "core performs every copy of every byte, so an implementation making *k* copies cannot exceed "
-        f"{fmt_num(memcpy)}/*k* Gbit/s; the receiver's copies depend on how it takes the bytes in, so each receive "
-        "mode has its own bound (with `truncate` the receiver's copy is gone). The rest of the gap is protocol "
-        f"processing, system calls and scheduling.\n\n{table}"
-    )
-
-
 def limitations(results: Results) -> str:
     """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest."""
     items = []
@@ -383,7 +337,7 @@ def limitations(results: Results) -> str:
         )
     perf = results.manifest.perf
     if not perf.available or perf.unsupported_events:
-        unit = "byte" if results.manifest.parameters.experiment == "copies" else "request"
+        unit = experiments.get(results.manifest.parameters.experiment).axis_unit
         by_reason: dict[str, list[str]] = {}
         for event, why in perf.unsupported_events.items():
             by_reason.setdefault(str(why), []).append(event)
@@ -404,17 +358,7 @@ def limitations(results: Results) -> str:
             else f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
             "CPU time includes time stolen by the hypervisor."
         )
-    zero_copy = role(results, "A3")
-    counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
-    if counts is not None and counts["copied_fraction"] > 0:
-        items.append(
-            f"{fmt_pct(counts['copied_fraction'])} of zero-copy sends were copied by the kernel anyway on this "
-            "network path (the setup table lists the interfaces' offloads)."
-            if between_hosts(results)
-            else f"Zero-copy was measured only with local delivery over veth, where "
-            f"{fmt_pct(counts['copied_fraction'])} of sends were copied by the kernel anyway; results do not carry "
-            "over to a physical NIC."
-        )
+    items += experiments.get(results.manifest.parameters.experiment).parts().limitations(results)
     retransmits = metric_rows(results, "retransmits")
     with_retransmits = retransmits[retransmits["mean"] > 0]
     if len(with_retransmits):
@@ -526,10 +470,10 @@ def sweep_heading(results: Results) -> str:
     """The heading and settings line of a further sweep in the report."""
     params, host = results.manifest.parameters, results.manifest.host
     grid = (
-        f"sizes {_sizes(params.sizes)}"
-        if params.experiment == "copies"
-        else f"{params.experiment} experiment; response sizes {_sizes(params.rr_sizes)}; connections "
+        f"{params.experiment} experiment; response sizes {_sizes(params.rr_sizes)}; connections "
         + ", ".join(str(c) for c in params.connections)
+        if params.connections
+        else f"sizes {_sizes(params.sizes)}"
     )
     return "\n".join(
         [

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from copylab import experiments, settings
 from copylab.errors import CopylabError
 from copylab.perf import PerfSupport
 
@@ -54,9 +56,33 @@ class TrialSettings:
     verify: bool = False
     sanitize: str | None = None
     port: int = PORT
-    align_fields: bool = False  # the senders' fields page-aligned (--align-fields)
     # Counts the kernel's copies in each window (copylab.kernel_copies); None: not counted.
     kernel_copies: Accounting | None = None
+    experiment: str = experiments.DEFAULT.name
+    # The sweep's settings that reach its rows or its programs (copylab.settings: column, program); the others
+    # take their defaults.
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> Any:
+        return self.values.get(name, settings.get(name).default)
+
+    def columns(self) -> dict[str, Any]:
+        """The trials.csv columns the sweep's settings fill in every row."""
+        return {s.column: self.value(s.name) for s in settings.SETTINGS if s.column}
+
+    def program_arguments(self, role: str) -> list[str]:
+        """The options the settings give this experiment's programs of ROLE (server or client)."""
+        arguments: list[str] = []
+        for s in settings.SETTINGS:
+            wanted = s.program
+            if wanted is None or wanted.role != role or wanted.experiment not in (None, self.experiment):
+                continue
+            value = self.value(s.name)
+            if s.kind == "bool":
+                arguments += [wanted.option] if value else []
+            elif value is not None:
+                arguments += [wanted.option, str(value)]
+        return arguments
 
     @property
     def server_address(self) -> str:

@@ -18,14 +18,15 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from copylab import allocation, implementations, kernel_copies, testbed
+from copylab import allocation, experiments, implementations, kernel_copies, testbed
 from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
 from copylab.calibration import Calibration
 from copylab.config import SweepConfig
 from copylab.drivers import GRACE_S
 from copylab.errors import CopylabError
-from copylab.manifest import Harness, create, now_iso
+from copylab.manifest import Harness
 from copylab.paths import DATA
+from copylab.provenance import create, now_iso
 from copylab.schedule import (
     PRECISION_METRIC,
     Configuration,
@@ -39,6 +40,7 @@ from copylab.schedule import (
     precise_enough,
 )
 from copylab.schema import SCHEMA_VERSION
+from copylab.settings import SETTINGS
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.testbed import Testbed
@@ -79,6 +81,21 @@ class SweepResult:
 
 # What a trial is assumed to cost beyond its windows until the sweep has measured it.
 DEFAULT_OVERHEAD_S = 0.1
+
+
+def _testbed(config: Any, directory: Path) -> Testbed:
+    """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here (in a
+    user namespace of the sweep's own without root). DIRECTORY: where the sweep's data goes (what marks the
+    hosts' temporary directories as its own)."""
+    if config.server_host:
+        from copylab.remote import Hosts
+
+        return Hosts(config, directory)
+    if os.geteuid() != 0:
+        from copylab.userns import UserNamespaces
+
+        return UserNamespaces.for_sweep(config)
+    return testbed.Namespaces.for_sweep(config)
 
 
 def _ok_rows(store: SweepStore) -> pd.DataFrame:
@@ -171,7 +188,7 @@ def run(
         raise CopylabError(
             f"{store.directory} already holds a sweep: pass --resume to finish it, or choose another --name"
         )
-    bed = testbed.for_config(config, store.directory)
+    bed = _testbed(config, store.directory)
     with bed.prepared():
         return _run_prepared(config, store, bed, resume, progress, on_row)
 
@@ -212,7 +229,7 @@ def _run_prepared(
             calibration = record.calibration
             # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
             # alone takes the CPU for about 0.4 s.
-            if calibration is None and config.experiment == "copies":
+            if calibration is None and experiments.get(config.experiment).calibrates:
                 calibration = calibration_for(config, bed)
             store.write_manifest(
                 dataclasses.replace(
@@ -232,7 +249,8 @@ def _run_prepared(
                     config.warmup_s,
                     config.verify,
                     config.sanitize,
-                    align_fields=config.align_fields,
+                    experiment=config.experiment,
+                    values={s.name: getattr(config, s.name) for s in SETTINGS if s.column or s.program},
                     kernel_copies=counts,
                 )
                 _run_trials(batches, done, settings, writer, result, found, on_row, progress)

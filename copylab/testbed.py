@@ -244,18 +244,3 @@ def message_files(name: str) -> Iterator[Path]:
     shm = Path("/dev/shm")
     with private_directory(f"copylab-files-{name}-", shm if shm.is_dir() else None) as directory:
         yield directory
-
-
-def for_config(config: SweepConfig, directory: Path) -> Testbed:
-    """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here (in a
-    user namespace of the sweep's own without root). DIRECTORY: where the sweep's data goes (what marks the
-    hosts' temporary directories as its own)."""
-    if config.server_host:
-        from copylab.remote import Hosts
-
-        return Hosts(config, directory)
-    if os.geteuid() != 0:
-        from copylab.userns import UserNamespaces
-
-        return UserNamespaces.for_sweep(config)
-    return Namespaces.for_sweep(config)

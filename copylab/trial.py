@@ -128,7 +128,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         "receive": spec.receive,
         "repetition": spec.repetition,
         "block_position": spec.block_position,
-        "align_fields": settings.align_fields,
+        **settings.columns(),
         "started_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "status": "ok",
         "error": "",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from copylab import implementations, schema
+from copylab import experiments, implementations, schema
 from copylab.errors import CopylabError
 from copylab.manifest import Manifest
 
@@ -28,7 +28,7 @@ def _allowed_values() -> dict[str, tuple[str, ...]]:
         "workload": schema.WORKLOADS,
         "pinning": schema.PINNINGS,
         "receive": schema.RECEIVE_MODES,
-        "experiment": schema.EXPERIMENTS,
+        "experiment": experiments.names(),
         "status": schema.STATUSES,
     }
 

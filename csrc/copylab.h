@@ -3,7 +3,8 @@
  * The variants differ only in how the bytes of a message leave user space
  * (one send_VARIANT.c each); everything else (sockets, threads, timing,
  * options, JSON, the receiver's ways of taking the bytes in) lives in the
- * core so that the variants are measured under identical conditions.
+ * core so that the variants are measured under identical conditions.  Each
+ * section below names the file that implements it.
  */
 #ifndef COPYLAB_H
 #define COPYLAB_H
@@ -16,11 +17,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+/* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits. */
+#include "limits.h"
+
 #define FIELD_COUNT 8
-#define MIN_SIZE 8ULL
-#define MAX_SIZE (64ULL << 20)
-#define MAX_THREADS 64
-#define MAX_CONNECTIONS 4096 /* servers experiment: net.core.somaxconn's default bounds a backlog */
 #define REQUEST_SIZE 8
 #define HELLO_MAGIC 0x636f70796c616231ULL /* "copylab1" */
 #define CACHELINE 64
@@ -35,7 +35,7 @@ enum mode { MODE_STREAM, MODE_RR };
  * (whole payload pages mapped into user space, the rest copied). */
 enum receive_mode { RECEIVE_COPY, RECEIVE_TRUNCATE, RECEIVE_MMAP };
 
-/* ---- errors: one line on stderr, then exit ---- */
+/* ---- errors: one line on stderr, then exit (errors.c) ---- */
 _Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die_errno(const char *what);
@@ -45,11 +45,11 @@ void *calloc_or_die(size_t count, size_t size);
  * few bytes past a page boundary can take a slow path (copylab calibrate's placement finding). */
 void *page_alloc_or_die(size_t size);
 
-/* ---- time ---- */
-double now_seconds(void);
+/* ---- time (clock.c) ---- */
 uint64_t now_ns(void);
+void sleep_seconds(double seconds);
 
-/* ---- options ---- */
+/* ---- options (options.c) ---- */
 struct options {
     const char *address;
     uint16_t port;
@@ -73,7 +73,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out);
 const char *mode_name(enum mode mode);
 const char *receive_mode_name(enum receive_mode mode);
 
-/* ---- the message: FIELD_COUNT separately allocated fields ---- */
+/* ---- the message: FIELD_COUNT separately allocated fields (message.c) ---- */
 struct message {
     char *field[FIELD_COUNT];
     size_t len[FIELD_COUNT];
@@ -93,7 +93,7 @@ void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT]);
 /* Copies the fields, in order, into one contiguous buffer of msg->size bytes. */
 void message_pack(const struct message *msg, void *into);
 
-/* ---- the message file of file-sending variants: messages 0..N-1 back to back ---- */
+/* ---- the message file of file-sending variants: messages 0..N-1 back to back (message_file.c) ---- */
 #define MESSAGE_FILE_MIN_BYTES (256ULL << 20)
 /* N: enough messages for 256 MiB and at least 8, so a window never wraps cheaply. */
 uint64_t message_file_messages(uint64_t size);
@@ -108,7 +108,7 @@ static inline uint64_t message_file_offset(uint64_t seq, uint64_t size)
     return (seq % message_file_messages(size)) * size;
 }
 
-/* ---- socket I/O that survives EINTR and short transfers ---- */
+/* ---- socket I/O that survives EINTR and short transfers (transfer.c) ---- */
 enum io_status { IO_OK = 0, IO_PEER_CLOSED = 1 };
 /* Retries after ENOBUFS call on_enobufs (NULL: ENOBUFS is an error).
  * *calls counts successful sendmsg calls (zero-copy notification ids). */
@@ -122,6 +122,8 @@ bool peer_gone(int err);
 enum io_status send_failure(int err, const char *call);
 enum io_status send_all(int fd, const void *buf, size_t len);
 enum io_status recv_exact(int fd, void *buf, size_t len);
+
+/* ---- connections: set up within a bound (connection.c) ---- */
 int listen_on(const char *address, uint16_t port, unsigned backlog);
 /* Raises the soft RLIMIT_NOFILE to needed; one line naming WHY when the hard limit is lower. */
 void raise_descriptor_limit(uint64_t needed, const char *why);
@@ -132,7 +134,23 @@ void set_io_timeout(int fd, double seconds);
 void wait_fd(int fd, short events, double timeout_s, const char *what);
 uint64_t tcp_retransmits(int fd);
 
-/* ---- the session protocol between client and server ---- */
+/* ---- the window's CPU time and context switches (usage.c) ---- */
+struct usage {
+    double user_s, sys_s;
+    long voluntary, involuntary;
+};
+void usage_now(struct usage *out);
+void usage_delta(const struct usage *a, const struct usage *b, struct usage *out);
+
+/* ---- perf stat --control fifo: enable/disable the counters around the window (perf_control.c) ---- */
+struct perf_control {
+    int ctl_fd, ack_fd;
+};
+void perf_control_open(struct perf_control *pc, const char *ctl, const char *ack);
+void perf_control_send(struct perf_control *pc, const char *command);
+void perf_control_close(struct perf_control *pc);
+
+/* ---- the session between client and server: its protocol and both halves (session.c) ---- */
 struct hello {
     uint64_t magic;
     uint64_t size;
@@ -146,23 +164,6 @@ struct hello {
  * client's warm-up starts only when the server is ready (whatever its set-up cost, e.g. a message file). */
 enum control { CONTROL_BEGIN = 'B', CONTROL_END = 'E', CONTROL_READY = 'R' };
 
-/* ---- measurement window helpers ---- */
-struct usage {
-    double user_s, sys_s;
-    long voluntary, involuntary;
-};
-void usage_now(struct usage *out);
-void usage_delta(const struct usage *a, const struct usage *b, struct usage *out);
-
-/* perf stat --control fifo: enable/disable the counters around the window. */
-struct perf_control {
-    int ctl_fd, ack_fd;
-};
-void perf_control_open(struct perf_control *pc, const char *ctl, const char *ack);
-void perf_control_send(struct perf_control *pc, const char *command);
-void perf_control_close(struct perf_control *pc);
-
-/* ---- the session (session.c) ---- */
 /* Server: accepts the control connection and reads its hello (dies on anything else). */
 int session_open(int listen_fd, double timeout_s, struct hello *hello);
 /* Server: tells the client every connection is being served; its warm-up may start. */
@@ -177,9 +178,8 @@ int session_join(const struct options *opt, const struct hello *hello);
 void session_wait_ready(int control_fd);
 /* Client: marks the window's beginning or end. */
 void session_mark(int control_fd, enum control control);
-void sleep_seconds(double seconds);
 
-/* Log-linear latency histogram (relative error < 1%), one per thread. */
+/* ---- log-linear latency histogram (relative error < 1%), one per thread (histogram.c) ---- */
 #define HIST_SUB_BITS 7
 #define HIST_BUCKETS ((64 - HIST_SUB_BITS + 1) << HIST_SUB_BITS)
 struct histogram {
@@ -190,7 +190,7 @@ void histogram_record(struct histogram *h, uint64_t ns);
 void histogram_merge(struct histogram *into, const struct histogram *from);
 double histogram_percentile_ns(const struct histogram *h, double percentile);
 
-/* ---- JSON output: exactly one object on stdout; copylab/contract.py declares every key ---- */
+/* ---- JSON output: exactly one object on stdout; copylab/contract.py declares every key (json.c) ---- */
 struct json {
     bool first;
 };
@@ -202,27 +202,7 @@ void json_null(struct json *j, const char *key);
 void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
 void json_end(struct json *j);
 
-/* ---- MSG_ZEROCOPY (zc_notify.c) ---- */
-#ifndef SO_ZEROCOPY
-#define SO_ZEROCOPY 60
-#endif
-#ifndef MSG_ZEROCOPY
-#define MSG_ZEROCOPY 0x4000000
-#endif
-/* Sets SO_ZEROCOPY on FD; dies with the kernel's reason when it refuses. */
-void zc_enable(int fd);
-/* How many messages of SIZE bytes a zero-copy sender keeps in flight (at least 2): a ring of
- * ZC_IN_FLIGHT_BYTES.  Measured over veth (copylab bench), a short ring paces the sender by its
- * completions: 256 KiB moved up to twice as much as 8 MiB from 16 to 256 KiB messages and no less
- * elsewhere.  Between hosts, in-flight bytes bound throughput to this much per round trip. */
-#define ZC_IN_FLIGHT_BYTES (256u << 10)
-size_t zc_ring_slots(size_t size);
-/* Called per notification: sends LOW to HIGH (32-bit ids, inclusive) completed, COPIED if the kernel copied. */
-typedef void (*zc_range_fn)(void *ctx, uint32_t low, uint32_t high, bool copied);
-/* Reads every notification queued on FD now, without blocking; returns how many there were. */
-unsigned zc_reap(int fd, zc_range_fn on_range, void *ctx);
-
-/* ---- the variant's sending path (one per binary) ---- */
+/* ---- the variant's sending path (send_VARIANT.c, one per binary) ---- */
 struct sender_counters {
     bool zero_copy;
     uint64_t zc_sends, zc_completed, zc_copied, zc_notifications, zc_enobufs;
@@ -240,7 +220,7 @@ extern const char *const VARIANT_NAME;
  * message_file_messages(size) messages; the client verifies accordingly. */
 extern const bool SENDS_FROM_FILE;
 /* NULL when this sending path can run on this kernel; otherwise why not, in
- * one line.  The core's default says yes; variants that need more override it. */
+ * one line.  The server's default says yes; variants that need more override it. */
 const char *sender_unavailable(void);
 struct sender *sender_create(const struct sender_config *config);
 /* Sends message number seq completely. */
@@ -248,7 +228,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq);
 /* Waits (bounded) for outstanding work, adds its counters, frees s. */
 void sender_destroy(struct sender *s, struct sender_counters *counters);
 
-/* ---- the client's side of the stream, in any receive mode ---- */
+/* ---- the client's side of the stream, in any receive mode (receive.c) ---- */
 struct receiver_io {
     int fd;
     enum receive_mode mode;

@@ -1,4 +1,6 @@
-/* Command-line options of the server and the client, strictly validated. */
+/* Command-line options of the servers and clients, strictly validated.  One table says which role takes
+ * which option; each role's getopt table, its --help and its required options all come from it, so they
+ * cannot disagree. */
 #include "copylab.h"
 
 #include <errno.h>
@@ -7,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --timeout's bound: no sweep setting carries the timeout, so it is the programs' own. */
+#define MAX_TIMEOUT_S 3600.0
 
 const char *mode_name(enum mode mode)
 {
@@ -81,80 +86,115 @@ static enum receive_mode parse_receive(const char *text)
 enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
-    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_ALIGN_FIELDS,
+    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_ALIGN_FIELDS, OPT_COUNT
 };
 
-static _Noreturn void usage(enum role role)
+#define FOR_SERVER (1u << ROLE_SERVER)
+#define FOR_CLIENT (1u << ROLE_CLIENT)
+#define FOR_LOAD (1u << ROLE_LOAD)
+#define FOR_ALL (FOR_SERVER | FOR_CLIENT | FOR_LOAD)
+
+struct option_spec {
+    const char *name;
+    enum option_id id;
+    unsigned roles;    /* the roles that accept it */
+    unsigned required; /* the roles that cannot run without it (--probe aside) */
+    const char *value; /* its value's placeholder; NULL: a flag, which takes none */
+    const char *help;
+};
+
+/* In --help's order; the required ones in the order they are asked for. */
+static const struct option_spec OPTIONS[] = {
+    {"bind", OPT_BIND, FOR_SERVER, FOR_SERVER, "ADDR",
+     "the IPv4 or IPv6 address to listen on"},
+    {"connect", OPT_CONNECT, FOR_CLIENT | FOR_LOAD, FOR_CLIENT | FOR_LOAD, "ADDR",
+     "the server's IPv4 or IPv6 address"},
+    {"port", OPT_PORT, FOR_ALL, FOR_ALL, "P",
+     "the TCP port"},
+    {"size", OPT_SIZE, FOR_ALL, FOR_ALL, "S",
+     "bytes per message or response (K, M suffixes)"},
+    {"connections", OPT_CONNECTIONS, FOR_LOAD, FOR_LOAD, "C",
+     "connections kept busy, one request each at a time"},
+    {"threads", OPT_THREADS, FOR_CLIENT | FOR_LOAD, 0, "T",
+     "client: one per data connection; load_client: each drives a share"},
+    {"duration", OPT_DURATION, FOR_CLIENT | FOR_LOAD, 0, "SECONDS",
+     "the measured window"},
+    {"warmup", OPT_WARMUP, FOR_CLIENT | FOR_LOAD, 0, "SECONDS",
+     "the warm-up before the window"},
+    {"mode", OPT_MODE, FOR_SERVER | FOR_CLIENT, 0, "stream|rr",
+     "messages back to back, or request and response"},
+    {"receive", OPT_RECEIVE, FOR_CLIENT, 0, "copy|truncate|mmap",
+     "how the client takes the bytes in"},
+    {"verify", OPT_VERIFY, FOR_CLIENT, 0, NULL,
+     "check every byte against the pattern"},
+    {"file", OPT_FILE, FOR_SERVER, 0, "PATH",
+     "the message file (file-sending variants)"},
+    {"align-fields", OPT_ALIGN_FIELDS, FOR_SERVER, 0, NULL,
+     "start each field of a message on a page boundary"},
+    {"timeout", OPT_TIMEOUT, FOR_ALL, 0, "SECONDS",
+     "server: how long to wait for the client; client: how long to retry connecting"},
+    {"perf-ctl", OPT_PERF_CTL, FOR_ALL, 0, "FIFO",
+     "perf stat's --control fifo, to count only the window"},
+    {"perf-ack", OPT_PERF_ACK, FOR_ALL, 0, "FIFO",
+     "perf stat's ack fifo (with --perf-ctl)"},
+    {"probe", OPT_PROBE, FOR_SERVER, 0, NULL,
+     "only say whether this sending path can run here (no other option needed)"},
+    {"help", OPT_HELP, FOR_ALL, 0, NULL,
+     "this text"},
+};
+#define OPTION_COUNT (sizeof OPTIONS / sizeof *OPTIONS)
+
+static bool accepts(const struct option_spec *spec, enum role role)
 {
-    if (role == ROLE_LOAD)
-        puts("usage: load_client --connect ADDR --port P --size S --connections C [--threads T]\n"
-             "                   [--duration SECONDS] [--warmup SECONDS] [--timeout SECONDS]\n"
-             "                   [--perf-ctl FIFO --perf-ack FIFO]");
-    else if (role == ROLE_SERVER)
-        puts("usage: VARIANT_server --bind ADDR --port P --size S [--mode stream|rr] [--file PATH]\n"
-             "                      [--timeout SECONDS] [--perf-ctl FIFO --perf-ack FIFO] [--align-fields]\n"
-             "       VARIANT_server --probe");
-    else
-        puts("usage: VARIANT_client --connect ADDR --port P --size S [--threads T]\n"
-             "                      [--duration SECONDS] [--warmup SECONDS] [--mode stream|rr]\n"
-             "                      [--receive copy|truncate|mmap] [--verify] [--timeout SECONDS]\n"
-             "                      [--perf-ctl FIFO --perf-ack FIFO]");
+    return (spec->roles & (1u << role)) != 0;
+}
+
+/* "--name VALUE" or "--name": how --help and the synopsis show an option. */
+static int spell(char *into, size_t size, const struct option_spec *spec)
+{
+    return snprintf(into, size, "--%s%s%s", spec->name, spec->value ? " " : "",
+                    spec->value ? spec->value : "");
+}
+
+static _Noreturn void usage(enum role role, const char *program)
+{
+    const char *slash = strrchr(program, '/');
+    printf("usage: %s", slash ? slash + 1 : program);
+    int width = 0;
+    char text[64];
+    for (const struct option_spec *spec = OPTIONS; spec < OPTIONS + OPTION_COUNT; spec++) {
+        if (!accepts(spec, role))
+            continue;
+        int length = spell(text, sizeof text, spec);
+        width = length > width ? length : width;
+        if (spec->required & (1u << role))
+            printf(" %s", text);
+    }
+    puts(" [OPTION]...");
+    for (const struct option_spec *spec = OPTIONS; spec < OPTIONS + OPTION_COUNT; spec++) {
+        if (!accepts(spec, role))
+            continue;
+        spell(text, sizeof text, spec);
+        printf("  %-*s  %s\n", width, text, spec->help);
+    }
     exit(0);
 }
 
 void parse_options(enum role role, int argc, char **argv, struct options *out)
 {
     const bool server = role == ROLE_SERVER;
-    const struct option server_options[] = {
-        {"bind", required_argument, NULL, OPT_BIND},
-        {"port", required_argument, NULL, OPT_PORT},
-        {"size", required_argument, NULL, OPT_SIZE},
-        {"mode", required_argument, NULL, OPT_MODE},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"perf-ctl", required_argument, NULL, OPT_PERF_CTL},
-        {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
-        {"file", required_argument, NULL, OPT_FILE},
-        {"probe", no_argument, NULL, OPT_PROBE},
-        {"align-fields", no_argument, NULL, OPT_ALIGN_FIELDS},
-        {"help", no_argument, NULL, OPT_HELP},
-        {0, 0, 0, 0},
-    };
-    const struct option client_options[] = {
-        {"connect", required_argument, NULL, OPT_CONNECT},
-        {"port", required_argument, NULL, OPT_PORT},
-        {"size", required_argument, NULL, OPT_SIZE},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"duration", required_argument, NULL, OPT_DURATION},
-        {"warmup", required_argument, NULL, OPT_WARMUP},
-        {"mode", required_argument, NULL, OPT_MODE},
-        {"verify", no_argument, NULL, OPT_VERIFY},
-        {"receive", required_argument, NULL, OPT_RECEIVE},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"perf-ctl", required_argument, NULL, OPT_PERF_CTL},
-        {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
-        {"help", no_argument, NULL, OPT_HELP},
-        {0, 0, 0, 0},
-    };
-    const struct option load_options[] = {
-        {"connect", required_argument, NULL, OPT_CONNECT},
-        {"port", required_argument, NULL, OPT_PORT},
-        {"size", required_argument, NULL, OPT_SIZE},
-        {"connections", required_argument, NULL, OPT_CONNECTIONS},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"duration", required_argument, NULL, OPT_DURATION},
-        {"warmup", required_argument, NULL, OPT_WARMUP},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"perf-ctl", required_argument, NULL, OPT_PERF_CTL},
-        {"perf-ack", required_argument, NULL, OPT_PERF_ACK},
-        {"help", no_argument, NULL, OPT_HELP},
-        {0, 0, 0, 0},
-    };
-    const struct option *table = server ? server_options : role == ROLE_LOAD ? load_options : client_options;
+    struct option table[OPTION_COUNT + 1];
+    size_t count = 0;
+    for (const struct option_spec *spec = OPTIONS; spec < OPTIONS + OPTION_COUNT; spec++)
+        if (accepts(spec, role))
+            table[count++] = (struct option){spec->name, spec->value ? required_argument : no_argument, NULL,
+                                             spec->id};
+    table[count] = (struct option){0};
     *out = (struct options){
         .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
         .timeout_s = server ? 30.0 : 3.0, .mode = MODE_STREAM,
     };
-    bool have_port = false, have_size = false;
+    bool given[OPT_COUNT] = {false};
     opterr = 0; /* one line of our own instead of getopt's message */
     int id;
     while ((id = getopt_long(argc, argv, ":", table, NULL)) != -1) {
@@ -165,11 +205,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             break;
         case OPT_PORT:
             out->port = (uint16_t)parse_count("port", optarg, 1, 65535);
-            have_port = true;
             break;
         case OPT_SIZE:
             out->size = parse_count("size", optarg, MIN_SIZE, MAX_SIZE);
-            have_size = true;
             break;
         case OPT_THREADS:
             out->threads = (unsigned)parse_count("threads", optarg, 1, MAX_THREADS);
@@ -178,13 +216,13 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             out->connections = (unsigned)parse_count("connections", optarg, 1, MAX_CONNECTIONS);
             break;
         case OPT_DURATION:
-            out->duration_s = parse_seconds("duration", optarg, 0, 3600, false);
+            out->duration_s = parse_seconds("duration", optarg, 0, MAX_DURATION, false);
             break;
         case OPT_WARMUP:
-            out->warmup_s = parse_seconds("warmup", optarg, 0, 600, true);
+            out->warmup_s = parse_seconds("warmup", optarg, 0, MAX_WARMUP, true);
             break;
         case OPT_TIMEOUT:
-            out->timeout_s = parse_seconds("timeout", optarg, 0, 3600, false);
+            out->timeout_s = parse_seconds("timeout", optarg, 0, MAX_TIMEOUT_S, false);
             break;
         case OPT_MODE:
             out->mode = parse_mode(optarg);
@@ -211,25 +249,21 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             out->perf_ack = optarg;
             break;
         case OPT_HELP:
-            usage(role);
+            usage(role, argv[0]);
         case ':':
             die_usage("%s needs a value", argv[optind - 1]);
         default:
             die_usage("unknown option '%s' (see --help)", argv[optind - 1]);
         }
+        given[id] = true;
     }
     if (optind < argc)
         die_usage("unexpected argument '%s' (see --help)", argv[optind]);
     if (out->probe)
         return;
-    if (!out->address)
-        die_usage("--%s ADDR is required", server ? "bind" : "connect");
-    if (!have_port)
-        die_usage("--port P is required");
-    if (!have_size)
-        die_usage("--size S is required");
-    if (role == ROLE_LOAD && !out->connections)
-        die_usage("--connections C is required");
+    for (const struct option_spec *spec = OPTIONS; spec < OPTIONS + OPTION_COUNT; spec++)
+        if ((spec->required & (1u << role)) && !given[spec->id])
+            die_usage("--%s %s is required", spec->name, spec->value);
     if (out->threads > (out->connections ? out->connections : out->threads))
         die_usage("--threads: %u threads for %u connections leaves threads with nothing to do", out->threads,
                   out->connections);

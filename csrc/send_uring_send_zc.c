@@ -6,6 +6,7 @@
  * ring of messages lets sends proceed while earlier ones are pinned; a slot is
  * written again only after its last notification. */
 #include "uring.h"
+#include "zc_notify.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -31,6 +32,7 @@ struct sender {
     struct io_uring ring;
     size_t count;
     struct slot *slots;
+    struct zc_completions zc;
     struct sender_counters counters;
 };
 
@@ -87,14 +89,11 @@ static void take(struct sender *s, struct io_uring_cqe *cqe, int *result, bool *
 {
     struct slot *slot = &s->slots[io_uring_cqe_get_data64(cqe)];
     if (cqe->flags & IORING_CQE_F_NOTIF) {
-        s->counters.zc_notifications++;
-        s->counters.zc_completed++;
-        if ((uint32_t)cqe->res & IORING_NOTIF_USAGE_ZC_COPIED)
-            s->counters.zc_copied++;
+        zc_notified(&s->zc, 1, ((uint32_t)cqe->res & IORING_NOTIF_USAGE_ZC_COPIED) != 0);
         slot->pending--;
     } else if (cqe->flags & IORING_CQE_F_MORE) {
         /* The kernel took the pages: a notification will say when it lets them go. */
-        s->counters.zc_sends++;
+        zc_sent(&s->zc, 1);
         slot->pending--;
         *result = cqe->res;
         *have_result = true;
@@ -137,7 +136,7 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    s->counters.zero_copy = true;
+    zc_completions_init(&s->zc, &s->counters);
     uring_init(&s->ring, QUEUE_DEPTH);
     s->count = zc_ring_slots(config->size);
     s->slots = calloc_or_die(s->count, sizeof *s->slots);

@@ -4,7 +4,7 @@
  * keep the error queue short but does not wait for them: its bytes never change, so reusing
  * the buffer early sends the same bytes.  With --verify every message carries
  * its own pattern, so it then waits, like zero_copy, before rewriting it. */
-#include "copylab.h"
+#include "zc_notify.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -26,26 +26,16 @@ struct sender {
     struct message message; /* the pattern's fields, packed into buffer when verifying */
     char *buffer;
     size_t size;
-    uint64_t sent_ids;
+    struct zc_completions zc;
     struct sender_counters counters;
 };
-
-static void count_completion(void *ctx, uint32_t low, uint32_t high, bool copied)
-{
-    struct sender *s = ctx;
-    uint64_t sends = (uint32_t)(high - low) + 1ULL;
-    s->counters.zc_notifications++;
-    s->counters.zc_completed += sends;
-    if (copied)
-        s->counters.zc_copied += sends;
-}
 
 /* Waits, bounded, until every send so far has completed. */
 static bool wait_all(struct sender *s, double timeout_s)
 {
     uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-    while (s->counters.zc_completed < s->sent_ids) {
-        if (zc_reap(s->fd, count_completion, s))
+    while (s->counters.zc_completed < s->counters.zc_sends) {
+        if (zc_reap(s->fd, &s->zc))
             continue;
         uint64_t now = now_ns();
         if (now >= deadline)
@@ -61,7 +51,7 @@ static void on_enobufs(void *ctx)
 {
     struct sender *s = ctx;
     s->counters.zc_enobufs++;
-    if (zc_reap(s->fd, count_completion, s) == 0) {
+    if (zc_reap(s->fd, &s->zc) == 0) {
         struct pollfd p = {.fd = s->fd, .events = 0};
         if (poll(&p, 1, 1) < 0 && errno != EINTR)
             die_errno("poll");
@@ -74,7 +64,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->fd = config->fd;
     s->verify = config->verify;
     s->size = config->size;
-    s->counters.zero_copy = true;
+    zc_completions_init(&s->zc, &s->counters);
     zc_enable(s->fd);
     message_alloc(&s->message, config->size, config->align_fields);
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -96,10 +86,9 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     struct iovec iov = {.iov_base = s->buffer, .iov_len = s->size};
     uint64_t calls = 0;
     enum io_status status = sendmsg_all(s->fd, &iov, 1, MSG_ZEROCOPY, on_enobufs, s, &calls);
-    s->sent_ids += calls;
-    s->counters.zc_sends += calls;
+    zc_sent(&s->zc, calls);
     if (seq % REAP_EVERY == REAP_EVERY - 1)
-        zc_reap(s->fd, count_completion, s);
+        zc_reap(s->fd, &s->zc);
     return status;
 }
 

@@ -3,7 +3,7 @@
  * queue, which sends it no longer needs (and whether it copied them anyway).
  * A ring of messages lets sends proceed while earlier ones are in flight; a
  * slot is never written again before the completion that covers it. */
-#include "copylab.h"
+#include "zc_notify.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -14,77 +14,25 @@
 const char *const VARIANT_NAME = "zero_copy";
 const bool SENDS_FROM_FILE = false;
 
-#define MAX_PENDING_RANGES 256
 #define COMPLETION_STALL_S 5.0
 #define FINAL_WAIT_S 2.0
-
-struct id_range {
-    uint64_t low, high; /* inclusive */
-};
 
 struct sender {
     int fd;
     bool verify;
     size_t slots;
     struct message *ring;
-    uint64_t *slot_ready_at; /* the slot is free once completed_below >= this */
-    uint64_t next_id;         /* id the kernel gives the next successful send */
-    uint64_t completed_below; /* every id below it has completed */
-    struct id_range pending[MAX_PENDING_RANGES]; /* completions that came early */
-    unsigned pending_count;
+    uint64_t *slot_ready_at; /* the slot is free once zc.completed_below >= this */
+    struct zc_completions zc;
     struct sender_counters counters;
 };
-
-/* Notification ids are 32 bits in the kernel; widen them near the watermark. */
-static uint64_t widen_id(const struct sender *s, uint32_t id)
-{
-    return s->completed_below + (uint32_t)(id - (uint32_t)s->completed_below);
-}
-
-static void advance_watermark(struct sender *s)
-{
-    bool moved = true;
-    while (moved) {
-        moved = false;
-        for (unsigned i = 0; i < s->pending_count; i++) {
-            if (s->pending[i].low == s->completed_below) {
-                s->completed_below = s->pending[i].high + 1;
-                s->pending[i] = s->pending[--s->pending_count];
-                moved = true;
-                break;
-            }
-        }
-    }
-}
-
-static void record_completion(void *ctx, uint32_t low, uint32_t high, bool copied)
-{
-    struct sender *s = ctx;
-    struct id_range range;
-    range.low = widen_id(s, low);
-    range.high = range.low + (uint32_t)(high - low);
-    uint64_t sends = range.high - range.low + 1;
-    s->counters.zc_notifications++;
-    s->counters.zc_completed += sends;
-    if (copied)
-        s->counters.zc_copied += sends;
-    if (s->pending_count == MAX_PENDING_RANGES)
-        die("more than %d zero-copy completions arrived out of order", MAX_PENDING_RANGES);
-    s->pending[s->pending_count++] = range;
-    advance_watermark(s);
-}
-
-static unsigned reap_completions(struct sender *s)
-{
-    return zc_reap(s->fd, record_completion, s);
-}
 
 /* Waits until every id below target has completed; false on timeout. */
 static bool wait_completed(struct sender *s, uint64_t target, double timeout_s)
 {
     uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-    while (s->completed_below < target) {
-        if (reap_completions(s))
+    while (s->zc.completed_below < target) {
+        if (zc_reap(s->fd, &s->zc))
             continue;
         uint64_t now = now_ns();
         if (now >= deadline)
@@ -108,11 +56,11 @@ static void on_enobufs(void *ctx)
     struct sender *s = ctx;
     s->counters.zc_enobufs++;
     /* Out of option memory: completions free it; wait for at least one. */
-    uint64_t outstanding_until = s->next_id;
-    if (reap_completions(s) == 0 && s->completed_below < outstanding_until &&
-        !wait_completed(s, s->completed_below + 1, COMPLETION_STALL_S))
+    uint64_t outstanding_until = s->counters.zc_sends;
+    if (zc_reap(s->fd, &s->zc) == 0 && s->zc.completed_below < outstanding_until &&
+        !wait_completed(s, s->zc.completed_below + 1, COMPLETION_STALL_S))
         die("zero-copy completions stalled for %.0f s under ENOBUFS", COMPLETION_STALL_S);
-    if (s->completed_below >= outstanding_until) {
+    if (s->zc.completed_below >= outstanding_until) {
         struct timespec pause = {0, 100 * 1000};
         nanosleep(&pause, NULL);
     }
@@ -123,7 +71,7 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    s->counters.zero_copy = true;
+    zc_completions_init(&s->zc, &s->counters);
     zc_enable(s->fd);
     s->slots = zc_ring_slots(config->size);
     s->ring = calloc_or_die(s->slots, sizeof *s->ring);
@@ -136,7 +84,7 @@ struct sender *sender_create(const struct sender_config *config)
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
     size_t slot = (size_t)(seq % s->slots);
-    if (s->completed_below < s->slot_ready_at[slot] &&
+    if (s->zc.completed_below < s->slot_ready_at[slot] &&
         !wait_completed(s, s->slot_ready_at[slot], COMPLETION_STALL_S))
         die("zero-copy completions stalled for %.0f s", COMPLETION_STALL_S);
     struct message *m = &s->ring[slot];
@@ -146,16 +94,15 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     message_iov(m, iov);
     uint64_t calls = 0;
     enum io_status status = sendmsg_all(s->fd, iov, FIELD_COUNT, MSG_ZEROCOPY, on_enobufs, s, &calls);
-    s->next_id += calls;
-    s->counters.zc_sends += calls;
-    s->slot_ready_at[slot] = s->next_id;
+    zc_sent(&s->zc, calls);
+    s->slot_ready_at[slot] = s->counters.zc_sends; /* the id after this message's last send */
     return status;
 }
 
 void sender_destroy(struct sender *s, struct sender_counters *counters)
 {
     /* Completions still missing after the bound stay visible as sends > completed. */
-    wait_completed(s, s->next_id, FINAL_WAIT_S);
+    wait_completed(s, s->counters.zc_sends, FINAL_WAIT_S);
     *counters = s->counters;
     for (size_t i = 0; i < s->slots; i++)
         message_free(&s->ring[i]);

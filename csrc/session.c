@@ -4,9 +4,7 @@
  * perf on and off.  One session is one trial. */
 #include "copylab.h"
 
-#include <errno.h>
 #include <poll.h>
-#include <time.h>
 
 /* Set-up a server may do before it is ready: a message file, 1,000 forks. */
 #define READY_WAIT_S 10.0
@@ -80,12 +78,4 @@ void session_mark(int control_fd, enum control control)
     char byte = (char)control;
     if (send_all(control_fd, &byte, 1) != IO_OK)
         die("the server closed the session early");
-}
-
-void sleep_seconds(double seconds)
-{
-    struct timespec left = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&left, &left) != 0)
-        if (errno != EINTR)
-            die_errno("nanosleep");
 }

@@ -1,7 +1,7 @@
-/* MSG_ZEROCOPY on a socket: turning it on, sizing the ring of messages in
- * flight, and reading completions from the socket's error queue.  Each notification covers a range of send ids and
- * says whether the kernel copied those sends anyway. */
-#include "copylab.h"
+/* MSG_ZEROCOPY on a socket (turning it on, sizing the ring in flight, reading completions from the socket's
+ * error queue) and the completion accounting every zero-copy sender shares, so that zero_copy, zc_contiguous
+ * and uring_send_zc count notifications, completed and copied sends the same way. */
+#include "zc_notify.h"
 
 #include <errno.h>
 #include <linux/errqueue.h>
@@ -22,7 +22,61 @@ size_t zc_ring_slots(size_t size)
     return slots < 2 ? 2 : slots > most ? most : slots;
 }
 
-unsigned zc_reap(int fd, zc_range_fn on_range, void *ctx)
+void zc_completions_init(struct zc_completions *zc, struct sender_counters *counters)
+{
+    *zc = (struct zc_completions){.counters = counters};
+    counters->zero_copy = true;
+}
+
+void zc_sent(struct zc_completions *zc, uint64_t sends)
+{
+    zc->counters->zc_sends += sends;
+}
+
+void zc_notified(struct zc_completions *zc, uint64_t sends, bool copied)
+{
+    zc->counters->zc_notifications++;
+    zc->counters->zc_completed += sends;
+    if (copied)
+        zc->counters->zc_copied += sends;
+}
+
+/* Notification ids are 32 bits in the kernel; widen them near the watermark. */
+static uint64_t widen_id(const struct zc_completions *zc, uint32_t id)
+{
+    return zc->completed_below + (uint32_t)(id - (uint32_t)zc->completed_below);
+}
+
+static void advance_watermark(struct zc_completions *zc)
+{
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (unsigned i = 0; i < zc->pending_count; i++) {
+            if (zc->pending[i].low == zc->completed_below) {
+                zc->completed_below = zc->pending[i].high + 1;
+                zc->pending[i] = zc->pending[--zc->pending_count];
+                moved = true;
+                break;
+            }
+        }
+    }
+}
+
+/* Sends LOW to HIGH (32-bit ids, inclusive) completed, COPIED if the kernel copied them. */
+static void record_range(struct zc_completions *zc, uint32_t low, uint32_t high, bool copied)
+{
+    struct zc_id_range range;
+    range.low = widen_id(zc, low);
+    range.high = range.low + (uint32_t)(high - low);
+    zc_notified(zc, range.high - range.low + 1, copied);
+    if (zc->pending_count == ZC_MAX_PENDING_RANGES)
+        die("more than %d zero-copy completions arrived out of order", ZC_MAX_PENDING_RANGES);
+    zc->pending[zc->pending_count++] = range;
+    advance_watermark(zc);
+}
+
+unsigned zc_reap(int fd, struct zc_completions *zc)
 {
     unsigned notifications = 0;
     for (;;) {
@@ -43,7 +97,7 @@ unsigned zc_reap(int fd, zc_range_fn on_range, void *ctx)
             const struct sock_extended_err *err = (const void *)CMSG_DATA(cm);
             if (err->ee_origin != SO_EE_ORIGIN_ZEROCOPY || err->ee_errno != 0)
                 die("unexpected socket error on the error queue: %s", strerror(err->ee_errno));
-            on_range(ctx, err->ee_info, err->ee_data, (err->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
+            record_range(zc, err->ee_info, err->ee_data, (err->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
             notifications++;
         }
     }

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from copylab import tables
-from copylab.analysis import NOTEBOOK, analyze, crossover_sentences, run_analysis_notebook
+from copylab.analysis import NOTEBOOK, analyze, run_analysis_notebook
 from copylab.crossover import STATUSES
 from copylab.errors import CopylabError
+from copylab.prose import crossover_sentences
 from copylab.store import SweepStore
 from tests.synthetic import make_trials, write_sweep
 

@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import answers, captions, figures, formatting, sections
-from copylab.anomaly import find_anomaly
-from copylab.calibration import CacheLevel, Calibration, CopyCost, CopyFinding
+from copylab import formatting, sections
+from copylab.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
+from copylab.copies import answers, captions, figures
+from copylab.copies.anomaly import find_anomaly
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.manifest import Manifest
-from copylab.results import Focus, Results, choose_focus
+from copylab.results import Focus, Results, choose_focus, measured_sizes
 from copylab.store import SweepStore
 
 SIZES = [64, 1024, 4096, 16384, 65536]
@@ -322,15 +323,15 @@ def test_q2_without_counters_derives_an_answer_from_the_calibration():
     text = answers.answer_q2(sweep)
     assert text.startswith("Not measurable on this host")
     assert "Derived from the copy counts and the calibration, not from miss counters" in text
-    sizes = answers.tested_sizes(sweep)
+    sizes = measured_sizes(sweep)
     largest = max(sizes)
-    region = answers.copy_cost_at(sweep.manifest.calibration, 2 * largest).region
+    region = copy_cost_at(sweep.manifest.calibration, 2 * largest).region
     assert f"{fmt_size(largest)}: {region}" in text
     assert f"Beyond the last-level cache a copied byte costs {fmt_num(0.12)} ns" in text
     figure = figures.cache_figure(sweep.summary, sweep.manifest, "setup", 0.95)
     assert len(figure.axes) == 1 and len(figure.axes[0].lines) >= 4, "the calibration is drawn, not an empty frame"
     assert "Drawn instead: the calibrated cost of copying one byte" in captions.cache_misses_vs_size(
-        sweep, answers.choose_focus(sweep)
+        sweep, choose_focus(sweep)
     )
 
 
@@ -353,7 +354,7 @@ def test_q2_names_no_level_from_an_inconsistent_calibration():
 def test_q2_names_no_level_for_sizes_whose_removed_copy_a_finding_touches():
     sweep = _with_finding(_calibrated(make_sweep(counters=False), memory_ns=0.12))
     text = answers.answer_q2(sweep)
-    sizes = answers.tested_sizes(sweep)
+    sizes = measured_sizes(sweep)
     touched = [size for size in sizes if 4 << 10 <= size // 8 <= 256 << 10]
     assert touched, "the fixture has sizes whose 8 fields the finding covers"
     assert f"At {', '.join(fmt_size(size) for size in touched)} the removed copy (memcpy of" in text
@@ -440,7 +441,7 @@ def test_copy_evidence_shows_the_eliminated_user_space_copy():
 
 
 def test_captions_state_peaks_and_ends_with_numbers():
-    from copylab import captions
+    from copylab.copies import captions
 
     sweep = make_sweep()
     text = captions.caption("throughput_vs_size", sweep)
@@ -464,7 +465,7 @@ def test_captions_state_peaks_and_ends_with_numbers():
 
 
 def test_cache_caption_with_counters_gives_both_levels():
-    from copylab import captions
+    from copylab.copies import captions
 
     text = captions.caption("cache_misses_vs_size", make_sweep(counters=True))
     assert "L1d: at 64 B: `two_copy` 100 [97.0, 103]" in text and "LLC: at 64 B" in text

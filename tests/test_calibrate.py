@@ -14,7 +14,7 @@ import pytest
 
 from copylab import calibrate, calibration
 from copylab.calibration import MEMCPY, READ, VECTOR, CacheLevel, Calibration, CopyCost, CopyPoint
-from copylab.copy_bound import copy_limit_rows
+from copylab.copies.copy_bound import copy_limit_rows
 
 LEVELS = [
     CacheLevel("L1d", 32 << 10, "0"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from copylab.diagram import zerocopy_path_figure
+from copylab.copies.diagram import zerocopy_path_figure
 from copylab.errors import CopylabError
 
 

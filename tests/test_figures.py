@@ -11,8 +11,9 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from copylab import implementations
+from copylab.copies.figures import copies_figures
 from copylab.crossover import find_crossovers
-from copylab.figures import copies_figures, format_size
+from copylab.formatting import fmt_size
 from copylab.metrics import add_metrics
 from copylab.stats import compare, summarize
 from copylab.store import SweepStore
@@ -90,7 +91,7 @@ def test_throughput_has_ci_bands_iperf3_dashed_and_marked_crossovers(full):
     for ax, (_, row) in zip(axes, marked.sort_values("threads").iterrows(), strict=True):
         verticals = [line.get_xdata()[0] for line in ax.lines if len(set(line.get_xdata())) == 1]
         assert verticals == [pytest.approx(row["crossover_at"])]
-        assert format_size(row["crossover_at"]) in _texts(figure)
+        assert fmt_size(row["crossover_at"], approximate=True) in _texts(figure)
 
 
 def test_unmeasured_hardware_counters_are_said_plainly_and_not_plotted(full):
@@ -152,5 +153,5 @@ def test_the_store_saves_figures_as_png_at_200_dpi_under_figures(full, tmp_path)
 
 
 @pytest.mark.parametrize(("size", "text"), [(64, "64 B"), (4096, "4 KiB"), (5792.6, "5.66 KiB"), (2**20, "1 MiB")])
-def test_format_size(size, text):
-    assert format_size(size) == text
+def test_approximate_sizes(size, text):
+    assert fmt_size(size, approximate=True) == text

@@ -14,10 +14,13 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from copylab import answers, captions, sections, server_report
+from copylab import sections
 from copylab.analysis import analyze
+from copylab.copies import answers, captions
+from copylab.copies import report as copies_report
 from copylab.paths import REFERENCE_DATA, REFERENCE_SERVERS_DATA
 from copylab.results import Results, load_results
+from copylab.servers import report as server_report
 from copylab.store import SweepStore
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_report.md"
@@ -40,7 +43,7 @@ def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
     results = _analysed(scratch, sweep)
     parts = [sections.front_matter(results, date(2026, 1, 1)), sections.method(results), answers.copy_evidence(results)]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
-    parts.append(sections.copy_limit(results))
+    parts.append(copies_report.copy_limit(results))
     parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results)]
     parts.append(sections.limitations(results))
     return "\n\n----\n\n".join(parts)

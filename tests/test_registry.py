@@ -7,8 +7,10 @@ from datetime import date
 
 import pytest
 
-from copylab import answers, captions, config, implementations, schedule, sections, sweep
+from copylab import config, implementations, schedule, sections, sweep
 from copylab.analysis import analyze
+from copylab.copies import answers, captions
+from copylab.copies import report as copies_report
 from copylab.drivers import CopylabPrograms
 from copylab.explorer import Explorer
 from copylab.implementations import Copies, Implementation
@@ -62,9 +64,9 @@ def test_a_registered_implementation_is_analysed_reported_and_explored(registere
     assert FAKE.name not in study
 
     results = load_results(store)
-    assert FAKE.explanation in sections.part_a(results)
+    assert FAKE.explanation in copies_report.part_a(results)
     assert f"`{FAKE.name}` against `two_copy`" in sections.method(results)
-    assert f"| `{FAKE.name}` | copy | 3 |" in sections.copy_limit(results)  # its 3 copies, from the registry
+    assert f"| `{FAKE.name}` | copy | 3 |" in copies_report.copy_limit(results)  # its 3 copies, from the registry
     assert f"`{FAKE.name}`" in captions.caption("senders_vs_size", results)
     assert f"**`{FAKE.name}` against `two_copy`.**" in answers.other_ways_to_send(results)
     assert FAKE.name in sections.front_matter(results, date.today())

@@ -11,9 +11,10 @@ from datetime import date
 
 import pytest
 
-from copylab import answers, sections
+from copylab import sections
 from copylab.analysis import analyze
-from copylab.answers import QUESTIONS
+from copylab.copies import answers
+from copylab.copies.answers import QUESTIONS
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_bytes
 from copylab.report import render_report

@@ -39,8 +39,9 @@ import pytest
 from copylab import config, netns, perf, schedule, spec, sweep, testbed, trial
 from copylab.config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.manifest import Manifest, create
+from copylab.manifest import Manifest
 from copylab.paths import ROOT, program
+from copylab.provenance import create
 from copylab.schema import COLUMN_NAMES, PERF_EVENTS, SCHEMA_VERSION
 from copylab.store import SweepStore, TrialWriter
 from tests.conftest import needs_root, path_without, run_in
@@ -1148,7 +1149,7 @@ def test_resume_refuses_a_sweep_of_an_older_schema(tmp_path, outcome):
 
 # ---------------------------------------------------------------- correctness under stress
 
-FULL_SIZES = config.PROFILES["copies"]["full"]["sizes"]
+FULL_SIZES = config.profile_settings("copies", "full")["sizes"]
 
 
 @needs_root

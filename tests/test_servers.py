@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import implementations, server_report
+from copylab import implementations
 from copylab.analysis import analyze
 from copylab.config import check_descriptor_limit, make_config
 from copylab.errors import CopylabError
@@ -22,6 +22,7 @@ from copylab.formatting import fmt_num
 from copylab.netns import exec_prefix
 from copylab.paths import ROOT
 from copylab.results import load_results
+from copylab.servers import report as server_report
 from copylab.store import SweepStore
 from tests.conftest import needs_root, run_in
 from tests.synthetic import SERVER_MODELS, make_server_trials, write_sweep
@@ -198,7 +199,7 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (("--connections", "0"), "connections: 0 is not a whole number from 1 to 4096"),
+        (("--connections", "0"), "connections: 0 is out of range (1 to 4096)"),
         (("--models", "threadpool"), "models: unknown 'threadpool'"),
         (("--models", "select", "--connections", "2000"), "a select server holds at most 1008 connections"),
         (("--experiment", "copies", "--models", "epoll"), "--models: only the servers experiment has models"),
@@ -279,7 +280,8 @@ def test_the_section_states_crossovers_scaling_limits_and_fairness_from_the_tabl
 
 
 def test_a_report_without_a_servers_sweep_says_how_to_get_one():
-    assert "./inv run-sweep --experiment servers" in server_report.absent()
+    said = " ".join(block.text for block in server_report.absent())
+    assert "./inv run-sweep --experiment servers" in said and said.startswith(server_report.HEADING)
 
 
 def test_explorer_plots_models_against_connections(servers_sweep):

@@ -1,7 +1,7 @@
 """The report's section "How a server waits": the servers experiment's figures' captions and its answers,
 in sentences computed from one servers sweep.
 
-Like copylab.answers, every number comes from the sweep's tables through copylab.results; a model is found
+Like copylab.copies.answers, every number comes from the sweep's tables through copylab.results; a model is found
 through the registry (its baselines, its connection limit, its explanation), never by name.
 """
 
@@ -11,12 +11,14 @@ import math
 
 import pandas as pd
 
-from copylab import implementations
-from copylab.analysis import axis_value
-from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab import implementations, prose
+from copylab.compose import Block, Figure, Markdown
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.metrics import METRICS
+from copylab.prose import axis_value, row_interval
 from copylab.results import Results, between_hosts, metric_rows, paired, present, select
-from copylab.server_figures import FIGURES
+from copylab.servers import SERVERS
+from copylab.servers.figures import FIGURES
 
 INTERVALS = "Lines are means over trials, bands Student-t 95% confidence intervals; open markers: unstable."
 QUESTIONS: tuple[str, ...] = (
@@ -42,7 +44,7 @@ def models(results: Results) -> list[str]:
 
 def baseline(results: Results) -> str | None:
     """The model the others are compared with (the registry's baseline they share), when the sweep measured it."""
-    shared = implementations.shared_baseline("servers")
+    shared = implementations.shared_baseline(SERVERS.name)
     return shared if shared in models(results) else None
 
 
@@ -75,17 +77,8 @@ def _value(results: Results, metric: str, model: str, connections: int) -> pd.Se
     return None if rows.empty else rows.iloc[0]
 
 
-def _interval(row: pd.Series | None, unit: str = "") -> str:
-    return "not measured" if row is None else fmt_interval(row["mean"], row["ci_low"], row["ci_high"], unit)
-
-
-def _connections(count: float) -> str:
-    return axis_value("connections", count)
-
-
-def _count(value: float) -> str:
-    """A number of connections: whole ones as '1,000', averages as '9.87'."""
-    return f"{int(value):,}" if float(value).is_integer() else fmt_num(value)
+def _connections(value: float) -> str:
+    return axis_value(SERVERS.axis, value)
 
 
 def _setting(results: Results) -> str:
@@ -103,7 +96,7 @@ def introduction(results: Results) -> str:
     client_threads = " or ".join(threads_text(t) for t in params.threads)
     return "\n\n".join(
         [
-            f"The question: *{implementations.experiment('servers').question}* Every model answers the same "
+            f"The question: *{SERVERS.question}* Every model answers the same "
             f"requests: an 8-byte request, a response of {', '.join(fmt_size(s) for s in params.rr_sizes)}, on "
             f"{', '.join(str(c) for c in _counts(results))} concurrent connections, each kept busy by the load "
             f"client with one request outstanding at a time (closed loop). The client drives all of them from "
@@ -147,7 +140,7 @@ def caption(name: str, results: Results) -> str:
 def _at_most(results: Results, metric: str, unit: str) -> str:
     count = _most_common(results)
     parts = [
-        f"{code(model)} {_interval(_value(results, metric, model, count), unit)}"
+        f"{code(model)} {row_interval(_value(results, metric, model, count), unit)}"
         for model in models(results)
         if _value(results, metric, model, count) is not None
     ]
@@ -313,7 +306,7 @@ def answer_scaling(results: Results) -> str:
             ("snd_busy", ""),
             ("rcv_busy", ""),
         ):
-            cells[METRICS[metric].label] = _interval(_value(results, metric, model, count), unit)
+            cells[METRICS[metric].label] = row_interval(_value(results, metric, model, count), unit)
         table.append(cells)
     best = _best(results, "requests_per_s", count)
     switches = {m: _value(results, "snd_ctx_per_request", m, count) for m in models(results)}
@@ -368,7 +361,7 @@ def answer_scaling(results: Results) -> str:
 def answer_limits(results: Results) -> str:
     """Where a model's own connection limit lies, how far the sweep went, and how its cost grew on the way."""
     limited = [
-        name for name in implementations.names("servers") if implementations.get(name).max_connections is not None
+        name for name in implementations.names(SERVERS.name) if implementations.get(name).max_connections is not None
     ]
     if not limited:
         return "No model in the registry has a connection limit of its own."
@@ -446,9 +439,9 @@ def answer_fairness(results: Results) -> str:
             if served is None or fairness is None:
                 continue
             if served["mean"] < FAIR or fairness["mean"] < FAIR:
-                held = _count(round(served["mean"] * count, 2))
+                held = prose.count(round(served["mean"] * count, 2))
                 unfair.append(
-                    f"at {_connections(count)} it served {held} of {_count(count)} on average "
+                    f"at {_connections(count)} it served {held} of {prose.count(count)} on average "
                     f"(Jain's index {fmt_num(fairness['mean'])}; 1/{count} = {fmt_num(1 / count)})"
                 )
         if unfair:
@@ -491,9 +484,42 @@ def answers(results: Results) -> list[tuple[str, str]]:
     return list(zip(QUESTIONS, bodies, strict=True))
 
 
-def absent() -> str:
+HEADING = "# How a server waits"
+INTRODUCTION = (
+    "The seed material's other question: not how bytes leave user space, but how a server waits for many "
+    "connections at once: one at a time, a thread or a process per connection, or one thread multiplexing them "
+    "with `select`, `poll` or `epoll`."
+)
+
+
+def parts(results: Results) -> list[Block]:
+    """The section of a report whose servers sweep RESULTS is."""
+    return [
+        Markdown(HEADING),
+        Markdown(INTRODUCTION),
+        Markdown(introduction(results)),
+        *(Figure(results.store.figure_path(name), caption(name, results)) for name in FIGURES),
+        *(Markdown(f"## {question}\n\n{answer}") for question, answer in answers(results)),
+    ]
+
+
+def absent() -> list[Block]:
     """What the section says when the report has no servers sweep."""
-    return (
-        "This report has no servers sweep. `./inv report` runs one; `./inv run-sweep --experiment servers` "
-        "runs a sweep of its own, and `./inv report --data COPIES_DIR,SERVERS_DIR` reports both."
-    )
+    return [
+        Markdown(HEADING),
+        Markdown(INTRODUCTION),
+        Markdown(
+            "This report has no servers sweep. `./inv report` runs one; `./inv run-sweep --experiment servers` "
+            "runs a sweep of its own, and `./inv report --data COPIES_DIR,SERVERS_DIR` reports both."
+        ),
+    ]
+
+
+def summary(results: Results) -> str:
+    """A further servers sweep: from how many connections each model beats the baseline."""
+    return answer_crossovers(results)
+
+
+def limitations(results: Results) -> list[str]:
+    """What limits a servers sweep beyond what every sweep says: nothing of its own yet."""
+    return []

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from copylab.calibration import region_costs
+from copylab.copies.roles import Role
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
+from copylab.prose import row_interval
 from copylab.results import (
     THROUGHPUT,
     Focus,
@@ -33,7 +35,7 @@ def _extremes(results: Results, metric: str, pick: str, names: list[str], **wher
         if rows.empty:
             continue
         row = rows.loc[rows["mean"].idxmax() if pick == "max" else rows["mean"].idxmin()]
-        interval = fmt_interval(row["mean"], row["ci_low"], row["ci_high"])
+        interval = row_interval(row)
         parts.append(f"{code(impl)} {interval} at {fmt_size(row['size_bytes'])}")
     return parts
 
@@ -57,14 +59,14 @@ def _at_sizes(results: Results, metric: str, focus: Focus) -> str:
             )
             if not rows.empty:
                 row = rows.iloc[0]
-                values.append(f"{code(impl)} {fmt_interval(row['mean'], row['ci_low'], row['ci_high'])}")
+                values.append(f"{code(impl)} {row_interval(row)}")
         chunks.append(f"at {fmt_size(size)}: " + ", ".join(values))
     return "; ".join(chunks)
 
 
 def zero_copy_path(results: Results, focus: Focus) -> str:
     """Caption of the zero-copy path diagram, with the measured COPIED share."""
-    zero_copy = role(results, "A3")
+    zero_copy = role(results, Role.ZERO_COPY)
     counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
     measured_text = (
         f" In this sweep {fmt_pct(counts['copied_fraction'])} of {counts['zc_completed']:,.0f} completed zero-copy "

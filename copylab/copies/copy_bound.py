@@ -32,7 +32,7 @@ def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str,
                 {
                     "implementation": implementation,
                     "receive": receive,
-                    "copies": copies,
+                    "copies_per_byte": copies,
                     "size_bytes": int(best["size_bytes"]),
                     "threads": int(best["threads"]),
                     "best_gbps": float(best["mean"]),

@@ -7,6 +7,7 @@ under any backend, show inline in a notebook via display(fig), and never leak.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import textwrap
 from collections.abc import Iterable
 
@@ -19,11 +20,15 @@ from matplotlib.patches import Patch
 
 from copylab import implementations, plotting, schema
 from copylab.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, Calibration
-from copylab.diagram import zerocopy_path_figure
+from copylab.copies.diagram import zerocopy_path_figure
+from copylab.copies.roles import Role
 from copylab.formatting import fmt_size
 from copylab.manifest import Manifest
 from copylab.metrics import METRICS
 from copylab.results import zero_copy_counts
+
+# Sizes on axes and at crossovers: whole units, else three significant digits.
+SIZE_LABEL = functools.partial(fmt_size, approximate=True)
 
 
 def _reference_tools() -> list[str]:
@@ -50,7 +55,7 @@ def copies_figures(
     LATENCY_SIZE picks the rr message size of the latency figure (default:
     the smallest rr size measured).
     """
-    setup = describe_setup(manifest)
+    setup = plotting.describe_setup(manifest)
     by_copy = summary[summary["receive"] == implementations.BASELINE_RECEIVE]
     # Parts D and E: the study's variants and the reference tools, receiving by copy.
     study = by_copy[by_copy["implementation"].map(implementations.in_study)]
@@ -72,42 +77,9 @@ def copies_figures(
 
 def zerocopy_path_diagram(trials: pd.DataFrame, between_hosts: bool) -> Figure:
     """The zero-copy send path, annotated with the COPIED share the study's zero-copy variant measured."""
-    zero_copy = implementations.by_role("A3")
+    zero_copy = implementations.by_role(Role.ZERO_COPY)
     counts = zero_copy_counts(trials, zero_copy.name) if zero_copy else None
     return zerocopy_path_figure(counts["copied_fraction"] if counts else None, between_hosts)
-
-
-def describe_setup(manifest: Manifest) -> str:
-    """Two title lines: the host and the sweep's settings, from the manifest."""
-    host, parameters = manifest.host, manifest.parameters
-    machine = ", ".join(
-        str(part)
-        for part in (
-            host.hostname,
-            host.cpu_model,
-            f"{host.cores} cores",
-            f"{host.memory_gib:g} GiB",
-            f"kernel {host.kernel}",
-            host.virtualization,
-        )
-        if part
-    )
-    settings = [
-        f"sweep {manifest.sweep}",
-        f"{parameters.trials} trials/config",
-        f"{parameters.duration_s:g} s each after {parameters.warmup_s:g} s warm-up",
-        f"MTU {parameters.mtu}" if manifest.path == "veth" else "between two hosts",
-        None if manifest.complete else "INCOMPLETE sweep",
-    ]
-    return machine + "\n" + ", ".join(s for s in settings if s)
-
-
-def format_size(size: float) -> str:
-    """64 -> '64 B', 4096 -> '4 KiB', 5792.6 -> '5.66 KiB'."""
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale:
-            return f"{size / scale:.3g} {unit}"
-    return f"{size:.3g} B"
 
 
 def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: str, confidence: float) -> Figure:
@@ -128,7 +100,7 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
                 style = "--" if implementation in _reference_tools() else "-"
                 plotting.curve(ax, rows, "size_bytes", plotting.color_of(implementation), style)
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
-            plotting.mark_crossovers(ax, here[here["status"] == "crossover"], format_size)
+            plotting.mark_crossovers(ax, here[here["status"] == "crossover"], SIZE_LABEL)
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{_threads(n_threads)}, pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel("throughput_gbps") if c == 0 else "")
@@ -148,10 +120,12 @@ def latency_figure(summary: pd.DataFrame, setup: str, confidence: float, size: i
     size = int(data["size_bytes"].min()) if size is None else size
     data = data[data["size_bytes"] == size]
     if data.empty:
-        return plotting.empty_figure(title, setup, f"No rr trials at {format_size(size)} in this sweep.")
+        return plotting.empty_figure(title, setup, f"No rr trials at {fmt_size(size, approximate=True)} in this sweep.")
     pinnings = plotting.present_in_order(data["pinning"], schema.PINNINGS)
     metrics = ["latency_mean_us", "latency_p99_us"]
-    figure, axes = plotting.grid(f"{title}, message size {format_size(size)}", setup, len(pinnings), len(metrics))
+    figure, axes = plotting.grid(
+        f"{title}, message size {fmt_size(size, approximate=True)}", setup, len(pinnings), len(metrics)
+    )
     for r, pinning in enumerate(pinnings):
         for c, metric in enumerate(metrics):
             ax = axes[r][c]
@@ -191,13 +165,13 @@ def copies_and_cost_figure(
     calibrated cost of copying a byte by working set, with the cache sizes marked (a message and its copy
     occupy twice its size)."""
     title = "Copies counted by the kernel, and what a copy costs by cache level (this host has no miss counters)"
-    panels = [kind for kind, present in (("copies", not copies.empty), ("cost", bool(calibration))) if present]
+    panels = [kind for kind, present in (("counted", not copies.empty), ("cost", bool(calibration))) if present]
     figure = Figure(figsize=(max(7.0, 4.6 * len(panels)), 5.2), layout="constrained")
     figure.suptitle(f"{title}\n{setup}", fontsize=9)
     axes = dict(zip(panels, figure.subplots(1, len(panels), squeeze=False)[0], strict=True))
     caches = calibration.caches if calibration else []
-    if "copies" in axes:
-        ax = axes["copies"]
+    if "counted" in axes:
+        ax = axes["counted"]
         for (name, mode), rows in copies.groupby(["implementation", "receive"], sort=False):
             rows = rows.groupby("size_bytes", as_index=False)["mean"].mean()
             ax.plot(
@@ -427,7 +401,7 @@ def _per_threads_panels(
 
 
 def _size_axis(ax: Axes, sizes: pd.Series) -> None:
-    plotting.log2_axis(ax, sizes, format_size, "message size [bytes], log2 scale", rotation=45)
+    plotting.log2_axis(ax, sizes, SIZE_LABEL, "message size [bytes], log2 scale", rotation=45)
 
 
 def _threads(count: int) -> str:

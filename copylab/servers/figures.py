@@ -1,6 +1,6 @@
 """The servers experiment's figures: every model against the number of concurrent connections.
 
-Drawn from summary.csv / crossovers.csv rows like every figure (copylab.figures draws the copies
+Drawn from summary.csv / crossovers.csv rows like every figure (copylab.copies.figures draws the copies
 experiment's); a panel per metric (rows) and response size and pinning (columns), a line per model.
 """
 
@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from copylab import implementations, plotting, schema
-from copylab.figures import describe_setup, format_size
+from copylab.formatting import fmt_size
 from copylab.manifest import Manifest
 
 # File stem -> (title, metrics drawn one per row, metrics drawn on a log scale).
@@ -45,7 +45,7 @@ def servers_figures(
     confidence: float = 0.95,
 ) -> dict[str, Figure]:
     """All plots of one servers sweep, keyed by file stem, in the report's order."""
-    setup = describe_setup(manifest)
+    setup = plotting.describe_setup(manifest)
     return {
         name: _against_connections(summary, crossovers, metrics, f"{title} (mean, {confidence:.0%} CI)", setup, logs)
         for name, (title, metrics, logs) in FIGURES.items()
@@ -87,7 +87,7 @@ def _against_connections(
             )
             if metric in log_metrics:
                 ax.set_yscale("log")
-            ax.set_title(f"{format_size(size)} responses, pinning {pinning}", fontsize=9)
+            ax.set_title(f"{fmt_size(size, approximate=True)} responses, pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
     return figure

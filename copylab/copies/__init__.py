@@ -1,0 +1,99 @@
+"""The copies experiment: senders that differ only in how the bytes of a message leave user space, and a
+receiver that takes them in one of three ways, compared along message size.
+
+This package is the experiment's plug-in: its declaration (below), its figures (copylab.copies.figures), its
+captions and its answers to the study's questions (copylab.copies.captions, copylab.copies.answers) and its parts
+of the report (copylab.copies.report).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from copylab.copies.roles import Role
+from copylab.experiment import Experiment, Members
+
+
+def _sizes(low: int, high: int) -> list[int]:
+    return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
+
+
+# The study's two-copy and zero-copy variants: the receive modes other than copy are measured for them.
+STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
+
+# quick is ./inv report's sweep, within its 5-minute budget (README's performance table); full is the study's
+# grid.  Both run blocked designs with short windows: what makes identical trials differ here is fixed per trial
+# (the host's speed while it runs, how the two ends share the CPU), not averaged away by a longer window, so more
+# and shorter trials paired within blocks decide more per second.
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {
+        "implementations": Members(references=False),
+        "workloads": ["stream", "rr"],
+        "sizes": [64, 1024, 4096, 16384, 65536, 262144],
+        "rr_sizes": [4096],
+        "threads": [1, 4],
+        "trials": 2,
+        "duration_s": 0.2,
+        "warmup_s": 0.1,
+        "pinning": ["same_cpu"],
+        "receive": ["copy", "truncate"],
+        "receive_for": STUDY_EDGES,
+        "design": "blocked",
+        "budget_s": 135.0,
+        "max_trials": 10,
+    },
+    "full": {
+        "implementations": Members(),
+        "workloads": ["stream", "rr"],
+        "sizes": _sizes(64, 256 << 10),
+        "rr_sizes": [4096],
+        "threads": [1, 2, 4, 8],
+        "trials": 5,
+        "duration_s": 0.2,
+        "warmup_s": 0.1,
+        "pinning": ["same_cpu"],
+        "receive": ["copy", "truncate", "mmap"],
+        "receive_for": STUDY_EDGES,
+        "design": "blocked",
+    },
+}
+
+COPIES = Experiment(
+    name="copies",
+    question="When does copying less pay, from what message size on?",
+    axis="size_bytes",
+    axis_unit="byte",
+    noun="implementations",
+    metric="throughput_gbps",
+    workload="stream",
+    headline={"stream": "throughput_gbps", "rr": "latency_mean_us"},
+    metrics=(
+        "throughput_gbps",
+        "latency_mean_us",
+        "latency_p99_us",
+        "cpu_ns_per_byte",
+        "snd_cpu_ns_per_byte",
+        "snd_user_ns_per_byte",
+        "rcv_cpu_ns_per_byte",
+        "cycles_per_byte",
+        "snd_l1d_misses_per_kib",
+        "snd_llc_misses_per_kib",
+        "ctx_switches_per_msg",
+        "zc_copied_fraction",
+        "retransmits",
+        "rcv_bytes_per_call",
+        "probe_ns",
+        "probe_copy_ns",
+        "rcv_wakeups_per_mb",
+        "rcv_kernel_copies_per_byte",
+        "snd_kernel_copies_per_byte",
+    ),
+    profiles=PROFILES,
+    figures="copylab.copies.figures:copies_figures",
+    report="copylab.copies.report",
+    refuses={"connections": "the copies experiment opens one connection per thread"},
+    calibrates=True,
+    main=True,
+    explorer_axes=("size_bytes", "threads"),
+    deciding="roles",
+)

@@ -1,0 +1,256 @@
+"""Every sweep setting, declared once.
+
+A setting's name is its SweepConfig field, its key in a TOML sweep file and its parameter in the manifest; the
+table also gives its type, default, limits, help, command-line option and, where it has them, the trials.csv
+column its value is recorded in per row and the option of the C programs that carries it.  copylab.config builds
+SweepConfig from SETTINGS and checks every value against it, tasks.py builds run-sweep's options from it,
+copylab.drivers passes the program options from it, and csrc/limits.h is generated from it
+(`python -m copylab.settings > csrc/limits.h`; a test holds the file to the table).
+
+Adding a setting is one entry here, the code that uses its value, and its tests.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from copylab import experiments
+from copylab.copies import COPIES
+from copylab.schema import PINNINGS, RECEIVE_MODES, WORKLOADS
+
+# int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
+Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]
+LISTS = ("ints", "sizes", "strs")
+UNSET = object()
+Choices = tuple[str, ...] | Callable[[], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ProgramOption:
+    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs of ROLE of
+    EXPERIMENT (None: of every experiment)."""
+
+    option: str
+    role: Literal["server", "client"]
+    experiment: str | None = None
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: Kind
+    default: Any
+    help: str
+    low: float | None = None  # limits of a number, or of every item of a list
+    high: float | None = None
+    low_open: bool = False  # the low limit itself is refused (a duration must be above 0)
+    choices: Choices | None = None  # what a string (or every item of a list) may be
+    optional: bool = False  # None is allowed (not set)
+    cli: str | None = ""  # its run-sweep option without the dashes; "" derives it from the name; None: none
+    column: str | None = None  # the trials.csv column its value is recorded in, per row
+    program: ProgramOption | None = None
+    legacy: Any = UNSET  # what a manifest written before the setting existed implies for it (default: default)
+    limit: str | None = None  # the macro of csrc/limits.h that carries `high`
+    length: int | None = None  # a list of exactly this many items
+
+    @property
+    def option(self) -> str | None:
+        """The command-line option's name, without its dashes."""
+        if self.cli is None:
+            return None
+        return self.cli or self.name.removesuffix("_s").replace("_", "-")
+
+    @property
+    def parameter(self) -> str | None:
+        """The run-sweep task's parameter for it (invoke turns underscores into dashes)."""
+        return None if self.option is None else self.option.replace("-", "_")
+
+    def allowed(self) -> tuple[str, ...] | None:
+        if self.choices is None:
+            return None
+        return tuple(self.choices() if callable(self.choices) else self.choices)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "experiment",
+        "str",
+        experiments.DEFAULT.name,
+        "which experiment (README: the copies experiment compares how bytes leave user space, the servers "
+        "experiment how a server waits for connections)",
+        choices=experiments.names(),
+    ),
+    Setting("implementations", "strs", (), "comma list of the implementations (copylab/implementations.py)"),
+    Setting("workloads", "strs", (), "comma list of stream,rr", choices=WORKLOADS),
+    Setting("sizes", "sizes", (), "stream message sizes, e.g. 64,1K,64K", low=8, high=64 << 20, limit="MAX_SIZE"),
+    Setting("rr_sizes", "sizes", (), "message sizes of the rr (request/response) workload", low=8, high=64 << 20),
+    Setting("threads", "ints", (), "thread counts, e.g. 1,2,4,8", low=1, high=64, limit="MAX_THREADS"),
+    Setting(
+        "connections",
+        "ints",
+        (),
+        "servers: concurrent connections the load client keeps busy, e.g. 1,10,100,1000",
+        low=1,
+        high=4096,
+        limit="MAX_CONNECTIONS",
+    ),
+    Setting("trials", "int", 3, "trials (blocks) per configuration; with a budget, its first pass", low=1, high=1000),
+    Setting(
+        "duration_s", "float", 1.0, "measured window, seconds", low=0, high=3600, low_open=True, limit="MAX_DURATION"
+    ),
+    Setting("warmup_s", "float", 0.3, "warm-up before the window, seconds", low=0, high=600, limit="MAX_WARMUP"),
+    Setting("pinning", "strs", (), "comma list of none,same_cpu,split_cpu", choices=PINNINGS),
+    Setting(
+        "receive",
+        "strs",
+        ("copy",),
+        "comma list of copy,truncate,mmap: how the client takes the bytes in",
+        choices=tuple(RECEIVE_MODES),
+    ),
+    Setting(
+        "receive_for",
+        "strs",
+        (),
+        "implementations that get the receive modes other than copy (default: all)",
+    ),
+    Setting("seed", "int", 1, "seed of the trial order", low=0, high=2**63 - 1),
+    Setting("verify", "bool", False, "check every byte received against its pattern"),
+    Setting("mtu", "int", 1500, "the veth pair's MTU", low=68, high=65535),
+    Setting(
+        "optmem_max",
+        "int",
+        131072,
+        "net.core.optmem_max inside each namespace (bounds MSG_ZEROCOPY's pinned pages in flight)",
+        low=1024,
+        high=1 << 30,
+    ),
+    Setting(
+        "sanitize",
+        "str",
+        None,
+        "run sanitizer builds of the programs (./inv build --sanitize NAME)",
+        choices=("address", "undefined", "thread"),
+        optional=True,
+        cli=None,
+    ),
+    Setting(
+        "namespaces",
+        "strs",
+        ("copylab_srv", "copylab_cli"),
+        "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
+        length=2,
+    ),
+    Setting(
+        "target_ci",
+        "float",
+        None,
+        "adaptive repetition (--design randomized): add trials until the 95% interval half-width is within this "
+        "fraction of the mean (e.g. 0.05), at least 3 trials",
+        low=0,
+        high=1,
+        low_open=True,
+        optional=True,
+    ),
+    Setting(
+        "max_trials",
+        "int",
+        10,
+        "adaptive repetition or a budget: at most this many trials (blocks) per configuration",
+        low=2,
+        high=1000,
+    ),
+    Setting(
+        "server_host",
+        "str",
+        None,
+        "two hosts: run the servers on USER@HOST[:PORT] over SSH (README: Two machines)",
+        optional=True,
+    ),
+    Setting("client_host", "str", None, "two hosts: run the clients on USER@HOST[:PORT] over SSH", optional=True),
+    Setting(
+        "server_address",
+        "str",
+        None,
+        "two hosts: the IPv4 address the client reaches the server at on the data path",
+        optional=True,
+    ),
+    Setting(
+        "ssh_config",
+        "str",
+        None,
+        "two hosts: an OpenSSH client configuration file (keys, ports, known hosts)",
+        optional=True,
+    ),
+    Setting(
+        "tune_remote",
+        "bool",
+        False,
+        "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
+    ),
+    Setting("kernel_copies", "bool", True, "count the bytes the kernel copies in each window with bpftrace"),
+    Setting(
+        "align_fields",
+        "bool",
+        False,
+        "allocate each of the senders' 8 fields on a page boundary (recorded in the rows)",
+        column="align_fields",
+        program=ProgramOption("--align-fields", "server", COPIES.name),
+    ),
+    Setting(
+        "design",
+        "str",
+        "blocked",
+        "blocked (each block runs every implementation of a point back to back, comparisons pair them) or "
+        "randomized (the whole grid in one random order, unpaired)",
+        choices=("blocked", "randomized"),
+        legacy="randomized",
+    ),
+    Setting(
+        "budget_s",
+        "float",
+        None,
+        "a blocked sweep's time budget in seconds: after the first pass, blocks go to the comparisons that decide "
+        "the experiment's answers and are still undecided, then to the other implementations",
+        low=0,
+        high=7 * 24 * 3600,
+        low_open=True,
+        optional=True,
+    ),
+)
+BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+
+def get(name: str) -> Setting:
+    return BY_NAME[name]
+
+
+def c_header() -> str:
+    """csrc/limits.h: the limits the C programs enforce, from the table."""
+    lines = [
+        "/* Generated by `python -m copylab.settings > csrc/limits.h` from copylab/settings.py: the limits the",
+        " * sweep settings declare, which the programs enforce too. Do not edit; tests hold it to the table. */",
+        "#ifndef COPYLAB_LIMITS_H",
+        "#define COPYLAB_LIMITS_H",
+    ]
+    for setting in SETTINGS:
+        if setting.limit:
+            value = setting.high
+            assert value is not None
+            literal = f"{int(value)}ULL" if setting.kind in ("int", "ints", "sizes") else f"{value:.1f}"
+            lines.append(f"#define {setting.limit} {literal} /* setting {setting.name} */")
+            if setting.kind == "sizes":
+                lines.append(f"#define MIN_{setting.limit.removeprefix('MAX_')} {int(setting.low or 0)}ULL")
+    lines += ["#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(c_header())

@@ -1,0 +1,22 @@
+/* Time as the window sees it: CLOCK_MONOTONIC, which no clock adjustment moves, and sleeps that a signal
+ * does not cut short. */
+#include "copylab.h"
+
+#include <errno.h>
+#include <time.h>
+
+uint64_t now_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        die_errno("clock_gettime");
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void sleep_seconds(double seconds)
+{
+    struct timespec left = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&left, &left) != 0)
+        if (errno != EINTR)
+            die_errno("nanosleep");
+}
