@@ -79,6 +79,10 @@ def _size(text: str) -> int:
     return int(text)
 
 
+# pytest's exit status when no test matched
+NOTHING_COLLECTED = 5
+
+
 @task(help={"sanitize": "address, undefined or thread: an instrumented build in build/sanitize-NAME"})
 @one_line_errors
 def build(c, sanitize=None):
@@ -284,15 +288,32 @@ def _quick_sweeps():
     return stores
 
 
-@task(help={"k": "only tests matching this pytest expression", "x": "stop at the first failure"})
-def test(c, k=None, x=False):
-    """Run the whole test suite (needs root for the namespace tests)."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rs"]
-    if k:
-        command += ["-k", k]
-    if x:
-        command.append("-x")
-    raise Exit(code=subprocess.call(command, cwd=ROOT))
+@task(
+    help={
+        "k": "only tests matching this pytest expression",
+        "x": "stop at the first failure",
+        "workers": "tests run this many at a time (default: 2, or 1 on a single CPU)",
+    }
+)
+@one_line_errors
+def test(c, k=None, x=False, workers=None):
+    """Run the whole test suite (needs root for the namespace tests); pytest's own options follow `--`.
+
+    The tests run two at a time, a module per worker; then those marked serial, which measure this machine's speed,
+    run alone."""
+    workers = _number("workers", workers, int) if workers is not None else min(2, os.cpu_count() or 1)
+    if workers < 1:
+        raise CopylabError(f"--workers: {workers} is out of range (1 to {os.cpu_count()})")
+    passed_on = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", *(["-k", k] if k else []), *(["-x"] if x else [])]
+    parallel = ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
+    shared = subprocess.call([*command, *parallel, "-m", "not serial", *passed_on], cwd=ROOT)
+    if shared not in (0, NOTHING_COLLECTED) and x:
+        raise Exit(code=shared)
+    alone = subprocess.call([*command, "-m", "serial", *passed_on], cwd=ROOT)
+    # a part with nothing to run (say -k picks tests of one part only) is no failure, both parts empty are
+    codes = {shared, alone} - {NOTHING_COLLECTED} or {NOTHING_COLLECTED}
+    raise Exit(code=max(codes))
 
 
 @task(help={"port": "port on localhost", "data": "default sweep shown by the explorer"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 from pathlib import Path
 
@@ -19,7 +20,12 @@ def build(sanitize: str | None = None, jobs: int = 2) -> Path:
     command = ["make", "-s", f"-j{jobs}", "-C", str(CSRC), f"OUT={out}"]
     if sanitize:
         command.append(f"SANITIZE={sanitize}")
-    result = subprocess.run(command, capture_output=True, text=True)
+    # Two builds into one directory at once (two sweeps, or the test suite's workers) would write the same
+    # programs at the same time: the second waits for the first, then finds everything up to date.
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines()
         raise CopylabError(f"the C build failed: {lines[-1] if lines else 'make exited ' + str(result.returncode)}")

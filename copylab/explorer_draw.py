@@ -89,7 +89,7 @@ def make_ratio_figure(
     title: str = "",
     confidence: float = 0.95,
 ) -> Figure:
-    """Challenger/baseline ratios with Fieller interval bands (filled: Holm-significant) and detected crossovers."""
+    """Challenger/baseline ratios with their interval bands (filled: Holm-significant) and detected crossovers."""
     fig, ax = _figure()
     ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label=f"{baseline} (ratio 1)")
     statuses = crossovers.set_index("challenger") if len(crossovers) else None
@@ -110,7 +110,9 @@ def make_ratio_figure(
         handle.set_label(labels[handle.get_label()])
     spec = METRICS[metric]
     ax.set_ylabel(f"{metric} ratio to {baseline} ({spec.direction} is better)", fontsize=8)
-    note = f"bands: {confidence:.0%} Fieller intervals; filled: significant (Holm); shaded column: crossover interval"
+    methods = {"paired": "paired within blocks", "unpaired": "Fieller"}
+    how = " or ".join(methods[m] for m in methods if m in set(ratios.get("method", ())))
+    note = f"bands: {confidence:.0%} intervals ({how}); filled: significant (Holm); shaded column: crossover interval"
     _finish(ax, x, ratios[x], [*ax.get_legend_handles_labels()[0], *handles], log_y, title, note)
     return fig
 

@@ -20,18 +20,11 @@ from copylab.copies.roles import STUDY_BASELINE, Role
 from copylab.drivers import CopylabPrograms, Driver, Iperf3, ModelPrograms
 from copylab.errors import CopylabError
 from copylab.experiment import Experiment
+from copylab.limits import FIELD_COUNT, SELECT_MAX_CONNECTIONS
 from copylab.servers import SERVERS
-
-# FD_SETSIZE less room for the server's own descriptors (csrc/wait_select.c says the same).
-SELECT_MAX_CONNECTIONS = 1024 - 16
-
 
 # The study's three variants (ASSIGNMENT.md, Part A): the questions of Part E are asked about them.
 ZERO_COPY_COLUMNS = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs")
-
-
-# The study's message: this many separately allocated fields (csrc/copylab.h FIELD_COUNT).
-FIELDS = 8
 
 
 @dataclass(frozen=True)
@@ -151,7 +144,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
                 "no NIC and no DMA), so end to end there are three copies, two on the sender."
             ),
             driver=CopylabPrograms("two_copy"),
-            copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELDS)),
+            copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELD_COUNT)),
             color="#0173b2",
             role=Role.TWO_COPY,
             bench=BenchGoal(against="iperf3", at_least=0.9),

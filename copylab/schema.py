@@ -10,18 +10,13 @@ copylab lacks the later ones, and loads with them empty (copylab.trials).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from copylab import experiments
+from copylab.settings import SETTINGS
+from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Column
 
-Kind = Literal["str", "int", "float", "bool"]
+__all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
 SCHEMA_VERSION = 4
-WORKLOADS = ("stream", "rr")
-RECEIVE_MODES = ("copy", "truncate", "mmap")
-PINNINGS = ("none", "same_cpu", "split_cpu")
-STATUSES = ("ok", "failed")
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -35,19 +30,6 @@ PERF_EVENTS: dict[str, str] = {
     "cpu-migrations": "cpu_migrations",
     "task-clock": "task_clock_ms",
 }
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    kind: Kind
-    unit: str
-    description: str
-    required: bool = False  # must be filled in every row, ok or failed
-    since: int = 1  # the schema version that introduced it
-    # What a required column holds in the rows of files written before it existed: a value, or another column's.
-    legacy: str | None = None
-    legacy_column: str | None = None
 
 
 def _side_columns(side: str, who: str) -> list[Column]:
@@ -164,13 +146,8 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
     Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),
-    Column(
-        "align_fields",
-        "bool",
-        "",
-        "the senders' 8 fields were each allocated on a page boundary (--align-fields)",
-        since=3,
-    ),
+    # The settings recorded per row (copylab.settings declares their columns).
+    *(setting.column for setting in SETTINGS if setting.column),
     Column(
         "rcv_kernel_copy_bytes",
         "int",

@@ -68,7 +68,7 @@ class TrialSettings:
 
     def columns(self) -> dict[str, Any]:
         """The trials.csv columns the sweep's settings fill in every row."""
-        return {s.column: self.value(s.name) for s in settings.SETTINGS if s.column}
+        return {s.column.name: self.value(s.name) for s in settings.SETTINGS if s.column}
 
     def program_arguments(self, role: str) -> list[str]:
         """The options the settings give this experiment's programs of ROLE (server or client)."""

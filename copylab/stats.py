@@ -19,15 +19,6 @@ IMPRECISE = 0.10
 MIN_TRIALS = 3
 
 
-def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
-    """Student-t confidence interval of the mean; NaN bounds with fewer than two values."""
-    values = np.asarray(values, dtype=float)
-    mean = values.mean() if len(values) else np.nan
-    std = values.std(ddof=1) if len(values) > 1 else np.nan
-    half = _t_half_width(np.array([std]), np.array([len(values)]), confidence)[0]
-    return float(mean - half), float(mean + half)
-
-
 def bootstrap_interval(
     values: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
 ) -> tuple[float, float]:

@@ -40,7 +40,7 @@ from copylab.schedule import (
     precise_enough,
 )
 from copylab.schema import SCHEMA_VERSION
-from copylab.settings import SETTINGS
+from copylab.settings import per_trial
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.testbed import Testbed
@@ -250,7 +250,7 @@ def _run_prepared(
                     config.verify,
                     config.sanitize,
                     experiment=config.experiment,
-                    values={s.name: getattr(config, s.name) for s in SETTINGS if s.column or s.program},
+                    values=per_trial(config),
                     kernel_copies=counts,
                 )
                 _run_trials(batches, done, settings, writer, result, found, on_row, progress)

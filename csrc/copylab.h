@@ -17,10 +17,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits. */
+/* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits;
+ * FIELD_COUNT, SELECT_MAX_CONNECTIONS: constants the Python side uses too (copylab/limits.py). */
 #include "limits.h"
 
-#define FIELD_COUNT 8
 #define REQUEST_SIZE 8
 #define HELLO_MAGIC 0x636f70796c616231ULL /* "copylab1" */
 #define CACHELINE 64

@@ -10,7 +10,8 @@
 
 const char *const MODEL_NAME = "select";
 /* Room below FD_SETSIZE for the process's own descriptors (stdio, listener, control, perf fifos). */
-const unsigned MODEL_MAX_CONNECTIONS = FD_SETSIZE - 16;
+_Static_assert(SELECT_MAX_CONNECTIONS + 16 <= FD_SETSIZE, "select's limit leaves the server no descriptors");
+const unsigned MODEL_MAX_CONNECTIONS = SELECT_MAX_CONNECTIONS;
 
 void model_serve(const struct model_config *config)
 {

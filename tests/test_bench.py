@@ -9,6 +9,9 @@ from copylab import bench
 from copylab.paths import REFERENCE_DATA
 from tests.conftest import needs_root
 
+# The bench times copylab against the standard tools: another test sharing the CPUs would skew its ratios.
+pytestmark = pytest.mark.serial
+
 
 def test_table_marks_goals():
     figures = [

@@ -16,6 +16,9 @@ from copylab import calibrate, calibration
 from copylab.calibration import MEMCPY, READ, VECTOR, CacheLevel, Calibration, CopyCost, CopyPoint
 from copylab.copies.copy_bound import copy_limit_rows
 
+# The calibration measures this machine's copy speed: another test sharing the CPUs would disturb it.
+pytestmark = pytest.mark.serial
+
 LEVELS = [
     CacheLevel("L1d", 32 << 10, "0"),
     CacheLevel("L2", 512 << 10, "0"),
@@ -191,7 +194,6 @@ def test_an_older_record_without_samples_still_gives_costs_by_level():
     assert calibration.region_costs(record) == {"L1d": 0.01, "L2": 0.02}
 
 
-@pytest.mark.serial
 def test_the_calibration_is_repeatable_within_its_spread_or_says_it_was_disturbed(bin_dir):
     """Two calibrations of one CPU: each is either marked inconsistent (and then names no level), or the two agree
     on every cost by level within the spread of their rounds, and find the same kinds of finding."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -19,7 +18,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from copylab import implementations
 from copylab.paths import NOTEBOOKS, REFERENCE_DATA, ROOT
 from copylab.schema import COLUMN_NAMES
 
@@ -149,22 +147,6 @@ def test_bare_pytest_collects_the_suite_from_the_root():
 def test_ruff_is_clean(command):
     result = subprocess.run([str(VENV_BIN / "ruff"), *command, "."], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]
-
-
-def test_no_module_outside_the_registry_names_an_implementation():
-    """Adding an implementation touches the registry only: no string literal elsewhere in copylab/ names one."""
-    names = set(implementations.names())
-    # gcc's ThreadSanitizer (--sanitize thread), not the server model
-    homonyms = {("build.py", "thread"), ("settings.py", "thread")}
-    found = []
-    for path in sorted((ROOT / "copylab").glob("*.py")):
-        if path.name in ("implementations.py", "drivers.py"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            named = isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
-            if named and (path.name, node.value) not in homonyms:
-                found.append(f"{path.name}:{node.lineno} {node.value!r}")
-    assert found == []
 
 
 def _free_port() -> int:

@@ -1,0 +1,28 @@
+"""What the trials.csv format and the sweep settings are both built from: the values of the categorical columns
+and settings, and the record that declares a column.  copylab.schema lists the columns, copylab.settings the
+settings (a setting recorded per row declares its column there, and the schema takes it from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["str", "int", "float", "bool"]
+
+WORKLOADS = ("stream", "rr")
+RECEIVE_MODES = ("copy", "truncate", "mmap")
+PINNINGS = ("none", "same_cpu", "split_cpu")
+STATUSES = ("ok", "failed")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: Kind
+    unit: str
+    description: str
+    required: bool = False  # must be filled in every row, ok or failed
+    since: int = 1  # the schema version that introduced it
+    # What a required column holds in the rows of files written before it existed: a value, or another column's.
+    legacy: str | None = None
+    legacy_column: str | None = None
