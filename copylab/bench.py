@@ -33,6 +33,7 @@ from copylab.paths import REFERENCE_DATA, ROOT
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.trial import measured_window_s, run_trial
+from copylab.vocabulary import NO_LAYOUT
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,13 @@ class Contender:
     label: str  # names its trials; unique within a comparison
     implementation: str
     settings: TrialSettings  # with or without perf
+    layout: str = implementations.STUDY_LAYOUT
+
+    def __post_init__(self) -> None:
+        # an implementation with one layout, or none to choose, runs in it whatever was asked
+        only = implementations.get(self.implementation).driver.layouts
+        if len(only) <= 1:
+            object.__setattr__(self, "layout", only[0] if only else NO_LAYOUT)
 
 
 def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: int) -> list[float]:
@@ -72,6 +80,7 @@ def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: i
                 1,
                 "same_cpu",
                 repetition,
+                layout=contender.layout,
             )
             row = run_trial(spec, contender.settings)
             if row["status"] != "ok":
@@ -92,18 +101,19 @@ def _held_to(
 ) -> Figure:
     """CHALLENGER against its goal's implementation (run with SETTINGS), interleaved; CHECKED: against the goal."""
     ratios = _pair_ratios(challenger, Contender(goal.against, goal.against, settings), size, pairs)
-    aligned = " with --align-fields" if challenger.settings.value("align_fields") else ""
     return Figure(
-        f"{challenger.implementation}{aligned} / {goal.against} throughput, {size // 1024} KiB, 1 thread, same CPU",
+        f"{challenger.implementation} --layout {challenger.layout} / {goal.against} throughput, {size // 1024} KiB, "
+        "1 thread, same CPU",
         f">= {goal.at_least:g}x" if checked else "report",
         _ratio_text(ratios),
         statistics.median(ratios) >= goal.at_least if checked else None,
     )
 
 
-def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
+def goal_comparisons(pairs: int, duration_s: float, beside: bool = True) -> list[Figure]:
     """Each implementation with a bench goal against the implementation the goal names, both unprofiled (a
-    wrapped tool cannot run under perf's window control); then what profiling costs copylab in a sweep."""
+    wrapped tool cannot run under perf's window control), in the goal's layout and, BESIDE, its others; then
+    what profiling costs copylab in a sweep."""
     goals = [(impl.name, impl.bench) for impl in implementations.IMPLEMENTATIONS.values() if impl.bench]
     bed = testbed.Namespaces(netns.NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")
     # Wrapped tools may take whole seconds: give every contender the same warm-up and window.
@@ -112,16 +122,12 @@ def goal_comparisons(pairs: int, duration_s: float) -> list[Figure]:
     profiled = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
     figures = []
     with bed.running():
-        aligned = dataclasses.replace(unprofiled, values={"align_fields": True})
         for size in (65536, 1024):
             for name, goal in goals:
-                held = aligned if goal.align_fields else unprofiled
-                checked = size in goal.sizes
-                figures.append(_held_to(goal, Contender(name, name, held), unprofiled, size, pairs, checked))
-                if goal.align_fields:  # and with the fields as the study allocates them
-                    figures.append(
-                        _held_to(goal, Contender(name, name, unprofiled), unprofiled, size, pairs, checked=False)
-                    )
+                for layout in implementations.get(name).driver.layouts if beside else (goal.layout,):
+                    checked = layout == goal.layout and size in goal.sizes
+                    challenger = Contender(f"{name}-{layout}", name, unprofiled, layout)
+                    figures.append(_held_to(goal, challenger, unprofiled, size, pairs, checked))
         profiled_name = goals[0][0]
         ratios = _pair_ratios(
             Contender(f"{profiled_name}-perf", profiled_name, profiled),
@@ -207,11 +213,10 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
             )
             for run in (1, 2)
         ]
-        widths = [
-            math.log(high / low)
-            for run in runs
-            for low, high in zip(run["ratio_ci_low"], run["ratio_ci_high"], strict=True)
-        ]
+        bounds = [bound for run in runs for bound in zip(run["ratio_ci_low"], run["ratio_ci_high"], strict=True)]
+        # With few trials Fieller's interval may be unbounded (the baseline's mean not clear of zero): counted apart.
+        widths = [math.log(high / low) for low, high in bounds if low > 0 and math.isfinite(high)]
+        unbounded = len(bounds) - len(widths)
         verdicts = [run["significant"].astype(str) + run["challenger_better"].astype(str) for run in runs]
         same = int((verdicts[0] == verdicts[1]).sum())
         figures.append(
@@ -219,7 +224,12 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
                 f"{design} design, {trials} trials each: width of the deciding ratios' 95% intervals (log ratio, "
                 "median over comparisons)",
                 "report",
-                f"{statistics.median(widths):.3f} (range {min(widths):.3f}-{max(widths):.3f} over {len(widths)})",
+                (
+                    f"{statistics.median(widths):.3f} (range {min(widths):.3f}-{max(widths):.3f} over {len(widths)})"
+                    if widths
+                    else "no bounded interval"
+                )
+                + (f"; {unbounded} unbounded" if unbounded else ""),
                 None,
             )
         )
@@ -459,7 +469,7 @@ def run_bench(
         raise CopylabError(f"{reference} holds no sweep to replay")
     require_programs(implementations.programs(implementations.names()))
     with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
-        figures = goal_comparisons(1 if smoke else pairs, 1.0 if smoke else duration_s)
+        figures = goal_comparisons(1 if smoke else pairs, 1.0 if smoke else duration_s, beside=not smoke)
         figures += harness_cost(Path(scratch), smoke)
         figures += design_comparison(Path(scratch), smoke)
         figures += window_spread(Path(scratch), smoke)

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from copylab.errors import CopylabError
 from copylab.paths import CSRC, build_dir, program
 
 SANITIZERS = ("address", "undefined", "thread")
+
+
+@contextlib.contextmanager
+def _exclusive(out: Path) -> Iterator[None]:
+    """Holds OUT's build lock; one who may not write OUT cannot build into it either, and needs no lock."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        lock = open(out / ".lock", "a")  # noqa: SIM115 (held across the yield)
+    except PermissionError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def build(sanitize: str | None = None, jobs: int = 2) -> Path:
@@ -22,9 +38,7 @@ def build(sanitize: str | None = None, jobs: int = 2) -> Path:
         command.append(f"SANITIZE={sanitize}")
     # Two builds into one directory at once (two sweeps, or the test suite's workers) would write the same
     # programs at the same time: the second waits for the first, then finds everything up to date.
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _exclusive(out):
         result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines()

@@ -42,6 +42,7 @@ def _parameters(self: Any) -> dict[str, Any]:
 def _from_parameters(cls: type, name: str, profile: str, parameters: dict[str, Any]) -> Any:
     """The exact sweep a manifest's parameters describe; a setting it predates takes the value its absence
     implies (copylab.settings: legacy, else the default)."""
+    parameters = settings.upgraded(parameters)
     unknown = sorted(set(parameters) - set(settings.BY_NAME) - {"name", "profile"})
     if unknown:
         raise CopylabError(f"unknown sweep setting(s) {', '.join(unknown)}")
@@ -65,6 +66,11 @@ def _build() -> type:
 
 # A sweep's settings: a field per entry of copylab.settings.SETTINGS, plus its name and profile.
 SweepConfig = _build()
+
+
+def _bound(limit: float) -> str:
+    """A limit as the command line would take it: 67108864, not 6.71089e+07."""
+    return str(int(limit)) if float(limit).is_integer() else f"{limit:g}"
 
 
 def _check(setting: Setting, value: Any) -> None:
@@ -97,7 +103,7 @@ def _check(setting: Setting, value: Any) -> None:
                 high is not None and item > high
             ):
                 above = "above " if setting.low_open else ""
-                span = f"{above}{low:g} to {high:g}" if low is not None and high is not None else ""
+                span = f"{above}{_bound(low)} to {_bound(high)}" if low is not None and high is not None else ""
                 raise CopylabError(f"{label}: {item!r} is out of range ({span})")
         allowed = setting.allowed()
         if allowed is not None and item not in allowed:
@@ -136,15 +142,31 @@ def validate(config: Any) -> Any:
     for label, value in needs.items():
         if label and not value:
             raise CopylabError(f"{label}: needs at least one value")
-    outside = [name for name in config.receive_for if name not in config.implementations]
-    if outside:
-        raise CopylabError(f"receive-for: {', '.join(outside)} (give implementations of the sweep)")
+    for label, chosen in (("receive-for", config.receive_for), ("layout-for", config.layout_for)):
+        outside = [name for name in chosen if name not in config.implementations]
+        if outside:
+            raise CopylabError(f"{label}: {', '.join(outside)} (give implementations of the sweep)")
+    _check_layouts(config)
     if config.connections:
         _check_connection_limits(config)
     _check_design(config)
     netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
     _check_hosts(config)
     return config
+
+
+def _check_layouts(config: Any) -> None:
+    if not config.layout:
+        raise CopylabError("layout: needs at least one value")
+    if set(config.layout) <= {implementations.STUDY_LAYOUT}:
+        return
+    for name in config.layout_for or config.implementations:
+        only = implementations.get(name).driver.layouts
+        if len(only) <= 1:
+            raise CopylabError(
+                f"layout: {name}'s message layout cannot be chosen (it is {only[0] if only else 'not in its memory'}"
+                "); leave it out, or name the senders with --layout-for"
+            )
 
 
 def _check_design(config: Any) -> None:
@@ -262,6 +284,18 @@ def make_config(
     if "budget_s" not in given and ("trials" in given or given.get("design") == "randomized"):
         values["budget_s"] = None
     values.setdefault("receive_for", [])
+    values.setdefault("layout_for", [])
+    if "layout" in given and "layout_for" not in given:
+        # layouts asked for explicitly: for every implementation asked for, or those of a profile that can take them
+        chosen = [name for name in values["implementations"] if len(implementations.get(name).driver.layouts) > 1]
+        values["layout_for"] = [] if "implementations" in given else chosen
+    elif "implementations" in given and "layout_for" not in given:
+        # implementations named without a layout: as the study holds the message, unless --layout says otherwise
+        values["layout"], values["layout_for"] = [implementations.STUDY_LAYOUT], []
+    elif "layout_for" not in given and values["layout_for"]:
+        values["layout_for"] = [name for name in values["layout_for"] if name in values["implementations"]]
+        if not values["layout_for"]:
+            values["layout"] = [implementations.STUDY_LAYOUT]
     if "receive" in given and "receive_for" not in given:
         values["receive_for"] = []  # receive modes asked for explicitly: for every implementation
     elif "receive_for" not in given and values["receive_for"]:

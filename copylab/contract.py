@@ -76,6 +76,7 @@ _LATENCY = tuple(
 RESULTS: dict[str, tuple[Key, ...]] = {
     "server": (
         *_IDENTITY,
+        Key("layout", "str", "", "fields, aligned or contiguous: how the sender held the message (--layout)"),
         *_USAGE,
         Key("retransmits", "int", "count", "TCP retransmits of the sending connections", column="retransmits"),
         *_ZERO_COPY,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from copylab import contract
 from copylab.spec import TrialSettings, TrialSpec, Window
+from copylab.vocabulary import LAYOUTS
 
 if TYPE_CHECKING:
     from copylab.testbed import End
@@ -31,6 +32,8 @@ class Driver:
     programs: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ("stream", "rr")
     receive_modes: tuple[str, ...] = ("copy", "truncate", "mmap")
+    # The message layouts it can be asked for (--layout); none: its message is not held in its memory.
+    layouts: tuple[str, ...] = ()
     # Why perf cannot count it inside its measured window; None: it can.
     unprofiled_reason: str | None = None
     # How long the client waits after the server starts (a client that does not retry a refused connect).
@@ -80,6 +83,7 @@ class CopylabPrograms(Driver):
 
     variant: str
     from_file: bool = False  # it serves the message file (--file), not messages from memory
+    layouts: tuple[str, ...] = LAYOUTS
 
     @property
     def server(self) -> str:
@@ -105,6 +109,8 @@ class CopylabPrograms(Driver):
         ]
         if self.from_file:
             server += ["--file", settings.message_file(spec.size_bytes)]
+        if self.layouts:
+            server += ["--layout", spec.layout]
         server += settings.program_arguments("server")
         client = [
             settings.client_program(self.client),
@@ -133,6 +139,7 @@ class CopylabPrograms(Driver):
                 raise TrialFailed(f"{role}: {error}") from None
             asked = {
                 **({"receive": spec.receive} if role == "client" else {}),
+                **({"layout": spec.layout} if role == "server" and self.layouts else {}),
                 "role": role,
                 "variant": self.variant,
                 "mode": spec.workload,

@@ -19,6 +19,7 @@ from copylab.errors import CopylabError
 from copylab.formatting import code
 from copylab.manifest import Manifest
 from copylab.store import SweepStore
+from copylab.vocabulary import NO_LAYOUT
 
 THROUGHPUT = "throughput_gbps"
 # systemd-detect-virt's names of container managers (the rest are hypervisors)
@@ -27,8 +28,20 @@ CACHE_EVENTS = ("L1-dcache-load-misses", "LLC-load-misses", "cache-misses", "cac
 
 
 @dataclass(frozen=True)
+class Layouts:
+    """The rows of a sweep's other message layouts (--layout aligned, contiguous) and the comparisons of each
+    layout with the study's: the report's layout section reads them, nothing else does."""
+
+    trials: pd.DataFrame
+    summary: pd.DataFrame
+    comparisons: pd.DataFrame
+    crossovers: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class Results:
-    """One sweep's provenance, trials and analysis tables."""
+    """One sweep's provenance, trials and analysis tables, in the study's message layout (every statement but
+    the layout section's is about it); the other layouts' rows are in ``layouts``."""
 
     name: str
     manifest: Manifest
@@ -37,6 +50,15 @@ class Results:
     comparisons: pd.DataFrame
     crossovers: pd.DataFrame
     store: SweepStore
+    layouts: Layouts | None = None
+
+
+def _study_layout(frame: pd.DataFrame) -> pd.Series:
+    return frame["layout"].isin([implementations.STUDY_LAYOUT, NO_LAYOUT])
+
+
+def _between_layouts(frame: pd.DataFrame) -> pd.Series:
+    return frame["challenger"].str.contains("@", regex=False) | frame["baseline"].str.contains("@", regex=False)
 
 
 @dataclass(frozen=True)
@@ -59,14 +81,22 @@ def load_results(store: SweepStore) -> Results:
             f"{store.directory}: no current {', '.join(missing)} (run ./inv analyze --data {store.directory} first)"
         )
     trials, manifest = store.load()
+    summary, comparisons, crossovers = (store.read_table(name) for name in ("summary", "comparisons", "crossovers"))
+    layouts = Layouts(
+        trials,
+        summary,
+        comparisons[_between_layouts(comparisons)],
+        crossovers[_between_layouts(crossovers)],
+    )
     return Results(
         manifest.sweep,
         manifest,
-        trials,
-        store.read_table("summary"),
-        store.read_table("comparisons"),
-        store.read_table("crossovers"),
+        trials[_study_layout(trials)],
+        summary[_study_layout(summary)],
+        comparisons[~_between_layouts(comparisons)],
+        crossovers[~_between_layouts(crossovers)],
         store,
+        layouts,
     )
 
 

@@ -30,7 +30,9 @@ from scipy import stats
 
 from copylab import experiments, implementations
 from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
+from copylab.implementations import STUDY_LAYOUT
 from copylab.spec import TrialSpec
+from copylab.vocabulary import NO_LAYOUT
 
 # The metric whose precision adaptive repetition watches, per workload.
 PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
@@ -46,6 +48,7 @@ class Configuration(NamedTuple):
     connections: int
     pinning: str
     receive: str
+    layout: str = STUDY_LAYOUT
 
 
 class Point(NamedTuple):
@@ -69,6 +72,16 @@ def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
     return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
 
 
+def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
+    """The layouts IMPLEMENTATION runs in: the sweep's it can be asked for, its only one, or none to choose."""
+    supported = implementations.get(implementation).driver.layouts
+    if len(supported) <= 1:
+        return list(supported) or [NO_LAYOUT]
+    everywhere = not config.layout_for or implementation in config.layout_for
+    chosen = [layout for layout in config.layout if layout in supported and (layout == STUDY_LAYOUT or everywhere)]
+    return chosen or [STUDY_LAYOUT]
+
+
 def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[Configuration]:
     """The grid, without the implementations in SKIP (those that cannot run here)."""
     grid = []
@@ -84,11 +97,12 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                     for connections in config.connections or (threads,):
                         for pinning in config.pinning:
                             for receive in _receive_modes(config, implementation):
-                                grid.append(
+                                grid += [
                                     Configuration(
-                                        implementation, workload, size, threads, connections, pinning, receive
+                                        implementation, workload, size, threads, connections, pinning, receive, layout
                                     )
-                                )
+                                    for layout in layouts_of(config, implementation)
+                                ]
     return grid
 
 
@@ -101,13 +115,16 @@ def configuration_of(row: Any) -> Configuration:
         int(row["connections"]),
         row["pinning"],
         row["receive"],
+        row["layout"],
     )
 
 
 def _spec(configuration: Configuration, repetition: int, order_index: int, position: int | None = None) -> TrialSpec:
     c = configuration
+    # A layout that is not chosen is left out of the id, so sweeps from before layouts were an axis resume.
+    named = c if c.layout not in (STUDY_LAYOUT, NO_LAYOUT) else c[:-1]
     return TrialSpec(
-        f"{'-'.join(map(str, c))}-r{repetition}",
+        f"{'-'.join(map(str, named))}-r{repetition}",
         order_index,
         c.implementation,
         c.workload,
@@ -118,6 +135,7 @@ def _spec(configuration: Configuration, repetition: int, order_index: int, posit
         c.receive,
         c.connections,
         position,
+        c.layout,
     )
 
 

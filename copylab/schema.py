@@ -16,7 +16,7 @@ from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Col
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -96,6 +96,16 @@ COLUMNS: tuple[Column, ...] = (
         True,
         since=2,
         legacy="copy",
+    ),
+    Column(
+        "layout",
+        "str",
+        "",
+        "how the sender held the message: fields (8 separate allocations, the study's), aligned (each on a page "
+        "boundary) or contiguous (one buffer); none for senders of a file or a tool's own buffer",
+        True,
+        since=5,
+        legacy="fields",
     ),
     Column("repetition", "int", "", "trial number of this configuration, from 1", True),
     Column("started_at", "str", "UTC ISO 8601", "when the trial started", True),

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from copylab import experiments
 from copylab.copies import COPIES
 from copylab.limits import CONSTANTS
-from copylab.vocabulary import PINNINGS, RECEIVE_MODES, WORKLOADS, Column
+from copylab.vocabulary import LAYOUTS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
 Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]
@@ -194,18 +194,38 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("kernel_copies", "bool", True, "count the bytes the kernel copies in each window with bpftrace"),
     Setting(
-        "align_fields",
-        "bool",
-        False,
-        "allocate each of the senders' 8 fields on a page boundary (recorded in the rows)",
+        "layout",
+        "strs",
+        ("fields",),
+        "comma list of fields,aligned,contiguous: the message's 8 fields each allocated apart (the study's), each "
+        "on a page boundary, or back to back in one buffer (senders that hold the message in memory)",
+        choices=LAYOUTS,
+    ),
+    Setting(
+        "layout_for",
+        "strs",
+        (),
+        "implementations that get the layouts other than fields (default: those the sweep names, or with a "
+        "profile's implementations, those whose layout can be chosen)",
+    ),
+    Setting(
+        "zc_inflight",
+        "int",
+        256 << 10,
+        "bytes of messages a zero-copy sender keeps in flight before it waits for completions. Over veth a short "
+        "ring paces the sender by its completions (256 KiB moved up to twice as much as 8 MiB, 16-256 KiB "
+        "messages); between hosts it must cover the path's bandwidth-delay product",
+        low=4096,
+        high=1 << 30,
+        limit="MAX_ZC_INFLIGHT",
         column=Column(
-            "align_fields",
-            "bool",
-            "",
-            "the senders' 8 fields were each allocated on a page boundary (--align-fields)",
-            since=3,
+            "zc_inflight_bytes",
+            "int",
+            "B",
+            "bytes of messages the zero-copy senders kept in flight at most (--zc-inflight)",
+            since=5,
         ),
-        program=ProgramOption("--align-fields", "server", COPIES.name),
+        program=ProgramOption("--zc-inflight", "server", COPIES.name),
     ),
     Setting(
         "design",
@@ -250,11 +270,23 @@ def c_header() -> str:
             assert value is not None
             literal = f"{int(value)}ULL" if setting.kind in ("int", "ints", "sizes") else f"{value:.1f}"
             lines.append(f"#define {setting.limit} {literal} /* setting {setting.name} */")
-            if setting.kind == "sizes":
-                lines.append(f"#define MIN_{setting.limit.removeprefix('MAX_')} {int(setting.low or 0)}ULL")
+            name = setting.limit.removeprefix("MAX_")
+            if setting.kind in ("sizes", "int"):
+                lines.append(f"#define MIN_{name} {int(setting.low or 0)}ULL")
+            if setting.kind == "int":
+                lines.append(f"#define DEFAULT_{name} {int(setting.default)}ULL")
     lines += [f"#define {name} {value}" for name, value in CONSTANTS.items()]
     lines += ["#endif"]
     return "\n".join(lines) + "\n"
+
+
+def upgraded(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A manifest's parameters in today's settings: align_fields (schema 3-4) became the layout axis."""
+    parameters = dict(parameters)
+    if "align_fields" in parameters:
+        aligned = parameters.pop("align_fields")
+        parameters.setdefault("layout", ["aligned" if aligned else "fields"])
+    return parameters
 
 
 def per_trial(config: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ class TrialSpec:
     receive: str = "copy"
     connections: int = 0  # servers: connections the client keeps busy; copies: one per thread (0 = threads)
     block_position: int | None = None  # its place in its block (a blocked design; repetition is the block)
+    layout: str = "fields"  # how the sender holds the message (copylab.vocabulary.LAYOUTS, or NO_LAYOUT)
 
     def __post_init__(self) -> None:
         if not self.connections:

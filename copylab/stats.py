@@ -12,7 +12,7 @@ from copylab import tables
 from copylab.errors import CopylabError
 from copylab.implementations import contender
 from copylab.metrics import METRICS, metrics_for
-from copylab.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
+from copylab.tables import CONFIG_KEYS, CONTENDER_KEYS, POINT_KEYS, curve_keys
 
 # A configuration whose mean is not known to within this share (95% interval's half-width) is flagged unstable.
 IMPRECISE = 0.10
@@ -171,8 +171,8 @@ def compare(
     pairs = list(pairs)
     frames = []
     for challenger, baseline in pairs:
-        c = stats[stats["contender"] == challenger].drop(columns=["implementation", "receive", "contender"])
-        b = stats[stats["contender"] == baseline].drop(columns=["implementation", "receive", "contender"])
+        c = stats[stats["contender"] == challenger].drop(columns=[*CONTENDER_KEYS, "contender"])
+        b = stats[stats["contender"] == baseline].drop(columns=[*CONTENDER_KEYS, "contender"])
         frames.append(c.merge(b, on=keys, suffixes=("_c", "_b")).assign(challenger=challenger, baseline=baseline))
     merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if merged.empty:
@@ -267,8 +267,8 @@ def _paired(merged: pd.DataFrame, paired: pd.DataFrame, keys: list[str], higher:
 
 
 def with_contenders(frame: pd.DataFrame) -> pd.DataFrame:
-    """FRAME with a column naming each row's contender: its implementation with its receive mode."""
-    names = [contender(i, r) for i, r in zip(frame["implementation"], frame["receive"], strict=True)]
+    """FRAME with a column naming each row's contender: its implementation with its receive mode and layout."""
+    names = [contender(*keys) for keys in zip(*(frame[key] for key in CONTENDER_KEYS), strict=True)]
     return frame.assign(contender=pd.Series(names, index=frame.index, dtype="str"))
 
 

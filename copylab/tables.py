@@ -11,7 +11,9 @@ import pandas as pd
 # One configuration of a sweep.  Comparisons pair contenders (an implementation with a receive mode,
 # copylab.implementations.contender) at one point of the settings; a curve is every point that differs only
 # along the experiment's axis (message size for copies, connections for servers).
-CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "connections", "pinning", "receive")
+CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "connections", "pinning", "receive", "layout")
+# What tells apart the contenders compared at one point (copylab.implementations.contender).
+CONTENDER_KEYS = ("implementation", "receive", "layout")
 POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "pinning")
 AXES = ("size_bytes", "connections")
 
@@ -31,6 +33,7 @@ _CONFIG_TYPES = {
     "connections": "int64",
     "pinning": "str",
     "receive": "str",
+    "layout": "str",
 }
 _POINT_TYPES = {key: _CONFIG_TYPES[key] for key in POINT_KEYS}
 

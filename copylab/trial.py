@@ -126,6 +126,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         "connections": spec.connections,
         "pinning": spec.pinning,
         "receive": spec.receive,
+        "layout": spec.layout,
         "repetition": spec.repetition,
         "block_position": spec.block_position,
         **settings.columns(),

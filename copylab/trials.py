@@ -63,6 +63,10 @@ def parse_trials(text: str, path: Path, require_ok: bool = True) -> pd.DataFrame
     )
     # Index by file line while validating, so every message can name the line.
     raw.index = pd.Index(lines, name="line")
+    if "align_fields" in header and "layout" not in header:  # schema 3-4: a flag, before layout was an axis
+        aligned = raw.pop("align_fields").str.lower().isin(_TRUE)
+        raw["layout"] = np.where(aligned, "aligned", "fields")
+        header = [name for name in header if name != "align_fields"]
     absent = [name for name in schema.COLUMN_NAMES if name not in header]
     for name in absent:
         column = schema.COLUMN_BY_NAME[name]
@@ -171,7 +175,7 @@ def _check_header(header: list[str], path: Path) -> None:
     missing = [column.name for column in schema.COLUMNS if column.since == 1 and column.name not in header]
     if missing:
         raise CopylabError(f"{path}: missing column(s) {', '.join(missing)}")
-    foreign = [name for name in header if name not in schema.COLUMN_BY_NAME]
+    foreign = [name for name in header if name not in schema.COLUMN_BY_NAME and name != "align_fields"]
     if foreign:
         raise CopylabError(f"{path}: unknown column(s) {', '.join(foreign)} (not in copylab.schema)")
 

@@ -50,6 +50,9 @@ uint64_t now_ns(void);
 void sleep_seconds(double seconds);
 
 /* ---- options (options.c) ---- */
+/* How a sender holds the message in memory (--layout). */
+enum layout { LAYOUT_FIELDS, LAYOUT_ALIGNED, LAYOUT_CONTIGUOUS };
+
 struct options {
     const char *address;
     uint16_t port;
@@ -64,7 +67,8 @@ struct options {
     bool verify;
     const char *file;          /* server of a file-sending variant: the message file */
     bool probe;                /* server: only say whether this sending path can run here */
-    bool align_fields;         /* server: allocate each field on a page boundary */
+    enum layout layout;        /* server: how the message is held in memory */
+    size_t zc_inflight;        /* server: bytes a zero-copy sender keeps in flight */
     const char *perf_ctl;
     const char *perf_ack;
 };
@@ -72,15 +76,18 @@ enum role { ROLE_SERVER, ROLE_CLIENT, ROLE_LOAD };
 void parse_options(enum role role, int argc, char **argv, struct options *out);
 const char *mode_name(enum mode mode);
 const char *receive_mode_name(enum receive_mode mode);
+const char *layout_name(enum layout layout);
 
-/* ---- the message: FIELD_COUNT separately allocated fields (message.c) ---- */
+/* ---- the message: FIELD_COUNT fields (message.c) ---- */
 struct message {
     char *field[FIELD_COUNT];
     size_t len[FIELD_COUNT];
     size_t size;
+    char *block; /* LAYOUT_CONTIGUOUS: the one buffer the fields lie in, back to back; otherwise NULL */
 };
-/* Each field its own allocation, as the study prescribes; PAGE_ALIGNED: each starting on a page boundary. */
-void message_alloc(struct message *msg, size_t size, bool page_aligned);
+/* LAYOUT_FIELDS: each field its own allocation, as the study prescribes; LAYOUT_ALIGNED: each its own
+ * allocation starting on a page boundary; LAYOUT_CONTIGUOUS: the fields back to back in one page-aligned buffer. */
+void message_alloc(struct message *msg, size_t size, enum layout layout);
 void message_free(struct message *msg);
 /* Writes the verification pattern of message number seq into the fields. */
 void message_fill(struct message *msg, uint64_t seq);
@@ -89,7 +96,8 @@ static inline uint8_t pattern_byte(uint64_t seq, uint64_t offset)
 {
     return (uint8_t)(offset * 131u + (offset >> 8) * 7u + seq * 29u + (seq >> 8));
 }
-void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT]);
+/* The message as an iovec: one entry per field, or one for a contiguous message; returns the entries used. */
+int message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT]);
 /* Copies the fields, in order, into one contiguous buffer of msg->size bytes. */
 void message_pack(const struct message *msg, void *into);
 
@@ -213,9 +221,13 @@ struct sender_config {
     size_t size;
     bool verify;      /* write the pattern into every message before sending it */
     const char *file; /* the prepared message file (file-sending variants) */
-    bool align_fields; /* each field page-aligned (still its own allocation) */
+    enum layout layout;
+    size_t zc_inflight; /* zero-copy senders: bytes of messages kept in flight */
 };
 extern const char *const VARIANT_NAME;
+/* True: the variant always sends its message from one buffer, whatever --layout says (server.c's default:
+ * false); the server then reports the layout as contiguous. */
+extern const bool VARIANT_ONE_BUFFER;
 /* True: the variant sends the message file, whose pattern repeats every
  * message_file_messages(size) messages; the client verifies accordingly. */
 extern const bool SENDS_FROM_FILE;

@@ -9,6 +9,9 @@
 #define MAX_CONNECTIONS 4096ULL /* setting connections */
 #define MAX_DURATION 3600.0 /* setting duration_s */
 #define MAX_WARMUP 600.0 /* setting warmup_s */
+#define MAX_ZC_INFLIGHT 1073741824ULL /* setting zc_inflight */
+#define MIN_ZC_INFLIGHT 4096ULL
+#define DEFAULT_ZC_INFLIGHT 262144ULL
 #define FIELD_COUNT 8
 #define SELECT_MAX_CONNECTIONS 1008
 #endif

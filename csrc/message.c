@@ -1,33 +1,47 @@
-/* The message every sending path sends: FIELD_COUNT separately allocated fields (the study's scattered
- * data), each byte holding the pattern of its message number and offset so the client can verify it. */
+/* The message every sending path sends: FIELD_COUNT fields (the study's scattered data, held as --layout
+ * says), each byte holding the pattern of its message number and offset so the client can verify it. */
 #include "copylab.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-void message_alloc(struct message *msg, size_t size, bool page_aligned)
+static void *page_aligned_or_die(size_t bytes, size_t message_size)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    /* Page-aligned memory of whole pages pins whole pages: MSG_ZEROCOPY then needs fewer fragments. */
+    void *memory = aligned_alloc(page, (bytes + page - 1) / page * page);
+    if (!memory)
+        die("out of memory for a %zu-byte message", message_size);
+    return memory;
+}
+
+void message_alloc(struct message *msg, size_t size, enum layout layout)
 {
     size_t share = size / FIELD_COUNT;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     msg->size = size;
+    msg->block = layout == LAYOUT_CONTIGUOUS ? page_aligned_or_die(size, size) : NULL;
+    size_t offset = 0;
     for (int i = 0; i < FIELD_COUNT; i++) {
         msg->len[i] = share + (i == FIELD_COUNT - 1 ? size % FIELD_COUNT : 0);
         size_t bytes = msg->len[i] ? msg->len[i] : 1;
-        /* Page-aligned, a field of whole pages pins whole pages: MSG_ZEROCOPY then needs fewer fragments. */
-        msg->field[i] = page_aligned ? aligned_alloc(page, (bytes + page - 1) / page * page) : malloc(bytes);
-        if (!msg->field[i])
+        if (msg->block)
+            msg->field[i] = msg->block + offset;
+        else if (layout == LAYOUT_ALIGNED)
+            msg->field[i] = page_aligned_or_die(bytes, size);
+        else if (!(msg->field[i] = malloc(bytes)))
             die("out of memory for a %zu-byte message", size);
+        offset += msg->len[i];
     }
     message_fill(msg, 0);
 }
 
 void message_free(struct message *msg)
 {
-    for (int i = 0; i < FIELD_COUNT; i++) {
+    for (int i = 0; i < FIELD_COUNT && !msg->block; i++)
         free(msg->field[i]);
-        msg->field[i] = NULL;
-    }
+    free(msg->block);
+    *msg = (struct message){0};
 }
 
 void message_fill(struct message *msg, uint64_t seq)
@@ -38,12 +52,15 @@ void message_fill(struct message *msg, uint64_t seq)
             msg->field[i][k] = (char)pattern_byte(seq, offset);
 }
 
-void message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT])
+int message_iov(const struct message *msg, struct iovec iov[FIELD_COUNT])
 {
-    for (int i = 0; i < FIELD_COUNT; i++) {
-        iov[i].iov_base = msg->field[i];
-        iov[i].iov_len = msg->len[i];
+    if (msg->block) {
+        iov[0] = (struct iovec){.iov_base = msg->block, .iov_len = msg->size};
+        return 1;
     }
+    for (int i = 0; i < FIELD_COUNT; i++)
+        iov[i] = (struct iovec){.iov_base = msg->field[i], .iov_len = msg->len[i]};
+    return FIELD_COUNT;
 }
 
 void message_pack(const struct message *msg, void *into)

@@ -26,6 +26,14 @@ const char *receive_mode_name(enum receive_mode mode)
     return RECEIVE_MODES[mode];
 }
 
+static const char *const LAYOUTS[] = {[LAYOUT_FIELDS] = "fields", [LAYOUT_ALIGNED] = "aligned",
+                                      [LAYOUT_CONTIGUOUS] = "contiguous"};
+
+const char *layout_name(enum layout layout)
+{
+    return LAYOUTS[layout];
+}
+
 /* An unsigned integer with an optional binary suffix K, M or G. */
 static uint64_t parse_count(const char *option, const char *text, uint64_t low, uint64_t high)
 {
@@ -83,10 +91,18 @@ static enum receive_mode parse_receive(const char *text)
     die_usage("--receive: '%s' is not copy, truncate or mmap", text);
 }
 
+static enum layout parse_layout(const char *text)
+{
+    for (size_t i = 0; i < sizeof LAYOUTS / sizeof *LAYOUTS; i++)
+        if (strcmp(text, LAYOUTS[i]) == 0)
+            return (enum layout)i;
+    die_usage("--layout: '%s' is not fields, aligned or contiguous", text);
+}
+
 enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
-    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_ALIGN_FIELDS, OPT_COUNT
+    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -129,8 +145,10 @@ static const struct option_spec OPTIONS[] = {
      "check every byte against the pattern"},
     {"file", OPT_FILE, FOR_SERVER, 0, "PATH",
      "the message file (file-sending variants)"},
-    {"align-fields", OPT_ALIGN_FIELDS, FOR_SERVER, 0, NULL,
-     "start each field of a message on a page boundary"},
+    {"layout", OPT_LAYOUT, FOR_SERVER, 0, "fields|aligned|contiguous",
+     "the message's 8 fields: each allocated apart, each on a page boundary, or in one buffer"},
+    {"zc-inflight", OPT_ZC_INFLIGHT, FOR_SERVER, 0, "BYTES",
+     "zero-copy senders: bytes of messages kept in flight (K, M suffixes)"},
     {"timeout", OPT_TIMEOUT, FOR_ALL, 0, "SECONDS",
      "server: how long to wait for the client; client: how long to retry connecting"},
     {"perf-ctl", OPT_PERF_CTL, FOR_ALL, 0, "FIFO",
@@ -192,7 +210,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     table[count] = (struct option){0};
     *out = (struct options){
         .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
-        .timeout_s = server ? 30.0 : 3.0, .mode = MODE_STREAM,
+        .timeout_s = server ? 30.0 : 3.0, .mode = MODE_STREAM, .zc_inflight = DEFAULT_ZC_INFLIGHT,
     };
     bool given[OPT_COUNT] = {false};
     opterr = 0; /* one line of our own instead of getopt's message */
@@ -236,8 +254,11 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         case OPT_FILE:
             out->file = optarg;
             break;
-        case OPT_ALIGN_FIELDS:
-            out->align_fields = true;
+        case OPT_LAYOUT:
+            out->layout = parse_layout(optarg);
+            break;
+        case OPT_ZC_INFLIGHT:
+            out->zc_inflight = parse_count("zc-inflight", optarg, MIN_ZC_INFLIGHT, MAX_ZC_INFLIGHT);
             break;
         case OPT_PROBE:
             out->probe = true;

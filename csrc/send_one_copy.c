@@ -18,7 +18,7 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    message_alloc(&s->message, config->size, config->align_fields);
+    message_alloc(&s->message, config->size, config->layout);
     return s;
 }
 
@@ -28,8 +28,8 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
         message_fill(&s->message, seq);
     /* sendmsg_all consumes the iovec on short sends: rebuild it per message. */
     struct iovec iov[FIELD_COUNT];
-    message_iov(&s->message, iov);
-    return sendmsg_all(s->fd, iov, FIELD_COUNT, 0, NULL, NULL, NULL);
+    int entries = message_iov(&s->message, iov);
+    return sendmsg_all(s->fd, iov, (size_t)entries, 0, NULL, NULL, NULL);
 }
 
 void sender_destroy(struct sender *s, struct sender_counters *counters)

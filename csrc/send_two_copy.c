@@ -19,7 +19,7 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    message_alloc(&s->message, config->size, config->align_fields);
+    message_alloc(&s->message, config->size, config->layout);
     s->packed = malloc(config->size);
     if (!s->packed)
         die("out of memory for a %zu-byte buffer", config->size);

@@ -26,7 +26,7 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    message_alloc(&s->message, config->size, config->align_fields);
+    message_alloc(&s->message, config->size, config->layout);
     uring_init(&s->ring, 4);
     return s;
 }
@@ -36,8 +36,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     if (s->verify)
         message_fill(&s->message, seq);
     struct iovec iov[FIELD_COUNT];
-    message_iov(&s->message, iov);
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = FIELD_COUNT};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)message_iov(&s->message, iov)};
     /* One request in flight: TCP must see the bytes in order, short sends included. */
     while (mh.msg_iovlen > 0) {
         io_uring_prep_sendmsg(uring_sqe(&s->ring), s->fd, &mh, MSG_NOSIGNAL);

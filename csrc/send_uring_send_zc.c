@@ -138,10 +138,10 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     zc_completions_init(&s->zc, &s->counters);
     uring_init(&s->ring, QUEUE_DEPTH);
-    s->count = zc_ring_slots(config->size);
+    s->count = zc_ring_slots(config->size, config->zc_inflight);
     s->slots = calloc_or_die(s->count, sizeof *s->slots);
     for (size_t i = 0; i < s->count; i++)
-        message_alloc(&s->slots[i].message, config->size, config->align_fields);
+        message_alloc(&s->slots[i].message, config->size, config->layout);
     return s;
 }
 
@@ -153,8 +153,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
         die("zero-copy notifications stalled for %.0f s", URING_STALL_S);
     if (s->verify)
         message_fill(&slot->message, seq);
-    message_iov(&slot->message, slot->iov);
-    slot->mh = (struct msghdr){.msg_iov = slot->iov, .msg_iovlen = FIELD_COUNT};
+    slot->mh = (struct msghdr){.msg_iov = slot->iov, .msg_iovlen = (size_t)message_iov(&slot->message, slot->iov)};
     /* One send in flight at a time keeps the stream in order, short sends included;
      * notifications of earlier sends arrive meanwhile. */
     while (slot->mh.msg_iovlen > 0) {

@@ -1,4 +1,4 @@
-/* zero_copy: sendmsg(MSG_ZEROCOPY) with the 8-entry iovec.  The kernel pins
+/* zero_copy: sendmsg(MSG_ZEROCOPY) with the 8-entry iovec (one entry with --layout contiguous).  The kernel pins
  * the pages instead of copying them and later reports, on the socket's error
  * queue, which sends it no longer needs (and whether it copied them anyway).
  * A ring of messages lets sends proceed while earlier ones are in flight; a
@@ -73,11 +73,11 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     zc_completions_init(&s->zc, &s->counters);
     zc_enable(s->fd);
-    s->slots = zc_ring_slots(config->size);
+    s->slots = zc_ring_slots(config->size, config->zc_inflight);
     s->ring = calloc_or_die(s->slots, sizeof *s->ring);
     s->slot_ready_at = calloc_or_die(s->slots, sizeof *s->slot_ready_at);
     for (size_t i = 0; i < s->slots; i++)
-        message_alloc(&s->ring[i], config->size, config->align_fields);
+        message_alloc(&s->ring[i], config->size, config->layout);
     return s;
 }
 
@@ -91,9 +91,9 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     if (s->verify)
         message_fill(m, seq);
     struct iovec iov[FIELD_COUNT];
-    message_iov(m, iov);
+    size_t entries = (size_t)message_iov(m, iov);
     uint64_t calls = 0;
-    enum io_status status = sendmsg_all(s->fd, iov, FIELD_COUNT, MSG_ZEROCOPY, on_enobufs, s, &calls);
+    enum io_status status = sendmsg_all(s->fd, iov, entries, MSG_ZEROCOPY, on_enobufs, s, &calls);
     zc_sent(&s->zc, calls);
     s->slot_ready_at[slot] = s->counters.zc_sends; /* the id after this message's last send */
     return status;

@@ -50,6 +50,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Most sending paths hold the message as --layout says; a variant that always sends one buffer says so. */
+__attribute__((weak)) const bool VARIANT_ONE_BUFFER = false;
+
 /* Most sending paths run wherever the programs build; a variant that needs more defines its own. */
 __attribute__((weak)) const char *sender_unavailable(void)
 {
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
 {
     struct options opt;
     parse_options(ROLE_SERVER, argc, argv, &opt);
+    if (VARIANT_ONE_BUFFER)
+        opt.layout = LAYOUT_CONTIGUOUS;
     if (opt.probe) {
         const char *why = sender_unavailable();
         if (why)
@@ -99,7 +104,7 @@ int main(int argc, char **argv)
         /* A vanished or stalled peer ends the trial instead of hanging it. */
         set_io_timeout(fd, 10.0);
         w->sender = (struct sender_config){.fd = fd, .size = opt.size, .verify = hello.verify != 0, .file = opt.file,
-                                       .align_fields = opt.align_fields};
+                                       .layout = opt.layout, .zc_inflight = opt.zc_inflight};
         w->mode = opt.mode;
         int err = pthread_create(&w->thread, NULL, worker_main, w);
         if (err)
@@ -139,6 +144,7 @@ int main(int argc, char **argv)
     json_str(&j, "mode", mode_name(opt.mode));
     json_u64(&j, "size", opt.size);
     json_u64(&j, "threads", n);
+    json_str(&j, "layout", layout_name(opt.layout));
     json_f64(&j, "cpu_user_s", used.user_s);
     json_f64(&j, "cpu_sys_s", used.sys_s);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);

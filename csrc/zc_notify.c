@@ -15,10 +15,10 @@ void zc_enable(int fd)
         die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
 }
 
-size_t zc_ring_slots(size_t size)
+size_t zc_ring_slots(size_t size, size_t in_flight)
 {
     const size_t most = 1024; /* tiny messages: bound the ring's bookkeeping, not its bytes */
-    size_t slots = ZC_IN_FLIGHT_BYTES / size;
+    size_t slots = in_flight / size;
     return slots < 2 ? 2 : slots > most ? most : slots;
 }
 

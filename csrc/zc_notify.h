@@ -14,12 +14,9 @@
 #endif
 /* Sets SO_ZEROCOPY on FD; dies with the kernel's reason when it refuses. */
 void zc_enable(int fd);
-/* How many messages of SIZE bytes a zero-copy sender keeps in flight (at least 2): a ring of
- * ZC_IN_FLIGHT_BYTES.  Measured over veth (copylab bench), a short ring paces the sender by its
- * completions: 256 KiB moved up to twice as much as 8 MiB from 16 to 256 KiB messages and no less
- * elsewhere.  Between hosts, in-flight bytes bound throughput to this much per round trip. */
-#define ZC_IN_FLIGHT_BYTES (256u << 10)
-size_t zc_ring_slots(size_t size);
+/* How many messages of SIZE bytes a zero-copy sender keeps in flight (at least 2): a ring of IN_FLIGHT bytes
+ * (--zc-inflight; copylab/settings.py says how its default was chosen). */
+size_t zc_ring_slots(size_t size, size_t in_flight);
 
 /* Which sends the kernel has let go of, counted into a sender's zc_sends, zc_completed, zc_copied and
  * zc_notifications.  MSG_ZEROCOPY numbers a socket's successful sends from 0 (zc_sends is the next one's

@@ -37,6 +37,7 @@ from copylab import implementations as registry
 from copylab import schema
 from copylab.manifest import Manifest
 from copylab.store import SweepStore
+from copylab.vocabulary import NO_LAYOUT
 
 # perf's hardware events, which these KVM guests report <not supported>.
 HARDWARE_EVENTS = (
@@ -54,6 +55,12 @@ DEFAULT_SHAPES: dict[str, float | str] = {"one_copy": 4096.0, "zero_copy": "wors
 _CPU_NS_PER_BYTE = {"two_copy": 0.5, "one_copy": 0.42, "zero_copy": 0.45, "iperf3": 0.5}
 _RR_FACTOR = {"two_copy": 1.0, "one_copy": 0.98, "zero_copy": 1.3, "iperf3": 1.0}
 _DURATION_S = 2.0
+
+
+def _study_layout(implementation: str) -> str:
+    """The layout a sweep runs IMPLEMENTATION in by default (copylab.schedule.layouts_of)."""
+    only = registry.get(implementation).driver.layouts
+    return registry.STUDY_LAYOUT if len(only) > 1 else only[0] if only else NO_LAYOUT
 
 
 def baseline_throughput_gbps(size: float) -> float:
@@ -207,6 +214,7 @@ def _server_trial(
         "connections": connections,
         "pinning": "split_cpu",
         "receive": "copy",
+        "layout": NO_LAYOUT,
         "repetition": rep,
         "status": "ok",
         "error": None,
@@ -279,6 +287,7 @@ def _trial(
         "connections": threads,
         "pinning": pinning,
         "receive": receive,
+        "layout": _study_layout(impl),
         "repetition": rep,
         "status": "ok",
         "error": None,

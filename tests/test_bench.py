@@ -54,10 +54,8 @@ def test_bench_smoke_runs_every_part():
     figures = bench.run_bench(smoke=True)
     names = " ".join(figure.name for figure in figures)
     for part in (
-        "one_copy / iperf3",
-        "two_copy / iperf3",
-        "zero_copy with --align-fields / zc_contiguous",
-        "zero_copy / zc_contiguous",
+        "one_copy --layout contiguous / iperf3",
+        "zero_copy --layout contiguous / zc_contiguous",
         "full profile of the copies study",
         "outside measured windows",
         "analysis notebook",

@@ -109,6 +109,7 @@ def test_forked_servers_count_their_childrens_cpu(bin_dir, pair):
 
 
 @needs_root
+@pytest.mark.serial  # compares the speeds of two servers: another test sharing the CPUs would skew them
 def test_the_load_client_leaves_a_costly_server_the_bottleneck(bin_dir, pair):
     """A process per connection costs the server more per request than the load client pays, so at 100 connections
     the server's CPU is full while the client's has room: requests/s measure the server there."""

@@ -15,12 +15,16 @@ from pathlib import Path
 import pytest
 
 from copylab import config, netns, schedule, sweep
+from copylab.analysis import analyze
 from copylab.config import SweepConfig
+from copylab.copies import layout
 from copylab.drivers import CopylabPrograms
 from copylab.errors import CopylabError
 from copylab.paths import ROOT
+from copylab.results import load_results
 from copylab.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
 from copylab.store import SweepStore
+from copylab.vocabulary import LAYOUTS, NO_LAYOUT
 from tests.conftest import needs_root
 from tests.synthetic import HARDWARE_EVENTS
 
@@ -229,13 +233,13 @@ def test_dead_server_is_a_failed_trial_and_the_sweep_goes_on(tmp_path):
 
 BAD_OPTIONS = [
     (("--implementations", "four_copy"), "unknown 'four_copy'"),
-    (("--sizes", "0"), "sizes: 0 is not a whole number from 8"),
+    (("--sizes", "0"), "sizes: 0 is out of range (8 to 67108864)"),
     (("--sizes", "64,abc"), "is not a comma-separated list of numbers"),
-    (("--threads", "0"), "threads: 0 is not a whole number from 1"),
+    (("--threads", "0"), "threads: 0 is out of range (1 to 64)"),
     (("--threads", "1,1"), "names a value twice"),
     (("--implementations", "one_copy,one_copy"), "names a value twice"),
     (("--pinning", "cpu7"), "unknown 'cpu7'"),
-    (("--duration", "-1"), "duration: -1.0 must be above 0"),
+    (("--duration", "-1"), "duration: -1.0 is out of range (above 0 to 3600)"),
     (("--trials", "many"), "--trials: 'many' is not a number"),
     (("--profile", "huge"), "profile: unknown 'huge'"),
     (("--namespaces", "Bad Name,x"), "namespace name"),
@@ -423,3 +427,45 @@ def test_an_implementation_that_cannot_run_here_is_reported_and_skipped(tmp_path
             data_root=tmp_path,
             progress=False,
         )
+
+
+@needs_root
+def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
+    """--layout: every sender that holds the message in memory, in every layout, its bytes verified; the rows say
+    which layout and in-flight limit ran, and the report's layout section reads them."""
+    settings = tiny(
+        "layouts",
+        implementations=["two_copy", "one_copy", "zero_copy", "sendfile"],
+        workloads=["stream"],
+        sizes=[1024, 65536],
+        threads=[1],
+        trials=2,
+        layout=["fields", "aligned", "contiguous"],
+        layout_for=["two_copy", "one_copy", "zero_copy"],
+        zc_inflight=128 << 10,
+        verify=True,
+    )
+    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / "layouts" / "trials.csv")
+    assert result.ok == len(rows) == (3 * 3 + 1) * 2 * 2, [row["error"] for row in rows if row["error"]]
+    ran = {(row["implementation"], row["layout"]) for row in rows}
+    assert ran == {(name, layout) for name in ("two_copy", "one_copy", "zero_copy") for layout in LAYOUTS} | {
+        ("sendfile", NO_LAYOUT)
+    }
+    assert {row["zc_inflight_bytes"] for row in rows} == {str(128 << 10)}
+    store = SweepStore(tmp_path / "layouts")
+    analyze(store, n_resamples=200)
+    results = load_results(store)
+    assert set(results.summary["layout"]) == {"fields", NO_LAYOUT}, "the study's statements see its layout only"
+    text = layout.section(results)
+    assert text is not None and "one_copy@contiguous" in text and "| aligned |" in text
+    assert leftovers("layouts") == {"namespaces": [], "processes": [], "trial_dirs": []}
+
+
+def test_a_layout_is_refused_in_one_line_where_it_means_nothing():
+    with pytest.raises(CopylabError, match=r"^layout: sendfile's message layout cannot be chosen"):
+        tiny("x", implementations=["one_copy", "sendfile"], layout=["contiguous"])
+    with pytest.raises(CopylabError, match=r"^layout: the servers experiment's responses are one buffer"):
+        config.make_config("x", experiment="servers", layout=["aligned"])
+    with pytest.raises(CopylabError, match=r"^layout: unknown 'packed' \(choose from fields, aligned, contiguous\)"):
+        tiny("x", layout=["packed"])

@@ -20,6 +20,9 @@ def _sizes(low: int, high: int) -> list[int]:
 
 # The study's two-copy and zero-copy variants: the receive modes other than copy are measured for them.
 STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
+# The senders whose message layout matters most: one_copy hands the fields to the kernel as they lie, zero_copy
+# pins their pages (two_copy packs them whatever their layout).
+LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
 # quick is ./inv report's sweep, within its 5-minute budget (README's performance table); full is the study's
 # grid.  Both run blocked designs with short windows: what makes identical trials differ here is fixed per trial
@@ -38,6 +41,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "pinning": ["same_cpu"],
         "receive": ["copy", "truncate"],
         "receive_for": STUDY_EDGES,
+        "layout": ["fields", "contiguous"],
+        "layout_for": LAYOUT_SENDERS,
         "design": "blocked",
         "budget_s": 135.0,
         "max_trials": 10,
@@ -54,6 +59,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "pinning": ["same_cpu"],
         "receive": ["copy", "truncate", "mmap"],
         "receive_for": STUDY_EDGES,
+        "layout": ["fields", "aligned", "contiguous"],
+        "layout_for": Members(roles=tuple(Role)),
         "design": "blocked",
     },
 }

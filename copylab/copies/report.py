@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from copylab import implementations
 from copylab.compose import Block, Figure, Markdown
-from copylab.copies import answers, captions
+from copylab.copies import answers, captions, layout
 from copylab.copies.copy_bound import copy_limit_rows
 from copylab.copies.roles import Role
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
@@ -81,6 +81,7 @@ def parts(results: Results) -> list[Block]:
         *(_figure(results, name) for name in captions.PART_D_FIGURES),
         Markdown("## How far from the limit"),
         Markdown(copy_limit(results)),
+        *([Markdown(text)] if (text := layout.section(results)) else []),
         Markdown("# Part E: answers to the questions"),
         *(Markdown(f"## {question}\n\n{answer}") for question, answer in answers.answers(results)),
         Markdown("# Other ways to send"),

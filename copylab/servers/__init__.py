@@ -72,6 +72,7 @@ SERVERS = Experiment(
     allows={
         "workloads": (("rr",), "the servers experiment runs request/response (rr) only"),
         "receive": (("copy",), "the servers experiment's load client receives by copy only"),
+        "layout": (("fields",), "the servers experiment's responses are one buffer; their layout is not chosen"),
     },
     explorer_axes=("connections", "size_bytes"),
 )

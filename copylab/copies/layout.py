@@ -1,0 +1,100 @@
+"""The report's section "What the message's layout costs": each sender measured with its message held as the
+study holds it (8 fields, each allocated apart) and as --layout aligned or contiguous hold it, from the sweep's
+other layouts (copylab.results.Layouts).  Every number is read from the rows and the analysis tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from copylab import implementations
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
+from copylab.prose import crossover_sentences
+from copylab.results import Results
+
+HEADING = "## What the message's layout costs"
+MECHANISM = (
+    "A layout changes what the sending path touches, not the bytes sent. `fields` hands the kernel 8 iovec entries "
+    "whose buffers lie wherever the allocator put them; `aligned` starts each on a page of its own; `contiguous` is "
+    "one entry over one buffer. one_copy's `sendmsg()` copies each entry apart (a short copy per field pays the "
+    "copy routine's start-up, and on CPUs whose `rep movsb` is slow for mid-sized blocks, see the copy-cost "
+    "calibration, that start-up is large); zero_copy pins the pages each entry spans, so scattered fields pin more "
+    "pages and make more fragments per skb; two_copy packs the fields into one buffer whatever their layout."
+)
+COLUMNS = ("throughput_gbps", "cpu_ns_per_byte")
+
+
+def _rows(results: Results, layouts: pd.DataFrame) -> list[dict[str, object]]:
+    summary = layouts[(layouts["workload"] == "stream") & (layouts["receive"] == implementations.BASELINE_RECEIVE)]
+    table = []
+    keys = ["implementation", "size_bytes", "threads", "pinning", "layout"]
+    wide = summary[summary["metric"].isin(COLUMNS)].pivot_table(
+        index=keys, columns="metric", values=["mean", "ci_low", "ci_high"], aggfunc="first"
+    )
+    for (name, size, threads, pinning, layout), row in wide.iterrows():
+        entry: dict[str, object] = {
+            "Sender": code(name),
+            "Size": fmt_size(size),
+            "Threads": threads,
+            "Layout": layout,
+        }
+        throughput = [row.get((part, "throughput_gbps")) for part in ("mean", "ci_low", "ci_high")]
+        entry["Throughput"] = fmt_interval(*throughput, "Gbit/s") if pd.notna(throughput[0]) else "not measured"
+        cpu = row.get(("mean", "cpu_ns_per_byte"))
+        entry["CPU ns/B"] = fmt_num(cpu) if pd.notna(cpu) else "not measured"
+        if len(set(summary["pinning"])) > 1:
+            entry["Pinning"] = pinning
+        table.append(entry)
+    return table
+
+
+def _verdicts(comparisons: pd.DataFrame) -> list[str]:
+    """Per sender and layout: at how many sizes the layout was significantly faster or slower than fields."""
+    rows = comparisons[(comparisons["metric"] == "throughput_gbps") & (comparisons["workload"] == "stream")]
+    sentences = []
+    for (challenger, baseline), group in rows.groupby(["challenger", "baseline"], sort=False):
+        better = group[group["significant"] & group["challenger_better"]]
+        worse = group[group["significant"] & ~group["challenger_better"]]
+        ratios = group["ratio"]
+        sentences.append(
+            f"{code(challenger)} against {code(baseline)}: significantly faster at {len(better)} and slower at "
+            f"{len(worse)} of {len(group)} compared points (throughput ratio {fmt_num(ratios.min())} to "
+            f"{fmt_num(ratios.max())})."
+        )
+    return sentences
+
+
+def _copied_anyway(layouts: pd.DataFrame) -> str | None:
+    """zero-copy senders: the share of sends the kernel copied anyway, per layout."""
+    ok = layouts[(layouts["status"] == "ok") & layouts["zc_sends"].notna() & (layouts["zc_sends"] > 0)]
+    if ok.empty or ok["layout"].nunique() < 2:
+        return None
+    shares = ok.groupby(["implementation", "layout"], sort=False)[["zc_copied", "zc_completed"]].sum()
+    parts = [
+        f"{code(name)} `{layout}` {fmt_pct(row.zc_copied / row.zc_completed)}"
+        for (name, layout), row in shares.iterrows()
+        if row.zc_completed > 0
+    ]
+    return "Sends the kernel copied anyway (SO_EE_CODE_ZEROCOPY_COPIED): " + ", ".join(parts) + "."
+
+
+def section(results: Results) -> str | None:
+    """The section's Markdown; None when the sweep measured no sender in more than one layout."""
+    layouts = results.layouts
+    if layouts is None or layouts.summary["layout"].nunique() < 2 or layouts.comparisons.empty:
+        return None
+    measured = layouts.summary[layouts.summary["implementation"].isin(set(layouts.trials["implementation"]))]
+    several = measured.groupby("implementation")["layout"].nunique()
+    shown = measured[measured["implementation"].isin(several[several > 1].index)]
+    parts = [
+        HEADING,
+        MECHANISM,
+        markdown_table(_rows(results, shown)),
+        " ".join(_verdicts(layouts.comparisons)),
+    ]
+    crossings = crossover_sentences(layouts.crossovers[layouts.crossovers["metric"] == "throughput_gbps"])
+    if crossings:
+        parts.append("Where one layout overtakes another: " + " ".join(crossings))
+    copied = _copied_anyway(layouts.trials)
+    if copied:
+        parts.append(copied)
+    return "\n\n".join(parts)
