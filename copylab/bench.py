@@ -33,7 +33,6 @@ from copylab.paths import REFERENCE_DATA, ROOT
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.trial import measured_window_s, run_trial
-from copylab.vocabulary import NO_LAYOUT
 
 
 @dataclass(frozen=True)
@@ -60,9 +59,9 @@ class Contender:
 
     def __post_init__(self) -> None:
         # an implementation with one layout, or none to choose, runs in it whatever was asked
-        only = implementations.get(self.implementation).driver.layouts
-        if len(only) <= 1:
-            object.__setattr__(self, "layout", only[0] if only else NO_LAYOUT)
+        fixed = implementations.fixed_layout(self.implementation)
+        if fixed is not None:
+            object.__setattr__(self, "layout", fixed)
 
 
 def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: int) -> list[float]:

@@ -19,6 +19,7 @@ from copylab import experiments, implementations, netns, settings
 from copylab.errors import CopylabError
 from copylab.experiment import Members
 from copylab.settings import LISTS, SETTINGS, Setting
+from copylab.vocabulary import NO_LAYOUT
 
 HOST_PATTERN = re.compile(r"^(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z0-9.-]+)(:(?P<port>\d{1,5}))?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -161,11 +162,12 @@ def _check_layouts(config: Any) -> None:
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
         return
     for name in config.layout_for or config.implementations:
-        only = implementations.get(name).driver.layouts
-        if len(only) <= 1:
+        fixed = implementations.fixed_layout(name)
+        if fixed is not None:
+            held = "not in its memory" if fixed == NO_LAYOUT else fixed
             raise CopylabError(
-                f"layout: {name}'s message layout cannot be chosen (it is {only[0] if only else 'not in its memory'}"
-                "); leave it out, or name the senders with --layout-for"
+                f"layout: {name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
+                "senders with --layout-for"
             )
 
 
@@ -287,7 +289,7 @@ def make_config(
     values.setdefault("layout_for", [])
     if "layout" in given and "layout_for" not in given:
         # layouts asked for explicitly: for every implementation asked for, or those of a profile that can take them
-        chosen = [name for name in values["implementations"] if len(implementations.get(name).driver.layouts) > 1]
+        chosen = [name for name in values["implementations"] if implementations.fixed_layout(name) is None]
         values["layout_for"] = [] if "implementations" in given else chosen
     elif "implementations" in given and "layout_for" not in given:
         # implementations named without a layout: as the study holds the message, unless --layout says otherwise

@@ -413,17 +413,30 @@ def shared_baseline(experiment: str) -> str:
 STUDY_LAYOUT = LAYOUTS[0]
 
 
+# Joins an implementation and a layout other than the study's in a contender's label.
+LAYOUT_MARK = "@"
+
+
+def fixed_layout(name: str) -> str | None:
+    """The layout NAME always runs in when its layout cannot be chosen (NO_LAYOUT: its message is not in its
+    memory); None when --layout chooses it."""
+    layouts = get(name).driver.layouts
+    if len(layouts) > 1:
+        return None
+    return layouts[0] if layouts else NO_LAYOUT
+
+
 def contender(implementation: str, receive: str, layout: str = STUDY_LAYOUT) -> str:
     """What a comparison calls one implementation with one receive mode and message layout: 'two_copy',
     'two_copy/truncate', 'one_copy@contiguous' (the study's layout, or none to choose, is left unsaid)."""
-    name = implementation if layout in (STUDY_LAYOUT, NO_LAYOUT) else f"{implementation}@{layout}"
+    name = implementation if layout in (STUDY_LAYOUT, NO_LAYOUT) else f"{implementation}{LAYOUT_MARK}{layout}"
     return name if receive == BASELINE_RECEIVE else f"{name}/{receive}"
 
 
 def parse_contender(label: str) -> tuple[Implementation, str]:
     """The implementation and receive mode a contender label names; a one-line error for a foreign one."""
     name, _, receive = label.partition("/")
-    name = name.partition("@")[0]
+    name = name.partition(LAYOUT_MARK)[0]
     receive = receive or BASELINE_RECEIVE
     if receive not in RECEIVE_MODES:
         raise CopylabError(f"unknown receive mode {receive!r} in {label!r} (choose from {', '.join(RECEIVE_MODES)})")
@@ -450,7 +463,7 @@ def comparison_pairs(receive_modes: Iterable[str] = (BASELINE_RECEIVE,)) -> list
     pairs += [
         (contender(impl.name, BASELINE_RECEIVE, layout), impl.name)
         for impl in IMPLEMENTATIONS.values()
-        if len(impl.driver.layouts) > 1
+        if fixed_layout(impl.name) is None
         for layout in impl.driver.layouts
         if layout != STUDY_LAYOUT
     ]

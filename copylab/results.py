@@ -58,7 +58,8 @@ def _study_layout(frame: pd.DataFrame) -> pd.Series:
 
 
 def _between_layouts(frame: pd.DataFrame) -> pd.Series:
-    return frame["challenger"].str.contains("@", regex=False) | frame["baseline"].str.contains("@", regex=False)
+    mark = implementations.LAYOUT_MARK
+    return frame["challenger"].str.contains(mark, regex=False) | frame["baseline"].str.contains(mark, regex=False)
 
 
 @dataclass(frozen=True)

@@ -74,9 +74,10 @@ def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
 
 def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
     """The layouts IMPLEMENTATION runs in: the sweep's it can be asked for, its only one, or none to choose."""
+    fixed = implementations.fixed_layout(implementation)
+    if fixed is not None:
+        return [fixed]
     supported = implementations.get(implementation).driver.layouts
-    if len(supported) <= 1:
-        return list(supported) or [NO_LAYOUT]
     everywhere = not config.layout_for or implementation in config.layout_for
     chosen = [layout for layout in config.layout if layout in supported and (layout == STUDY_LAYOUT or everywhere)]
     return chosen or [STUDY_LAYOUT]

@@ -59,8 +59,7 @@ _DURATION_S = 2.0
 
 def _study_layout(implementation: str) -> str:
     """The layout a sweep runs IMPLEMENTATION in by default (copylab.schedule.layouts_of)."""
-    only = registry.get(implementation).driver.layouts
-    return registry.STUDY_LAYOUT if len(only) > 1 else only[0] if only else NO_LAYOUT
+    return registry.fixed_layout(implementation) or registry.STUDY_LAYOUT
 
 
 def baseline_throughput_gbps(size: float) -> float:

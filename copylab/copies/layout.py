@@ -23,7 +23,7 @@ MECHANISM = (
 COLUMNS = ("throughput_gbps", "cpu_ns_per_byte")
 
 
-def _rows(results: Results, layouts: pd.DataFrame) -> list[dict[str, object]]:
+def _rows(layouts: pd.DataFrame) -> list[dict[str, object]]:
     summary = layouts[(layouts["workload"] == "stream") & (layouts["receive"] == implementations.BASELINE_RECEIVE)]
     table = []
     keys = ["implementation", "size_bytes", "threads", "pinning", "layout"]
@@ -88,7 +88,7 @@ def section(results: Results) -> str | None:
     parts = [
         HEADING,
         MECHANISM,
-        markdown_table(_rows(results, shown)),
+        markdown_table(_rows(shown)),
         " ".join(_verdicts(layouts.comparisons)),
     ]
     crossings = crossover_sentences(layouts.crossovers[layouts.crossovers["metric"] == "throughput_gbps"])
