@@ -305,7 +305,17 @@ def test(c, k=None, x=False, workers=None):
     if workers < 1:
         raise CopylabError(f"--workers: {workers} is out of range (1 to {os.cpu_count()})")
     passed_on = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
-    command = [sys.executable, "-m", "pytest", "-q", "-rs", *(["-k", k] if k else []), *(["-x"] if x else [])]
+    # the slowest tests named at the end: the suite has a time budget (README)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rs",
+        "--durations=12",
+        *(["-k", k] if k else []),
+        *(["-x"] if x else []),
+    ]
     parallel = ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
     shared = subprocess.call([*command, *parallel, "-m", "not serial", *passed_on], cwd=ROOT)
     if shared not in (0, NOTHING_COLLECTED) and x:

@@ -196,7 +196,9 @@ def test_an_older_record_without_samples_still_gives_costs_by_level():
 
 def test_the_calibration_is_repeatable_within_its_spread_or_says_it_was_disturbed(bin_dir):
     """Two calibrations of one CPU: each is either marked inconsistent (and then names no level), or the two agree
-    on every cost by level within the spread of their rounds, and find the same kinds of finding."""
+    on every cost by level within the factor a calibration accepts between its own rounds (or their spread, if
+    wider), and find the same kinds of finding.  On a shared host a cache level's cost moves between processes
+    minutes apart (a neighbour on the physical core shares its L2): a tighter bound would test the neighbour."""
     programs = {name: str(bin_dir / name) for name in calibrate.CALIBRATION_PROGRAMS}
     first, second = (calibrate.calibration(cpu="0", programs=programs) for _ in range(2))
     for record in (first, second):
@@ -206,7 +208,7 @@ def test_the_calibration_is_repeatable_within_its_spread_or_says_it_was_disturbe
         return  # detected, as it must be on a machine another process shares: nothing is derived from it
     for a, b in zip(first.copy_cost, second.copy_cost, strict=False):
         if a.working_set_bytes == b.working_set_bytes:
-            tolerance = 1 + max(a.spread or 0, b.spread or 0) + 0.5
+            tolerance = max(calibration.MAX_ROUND_DISAGREEMENT, 1 + max(a.spread or 0, b.spread or 0) + 0.5)
             assert 1 / tolerance <= a.ns_per_byte / b.ns_per_byte <= tolerance, (a, b)
     strong = lambda record: {(f.kind, f.offset) for f in record.findings if f.slowdown > 4}  # noqa: E731
     assert strong(first) == strong(second)

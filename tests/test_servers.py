@@ -165,10 +165,32 @@ def test_sanitized_models_run_clean(pair, sanitizer):
 # ------------------------------------------------------------------ the sweep
 
 
-def _inv(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _inv(*args: str, timeout: float = 600, tag: str = "") -> subprocess.CompletedProcess[str]:
+    """invoke ARGS; TAG, if given, marks the environment every process it starts inherits."""
     return subprocess.run(
-        [sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "invoke", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, TAG_VARIABLE: tag} if tag else None,
     )
+
+
+TAG_VARIABLE = "COPYLAB_TEST_TAG"
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Processes whose environment carries TAG: those a tagged command started, and no other test's."""
+    marker = f"{TAG_VARIABLE}={tag}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue  # ended meanwhile, or a kernel thread
+    return found
 
 
 @needs_root
@@ -178,6 +200,7 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
         "run-sweep",
         *("--name", name, "--experiment", "servers", "--models", ",".join(MODELS)),
         *("--connections", "1,8", "--trials", "1", "--duration", "0.2", "--warmup", "0.1", "--no-analyze"),
+        tag=name,
     )
     directory = ROOT / "data" / name
     try:
@@ -191,8 +214,7 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
         assert trials["trial_id"].str.contains("-8-split_cpu-copy-r1").sum() == len(MODELS)
         leftovers = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert "copylab" not in leftovers
-        processes = subprocess.run(["pgrep", "-f", "load_client|_server --bind"], capture_output=True, text=True)
-        assert processes.stdout == ""
+        assert tagged_processes(name) == []
     finally:
         subprocess.run(["rm", "-rf", str(directory)], check=False)
 
