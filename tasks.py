@@ -12,6 +12,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from inspect import Parameter, Signature
@@ -21,6 +22,7 @@ from typing import Any
 from invoke import Exit, task
 
 from copylab.errors import CopylabError
+from copylab.origin import ModifiedData
 from copylab.paths import DATA, NOTEBOOKS, REFERENCE_DATA, REPORT, ROOT
 
 
@@ -38,7 +40,9 @@ def one_line_errors(function: Callable[..., Any]) -> Callable[..., Any]:
         previous = signal.signal(signal.SIGTERM, _terminated)
         previous_interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            return function(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line_warning
+                return function(*args, **kwargs)
         except CopylabError as error:
             raise Exit(f"copylab: error: {error}", code=2) from None
         except KeyboardInterrupt:
@@ -48,6 +52,25 @@ def one_line_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             signal.signal(signal.SIGINT, previous_interrupt)
 
     return wrapper
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """copylab's own warnings (data used although modified) in one line, like its errors."""
+    if issubclass(category, ModifiedData):
+        print(f"copylab: warning: {message}", file=sys.stderr)
+    else:
+        _PYTHON_SHOWWARNING(message, category, *args, **kwargs)
+
+
+def _say_if_modified(store: Any) -> None:
+    """Warn when a sweep's trials.csv changed since its sweep ended (its analysis runs in a notebook's kernel,
+    whose warnings the command line would not show)."""
+    warning = store.origin().warning()
+    if warning:
+        warnings.warn(ModifiedData(f"{store.directory}: {warning}"), stacklevel=2)
 
 
 def _list(text: str | None, convert: Callable[[str], Any] = str) -> list[Any] | None:
@@ -230,6 +253,9 @@ def _analyze(data: Path) -> None:
 @one_line_errors
 def analyze(c, data=str(REFERENCE_DATA)):
     """Run the analysis notebook on a sweep (statistics, crossovers, figures)."""
+    from copylab.store import SweepStore
+
+    _say_if_modified(SweepStore(data))
     _analyze(Path(data))
 
 
@@ -254,6 +280,8 @@ def report(c, data=None, title=None, author=None):
         for store in stores:
             if not store.trials_path.is_file():
                 raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+    for store in stores:
+        _say_if_modified(store)
     stale = [store for store in stores if store.missing_tables()]
     for store in stale:
         print(f"analysis first: {store.directory} has no current {', '.join(store.missing_tables())}")
@@ -264,6 +292,33 @@ def report(c, data=None, title=None, author=None):
     kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
     pdf = render_report(stores, REPORT / "report.pdf", **kwargs)
     print(f"report: {pdf}")
+
+
+@task(
+    help={
+        "a": "the sweep directory compared against (A)",
+        "b": "the sweep directory compared (B), of the same experiment",
+        "out": "where comparison.csv, the figures and comparison.pdf go (default: report/comparisons/A-vs-B)",
+    }
+)
+@one_line_errors
+def compare(c, a, b, out=None):
+    """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
+    manifest differences; prints the paths it wrote, one per line."""
+    from copylab.store import SweepStore
+    from copylab.two_runs import compare_runs
+    from copylab.two_runs_report import write_comparison
+
+    stores = [SweepStore(directory) for directory in (a, b)]
+    for store in stores:
+        if not store.trials_path.is_file() or not store.manifest_path.is_file():
+            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
+    result = compare_runs(*stores)
+    for warning in result.warnings():
+        warnings.warn(ModifiedData(warning), stacklevel=1)
+    directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
+    for path in write_comparison(result, directory):
+        print(path)
 
 
 def _quick_sweeps():

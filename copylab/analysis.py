@@ -16,7 +16,9 @@ from copylab.errors import CopylabError
 from copylab.manifest import Manifest
 from copylab.metrics import add_metrics, headline
 from copylab.notebook_runner import execute
+from copylab.origin import png_metadata
 from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
+from copylab.provenance import git_state
 from copylab.stats import compare, summarize
 from copylab.store import SweepStore
 from copylab.tables import curve_keys
@@ -66,20 +68,35 @@ def analyze(
         for label in {label for pair in pairs for label in pair}:
             implementations.parse_contender(label)
     seed = manifest.parameters.seed if seed is None else seed
-    axis = implementations.experiment(manifest.parameters.experiment).axis
     measured = add_metrics(trials)
     summary = summarize(measured, confidence=confidence)
-    # A blocked design's trials pair within their blocks (copylab.schedule): its comparisons are paired.
-    paired = manifest.parameters.design == "blocked"
-    comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
-    crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)
+    comparisons, crossovers = comparison_tables(measured, manifest, pairs, metrics, confidence, n_resamples, seed)
     figures = experiments.get(manifest.parameters.experiment).draw()(trials, summary, crossovers, manifest, confidence)
     written: list[Path] = []
     if write:
         for name, frame in (("summary", summary), ("comparisons", comparisons), ("crossovers", crossovers)):
             written.append(store.write_table(name, frame))
-        written += store.save_figures(figures)
+        written += store.save_figures(figures, png_metadata([store.origin(manifest)], git_state()))
     return AnalysisResult(store, manifest, measured, summary, comparisons, crossovers, figures, written)
+
+
+def comparison_tables(
+    measured: pd.DataFrame,
+    manifest: Manifest,
+    pairs: Iterable[tuple[str, str]],
+    metrics: Iterable[str] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """comparisons.csv and crossovers.csv of the metric-augmented trials MEASURED of one sweep."""
+    pairs = list(pairs)
+    axis = implementations.experiment(manifest.parameters.experiment).axis
+    # A blocked design's trials pair within their blocks (copylab.schedule): its comparisons are paired.
+    paired = manifest.parameters.design == "blocked"
+    comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
+    crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)
+    return comparisons, crossovers
 
 
 def headline_rows(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 
 Setup and Method describe the main sweep (the first sweep of the main experiment); then the main experiment's
 parts; then, for every other experiment, its parts for its first sweep, or what it says when the report has none;
-then Limitations and Reproducing; then the further sweeps, each summed up by its experiment.  Figures are numbered
+then Limitations and Reproducing; then the further sweeps, each summed up by its experiment and compared with
+that experiment's first sweep (copylab.two_runs).  Figures are numbered
 here, in the order they appear.  notebooks/20_report.ipynb only displays the blocks.
 """
 
@@ -10,27 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 
-from copylab import experiments, sections
+from copylab import experiments, sections, two_runs, two_runs_report
+from copylab.blocks import Block, Figure, Markdown
 from copylab.errors import CopylabError
 from copylab.results import Results
-
-
-@dataclass(frozen=True)
-class Markdown:
-    text: str
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A figure the analysis drew, and its caption (numbered when composed)."""
-
-    path: Path
-    caption: str
-
-
-Block = Markdown | Figure
 
 
 @dataclass(frozen=True)
@@ -66,13 +51,15 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         Markdown("# Method"),
         Markdown(sections.method(sweeps.main)),
     ]
-    content += experiments.get(sweeps.main.manifest.parameters.experiment).parts().parts(sweeps.main)
+    content += _traced(
+        experiments.get(sweeps.main.manifest.parameters.experiment).parts().parts(sweeps.main), sweeps.main
+    )
     for experiment in experiments.EXPERIMENTS.values():
         if experiment.main:
             continue
         module = experiment.parts()
         found = sweeps.sections.get(experiment.name)
-        content += module.parts(found) if found is not None else module.absent()
+        content += _traced(module.parts(found), found) if found is not None else module.absent()
     content += [
         Markdown("# Limitations"),
         Markdown(sections.limitations(sweeps.main)),
@@ -82,13 +69,29 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
     if sweeps.further:
         content.append(Markdown("# Further sweeps"))
     for other in sweeps.further:
-        summary = experiments.get(other.manifest.parameters.experiment).parts().summary(other)
+        experiment = other.manifest.parameters.experiment
+        summary = experiments.get(experiment).parts().summary(other)
         content += [
             Markdown(sections.sweep_heading(other)),
             Markdown(summary),
             Markdown("**Limitations.**\n\n" + sections.limitations(other)),
         ]
+        first = sweeps.main if experiment == sweeps.main.manifest.parameters.experiment else sweeps.sections[experiment]
+        content += _compared(first, other)
     return _numbered(content)
+
+
+def _compared(first: Results, other: Results) -> list[Block]:
+    """OTHER against the first sweep of its experiment (copylab.two_runs), its figures drawn beside the sweeps'."""
+    result = two_runs.compare_runs(first.store, other.store)
+    directory = first.store.figures_root / "comparisons" / f"{first.name}-vs-{other.name}"
+    return two_runs_report.blocks(result, two_runs_report.save_figures(result, directory), level=2)
+
+
+def _traced(content: list[Block], results: Results) -> list[Block]:
+    """CONTENT with every figure's caption naming the data and code it was drawn from (copylab.origin)."""
+    stamp = results.store.origin(results.manifest).stamp()
+    return [Figure(block.path, f"{block.caption} {stamp}") if isinstance(block, Figure) else block for block in content]
 
 
 def _numbered(content: list[Block]) -> list[Block]:

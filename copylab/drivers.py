@@ -253,6 +253,7 @@ class ModelPrograms(Driver):
             *(settings.client_program("load_client"), "--connect", address, "--port", port),
             *("--size", size, "--connections", str(spec.connections), "--threads", str(spec.threads)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
+            *(["--verify"] if settings.verify else []),
         ]
         return server, client
 

@@ -45,6 +45,8 @@ class Experiment:
     workload: str
     headline: Mapping[str, str]  # workload -> the metric shown first
     metrics: tuple[str, ...]  # copylab.metrics names that describe its trials
+    # Its main metrics: those a comparison of two runs judges (./inv compare), each with a direction.
+    compared: tuple[str, ...]
     # profile name -> sweep settings (copylab.settings names); Members stands for a list of implementations
     profiles: Mapping[str, Mapping[str, Any]]
     figures: str  # "module:function" drawing its figures from a sweep's tables

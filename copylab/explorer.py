@@ -24,6 +24,7 @@ from copylab import implementations as registry
 from copylab.errors import CopylabError
 from copylab.explorer_data import (
     default_baseline,
+    experiment_of,
     find_sweeps,
     implementations,
     load,
@@ -92,6 +93,9 @@ class Explorer:
         self.sweep = widgets.Dropdown(
             options=[(_sweep_label(d, roots), str(d)) for d in directories], value=str(sweep), description="sweep"
         )
+        self._directories = [(_sweep_label(d, roots), str(d)) for d in directories]
+        # a second sweep of the same experiment, drawn dashed over the first (its means, the same view)
+        self.overlay = widgets.Dropdown(options=[("none", "")], value="", description="overlay")
         self.workload = widgets.Dropdown(description="workload")
         self.metric = widgets.Dropdown(description="metric")
         self.pinning = widgets.Dropdown(description="pinning")
@@ -110,7 +114,8 @@ class Explorer:
         self.baseline = widgets.Dropdown(description="baseline")
         self.inspect = widgets.Dropdown(description="inspect at")
         # stable CSS hooks for the browser test, independent of ipywidgets' own markup
-        names = ("sweep", "workload", "metric", "pinning", "receive", "client_threads", "x_axis", "fixed", "compare")
+        names = ("sweep", "overlay", "workload", "metric", "pinning", "receive", "client_threads", "x_axis", "fixed")
+        names = (*names, "compare")
         for name in (*names, "inspect"):
             getattr(self, name).add_class(f"copylab-{name.replace('_', '-')}")
         self.checkboxes: dict[str, widgets.Checkbox] = {}
@@ -127,7 +132,7 @@ class Explorer:
             [
                 widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
                 widgets.HBox([widgets.Label("x axis"), self.x_axis, self.fixed]),
-                widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw]),
+                widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay]),
                 widgets.HBox([widgets.Label("implementations"), self.implementation_box]),
                 widgets.HBox([self.compare, self.baseline]),
                 self.status,
@@ -138,11 +143,13 @@ class Explorer:
             ]
         )
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
+        self.overlaid = pd.DataFrame()  # the overlay sweep's points in the current view
         self.figure: Figure | None = None
         self.png = b""
         self.experiment = experiments.DEFAULT.name
         for control in (
             self.sweep,
+            self.overlay,
             self.workload,
             self.metric,
             self.pinning,
@@ -201,6 +208,12 @@ class Explorer:
     def _refresh_options(self) -> None:
         trials, manifest = load(self.sweep.value)
         self.experiment = manifest.parameters.experiment
+        same_experiment = [
+            (label, directory)
+            for label, directory in self._directories
+            if directory != self.sweep.value and experiment_of(directory) == self.experiment
+        ]
+        _choose(self.overlay, [("none", ""), *same_experiment], "")
         names = implementations(trials)
         if list(self.checkboxes) != names:
             old = self.checkboxes
@@ -278,7 +291,15 @@ class Explorer:
             self.crossovers = pd.DataFrame()
             raw = raw_points(trials, metric, x, fixed, chosen, view) if self.show_raw.value else None
             self.raw = pd.DataFrame() if raw is None else raw
-            self.figure = make_figure(points, metric, x, raw=raw, log_y=log_y, title=title, confidence=confidence)
+            self.overlaid = (
+                plot_data(sweep_summary(self.overlay.value, confidence, metric), metric, x, fixed, chosen, view)
+                if self.overlay.value
+                else pd.DataFrame()
+            )
+            overlay = (self.overlay.label, self.overlaid) if self.overlay.value else None
+            self.figure = make_figure(
+                points, metric, x, raw=raw, log_y=log_y, title=title, confidence=confidence, overlay=overlay
+            )
         self.png = figure_png(self.figure)
         self.flags = unstable_flags(points)
         point = {x: self.inspect.value, view.other(x): fixed}

@@ -86,6 +86,14 @@ def sweep_comparison(
     return _comparison(stamp, confidence, metric, baseline or default_baseline(experiment))
 
 
+def experiment_of(directory: str | Path) -> str | None:
+    """The experiment a sweep ran, from its manifest alone (its trials stay unread); None when it is unreadable."""
+    try:
+        return SweepStore(directory).read_manifest().parameters.experiment
+    except CopylabError:
+        return None
+
+
 def find_sweeps(*roots: str | Path) -> list[Path]:
     """Sweep directories (those holding trials.csv) directly under ROOTS."""
     found = {path.parent.resolve() for root in map(Path, roots) for path in root.glob(f"*/{TRIALS_FILE}")}

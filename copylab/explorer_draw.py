@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from copylab import plotting
 from copylab.explorer_views import AXES, Axis, View, axis_label, tick_label
@@ -46,9 +47,10 @@ def make_figure(
     log_y: bool = False,
     title: str = "",
     confidence: float = 0.95,
+    overlay: tuple[str, pd.DataFrame] | None = None,
 ) -> Figure:
     """Means with Student-t interval bands per implementation (plot_data rows), optional raw trials, unstable
-    rings."""
+    rings; OVERLAY, a second sweep's name and plot_data rows, dashed in the same colours."""
     fig, ax = _figure()
     for name, rows in data.groupby("implementation", sort=False):
         color = plotting.color_of(name)
@@ -56,6 +58,9 @@ def make_figure(
         if raw is not None:
             points = raw[raw["implementation"] == name]
             ax.scatter(points[x], points["value"], s=12, alpha=0.45, color=color, zorder=3)
+    if overlay is not None:
+        for name, rows in overlay[1].groupby("implementation", sort=False):
+            plotting.curve(ax, rows, x, plotting.color_of(name), "--")
     if raw is not None and len(raw):
         ax.scatter([], [], s=12, alpha=0.45, color="black", label="individual trials")
     unstable = data[data["unstable"].astype(bool)]
@@ -72,7 +77,10 @@ def make_figure(
         )
     spec = METRICS[metric]
     ax.set_ylabel(f"{metric} ({spec.unit}), {spec.direction} is better", fontsize=8)
-    handles = [*plotting.implementation_handles(data["implementation"]), *ax.get_legend_handles_labels()[0]]
+    present = pd.concat([data["implementation"], overlay[1]["implementation"]]) if overlay else data["implementation"]
+    handles = [*plotting.implementation_handles(present), *ax.get_legend_handles_labels()[0]]
+    if overlay is not None:
+        handles.append(Line2D([], [], color="0.3", linestyle="--", label=f"dashed: {overlay[0]}"))
     note = f"points: means; bands: {confidence:.0%} Student-t intervals; open: unstable"
     _finish(ax, x, data[x], handles, log_y, title, note)
     return fig

@@ -345,6 +345,22 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             experiment=SERVERS.name,
         ),
         Implementation(
+            name="uring",
+            summary="one thread driving every connection through an io_uring: multishot accept and receive",
+            explanation=(
+                "**uring.** One thread drives every connection through one `io_uring`: a multishot accept takes "
+                "the connections, a multishot receive per connection lands its requests in buffers the kernel "
+                "picks from a provided buffer ring, and the responses go out as sends on the same ring, so one "
+                "`io_uring_enter()` serves many connections and no call waits on one. It needs a kernel with "
+                "multishot receive (6.0 on); elsewhere it is reported unavailable with the reason."
+            ),
+            driver=ModelPrograms("uring"),
+            copies=Copies(sender_user=0, sender_kernel=1),
+            color="#ca9161",
+            baselines=("thread", "epoll"),
+            experiment=SERVERS.name,
+        ),
+        Implementation(
             name="iperf3",
             summary="the standard tool on the same link: write() of one buffer per message (reference)",
             explanation=(

@@ -31,12 +31,11 @@ def _latex_error(log: str) -> str:
     return errors[0] if errors else "see the LaTeX log"
 
 
-def export_pdf(executed: Path, out_pdf: Path) -> Path:
-    """Export an executed report notebook to PDF through LaTeX, without code, prompts or stderr."""
+def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author: str = DEFAULT_AUTHOR) -> Path:
+    """Export an executed notebook to PDF through LaTeX, without code, prompts or stderr."""
     nb = nbformat.read(executed, as_version=4)
-    parameters = nb.metadata.get("papermill", {}).get("parameters", {})
-    nb.metadata["title"] = parameters.get("title") or DEFAULT_TITLE
-    nb.metadata["authors"] = [{"name": parameters.get("author") or DEFAULT_AUTHOR}]
+    nb.metadata["title"] = title
+    nb.metadata["authors"] = [{"name": author}]
     nb.metadata["date"] = date.today().isoformat()
     for cell in nb.cells:
         # warnings belong in the executed notebook for whoever debugs, not in the paper
@@ -96,4 +95,4 @@ def render_report(
         "author": author,
     }
     execute(NOTEBOOK, executed, parameters, ROOT, "report")
-    return export_pdf(executed, out_pdf)
+    return export_pdf(executed, out_pdf, title or DEFAULT_TITLE, author or DEFAULT_AUTHOR)

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ import pandas as pd
 from copylab import tables
 from copylab.errors import CopylabError
 from copylab.manifest import Manifest
+from copylab.origin import ModifiedData, Origin
 from copylab.paths import DATA, FIGURES
 from copylab.schema import COLUMN_NAMES
 from copylab.trials import check_manifest, decode, parse_trials
@@ -161,13 +163,21 @@ class SweepStore:
         return self.read_trials(require_ok=False)
 
     def load(self) -> tuple[pd.DataFrame, Manifest]:
-        """The trials and the manifest, checked against each other."""
+        """The trials and the manifest, checked against each other; a ModifiedData warning when trials.csv is
+        no longer what the sweep wrote."""
         if not self.directory.is_dir():
             raise CopylabError(f"{self.directory}: no such sweep directory")
         trials = self.read_trials()
         manifest = self.read_manifest()
-        check_manifest(trials, manifest, self.manifest_path, self.trials_sha256() if manifest.complete else None)
+        check_manifest(trials, manifest, self.manifest_path)
+        warning = self.origin(manifest).warning()
+        if warning:
+            warnings.warn(ModifiedData(f"{self.directory}: {warning}"), stacklevel=2)
         return trials, manifest
+
+    def origin(self, manifest: Manifest | None = None) -> Origin:
+        """Which data and code the sweep's numbers come from (copylab.origin)."""
+        return Origin.of(manifest or self.read_manifest(), self.trials_sha256())
 
     # ------------------------------------------------------------ analysis tables and figures
 
@@ -212,15 +222,10 @@ class SweepStore:
                 typed[column] = pd.to_numeric(values).astype(dtype)
         return pd.DataFrame(typed)
 
-    def save_figures(self, figures: Mapping[str, Figure]) -> list[Path]:
-        """Write every figure as figures/KEY/NAME.png; return the paths."""
-        self.figures_dir.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for name, figure in figures.items():
-            path = self.figures_dir / f"{name}.png"
-            figure.savefig(path, dpi=FIGURE_DPI)
-            paths.append(path)
-        return paths
+    def save_figures(self, figures: Mapping[str, Figure], metadata: Mapping[str, str]) -> list[Path]:
+        """Write every figure as figures/KEY/NAME.png, METADATA in its text chunks (copylab.origin); return the
+        paths."""
+        return save_pngs(self.figures_dir, figures, metadata)
 
     def figure_path(self, name: str) -> Path:
         """A figure the analysis saved; a one-line error naming the command when it has not."""
@@ -228,3 +233,14 @@ class SweepStore:
         if not path.is_file():
             raise CopylabError(f"{path}: not drawn yet (run ./inv analyze --data {self.directory})")
         return path
+
+
+def save_pngs(directory: Path, figures: Mapping[str, Figure], metadata: Mapping[str, str]) -> list[Path]:
+    """Every figure as DIRECTORY/NAME.png with METADATA in its text chunks; the paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, figure in figures.items():
+        path = directory / f"{name}.png"
+        figure.savefig(path, dpi=FIGURE_DPI, metadata=dict(metadata))
+        paths.append(path)
+    return paths

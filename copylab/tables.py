@@ -79,10 +79,31 @@ CROSSOVERS: dict[str, str] = {
 }
 TABLES: dict[str, dict[str, str]] = {"summary": SUMMARY, "comparisons": COMPARISONS, "crossovers": CROSSOVERS}
 
+# comparison.csv of two runs A and B of one experiment (copylab.two_runs): one row per configuration either holds
+# and compared metric; the ratio is B/A.  Not one of a sweep's TABLES: it lives with the comparison.
+RUN_COMPARISON: dict[str, str] = {
+    **_CONFIG_TYPES,
+    "metric": "str",
+    "verdict": "str",  # copylab.two_runs.VERDICTS
+    "n_a": "int64",
+    "mean_a": "float64",
+    "n_b": "int64",
+    "mean_b": "float64",
+    "ratio": "float64",
+    "ratio_ci_low": "float64",
+    "ratio_ci_high": "float64",
+    "p_value": "float64",
+    "p_holm": "float64",
+}
+
 
 def typed(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     """FRAME with exactly the columns of table NAME, in order, each of its declared type."""
-    columns = TABLES[name]
+    return typed_as(TABLES[name], frame)
+
+
+def typed_as(columns: dict[str, str], frame: pd.DataFrame) -> pd.DataFrame:
+    """FRAME with exactly COLUMNS, in order, each of its declared type."""
     return pd.DataFrame({column: frame[column].astype(dtype) for column, dtype in columns.items()})
 
 

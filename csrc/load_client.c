@@ -2,8 +2,9 @@
  * busy closed-loop (one request outstanding, the next sent as soon as the whole
  * response is in), driven by a few threads that wait on their connections with
  * epoll, so the client needs far less than a thread per connection.  Every round
- * trip that starts in the measured window is recorded, and so is how many
- * requests each connection completed in it: the fairness of the server. */
+ * trip that starts in the measured window is recorded (those still in flight at
+ * its end are waited for), and so is how many requests each connection completed
+ * in it: the fairness of the server.  --verify checks every response byte. */
 #include "copylab.h"
 
 #include <errno.h>
@@ -18,6 +19,8 @@
 
 #define EVENTS 64
 #define POLL_MS 50
+/* A round trip begun in the window is waited for this long after it: its latency counts. */
+#define DRAIN_S 2.0
 
 enum phase { PHASE_WARMUP, PHASE_MEASURE, PHASE_STOP };
 
@@ -34,19 +37,31 @@ struct driver {
     struct connection *connections; /* every threads-th connection, from its first */
     unsigned count, stride;
     size_t size;
+    bool verify;
     _Atomic int *phase;
+    unsigned in_window; /* round trips begun in the window and not yet answered */
     struct histogram latency;
 };
 
-static void send_request(struct connection *c, int phase)
+static void send_request(struct driver *d, struct connection *c, int phase)
 {
     uint64_t request = atomic_load_explicit(&c->completed, memory_order_relaxed);
     c->received = 0;
     c->started_ns = now_ns();
     c->measured = phase == PHASE_MEASURE;
+    d->in_window += c->measured;
     /* Eight bytes into an empty send buffer: a blocking send never waits long here. */
     if (send_all(c->fd, &request, sizeof request) != IO_OK && phase != PHASE_STOP)
         die("the server closed a connection during the run");
+}
+
+/* Every response is the pattern of message 0; a byte that differs ends the run. */
+static void verify_response(const char *bytes, size_t count, size_t offset, const struct connection *c)
+{
+    for (size_t i = 0; i < count; i++)
+        if ((uint8_t)bytes[i] != pattern_byte(0, offset + i))
+            die("response byte %zu on descriptor %d is 0x%02x, not the pattern's 0x%02x", offset + i, c->fd,
+                (uint8_t)bytes[i], pattern_byte(0, offset + i));
 }
 
 static void *drive(void *arg)
@@ -61,12 +76,17 @@ static void *drive(void *arg)
         struct epoll_event event = {.events = EPOLLIN, .data.ptr = c};
         if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c->fd, &event) != 0)
             die_errno("epoll_ctl");
-        send_request(c, PHASE_WARMUP);
+        send_request(d, c, PHASE_WARMUP);
     }
+    uint64_t drain_deadline = 0;
     for (;;) {
         int phase = atomic_load_explicit(d->phase, memory_order_relaxed);
-        if (phase == PHASE_STOP)
+        if (phase == PHASE_STOP && d->in_window == 0)
             break;
+        if (phase == PHASE_STOP && !drain_deadline)
+            drain_deadline = now_ns() + (uint64_t)(DRAIN_S * 1e9);
+        if (drain_deadline && now_ns() > drain_deadline)
+            die("%u requests sent in the window got no response within %.0f s of its end", d->in_window, DRAIN_S);
         struct epoll_event events[EVENTS];
         int ready = epoll_wait(epoll_fd, events, EVENTS, POLL_MS);
         if (ready < 0 && errno != EINTR)
@@ -77,18 +97,21 @@ static void *drive(void *arg)
             ssize_t got = recv(c->fd, scratch, want < 65536 ? want : 65536, MSG_DONTWAIT);
             if (got < 0 && (errno == EAGAIN || errno == EINTR))
                 continue;
-            if (got <= 0) {
-                if (atomic_load(d->phase) == PHASE_STOP)
-                    break;
+            if (got <= 0)
                 die("the server closed a connection during the run");
-            }
+            if (d->verify)
+                verify_response(scratch, (size_t)got, c->received, c);
             c->received += (size_t)got;
             if (c->received < d->size)
                 continue;
-            if (c->measured)
+            if (c->measured) {
                 histogram_record(&d->latency, now_ns() - c->started_ns);
+                d->in_window--;
+            }
             atomic_fetch_add_explicit(&c->completed, 1, memory_order_relaxed);
-            send_request(c, atomic_load_explicit(d->phase, memory_order_relaxed));
+            int now = atomic_load_explicit(d->phase, memory_order_relaxed);
+            if (now != PHASE_STOP) /* after the window, only the round trips begun in it go on */
+                send_request(d, c, now);
         }
     }
     free(scratch);
@@ -133,7 +156,7 @@ int main(int argc, char **argv)
     for (unsigned t = 0; t < threads; t++) {
         struct driver *d = &drivers[t];
         *d = (struct driver){.connections = &connections[t], .stride = threads, .size = opt.size, .phase = &phase,
-                             .count = (n - t + threads - 1) / threads};
+                             .verify = opt.verify, .count = (n - t + threads - 1) / threads};
         int err = pthread_create(&d->thread, NULL, drive, d);
         if (err)
             die("pthread_create: %s", strerror(err));

@@ -28,6 +28,10 @@ bool answer_request(int fd, const struct model_config *config);
  * Once it has accepted all of them, the model holds its connections: the client's
  * warm-up may begin. */
 int accept_connection(const struct model_config *config);
+/* Counts a connection a model accepted its own way (accept_connection counts its own). */
+void connection_taken(const struct model_config *config);
+/* NULL when the model can run on this kernel, else why not (--probe); most models always can. */
+const char *model_unavailable(void);
 /* Says the model holds every connection it takes at the start, when that is
  * fewer than all of them (iterative: one). */
 void model_settled(void);

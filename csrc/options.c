@@ -141,7 +141,7 @@ static const struct option_spec OPTIONS[] = {
      "messages back to back, or request and response"},
     {"receive", OPT_RECEIVE, FOR_CLIENT, 0, "copy|truncate|mmap",
      "how the client takes the bytes in"},
-    {"verify", OPT_VERIFY, FOR_CLIENT, 0, NULL,
+    {"verify", OPT_VERIFY, FOR_CLIENT | FOR_LOAD, 0, NULL,
      "check every byte against the pattern"},
     {"file", OPT_FILE, FOR_SERVER, 0, "PATH",
      "the message file (file-sending variants)"},

@@ -98,14 +98,24 @@ void model_settled(void)
     posted = true;
 }
 
-int accept_connection(const struct model_config *config)
+void connection_taken(const struct model_config *config)
 {
     static unsigned accepted;
-    /* Every connection is opened at the start; the session's end ends a wait for more. */
-    int fd = accept_within(config->listen_fd, 24 * 3600.0);
     if (++accepted == config->connections)
         model_settled();
+}
+
+int accept_connection(const struct model_config *config)
+{
+    /* Every connection is opened at the start; the session's end ends a wait for more. */
+    int fd = accept_within(config->listen_fd, 24 * 3600.0);
+    connection_taken(config);
     return fd;
+}
+
+__attribute__((weak)) const char *model_unavailable(void)
+{
+    return NULL;
 }
 
 static void *model_main(void *arg)
@@ -139,16 +149,20 @@ static void mark_phase(enum control edge)
     atomic_store(&shared->phase, edge == CONTROL_BEGIN ? IN_WINDOW : AFTER_WINDOW);
 }
 
-/* Waits, bounded, for the forked children, which end when their connections close. */
+/* Waits, bounded, for the forked children, which end when their connections close and add their share
+ * of the window's CPU as they do: a child still running after the wait would leave its share out. */
 static void wait_children(void)
 {
     uint64_t deadline = now_ns() + (uint64_t)(CHILDREN_WAIT_S * 1e9);
-    while (now_ns() < deadline) {
+    for (;;) {
         pid_t pid = waitpid(-1, NULL, WNOHANG);
         if (pid < 0 && errno == ECHILD)
             return;
         if (pid < 0 && errno != EINTR)
             die_errno("waitpid");
+        if (pid == 0 && now_ns() >= deadline)
+            die("forked children still ran %.0f s after the window: their share of its CPU is unknown",
+                CHILDREN_WAIT_S);
         if (pid == 0) {
             struct timespec pause = {0, 1000000};
             nanosleep(&pause, NULL);
@@ -160,8 +174,12 @@ int main(int argc, char **argv)
 {
     struct options opt;
     parse_options(ROLE_SERVER, argc, argv, &opt);
-    if (opt.probe)
+    if (opt.probe) {
+        const char *why = model_unavailable();
+        if (why)
+            die("the %s server is unavailable here: %s", MODEL_NAME, why);
         return 0;
+    }
     if (opt.file)
         die_usage("--file: the %s server answers requests from memory", MODEL_NAME);
     if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)

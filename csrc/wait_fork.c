@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *const MODEL_NAME = "fork";
@@ -24,5 +25,8 @@ void model_serve(const struct model_config *config)
         }
         if (close(fd) != 0)
             die_errno("close");
+        /* A child whose connection ended early is reaped now, not left a zombie for the run. */
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            continue;
     }
 }

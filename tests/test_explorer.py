@@ -326,3 +326,20 @@ def test_the_receive_mode_is_selectable_and_compared_within_itself(tmp_path: Pat
     assert (
         set(ex.data["challenger"]) == {"one_copy", "zero_copy"} and (ex.data["baseline"] == "two_copy/truncate").all()
     )
+
+
+def test_a_second_sweep_of_the_experiment_is_overlaid_dashed(ex: Explorer, data_root: Path) -> None:
+    assert [label for label, _ in ex.overlay.options] == ["none", "noisy", "small"]
+    assert ex.overlaid.empty
+    solid = len(ex.figure.axes[0].get_lines())
+
+    ex.overlay.value = str(data_root / "noisy")
+
+    expected = summarize(_trials(data_root / "noisy"), ["throughput_gbps"], 0.95)
+    expected = expected[(expected["workload"] == "stream") & (expected["threads"] == 1)]
+    merged = ex.overlaid.merge(expected, on=["implementation", "size_bytes"], suffixes=("", "_noisy"))
+    assert len(merged) == len(ex.overlaid) == 3 * 13
+    np.testing.assert_allclose(merged["mean"], merged["mean_noisy"])
+    dashed = [line for line in ex.figure.axes[0].get_lines() if line.get_linestyle() == "--"]
+    assert len(dashed) == 3 and len(ex.figure.axes[0].get_lines()) > solid
+    assert "dashed: noisy" in _legend(ex)

@@ -141,7 +141,8 @@ def test_the_store_saves_figures_as_png_at_200_dpi_under_figures(full, tmp_path)
     figures, _, _ = full
     subset = {name: figures[name] for name in ("throughput_vs_size", "cache_misses_vs_size")}
     store = SweepStore(tmp_path / "data" / "fig", figures_root=tmp_path / "figures", data_root=tmp_path / "data")
-    paths = store.save_figures(subset)
+    metadata = {"Source": "fig trials.csv sha256 " + "ab" * 32, "Software": "copylab 0123456789ab"}
+    paths = store.save_figures(subset, metadata)
     assert paths == [
         tmp_path / "figures" / "fig" / "throughput_vs_size.png",
         tmp_path / "figures" / "fig" / "cache_misses_vs_size.png",
@@ -150,6 +151,7 @@ def test_the_store_saves_figures_as_png_at_200_dpi_under_figures(full, tmp_path)
         with Image.open(path) as image:
             assert image.format == "PNG"
             assert np.allclose(image.info["dpi"], (200, 200), atol=0.5)
+            assert image.info["Source"] == metadata["Source"] and image.info["Software"] == metadata["Software"]
 
 
 @pytest.mark.parametrize(("size", "text"), [(64, "64 B"), (4096, "4 KiB"), (5792.6, "5.66 KiB"), (2**20, "1 MiB")])

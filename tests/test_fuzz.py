@@ -371,7 +371,7 @@ def test_loader_returns_a_valid_frame_or_a_copylab_error(tmp_path, outcome):
         check_valid(trials)
         counts["loaded"] += 1
         with contextlib.suppress(CopylabError):
-            check_manifest(trials, manifest, path, None)
+            check_manifest(trials, manifest, path)
 
     run()
     outcome["behaviour"] = (

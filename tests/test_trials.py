@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,7 @@ import pytest
 from copylab import schema
 from copylab.errors import CopylabError
 from copylab.metrics import METRICS, add_metrics
+from copylab.origin import ModifiedData
 from copylab.store import SweepStore
 from tests.synthetic import load_sweep, load_trials, make_trials, write_sweep
 
@@ -214,13 +216,30 @@ def test_file_of_an_older_schema_loads_with_the_new_columns_empty(sweep):
         ({"parameters": {"implementations": ["two_copy", "one_copy"]}}, "implementation zero_copy"),
         ({"parameters": {"threads": [2]}}, "threads 1 that"),
         ({"parameters": {"trials": 2}}, "parameters.trials allow 2 repetitions but trials.csv has 3"),
-        ({"trials_sha256": "0" * 64}, "the manifest says 000000000000"),
     ],
 )
 def test_manifest_disagreeing_with_data(tmp_path, trials, overrides, message):
     sweep = write_sweep(tmp_path / "synthetic", trials, overrides)
     with pytest.raises(CopylabError, match=message):
         load_sweep(sweep)
+
+
+def test_a_trials_file_changed_since_its_sweep_is_used_and_said_to_be_modified(tmp_path, trials):
+    sweep = write_sweep(tmp_path / "synthetic", trials, {"trials_sha256": "0" * 64})
+    with pytest.warns(ModifiedData, match=r"changed since its sweep ended .*the manifest recorded 000000000000"):
+        loaded, _ = load_sweep(sweep)
+    assert len(loaded) == len(trials)
+    origin = SweepStore(sweep).origin()
+    assert origin.modified and "modified since its sweep ended" in origin.stamp()
+
+
+def test_an_unchanged_trials_file_is_not_said_to_be_modified(tmp_path, trials):
+    sweep = write_sweep(tmp_path / "synthetic", trials)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModifiedData)
+        load_sweep(sweep)
+    origin = SweepStore(sweep).origin()
+    assert not origin.modified and origin.warning() is None and origin.trials_sha256[:12] in origin.stamp()
 
 
 def test_incomplete_manifest_skips_checksum(tmp_path, trials):

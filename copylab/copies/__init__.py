@@ -95,6 +95,7 @@ COPIES = Experiment(
         "rcv_kernel_copies_per_byte",
         "snd_kernel_copies_per_byte",
     ),
+    compared=("throughput_gbps", "latency_mean_us", "latency_p99_us", "cpu_ns_per_byte"),
     profiles=PROFILES,
     figures="copylab.copies.figures:copies_figures",
     report="copylab.copies.report",

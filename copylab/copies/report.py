@@ -5,7 +5,7 @@ the study's questions (Part E) and the other ways to send."""
 from __future__ import annotations
 
 from copylab import implementations
-from copylab.compose import Block, Figure, Markdown
+from copylab.blocks import Block, Figure, Markdown
 from copylab.copies import answers, captions, layout
 from copylab.copies.copy_bound import copy_limit_rows
 from copylab.copies.roles import Role

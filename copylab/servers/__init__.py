@@ -66,6 +66,7 @@ SERVERS = Experiment(
         "served_fraction",
         "fairness",
     ),
+    compared=("requests_per_s", "latency_mean_us", "latency_p99_us", "snd_cpu_us_per_request"),
     profiles=PROFILES,
     figures="copylab.servers.figures:servers_figures",
     report="copylab.servers.report",

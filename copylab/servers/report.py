@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from copylab import implementations, prose
-from copylab.compose import Block, Figure, Markdown
+from copylab.blocks import Block, Figure, Markdown
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.metrics import METRICS
 from copylab.prose import axis_value, row_interval
