@@ -90,7 +90,7 @@ def _compared(first: Results, other: Results) -> list[Block]:
 
 def _traced(content: list[Block], results: Results) -> list[Block]:
     """CONTENT with every figure's caption naming the data and code it was drawn from (copylab.origin)."""
-    stamp = results.store.origin(results.manifest).stamp()
+    stamp = results.origin.stamp()
     return [Figure(block.path, f"{block.caption} {stamp}") if isinstance(block, Figure) else block for block in content]
 
 

@@ -18,6 +18,7 @@ from copylab.copies.roles import Role
 from copylab.errors import CopylabError
 from copylab.formatting import code
 from copylab.manifest import Manifest
+from copylab.origin import Origin
 from copylab.store import SweepStore
 from copylab.vocabulary import NO_LAYOUT
 
@@ -50,6 +51,7 @@ class Results:
     comparisons: pd.DataFrame
     crossovers: pd.DataFrame
     store: SweepStore
+    origin: Origin  # which data and code its numbers come from
     layouts: Layouts | None = None
 
 
@@ -97,6 +99,7 @@ def load_results(store: SweepStore) -> Results:
         comparisons[~_between_layouts(comparisons)],
         crossovers[~_between_layouts(crossovers)],
         store,
+        store.origin(manifest),
         layouts,
     )
 

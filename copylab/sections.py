@@ -78,7 +78,7 @@ def front_matter(results: Results, generated: date) -> str:
     if m.path == "network":
         rows[0] = ("Controller (ran copylab)", host.hostname)
         rows[1:1] = _ends_rows(m)
-    origin = results.store.origin(m)
+    origin = results.origin
     rows.append(("trials.csv sha256", origin.trials_sha256))
     if origin.modified:
         rows.append(("Modified", f"yes: the manifest recorded sha256 {origin.recorded_sha256} when the sweep ended"))

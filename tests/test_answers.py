@@ -17,6 +17,7 @@ from copylab.copies.anomaly import find_anomaly
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.manifest import Manifest
+from copylab.origin import Origin
 from copylab.results import Focus, Results, choose_focus, measured_sizes
 from copylab.store import SweepStore
 
@@ -212,6 +213,7 @@ def make_sweep(
         pd.DataFrame(comparisons),
         pd.DataFrame(crossovers),
         SweepStore(Path("fixture")),
+        Origin.of(manifest, "ab" * 32),
     )
 
 

@@ -10,6 +10,7 @@ import subprocess
 from datetime import date
 
 import pytest
+from PIL import Image
 
 from copylab import sections
 from copylab.analysis import analyze
@@ -51,6 +52,19 @@ def test_pdf_is_written_with_the_executed_notebook_beside_it(rendered):
     assert pdf.read_bytes()[:5] == b"%PDF-"
     assert pdf.with_suffix(".ipynb").is_file()
     assert "Synthetic test report" in text and "pytest" in text
+
+
+@needs_latex
+def test_the_pdf_names_the_data_and_code_of_its_numbers(rendered):
+    """The setup table gives trials.csv's sha256 in full, every figure's caption its first 12 hex digits and the
+    commit that measured it; the PNGs carry both in their metadata."""
+    _, text, store = rendered
+    sha256, commit = store.trials_sha256(), store.read_manifest().git.commit
+    assert sha256 in text
+    assert text.count(f"trials.csv sha256 {sha256[:12]}") >= 5 and f"copylab {commit[:12]}" in text
+    with Image.open(next(store.figures_dir.glob("*.png"))) as image:
+        assert sha256 in image.info["Source"] and commit in image.info["Source"]
+        assert image.info["Software"].startswith("copylab ")
 
 
 def test_the_report_reads_the_analysis_and_never_redoes_it(tmp_path):

@@ -226,7 +226,9 @@ def test_manifest_disagreeing_with_data(tmp_path, trials, overrides, message):
 
 def test_a_trials_file_changed_since_its_sweep_is_used_and_said_to_be_modified(tmp_path, trials):
     sweep = write_sweep(tmp_path / "synthetic", trials, {"trials_sha256": "0" * 64})
-    with pytest.warns(ModifiedData, match=r"changed since its sweep ended .*the manifest recorded 000000000000"):
+    with pytest.warns(
+        ModifiedData, match=r"synthetic: trials.csv has changed since sweep .* the manifest recorded 000000000000"
+    ):
         loaded, _ = load_sweep(sweep)
     assert len(loaded) == len(trials)
     origin = SweepStore(sweep).origin()

@@ -4,12 +4,17 @@ one sweep only, moved crossovers, manifest differences, a modified trials.csv, a
 from __future__ import annotations
 
 import shutil
+from datetime import date
 
 import pandas as pd
 import pytest
 
+from copylab import compose
+from copylab.analysis import analyze
+from copylab.blocks import Figure, Markdown
 from copylab.errors import CopylabError
 from copylab.metrics import add_metrics
+from copylab.results import load_results
 from copylab.store import SweepStore
 from copylab.two_runs import HIGHER, LOWER, NOT_COMPARED, ONLY_A, ONLY_B, SAME, compare_runs, run_ratios
 from tests.synthetic import make_server_trials, make_trials, write_sweep
@@ -109,7 +114,10 @@ def test_a_modified_copy_is_compared_and_said_to_be_modified(tmp_path):
     trials = pd.read_csv(copy / "trials.csv")
     _scaled(trials, "one_copy", "throughput_gbps", 1.3).to_csv(copy / "trials.csv", index=False, lineterminator="\n")
     result = compare_runs(a, SweepStore(copy))
-    assert len(result.warnings()) == 1 and "changed since its sweep ended" in result.warnings()[0]
+    assert (
+        len(result.warnings()) == 1
+        and "copy: trials.csv has changed since sweep synthetic ended" in result.warnings()[0]
+    )
     assert result.b.origin.modified and not result.a.origin.modified
     changed = result.comparison[result.comparison["verdict"] != SAME]
     assert set(changed["implementation"]) == {"one_copy"} and set(changed["metric"]) == {"throughput_gbps"}
@@ -129,3 +137,20 @@ def test_sweeps_without_a_configuration_in_common_are_refused(tmp_path):
     b = _sweep(tmp_path, "b", make_trials(sizes=(65536,), rr_sizes=(8192,), threads=(2,)))
     with pytest.raises(CopylabError, match="no configuration in common"):
         compare_runs(a, b)
+
+
+def test_a_report_of_two_sweeps_of_one_experiment_has_their_comparison(tmp_path):
+    stores = []
+    for name, seed in (("first", 1), ("second", 2)):
+        trials = make_trials(sweep=name, sizes=SIZES, workloads=("stream",), threads=(1,), seed=seed)
+        store = SweepStore(write_sweep(tmp_path / "data" / name, trials), figures_root=tmp_path / "figures")
+        analyze(store, n_resamples=200)
+        stores.append(store)
+    sweeps = compose.arrange([load_results(store) for store in stores])
+    content = compose.blocks(sweeps, date(2026, 1, 2))
+    texts = [block.text for block in content if isinstance(block, Markdown)]
+    assert "## What changed from `first` (A) to `second` (B)" in texts
+    figures = [block for block in content if isinstance(block, Figure) and "compare_" in block.path.name]
+    assert figures and all(block.path.is_file() for block in figures)
+    assert all(stores[1].trials_sha256()[:12] in block.caption for block in figures)
+    assert figures[0].path.is_relative_to(tmp_path / "figures" / "comparisons" / "first-vs-second")
