@@ -98,4 +98,11 @@ def undecided(
 
 
 def point_of_row(row: pd.Series) -> Point:
-    return Point(row["workload"], int(row["size_bytes"]), int(row["threads"]), int(row["connections"]), row["pinning"])
+    return Point(
+        row["workload"],
+        int(row["size_bytes"]),
+        int(row["threads"]),
+        int(row["connections"]),
+        int(row["idle_connections"]),
+        row["pinning"],
+    )

@@ -213,15 +213,26 @@ def _check_hosts(config: Any) -> None:
         raise CopylabError(f"ssh-config: {config.ssh_config} is not a readable file")
 
 
+def _held(config: Any) -> int:
+    """The most connections a server of the sweep holds: the busy ones and the idle ones."""
+    return max(config.connections) + max(config.idle_connections)
+
+
 def _check_connection_limits(config: Any) -> None:
-    """Refuses more connections than a model of the sweep can hold."""
-    most = max(config.connections)
+    """Refuses more connections, busy and idle, than a model of the sweep can hold."""
+    most = _held(config)
+    label = "connections" if max(config.idle_connections) == 0 else "idle-connections"
+    total = (
+        f"{most}" if label == "connections" else f"{max(config.connections)} busy + {max(config.idle_connections)} idle"
+    )
+    if most > settings.get("connections").high:
+        raise CopylabError(f"{label}: {total} connections are more than {_bound(settings.get('connections').high)}")
     for name in config.implementations:
         limit = implementations.get(name).max_connections
         if limit is not None and most > limit:
             raise CopylabError(
-                f"connections: a {name} server holds at most {limit} connections (FD_SETSIZE less its own "
-                f"descriptors), not {most}; drop {name} or the larger counts"
+                f"{label}: a {name} server holds at most {limit} connections (FD_SETSIZE less its own "
+                f"descriptors), not {total}; drop {name} or the larger counts"
             )
 
 
@@ -232,7 +243,7 @@ def check_descriptor_limit(config: Any) -> None:
     """
     if not config.connections:
         return
-    most = max(config.connections)
+    most = _held(config)
     needed = most + DESCRIPTORS_BESIDES_CONNECTIONS
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < needed and os.geteuid() != 0:

@@ -121,13 +121,14 @@ RESULTS["model_server"] = (
     Key("role", "str", "", "server"),
     Key("model", "str", "", "how the server waits for connections (csrc/wait_MODEL.c)", column="model"),
     Key("size", "int", "B", "response size"),
-    Key("connections", "int", "", "connections the client opened"),
+    Key("connections", "int", "", "connections the client opened, busy and idle"),
     *_USAGE,
 )
 RESULTS["load_client"] = (
     Key("role", "str", "", "client"),
     Key("size", "int", "B", "response size"),
     Key("connections", "int", "", "connections kept busy, one request outstanding each"),
+    Key("idle_connections", "int", "", "connections opened besides and silent throughout"),
     Key("threads", "int", "", "threads driving them"),
     Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
     *_WINDOW,

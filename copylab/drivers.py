@@ -252,6 +252,7 @@ class ModelPrograms(Driver):
         client = [
             *(settings.client_program("load_client"), "--connect", address, "--port", port),
             *("--size", size, "--connections", str(spec.connections), "--threads", str(spec.threads)),
+            *("--idle-connections", str(spec.idle_connections)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
             *(["--verify"] if settings.verify else []),
         ]
@@ -262,10 +263,20 @@ class ModelPrograms(Driver):
 
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         row: dict[str, Any] = {}
-        asked_of_both = {"size": spec.size_bytes, "connections": spec.connections}
+        # the server holds the idle connections like the busy ones
+        held = spec.connections + spec.idle_connections
         for role, stdout, asked in (
-            ("model_server", server_out, {**asked_of_both, "model": self.model}),
-            ("load_client", client_out, {**asked_of_both, "threads": spec.threads}),
+            ("model_server", server_out, {"size": spec.size_bytes, "connections": held, "model": self.model}),
+            (
+                "load_client",
+                client_out,
+                {
+                    "size": spec.size_bytes,
+                    "connections": spec.connections,
+                    "idle_connections": spec.idle_connections,
+                    "threads": spec.threads,
+                },
+            ),
         ):
             side = role.split("_")[-1]
             try:

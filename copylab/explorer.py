@@ -101,6 +101,7 @@ class Explorer:
         self.pinning = widgets.Dropdown(description="pinning")
         self.receive = widgets.Dropdown(description="receive")
         self.client_threads = widgets.Dropdown(description="client threads")
+        self.idle_connections = widgets.Dropdown(description="idle conns")
         self.x_axis = widgets.ToggleButtons(
             options=[(AXES[axis], axis) for axis in experiment_axes(experiments.DEFAULT.name)], style=_TOGGLE_STYLE
         )
@@ -131,6 +132,7 @@ class Explorer:
         self.widget = widgets.VBox(
             [
                 widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
+                widgets.HBox([self.idle_connections]),
                 widgets.HBox([widgets.Label("x axis"), self.x_axis, self.fixed]),
                 widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay]),
                 widgets.HBox([widgets.Label("implementations"), self.implementation_box]),
@@ -155,6 +157,7 @@ class Explorer:
             self.pinning,
             self.receive,
             self.client_threads,
+            self.idle_connections,
             self.x_axis,
             self.fixed,
             self.confidence,
@@ -176,7 +179,8 @@ class Explorer:
     def view(self) -> View:
         """The workload, pinning and receive mode (servers: and client threads) the controls select."""
         threads = self.client_threads.value if splits_threads(self.experiment) else None
-        return View(self.workload.value, self.pinning.value, self.receive.value, self.experiment, threads)
+        idle = self.idle_connections.value or 0
+        return View(self.workload.value, self.pinning.value, self.receive.value, self.experiment, threads, idle)
 
     @property
     def selected(self) -> list[str]:
@@ -244,6 +248,9 @@ class Explorer:
         counts = sorted(int(t) for t in trials.loc[trials["workload"] == self.workload.value, "threads"].unique())
         _choose(self.client_threads, [(str(t), t) for t in counts], counts[0])
         self.client_threads.layout.display = None if splits_threads(self.experiment) else "none"
+        silent = sorted(int(n) for n in trials["idle_connections"].unique())
+        _choose(self.idle_connections, [(str(n), n) for n in silent], silent[0])
+        self.idle_connections.layout.display = None if len(silent) > 1 else "none"
         axes = experiment_axes(self.experiment)
         offered = [(AXES[axis], axis) for axis in axes]
         if list(self.x_axis.options) != offered:  # another experiment: start from its crossover axis

@@ -58,12 +58,15 @@ class View:
     receive: str = registry.BASELINE_RECEIVE
     experiment: str = experiments.DEFAULT.name
     threads: int | None = None
+    idle_connections: int = 0
 
     def rows(self, frame: pd.DataFrame) -> pd.Series:
         """The rows of FRAME in this view (comparison tables name the receive mode in their contenders)."""
         chosen = (frame["workload"] == self.workload) & (frame["pinning"] == self.pinning)
         if self.threads is not None:
             chosen &= frame["threads"] == self.threads
+        if "idle_connections" in frame:
+            chosen &= frame["idle_connections"] == self.idle_connections
         return chosen & (frame["receive"] == self.receive) if "receive" in frame else chosen
 
     def other(self, x: Axis) -> Axis:
@@ -79,7 +82,8 @@ class View:
     def label(self) -> str:
         receive = "" if self.receive == registry.BASELINE_RECEIVE else f", receive {self.receive}"
         threads = "" if self.threads is None else f", {axis_label('threads', self.threads)}"
-        return f"{self.workload}, pinning {self.pinning}{receive}{threads}"
+        idle = f", {self.idle_connections} idle connections" if self.idle_connections else ""
+        return f"{self.workload}, pinning {self.pinning}{receive}{threads}{idle}"
 
 
 # ------------------------------------------------------------------ axes

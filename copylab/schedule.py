@@ -49,6 +49,7 @@ class Configuration(NamedTuple):
     pinning: str
     receive: str
     layout: str = STUDY_LAYOUT
+    idle_connections: int = 0
 
 
 class Point(NamedTuple):
@@ -58,12 +59,13 @@ class Point(NamedTuple):
     size_bytes: int
     threads: int
     connections: int
+    idle_connections: int
     pinning: str
 
 
 def point_of(configuration: Configuration) -> Point:
     c = configuration
-    return Point(c.workload, c.size_bytes, c.threads, c.connections, c.pinning)
+    return Point(c.workload, c.size_bytes, c.threads, c.connections, c.idle_connections, c.pinning)
 
 
 def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
@@ -100,9 +102,18 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                             for receive in _receive_modes(config, implementation):
                                 grid += [
                                     Configuration(
-                                        implementation, workload, size, threads, connections, pinning, receive, layout
+                                        implementation,
+                                        workload,
+                                        size,
+                                        threads,
+                                        connections,
+                                        pinning,
+                                        receive,
+                                        layout,
+                                        idle,
                                     )
                                     for layout in layouts_of(config, implementation)
+                                    for idle in config.idle_connections
                                 ]
     return grid
 
@@ -117,13 +128,16 @@ def configuration_of(row: Any) -> Configuration:
         row["pinning"],
         row["receive"],
         row["layout"],
+        int(row["idle_connections"]),
     )
 
 
 def _spec(configuration: Configuration, repetition: int, order_index: int, position: int | None = None) -> TrialSpec:
     c = configuration
-    # A layout that is not chosen is left out of the id, so sweeps from before layouts were an axis resume.
-    named = c if c.layout not in (STUDY_LAYOUT, NO_LAYOUT) else c[:-1]
+    # A layout that is not chosen and no idle connection are left out of the id, so that sweeps from before
+    # either was an axis resume.
+    named = [*c[:7], *([c.layout] if c.layout not in (STUDY_LAYOUT, NO_LAYOUT) else [])]
+    named += [f"idle{c.idle_connections}"] if c.idle_connections else []
     return TrialSpec(
         f"{'-'.join(map(str, named))}-r{repetition}",
         order_index,
@@ -137,6 +151,7 @@ def _spec(configuration: Configuration, repetition: int, order_index: int, posit
         c.connections,
         position,
         c.layout,
+        c.idle_connections,
     )
 
 

@@ -16,7 +16,7 @@ from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Col
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -85,6 +85,15 @@ COLUMNS: tuple[Column, ...] = (
         True,
         since=2,
         legacy_column="threads",
+    ),
+    Column(
+        "idle_connections",
+        "int",
+        "",
+        "servers: connections the client opened besides and left silent for the whole trial (copies: 0)",
+        True,
+        since=6,
+        legacy="0",
     ),
     Column("pinning", "str", "", "none, same_cpu (both ends on one CPU) or split_cpu", True),
     Column(

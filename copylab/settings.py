@@ -99,6 +99,15 @@ SETTINGS: tuple[Setting, ...] = (
         high=4096,
         limit="MAX_CONNECTIONS",
     ),
+    Setting(
+        "idle_connections",
+        "ints",
+        (0,),
+        "servers: connections the load client opens besides the busy ones and leaves silent, e.g. 0,100,900 (the "
+        "server holds them too; select's limit counts both)",
+        low=0,
+        high=4096,
+    ),
     Setting("trials", "int", 3, "trials (blocks) per configuration; with a budget, its first pass", low=1, high=1000),
     Setting(
         "duration_s", "float", 1.0, "measured window, seconds", low=0, high=3600, low_open=True, limit="MAX_DURATION"

@@ -31,6 +31,7 @@ class TrialSpec:
     connections: int = 0  # servers: connections the client keeps busy; copies: one per thread (0 = threads)
     block_position: int | None = None  # its place in its block (a blocked design; repetition is the block)
     layout: str = "fields"  # how the sender holds the message (copylab.vocabulary.LAYOUTS, or NO_LAYOUT)
+    idle_connections: int = 0  # servers: connections the client opens besides and leaves silent
 
     def __post_init__(self) -> None:
         if not self.connections:

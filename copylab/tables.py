@@ -11,10 +11,20 @@ import pandas as pd
 # One configuration of a sweep.  Comparisons pair contenders (an implementation with a receive mode,
 # copylab.implementations.contender) at one point of the settings; a curve is every point that differs only
 # along the experiment's axis (message size for copies, connections for servers).
-CONFIG_KEYS = ("implementation", "workload", "size_bytes", "threads", "connections", "pinning", "receive", "layout")
+CONFIG_KEYS = (
+    "implementation",
+    "workload",
+    "size_bytes",
+    "threads",
+    "connections",
+    "idle_connections",
+    "pinning",
+    "receive",
+    "layout",
+)
 # What tells apart the contenders compared at one point (copylab.implementations.contender).
 CONTENDER_KEYS = ("implementation", "receive", "layout")
-POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "pinning")
+POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "idle_connections", "pinning")
 AXES = ("size_bytes", "connections")
 
 
@@ -31,6 +41,7 @@ _CONFIG_TYPES = {
     "size_bytes": "int64",
     "threads": "int64",
     "connections": "int64",
+    "idle_connections": "int64",
     "pinning": "str",
     "receive": "str",
     "layout": "str",

@@ -124,6 +124,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         "size_bytes": spec.size_bytes,
         "threads": spec.threads,
         "connections": spec.connections,
+        "idle_connections": spec.idle_connections,
         "pinning": spec.pinning,
         "receive": spec.receive,
         "layout": spec.layout,

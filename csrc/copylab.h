@@ -59,6 +59,7 @@ struct options {
     uint64_t size;
     unsigned threads;
     unsigned connections;      /* load client: connections kept busy, spread over the threads */
+    unsigned idle_connections; /* load client: connections opened besides, silent for the whole run */
     double duration_s;
     double warmup_s;
     double timeout_s; /* server: how long to wait for a client; client: connect */

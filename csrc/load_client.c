@@ -4,7 +4,9 @@
  * epoll, so the client needs far less than a thread per connection.  Every round
  * trip that starts in the measured window is recorded (those still in flight at
  * its end are waited for), and so is how many requests each connection completed
- * in it: the fairness of the server.  --verify checks every response byte. */
+ * in it: the fairness of the server.  --verify checks every response byte, and
+ * --idle-connections N opens N more connections that stay silent throughout,
+ * which a server holds like the busy ones. */
 #include "copylab.h"
 
 #include <errno.h>
@@ -132,14 +134,14 @@ int main(int argc, char **argv)
     parse_options(ROLE_LOAD, argc, argv, &opt);
     if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
         die_errno("signal");
-    unsigned n = opt.connections, threads = opt.threads;
-    raise_descriptor_limit(n + 64ULL, "the client's connections");
+    unsigned n = opt.connections, idle = opt.idle_connections, threads = opt.threads;
+    raise_descriptor_limit((uint64_t)n + idle + 64, "the client's connections");
     struct perf_control perf;
     perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
 
-    /* The hello's threads field carries the connections the server is to expect. */
+    /* The hello's threads field carries the connections the server is to expect: it holds busy and idle alike. */
     struct hello hello = {
-        .magic = HELLO_MAGIC, .size = opt.size, .threads = n, .mode = MODE_RR,
+        .magic = HELLO_MAGIC, .size = opt.size, .threads = n + idle, .mode = MODE_RR,
         .window_s = opt.warmup_s + opt.duration_s,
     };
     int control_fd = session_join(&opt, &hello);
@@ -148,8 +150,14 @@ int main(int argc, char **argv)
     uint64_t *before = calloc(n, sizeof *before), *after = calloc(n, sizeof *after);
     if (!connections || !drivers || !before || !after)
         die("out of memory");
+    int *silent = calloc(idle ? idle : 1, sizeof *silent);
+    if (!silent)
+        die("out of memory");
+    /* The busy ones first: a server that serves one connection (iterative) serves a busy one. */
     for (unsigned i = 0; i < n; i++)
         connections[i].fd = connect_within(opt.address, opt.port, opt.timeout_s);
+    for (unsigned i = 0; i < idle; i++)
+        silent[i] = connect_within(opt.address, opt.port, opt.timeout_s);
     session_wait_ready(control_fd);
 
     _Atomic int phase = PHASE_WARMUP;
@@ -187,12 +195,13 @@ int main(int argc, char **argv)
             histogram_merge(&drivers[0].latency, &drivers[t].latency);
     }
     /* Reset, so a server blocked on a connection sees the end at once. */
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n + idle; i++) {
+        int fd = i < n ? connections[i].fd : silent[i - n];
         struct linger reset = {.l_onoff = 1, .l_linger = 0};
-        if (setsockopt(connections[i].fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0 ||
-            close(connections[i].fd) != 0)
+        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0 || close(fd) != 0)
             die_errno("closing a connection");
     }
+    free(silent);
     if (close(control_fd) != 0)
         die_errno("close");
     perf_control_close(&perf);
@@ -213,6 +222,7 @@ int main(int argc, char **argv)
     json_str(&j, "role", "client");
     json_u64(&j, "size", opt.size);
     json_u64(&j, "connections", n);
+    json_u64(&j, "idle_connections", idle);
     json_u64(&j, "threads", threads);
     json_f64(&j, "measured_s", seconds);
     json_u64(&j, "window_begin_ns", begin_ns);

@@ -24,6 +24,19 @@ void model_serve(const struct model_config *config);
 
 /* Reads one request on fd and sends the response; false when the peer closed. */
 bool answer_request(int fd, const struct model_config *config);
+
+/* A connection an event loop serves without blocking (loop_connection.c). */
+struct loop_connection {
+    int fd;
+    size_t request_bytes; /* of the request arriving */
+    uint64_t owed;        /* requests received and not yet answered */
+    size_t sent;          /* of the response leaving */
+};
+enum loop_wait { LOOP_WAIT_READ, LOOP_WAIT_WRITE, LOOP_CLOSED };
+/* Makes FD non-blocking and C its state. */
+void loop_connection_open(struct loop_connection *c, int fd);
+/* Answers every request that has arrived, as far as the socket takes the responses: what C waits for next. */
+enum loop_wait loop_connection_serve(struct loop_connection *c, const struct model_config *config);
 /* Accepts one connection of the session (blocking, bounded like every accept).
  * Once it has accepted all of them, the model holds its connections: the client's
  * warm-up may begin. */

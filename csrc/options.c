@@ -102,7 +102,7 @@ static enum layout parse_layout(const char *text)
 enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
-    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_COUNT
+    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -131,6 +131,7 @@ static const struct option_spec OPTIONS[] = {
      "bytes per message or response (K, M suffixes)"},
     {"connections", OPT_CONNECTIONS, FOR_LOAD, FOR_LOAD, "C",
      "connections kept busy, one request each at a time"},
+    {"idle-connections", OPT_IDLE_CONNECTIONS, FOR_LOAD, 0, "N", "connections opened besides, silent throughout"},
     {"threads", OPT_THREADS, FOR_CLIENT | FOR_LOAD, 0, "T",
      "client: one per data connection; load_client: each drives a share"},
     {"duration", OPT_DURATION, FOR_CLIENT | FOR_LOAD, 0, "SECONDS",
@@ -233,6 +234,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         case OPT_CONNECTIONS:
             out->connections = (unsigned)parse_count("connections", optarg, 1, MAX_CONNECTIONS);
             break;
+        case OPT_IDLE_CONNECTIONS:
+            out->idle_connections = (unsigned)parse_count("idle-connections", optarg, 0, MAX_CONNECTIONS);
+            break;
         case OPT_DURATION:
             out->duration_s = parse_seconds("duration", optarg, 0, MAX_DURATION, false);
             break;
@@ -288,6 +292,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     if (out->threads > (out->connections ? out->connections : out->threads))
         die_usage("--threads: %u threads for %u connections leaves threads with nothing to do", out->threads,
                   out->connections);
+    if (out->connections + (uint64_t)out->idle_connections > MAX_CONNECTIONS)
+        die_usage("--idle-connections: %u busy and %u idle connections are more than %llu", out->connections,
+                  out->idle_connections, (unsigned long long)MAX_CONNECTIONS);
     if (out->perf_ack && !out->perf_ctl)
         die_usage("--perf-ack needs --perf-ctl");
 }

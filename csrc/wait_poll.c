@@ -1,5 +1,6 @@
 /* poll: one thread waits on every connection at once with poll(): no descriptor
- * limit of its own, but the whole array goes to the kernel and back on every call. */
+ * limit of its own, but the whole array goes to the kernel and back on every call.
+ * Connections never block it (loop_connection.c). */
 #include "model.h"
 
 #include <errno.h>
@@ -12,9 +13,10 @@ const unsigned MODEL_MAX_CONNECTIONS = 0;
 
 void model_serve(const struct model_config *config)
 {
-    /* Slot 0 is the listener until every connection is accepted. */
+    /* Slot 0 is the listener until every connection is accepted; slot i > 0 is connections[i]. */
     struct pollfd *watched = calloc(config->connections + 1, sizeof *watched);
-    if (!watched)
+    struct loop_connection *connections = calloc(config->connections + 1, sizeof *connections);
+    if (!watched || !connections)
         die("out of memory");
     watched[0] = (struct pollfd){.fd = config->listen_fd, .events = POLLIN};
     unsigned count = 1, accepted = 0;
@@ -25,16 +27,24 @@ void model_serve(const struct model_config *config)
             die_errno("poll");
         }
         for (unsigned i = 1; i < count;) {
-            if ((watched[i].revents & (POLLIN | POLLHUP | POLLERR)) && !answer_request(watched[i].fd, config)) {
-                if (close(watched[i].fd) != 0)
-                    die_errno("close");
-                watched[i] = watched[--count];
-                continue;
+            if (watched[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)) {
+                enum loop_wait next = loop_connection_serve(&connections[i], config);
+                if (next == LOOP_CLOSED) {
+                    if (close(watched[i].fd) != 0)
+                        die_errno("close");
+                    count--;
+                    watched[i] = watched[count];
+                    connections[i] = connections[count];
+                    continue;
+                }
+                watched[i].events = next == LOOP_WAIT_WRITE ? POLLOUT : POLLIN;
             }
             i++;
         }
         if (watched[0].revents & POLLIN) {
-            watched[count++] = (struct pollfd){.fd = accept_connection(config), .events = POLLIN};
+            loop_connection_open(&connections[count], accept_connection(config));
+            watched[count] = (struct pollfd){.fd = connections[count].fd, .events = POLLIN};
+            count++;
             if (++accepted == config->connections)
                 watched[0].fd = -1; /* poll ignores negative descriptors */
         }

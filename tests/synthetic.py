@@ -166,16 +166,22 @@ def make_server_trials(
     shapes: Mapping[str, float | str] | None = None,
     noise_cv: float = 0.03,
     seed: int = 0,
+    idle: Iterable[int] = (0,),
+    idle_cost: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
-    """A servers-experiment trials DataFrame (every schema column), in seeded random order."""
+    """A servers-experiment trials DataFrame (every schema column), in seeded random order.  IDLE_COST: per model,
+    the server's CPU per request grows by this share per 100 idle connections (IDLE)."""
     rng = np.random.default_rng(seed)
     shapes = {**DEFAULT_SERVER_SHAPES, "iterative": "serial", **(shapes or {})}
     rows = []
     for model in models:
         for size in rr_sizes:
             for count in connections:
-                for rep in range(1, trials + 1):
-                    rows.append(_server_trial(rng, sweep, model, size, count, rep, shapes.get(model, "same"), noise_cv))
+                for silent in idle:
+                    grows = 1 + (idle_cost or {}).get(model, 0.0) * silent / 100
+                    for rep in range(1, trials + 1):
+                        shape = shapes.get(model, "same")
+                        rows.append(_server_trial(rng, sweep, model, size, count, rep, shape, noise_cv, silent, grows))
     df = pd.DataFrame(rows)
     order = rng.permutation(len(df))
     df["order_index"] = order
@@ -193,6 +199,8 @@ def _server_trial(
     rep: int,
     shape: float | str,
     noise_cv: float,
+    idle: int = 0,
+    cost_factor: float = 1.0,
 ) -> dict[str, Any]:
     measured_s = _DURATION_S * (1 + rng.uniform(0, 0.002))
     rps = true_requests_per_s(connections, shape) * rng.normal(1.0, noise_cv)
@@ -203,7 +211,7 @@ def _server_trial(
     switches = _PER_REQUEST_SWITCHES.get(model, 0.01)
     return {
         "sweep": sweep,
-        "trial_id": f"{model}-rr-{size}-1-{connections}-split_cpu-copy-r{rep}",
+        "trial_id": f"{model}-rr-{size}-1-{connections}-split_cpu-copy{f'-idle{idle}' if idle else ''}-r{rep}",
         "experiment": "servers",
         "implementation": model,
         "model": model,
@@ -214,6 +222,7 @@ def _server_trial(
         "pinning": "split_cpu",
         "receive": "copy",
         "layout": NO_LAYOUT,
+        "idle_connections": idle,
         "repetition": rep,
         "status": "ok",
         "error": None,
@@ -228,8 +237,8 @@ def _server_trial(
         "requests_per_s": requests / measured_s,
         "connections_served": served,
         "fairness": served / connections,
-        "snd_cpu_user_s": 0.1 * server_busy * measured_s,
-        "snd_cpu_sys_s": 0.9 * server_busy * measured_s,
+        "snd_cpu_user_s": 0.1 * server_busy * measured_s * cost_factor,
+        "snd_cpu_sys_s": 0.9 * server_busy * measured_s * cost_factor,
         "snd_ctx_voluntary": int(switches * requests),
         "snd_ctx_involuntary": int(rng.integers(0, 10)),
         "rcv_cpu_user_s": 0.1 * server_busy * measured_s,
@@ -287,6 +296,7 @@ def _trial(
         "pinning": pinning,
         "receive": receive,
         "layout": _study_layout(impl),
+        "idle_connections": 0,
         "repetition": rep,
         "status": "ok",
         "error": None,
@@ -381,7 +391,11 @@ def _manifest(df: pd.DataFrame, sha256: str) -> dict[str, Any]:
     implementations = registry.ordered(df["implementation"])
     hardware = bool(df["snd_cycles"].notna().any())
     experiment = str(df["experiment"].iloc[0])
-    servers = {"connections": values("connections")} if experiment == "servers" else {}
+    servers = (
+        {"connections": values("connections"), "idle_connections": values("idle_connections")}
+        if experiment == "servers"
+        else {}
+    )
     return {
         "sweep": str(df["sweep"].iloc[0]),
         "profile": "custom",

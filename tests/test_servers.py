@@ -23,6 +23,7 @@ from copylab.netns import exec_prefix
 from copylab.paths import ROOT
 from copylab.results import load_results
 from copylab.servers import report as server_report
+from copylab.servers import waiting
 from copylab.store import SweepStore
 from tests.conftest import needs_root, run_in
 from tests.synthetic import SERVER_MODELS, make_server_trials, write_sweep
@@ -35,7 +36,14 @@ PORT = 5402
 
 
 def start_model(
-    bin_dir: Path, pair, model: str, connections: int, size: int = 64, duration: float = 0.4, threads: int = 1
+    bin_dir: Path,
+    pair,
+    model: str,
+    connections: int,
+    size: int = 64,
+    duration: float = 0.4,
+    threads: int = 1,
+    client_options: tuple[str, ...] = (),
 ) -> tuple[subprocess.CompletedProcess[str], int, str, str]:
     """One session between MODEL_server and load_client: the client's result, the server's exit, stdout, stderr."""
     server = subprocess.Popen(
@@ -56,6 +64,7 @@ def start_model(
                 *("--connect", pair.server_address, "--port", str(PORT), "--size", str(size)),
                 *("--connections", str(connections), "--threads", str(threads)),
                 *("--duration", str(duration), "--warmup", "0.2"),
+                *client_options,
             ],
         )
         server_out, server_err = server.communicate(timeout=20)
@@ -98,6 +107,22 @@ def test_a_thousand_connections_are_all_served(bin_dir, pair, model):
     server, client, _ = run_model(bin_dir, pair, model, 1000, duration=0.5)
     assert client["connections_served"] == 1000
     assert server["connections"] == 1000
+
+
+@needs_root
+@pytest.mark.parametrize("model", ["select", "epoll", "uring"])
+def test_idle_connections_are_held_silent_and_every_response_is_verified(bin_dir, pair, model):
+    """The server holds busy and idle connections alike; only the busy ones are served, every byte checked."""
+    options = ("--idle-connections", "200", "--verify")
+    server, client, _ = run_model(bin_dir, pair, model, 10, size=1000, client_options=options)
+    assert server["connections"] == 210 and client["connections"] == 10 and client["idle_connections"] == 200
+    assert client["connections_served"] == 10 and client["requests"] > 0
+
+
+@needs_root
+def test_uring_is_available_on_this_kernel_or_says_why(bin_dir):
+    result = subprocess.run([str(bin_dir / "uring_server"), "--probe"], capture_output=True, text=True, timeout=10)
+    assert result.returncode == 0 or ("unavailable here" in result.stderr and result.stderr.count("\n") == 1)
 
 
 @needs_root
@@ -144,6 +169,7 @@ LOAD = ("--connect", "127.0.0.1", "--port", "5999", "--size", "64")
         ((*LOAD, "--connections", "many"), "--connections: 'many' is not"),
         (LOAD, "--connections C is required"),
         ((*LOAD, "--connections", "2", "--threads", "3"), "leaves threads with nothing to do"),
+        ((*LOAD, "--connections", "100", "--idle-connections", "4000"), "are more than 4096"),
     ],
 )
 def test_load_client_bad_input(bin_dir, args, message):
@@ -233,6 +259,10 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
         (("--experiment", "sideways"), "experiment: unknown 'sideways'"),
         (("--experiment", "servers", "--workloads", "stream"), "runs request/response (rr)"),
         (("--experiment", "copies", "--connections", "4"), "the copies experiment opens one connection per thread"),
+        (("--experiment", "copies", "--idle-connections", "0,10"), "none is idle"),
+        (("--models", "select", "--connections", "10", "--idle-connections", "0,1000"), "not 10 busy + 1000 idle"),
+        (("--connections", "100", "--idle-connections", "4000"), "100 busy + 4000 idle connections are more than"),
+        (("--idle-connections", "-1"), "idle-connections: -1 is out of range (0 to 4096)"),
     ],
 )
 def test_bad_servers_input_is_one_line_before_anything_is_created(args, message):
@@ -322,3 +352,41 @@ def test_explorer_plots_models_against_connections(servers_sweep):
     assert "epoll: crossover at" in explorer.status.value and "connections" in explorer.status.value
     explorer.x_axis.value = "size_bytes"
     assert "crossovers are found along connections" in explorer.status.value
+
+
+def test_idle_connections_and_a_further_baseline_are_answered_from_the_tables(tmp_path):
+    """Synthetic: select's and poll's server CPU per request grows with idle connections, epoll's and uring's not;
+    uring is compared with epoll, the further baseline the registry gives it."""
+    trials = make_server_trials(
+        models=("thread", "select", "poll", "epoll", "uring"),
+        connections=(10, 100),
+        idle=(0, 900),
+        idle_cost={"select": 0.5, "poll": 0.4},
+        shapes={"uring": "better", "epoll": "same"},
+    )
+    directory = write_sweep(tmp_path / "data" / "idle", trials)
+    store = SweepStore(directory, figures_root=tmp_path / "figures")
+    analyze(store, n_resamples=200)
+    results = load_results(store)
+    answers = dict(waiting.answers(results))
+    idle = answers[waiting.IDLE_QUESTION]
+    assert "from 0 to 900 idle connections" in idle and "With 100 busy connections" in idle
+    assert "`select`, `poll` pay for the idle connections" in idle
+    table, busy, fewest, most = waiting.growth(results)
+    assert (busy, fewest, most) == (100, 0, 900)
+    grown = dict(zip(table["model"], table["growth"], strict=True))
+    assert grown["select"] == pytest.approx(5.5, rel=0.1) and grown["epoll"] == pytest.approx(1.0, rel=0.1)
+    pair = answers["uring against epoll"]
+    assert "significantly better at" in pair and "| requests per second | 10 |" in pair
+    section = "\n".join(block.text for block in server_report.parts(results) if hasattr(block, "text"))
+    assert waiting.IDLE_QUESTION in section and "uring against epoll" in section
+
+    explorer = Explorer(directory, roots=[directory.parent])
+    assert [value for _, value in explorer.idle_connections.options] == [0, 900]
+    explorer.metric.value = "snd_cpu_us_per_request"
+    quiet = explorer.data.set_index(["implementation", "connections"])["mean"]
+    explorer.idle_connections.value = 900
+    assert "900 idle connections" in explorer.status.value
+    busy = explorer.data.set_index(["implementation", "connections"])["mean"]
+    assert busy[("select", 100)] / quiet[("select", 100)] == pytest.approx(5.5, rel=0.1)
+    assert busy[("epoll", 100)] / quiet[("epoll", 100)] == pytest.approx(1.0, rel=0.1)

@@ -201,7 +201,9 @@ def test_file_of_an_older_schema_loads_with_the_new_columns_empty(sweep):
         if column.legacy_column:
             assert (loaded[name] == loaded[column.legacy_column]).all(), name
         else:
-            assert (loaded[name] == column.legacy).all() if column.legacy else loaded[name].isna().all(), name
+            assert (loaded[name].astype(str) == column.legacy).all() if column.legacy else loaded[name].isna().all(), (
+                name
+            )
     manifest.update(schema_version=schema.SCHEMA_VERSION)
     (sweep / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CopylabError, match=f"schema version {schema.SCHEMA_VERSION} but trials.csv lacks"):

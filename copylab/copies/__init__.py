@@ -99,7 +99,10 @@ COPIES = Experiment(
     profiles=PROFILES,
     figures="copylab.copies.figures:copies_figures",
     report="copylab.copies.report",
-    refuses={"connections": "the copies experiment opens one connection per thread"},
+    refuses={
+        "connections": "the copies experiment opens one connection per thread",
+        "idle_connections": "the copies experiment's connections each carry a stream; none is idle",
+    },
     calibrates=True,
     main=True,
     explorer_axes=("size_bytes", "threads"),

@@ -44,8 +44,12 @@ def servers_figures(
     manifest: Manifest,
     confidence: float = 0.95,
 ) -> dict[str, Figure]:
-    """All plots of one servers sweep, keyed by file stem, in the report's order."""
+    """All plots of one servers sweep, keyed by file stem, in the report's order: along busy connections, with
+    the fewest idle connections of the sweep (copylab.servers.waiting draws the idle connections' effect)."""
     setup = plotting.describe_setup(manifest)
+    least = summary["idle_connections"].min() if len(summary) else 0
+    summary = summary[summary["idle_connections"] == least]
+    crossovers = crossovers[crossovers["idle_connections"] == least]
     return {
         name: _against_connections(summary, crossovers, metrics, f"{title} (mean, {confidence:.0%} CI)", setup, logs)
         for name, (title, metrics, logs) in FIGURES.items()

@@ -17,7 +17,7 @@ from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table,
 from copylab.metrics import METRICS
 from copylab.prose import axis_value, row_interval
 from copylab.results import Results, between_hosts, metric_rows, paired, present, select
-from copylab.servers import SERVERS
+from copylab.servers import SERVERS, waiting
 from copylab.servers.figures import FIGURES
 
 INTERVALS = "Lines are means over trials, bands Student-t 95% confidence intervals; open markers: unstable."
@@ -55,9 +55,14 @@ def focus(results: Results) -> tuple[int, str]:
     return int(rows["size_bytes"].min()), listed[0] if listed else str(rows["pinning"].iloc[0])
 
 
+def least_idle(results: Results) -> int:
+    """The fewest idle connections of the sweep: what every statement but the idle connections' is about."""
+    return int(results.summary["idle_connections"].min()) if len(results.summary) else 0
+
+
 def _rows(results: Results, metric: str, **where: object) -> pd.DataFrame:
     size, pinning = focus(results)
-    where = {"size_bytes": size, "pinning": pinning, **where}
+    where = {"size_bytes": size, "pinning": pinning, "idle_connections": least_idle(results), **where}
     return metric_rows(results, metric, **where).sort_values(["implementation", "connections"])
 
 
@@ -189,7 +194,9 @@ def _fairness_caption(results: Results) -> str:
 
 def _crossovers(results: Results, metric: str) -> pd.DataFrame:
     size, pinning = focus(results)
-    return select(results.crossovers, metric=metric, size_bytes=size, pinning=pinning)
+    return select(
+        results.crossovers, metric=metric, size_bytes=size, pinning=pinning, idle_connections=least_idle(results)
+    )
 
 
 def _crossover_cell(row: pd.Series | None) -> str:
@@ -500,6 +507,7 @@ def parts(results: Results) -> list[Block]:
         Markdown(introduction(results)),
         *(Figure(results.store.figure_path(name), caption(name, results)) for name in FIGURES),
         *(Markdown(f"## {question}\n\n{answer}") for question, answer in answers(results)),
+        *(Markdown(f"## {question}\n\n{answer}") for question, answer in waiting.answers(results)),
     ]
 
 
