@@ -43,23 +43,9 @@ static uint64_t tag(enum operation op, unsigned index)
     return (uint64_t)op << 32 | index;
 }
 
-static struct io_uring_sqe *next_sqe(struct io_uring *ring)
-{
-    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-    if (!sqe) { /* the submission queue is full: hand it to the kernel first */
-        int err = io_uring_submit(ring);
-        if (err < 0)
-            die("io_uring_submit: %s", strerror(-err));
-        sqe = io_uring_get_sqe(ring);
-        if (!sqe)
-            die("no submission queue entry free after a submit");
-    }
-    return sqe;
-}
-
 static void arm_receive(struct server *s, unsigned index)
 {
-    struct io_uring_sqe *sqe = next_sqe(&s->ring);
+    struct io_uring_sqe *sqe = uring_sqe(&s->ring);
     io_uring_prep_recv_multishot(sqe, s->connections[index].fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BUFFER_GROUP;
@@ -69,7 +55,7 @@ static void arm_receive(struct server *s, unsigned index)
 static void send_rest(struct server *s, unsigned index)
 {
     struct connection *c = &s->connections[index];
-    struct io_uring_sqe *sqe = next_sqe(&s->ring);
+    struct io_uring_sqe *sqe = uring_sqe(&s->ring);
     io_uring_prep_send(sqe, c->fd, s->config->response + c->sent, s->config->size - c->sent, MSG_NOSIGNAL);
     io_uring_sqe_set_data64(sqe, tag(OP_SEND, index));
     c->sending = true;
@@ -100,7 +86,7 @@ static void on_accept(struct server *s, const struct io_uring_cqe *cqe)
     arm_receive(s, index);
     connection_taken(s->config);
     if (!(cqe->flags & IORING_CQE_F_MORE) && s->accepted < s->config->connections) {
-        struct io_uring_sqe *sqe = next_sqe(&s->ring);
+        struct io_uring_sqe *sqe = uring_sqe(&s->ring);
         io_uring_prep_multishot_accept(sqe, s->config->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         io_uring_sqe_set_data64(sqe, tag(OP_ACCEPT, 0));
     }
@@ -181,7 +167,7 @@ void model_serve(const struct model_config *config)
 {
     static struct server s;
     setup(&s, config);
-    struct io_uring_sqe *sqe = next_sqe(&s.ring);
+    struct io_uring_sqe *sqe = uring_sqe(&s.ring);
     io_uring_prep_multishot_accept(sqe, config->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     io_uring_sqe_set_data64(sqe, tag(OP_ACCEPT, 0));
     for (;;) {
