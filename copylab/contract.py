@@ -70,7 +70,13 @@ _LATENCY = tuple(
         True,
         f"latency_{name}_us",
     )
-    for name, meaning in (("mean", "mean"), ("p50", "median"), ("p99", "99th percentile"), ("max", "largest"))
+    for name, meaning in (
+        ("mean", "mean"),
+        ("p50", "median"),
+        ("p99", "99th percentile"),
+        ("p999", "99.9th percentile"),
+        ("max", "largest"),
+    )
 )
 
 RESULTS: dict[str, tuple[Key, ...]] = {

@@ -28,6 +28,7 @@ METRICS: dict[str, Metric] = {
     "requests_per_s": Metric("higher", "requests/s", "requests per second"),
     "latency_mean_us": Metric("lower", "µs", "mean round-trip latency"),
     "latency_p99_us": Metric("lower", "µs", "99th percentile round-trip latency"),
+    "latency_p999_us": Metric("lower", "µs", "99.9th percentile round-trip latency"),
     "cpu_ns_per_byte": Metric("lower", "ns/B", "CPU time per byte, sender + receiver (user + sys)"),
     "snd_cpu_ns_per_byte": Metric("lower", "ns/B", "sender CPU time per byte (user + sys)"),
     "snd_user_ns_per_byte": Metric("lower", "ns/B", "sender user-space CPU time per byte (where packing copies run)"),

@@ -127,6 +127,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("latency_mean_us", "float", "us", "mean round-trip time (rr only)"),
     Column("latency_p50_us", "float", "us", "median round-trip time (rr only)"),
     Column("latency_p99_us", "float", "us", "99th percentile round-trip time (rr only)"),
+    Column("latency_p999_us", "float", "us", "99.9th percentile round-trip time (rr only)", since=6),
     Column("latency_max_us", "float", "us", "largest round-trip time (rr only)"),
     Column("requests_per_s", "float", "1/s", "round trips completed per second in the window (servers)", since=2),
     Column(

@@ -216,6 +216,7 @@ int main(int argc, char **argv)
     json_f64(&j, "latency_mean_us", rr ? (double)latency[0].sum_ns / (double)latency[0].count / 1e3 : NAN);
     json_f64(&j, "latency_p50_us", rr ? histogram_percentile_ns(&latency[0], 50) / 1e3 : NAN);
     json_f64(&j, "latency_p99_us", rr ? histogram_percentile_ns(&latency[0], 99) / 1e3 : NAN);
+    json_f64(&j, "latency_p999_us", rr ? histogram_percentile_ns(&latency[0], 99.9) / 1e3 : NAN);
     json_f64(&j, "latency_max_us", rr ? (double)latency[0].max_ns / 1e3 : NAN);
     json_f64(&j, "cpu_user_s", used.user_s);
     json_f64(&j, "cpu_sys_s", used.sys_s);

@@ -237,6 +237,7 @@ int main(int argc, char **argv)
     json_f64(&j, "latency_mean_us", timed ? (double)latency->sum_ns / (double)latency->count / 1e3 : NAN);
     json_f64(&j, "latency_p50_us", timed ? histogram_percentile_ns(latency, 50) / 1e3 : NAN);
     json_f64(&j, "latency_p99_us", timed ? histogram_percentile_ns(latency, 99) / 1e3 : NAN);
+    json_f64(&j, "latency_p999_us", timed ? histogram_percentile_ns(latency, 99.9) / 1e3 : NAN);
     json_f64(&j, "latency_max_us", timed ? (double)latency->max_ns / 1e3 : NAN);
     json_u64(&j, "connections_served", served);
     /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */

@@ -55,6 +55,7 @@ SERVERS = Experiment(
         "requests_per_s",
         "latency_mean_us",
         "latency_p99_us",
+        "latency_p999_us",
         "probe_ns",
         "probe_copy_ns",
         "rcv_kernel_copies_per_byte",
