@@ -39,6 +39,10 @@ class Origin:
     def modified(self) -> bool:
         return self.recorded_sha256 is not None and self.recorded_sha256 != self.trials_sha256
 
+    def grouped_sha256(self) -> str:
+        """The full digest in four groups of 16 hex digits, so that a narrow table column can wrap it."""
+        return " ".join(self.trials_sha256[i : i + 16] for i in range(0, len(self.trials_sha256), 16))
+
     def code(self) -> str:
         return f"copylab {self.commit[:SHORT]}" + (" with uncommitted changes" if self.dirty else "")
 

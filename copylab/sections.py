@@ -79,7 +79,7 @@ def front_matter(results: Results, generated: date) -> str:
         rows[0] = ("Controller (ran copylab)", host.hostname)
         rows[1:1] = _ends_rows(m)
     origin = results.origin
-    rows.append(("trials.csv sha256", origin.trials_sha256))
+    rows.append(("trials.csv sha256", origin.grouped_sha256()))
     if origin.modified:
         rows.append(("Modified", f"yes: the manifest recorded sha256 {origin.recorded_sha256} when the sweep ended"))
     lines.append(markdown_table({"Item": k, "Value": md_escape(v)} for k, v in rows if v is not None))

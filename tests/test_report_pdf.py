@@ -60,7 +60,7 @@ def test_the_pdf_names_the_data_and_code_of_its_numbers(rendered):
     commit that measured it; the PNGs carry both in their metadata."""
     _, text, store = rendered
     sha256, commit = store.trials_sha256(), store.read_manifest().git.commit
-    assert sha256 in text
+    assert " ".join(sha256[i : i + 16] for i in range(0, 64, 16)) in text
     assert text.count(f"trials.csv sha256 {sha256[:12]}") >= 5 and f"copylab {commit[:12]}" in text
     with Image.open(next(store.figures_dir.glob("*.png"))) as image:
         assert sha256 in image.info["Source"] and commit in image.info["Source"]

@@ -164,8 +164,9 @@ def answer_pair(results: Results, challenger: str, baseline: str) -> str:
         return f"The sweep has no comparison of {code(challenger)} with {code(baseline)}."
     better = sum(1 for row in table if row["Verdict"] == "better")
     worse = sum(1 for row in table if row["Verdict"] == "worse")
+    idle = f" ({least} idle connections)" if results.summary["idle_connections"].nunique() > 1 else ""
     lead = (
-        f"{code(challenger)} against {code(baseline)}, point by point ({least} idle connections): significantly "
+        f"{code(challenger)} against {code(baseline)}, point by point{idle}: significantly "
         f"better at {better} and worse at {worse} of {len(table)} points (Holm-corrected along connections)."
     )
     return "\n\n".join([lead, markdown_table(table)])
