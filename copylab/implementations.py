@@ -352,8 +352,8 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
                 "the connections, a multishot receive per connection lands its requests in buffers the kernel "
                 "picks from a provided buffer ring, and the responses go out as sends on the same ring, so one "
                 "`io_uring_enter()` serves many connections and no call waits on one. Published measurements of "
-                "such echo servers disagree, from about 50% ahead of epoll to 5-10% behind; the comparison below is "
-                "this host's, with intervals. It needs a kernel with multishot receive (6.0 on); elsewhere it is "
+                "such servers disagree on whether it is ahead of epoll or behind; the comparison below is this "
+                "host's, with intervals. It needs a kernel with multishot receive (6.0 on); elsewhere it is "
                 "reported unavailable with the reason."
             ),
             driver=ModelPrograms("uring"),

@@ -37,7 +37,7 @@ from copylab.metrics import METRICS, add_metrics
 from copylab.origin import ModifiedData, Origin
 from copylab.stats import describe, fieller, holm
 from copylab.store import SweepStore
-from copylab.tables import CONFIG_KEYS, RUN_COMPARISON, curve_keys
+from copylab.tables import CONFIG_KEYS, RUN_COMPARISON
 
 HIGHER, LOWER, SAME, NOT_COMPARED, ONLY_A, ONLY_B = (
     "higher",
@@ -131,12 +131,9 @@ def run_ratios(a: pd.DataFrame, b: pd.DataFrame, metrics: list[str], confidence:
     keys = [*CONFIG_KEYS, "metric"]
     present = [m for m in metrics if m in a.columns and m in b.columns]
     stats_a, stats_b = (describe(side, present) for side in (a, b))
-    merged = stats_a.merge(stats_b, on=keys, how="outer", suffixes=("_a", "_b"), indicator="presence")
-    configs_a = _configs(a)
-    configs_b = _configs(b)
+    merged = stats_a.merge(stats_b, on=keys, how="outer", suffixes=("_a", "_b"))
     # a configuration with trials but no measured value of a metric is still in the sweep: not "only in"
-    in_a = _holds(merged, configs_a)
-    in_b = _holds(merged, configs_b)
+    in_a, in_b = _holds(merged, _configs(a)), _holds(merged, _configs(b))
     for side in ("a", "b"):
         merged[f"n_{side}"] = merged[f"n_{side}"].fillna(0).astype("int64")
     m_a, s_a, n_a = (merged[f"{c}_a"].to_numpy(dtype=float) for c in ("mean", "std", "n"))
@@ -244,12 +241,3 @@ def direction_word(metric: str, verdict: str) -> str:
     if verdict not in (HIGHER, LOWER):
         return ""
     return "better" if (verdict == HIGHER) == (METRICS[metric].direction == "higher") else "worse"
-
-
-def axis_of(comparison: TwoRuns) -> str:
-    return experiments.get(comparison.experiment).axis
-
-
-def fixed_keys(comparison: TwoRuns) -> list[str]:
-    """The point settings that stay fixed along one of the experiment's curves."""
-    return curve_keys(axis_of(comparison))
