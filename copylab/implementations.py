@@ -128,6 +128,10 @@ class Implementation:
     experiment: str = COPIES.name
     max_connections: int | None = None  # the most connections it can hold, when it has a limit of its own
     bench_only: bool = False  # a yardstick of ./inv bench, in no profile (a sweep may still name it)
+    # Its round trip at one connection is the host's floor for its experiment: a minimal ping-pong, measured once
+    # per sweep at every pinning, which the report subtracts so that the host's wake-up cost is not read as a
+    # model's.
+    floor: bool = False
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
@@ -275,6 +279,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             color="#949494",
             baselines=("thread",),
             experiment=SERVERS.name,
+            floor=True,
         ),
         Implementation(
             name="thread",
@@ -417,6 +422,11 @@ def ordered(present: Iterable[str]) -> list[str]:
 def by_role(role: Role) -> Implementation | None:
     """The implementation that plays one of the study's variants."""
     return next((impl for impl in IMPLEMENTATIONS.values() if impl.role == role), None)
+
+
+def floor_of(experiment: str) -> Implementation | None:
+    """The implementation whose one-connection round trip is EXPERIMENT's host floor, if it has one."""
+    return next((get(name) for name in names(experiment) if get(name).floor), None)
 
 
 def shared_baseline(experiment: str) -> str:

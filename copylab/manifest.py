@@ -107,6 +107,8 @@ class Manifest:
     privilege: str = "root"
     # What the testbed could not do as asked (a setting, a kind of measurement), with the reason.
     restrictions: dict[str, str] = field(default_factory=dict)
+    # The host's floor (copylab.floor): pinning -> mean round trip in µs of a minimal ping-pong at one connection.
+    host_floor: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)

@@ -24,6 +24,7 @@ from copylab.calibration import Calibration
 from copylab.config import SweepConfig
 from copylab.drivers import GRACE_S
 from copylab.errors import CopylabError
+from copylab.floor import host_floor
 from copylab.manifest import Harness
 from copylab.paths import DATA
 from copylab.provenance import create, now_iso
@@ -231,28 +232,30 @@ def _run_prepared(
             # alone takes the CPU for about 0.4 s.
             if calibration is None and experiments.get(config.experiment).calibrates:
                 calibration = calibration_for(config, bed)
+            settings = TrialSettings(
+                config.name,
+                bed,
+                support,
+                config.duration_s,
+                config.warmup_s,
+                config.verify,
+                config.sanitize,
+                experiment=config.experiment,
+                values=per_trial(config),
+            )
+            floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
             store.write_manifest(
                 dataclasses.replace(
                     record,
                     unavailable=dict(result.unavailable),
                     calibration=calibration,
                     restrictions=bed.restrictions(),
+                    host_floor=floor,
                 )
             )
             with _kernel_copies(config, bed) as counts:
                 batches = _schedule(config, store, result, skip, found)
-                settings = TrialSettings(
-                    config.name,
-                    bed,
-                    support,
-                    config.duration_s,
-                    config.warmup_s,
-                    config.verify,
-                    config.sanitize,
-                    experiment=config.experiment,
-                    values=per_trial(config),
-                    kernel_copies=counts,
-                )
+                settings = dataclasses.replace(settings, kernel_copies=counts)
                 _run_trials(batches, done, settings, writer, result, found, on_row, progress)
                 result.exhausted = True
                 if config.target_ci is not None or config.budget_s is not None:

@@ -12,6 +12,8 @@ Kind = Literal["str", "int", "float", "bool"]
 WORKLOADS = ("stream", "rr")
 RECEIVE_MODES = ("copy", "truncate", "mmap")
 PINNINGS = ("none", "same_cpu", "split_cpu")
+# The pinnings that place both ends, on one CPU and across CPUs: where the host's floor is measured.
+FLOOR_PINNINGS = PINNINGS[1:]
 # How a sender holds its message: the study's separately allocated fields first.
 LAYOUTS = ("fields", "aligned", "contiguous")
 # The layout of senders whose message is not in their memory (a file) or not theirs to choose (a tool).

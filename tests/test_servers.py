@@ -3,6 +3,7 @@ its report section and explorer view, and the bad input it refuses."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ from copylab.explorer import Explorer
 from copylab.formatting import fmt_num
 from copylab.netns import exec_prefix
 from copylab.paths import ROOT
-from copylab.results import load_results
+from copylab.results import load_results, select
 from copylab.servers import report as server_report
 from copylab.servers import waiting
 from copylab.store import SweepStore
@@ -241,6 +242,8 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
         assert set(trials["connections"]) == {1, 8} and (trials["pinning"] == "split_cpu").all()
         assert trials["requests_per_s"].gt(0).all() and trials["fairness"].between(0, 1).all()
         assert trials["trial_id"].str.contains("-8-split_cpu-copy-r1").sum() == len(MODELS)
+        # the host's floor, measured once before the trials, at both placements of the two ends
+        assert set(manifest.host_floor) == {"same_cpu", "split_cpu"} and min(manifest.host_floor.values()) > 0
         leftovers = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert "copylab" not in leftovers
         assert tagged_processes(name) == []
@@ -359,7 +362,7 @@ def test_idle_connections_and_a_further_baseline_are_answered_from_the_tables(tm
     uring is compared with epoll, the further baseline the registry gives it."""
     trials = make_server_trials(
         models=("thread", "select", "poll", "epoll", "uring"),
-        connections=(10, 100),
+        connections=(1, 10, 100),
         idle=(0, 900),
         idle_cost={"select": 0.5, "poll": 0.4},
         shapes={"uring": "better", "epoll": "same"},
@@ -380,6 +383,16 @@ def test_idle_connections_and_a_further_baseline_are_answered_from_the_tables(tm
     assert "significantly better at" in pair and "| requests per second | 10 |" in pair
     section = "\n".join(block.text for block in server_report.parts(results) if hasattr(block, "text"))
     assert waiting.IDLE_QUESTION in section and "uring against epoll" in section
+    assert waiting.FLOOR_QUESTION not in section  # no floor measured, none stated
+
+    floored = dataclasses.replace(
+        results, manifest=dataclasses.replace(results.manifest, host_floor={"split_cpu": 30.0})
+    )
+    floor = dict(waiting.answers(floored))[waiting.FLOOR_QUESTION]
+    assert "took on average 30.0 µs with pinning `split_cpu`" in floor
+    one = select(results.summary, metric="latency_mean_us", connections=1, idle_connections=0)
+    for row in one.itertuples():
+        assert f"| `{row.implementation}` | `split_cpu` |" in floor and fmt_num(row.mean - 30.0) in floor
 
     explorer = Explorer(directory, roots=[directory.parent])
     assert [value for _, value in explorer.idle_connections.options] == [0, 900]

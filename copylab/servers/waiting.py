@@ -14,13 +14,15 @@ import numpy as np
 import pandas as pd
 
 from copylab import implementations
-from copylab.formatting import code, fmt_interval, fmt_num, markdown_table
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_size, markdown_table
 from copylab.metrics import METRICS
 from copylab.results import Results, select
 from copylab.stats import fieller
+from copylab.vocabulary import FLOOR_PINNINGS
 
 COST = "snd_cpu_us_per_request"
 IDLE_QUESTION = "Where does a descriptor-scanning model pay? Idle connections"
+FLOOR_QUESTION = "The host's own floor: what a round trip costs before any model"
 # A model whose cost grows by at least this factor more than the least-growing model's "pays" for idle connections.
 PAYS = 1.5
 
@@ -29,11 +31,52 @@ def answers(results: Results) -> list[tuple[str, str]]:
     """(question, Markdown answer) for what the sweep can answer: idle connections when it varied them, and every
     further baseline pair it ran."""
     found = []
+    if results.manifest.host_floor:
+        found.append((FLOOR_QUESTION, answer_floor(results)))
     if results.summary["idle_connections"].nunique() > 1:
         found.append((IDLE_QUESTION, answer_idle(results)))
     for challenger, baseline in further_pairs(results):
         found.append((f"{challenger} against {baseline}", answer_pair(results, challenger, baseline)))
     return found
+
+
+def answer_floor(results: Results) -> str:
+    """The minimal ping-pong's round trip per pinning, and each model's mean round trip at one connection above it."""
+    floor = results.manifest.host_floor
+    model = implementations.floor_of(results.manifest.parameters.experiment)
+    named = code(model.name) if model else "the floor's server"
+    measured = "; ".join(f"{fmt_num(value)} µs with pinning {code(pinning)}" for pinning, value in floor.items())
+    lead = (
+        f"A minimal ping-pong ({named} at one connection: a blocking receive and send, one round trip at a time), "
+        f"measured before the sweep's trials with the same window, took on average {measured}."
+    )
+    one_cpu, across = FLOOR_PINNINGS
+    if floor.get(one_cpu) and floor.get(across, 0) > floor[one_cpu]:
+        lead += (
+            f" Across CPUs a round trip cost {fmt_num(floor[across] / floor[one_cpu])}x what it cost on one: "
+            "the wake-up of the other CPU is the host's, and no way of waiting removes it."
+        )
+    rows = select(results.summary, metric="latency_mean_us", connections=1)
+    rows = rows[rows["pinning"].isin(list(floor)) & (rows["idle_connections"] == rows["idle_connections"].min())]
+    if rows.empty:
+        return lead + " The sweep ran no model at one connection with a pinning the floor was measured at."
+    table = [
+        {
+            "Model": code(row.implementation),
+            "Pinning": code(row.pinning),
+            "Mean round trip [µs]": fmt_interval(row.mean, row.ci_low, row.ci_high),
+            "Above the floor [µs]": fmt_num(row.mean - floor[row.pinning]),
+        }
+        for pinning in floor
+        for row in rows[rows["pinning"] == pinning]
+        .set_index("implementation")
+        .loc[implementations.ordered(rows.loc[rows["pinning"] == pinning, "implementation"])]
+        .reset_index()
+        .itertuples()
+    ]
+    return "\n\n".join(
+        [lead, f"At one connection ({fmt_size(rows['size_bytes'].min())} responses):", markdown_table(table)]
+    )
 
 
 def _focus(results: Results) -> pd.DataFrame:
