@@ -44,7 +44,7 @@ class Origin:
         return " ".join(self.trials_sha256[i : i + 16] for i in range(0, len(self.trials_sha256), 16))
 
     def code(self) -> str:
-        return f"copylab {self.commit[:SHORT]}" + (" with uncommitted changes" if self.dirty else "")
+        return _code(self.commit[:SHORT], self.dirty)
 
     def stamp(self) -> str:
         """One line for a caption."""
@@ -64,12 +64,16 @@ def png_metadata(origins: Iterable[Origin], drawn_by: Git) -> dict[str, str]:
     """PNG text chunks naming the data and code behind a figure (matplotlib's savefig(metadata=...))."""
     origins = list(origins)
     return {
-        "Software": f"copylab {drawn_by.commit}" + (" with uncommitted changes" if drawn_by.dirty else ""),
+        "Software": _code(drawn_by.commit, drawn_by.dirty),
         "Source": "; ".join(
             f"{o.sweep} trials.csv sha256 {o.trials_sha256}"
             + (" (modified since its sweep ended)" if o.modified else "")
-            + f", measured by copylab {o.commit}"
-            + (" with uncommitted changes" if o.dirty else "")
+            + f", measured by {_code(o.commit, o.dirty)}"
             for o in origins
         ),
     }
+
+
+def _code(commit: str, dirty: bool) -> str:
+    """The copylab commit as captions and metadata name it."""
+    return f"copylab {commit}" + (" with uncommitted changes" if dirty else "")
