@@ -104,5 +104,6 @@ def point_of_row(row: pd.Series) -> Point:
         int(row["threads"]),
         int(row["connections"]),
         int(row["idle_connections"]),
+        int(row["offered_rate"]),
         row["pinning"],
     )

@@ -1,9 +1,9 @@
 """The report's content, in order, from its analysed sweeps: the generic sections around each experiment's parts.
 
 Setup and Method describe the main sweep (the first sweep of the main experiment); then the main experiment's
-parts; then, for every other experiment, its parts for its first sweep, or what it says when the report has none;
-then Limitations and Reproducing; then the further sweeps, each summed up by its experiment and compared with
-that experiment's first sweep (copylab.two_runs).  Figures are numbered
+parts; then, for every other experiment, its parts for its first sweep of each load (closed, open), or what it
+says when the report has none; then Limitations and Reproducing; then the further sweeps, each summed up by its
+experiment and compared with that experiment's first sweep of the same load (copylab.two_runs).  Figures are numbered
 here, in the order they appear.  notebooks/20_report.ipynb only displays the blocks.
 """
 
@@ -24,23 +24,29 @@ class ReportSweeps:
     others, summed up under "Further sweeps"."""
 
     main: Results
-    sections: dict[str, Results]
+    sections: dict[tuple[str, str], Results]  # (experiment, load) -> its first sweep
     further: list[Results]
 
 
 def arrange(sweeps: list[Results]) -> ReportSweeps:
-    """The first sweep of the main experiment is the main one, the first of every other experiment gets its
-    section; the rest follow as further sweeps."""
+    """The first sweep of the main experiment is the main one, the first of every other experiment under each load
+    gets its section; the rest follow as further sweeps."""
     main_experiment = experiments.main()
-    first: dict[str, Results] = {}
+    first: dict[tuple[str, str], Results] = {}
     for sweep in sweeps:
-        first.setdefault(sweep.manifest.parameters.experiment, sweep)
-    if main_experiment.name not in first:
+        first.setdefault(_role(sweep), sweep)
+    main = next((sweep for key, sweep in first.items() if key[0] == main_experiment.name), None)
+    if main is None:
         raise CopylabError(
             f"a report needs a {main_experiment.name} sweep (./inv run-sweep): its study parts describe one"
         )
-    main = first.pop(main_experiment.name)
-    return ReportSweeps(main, first, [s for s in sweeps if s is not main and s not in first.values()])
+    sections = {key: sweep for key, sweep in first.items() if sweep is not main}
+    return ReportSweeps(main, sections, [s for s in sweeps if s is not main and s not in sections.values()])
+
+
+def _role(sweep: Results) -> tuple[str, str]:
+    parameters = sweep.manifest.parameters
+    return parameters.experiment, parameters.load
 
 
 def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
@@ -58,8 +64,10 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         if experiment.main:
             continue
         module = experiment.parts()
-        found = sweeps.sections.get(experiment.name)
-        content += _traced(module.parts(found), found) if found is not None else module.absent()
+        found = [sweep for (name, _), sweep in sweeps.sections.items() if name == experiment.name]
+        for sweep in found:
+            content += _traced(module.parts(sweep), sweep)
+        content += [] if found else module.absent()
     content += [
         Markdown("# Limitations"),
         Markdown(sections.limitations(sweeps.main)),
@@ -76,7 +84,7 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
             Markdown(summary),
             Markdown("**Limitations.**\n\n" + sections.limitations(other)),
         ]
-        first = sweeps.main if experiment == sweeps.main.manifest.parameters.experiment else sweeps.sections[experiment]
+        first = sweeps.main if _role(other) == _role(sweeps.main) else sweeps.sections[_role(other)]
         content += _compared(first, other)
     return _numbered(content)
 

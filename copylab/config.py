@@ -148,6 +148,7 @@ def validate(config: Any) -> Any:
         if outside:
             raise CopylabError(f"{label}: {', '.join(outside)} (give implementations of the sweep)")
     _check_layouts(config)
+    _check_load(config)
     if config.connections:
         _check_connection_limits(config)
     _check_design(config)
@@ -169,6 +170,13 @@ def _check_layouts(config: Any) -> None:
                 f"layout: {name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
                 "senders with --layout-for"
             )
+
+
+def _check_load(config: Any) -> None:
+    if config.load == "open" and not config.rates:
+        raise CopylabError("rates: an open load needs the rates it offers, e.g. --rates 5000,10000,20000")
+    if config.load == "closed" and config.rates:
+        raise CopylabError("rates: only an open load offers a rate (add --load open)")
 
 
 def _check_design(config: Any) -> None:

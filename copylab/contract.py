@@ -133,8 +133,9 @@ RESULTS["model_server"] = (
 RESULTS["load_client"] = (
     Key("role", "str", "", "client"),
     Key("size", "int", "B", "response size"),
-    Key("connections", "int", "", "connections kept busy, one request outstanding each"),
+    Key("connections", "int", "", "connections kept busy: one request outstanding each, or a share of the rate"),
     Key("idle_connections", "int", "", "connections opened besides and silent throughout"),
+    Key("offered_rate", "int", "1/s", "requests per second sent on a schedule (0: closed loop)"),
     Key("threads", "int", "", "threads driving them"),
     Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
     *_WINDOW,
@@ -143,6 +144,14 @@ RESULTS["load_client"] = (
     Key("bytes", "int", "B", "response bytes received in the window", column="bytes"),
     Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
     *_LATENCY,
+    Key(
+        "issue_lag_p99_us",
+        "float",
+        "us",
+        "99th percentile of how late the client sent a request of the window against its schedule (null: closed loop)",
+        True,
+        "issue_lag_p99_us",
+    ),
     Key(
         "connections_served",
         "int",

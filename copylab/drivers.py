@@ -252,7 +252,7 @@ class ModelPrograms(Driver):
         client = [
             *(settings.client_program("load_client"), "--connect", address, "--port", port),
             *("--size", size, "--connections", str(spec.connections), "--threads", str(spec.threads)),
-            *("--idle-connections", str(spec.idle_connections)),
+            *("--idle-connections", str(spec.idle_connections), "--rate", str(spec.offered_rate)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
             *(["--verify"] if settings.verify else []),
         ]
@@ -274,6 +274,7 @@ class ModelPrograms(Driver):
                     "size": spec.size_bytes,
                     "connections": spec.connections,
                     "idle_connections": spec.idle_connections,
+                    "offered_rate": spec.offered_rate,
                     "threads": spec.threads,
                 },
             ),

@@ -102,6 +102,7 @@ class Explorer:
         self.receive = widgets.Dropdown(description="receive")
         self.client_threads = widgets.Dropdown(description="client threads")
         self.idle_connections = widgets.Dropdown(description="idle conns")
+        self.offered_rate = widgets.Dropdown(description="offered /s")
         self.x_axis = widgets.ToggleButtons(
             options=[(AXES[axis], axis) for axis in experiment_axes(experiments.DEFAULT.name)], style=_TOGGLE_STYLE
         )
@@ -132,7 +133,7 @@ class Explorer:
         self.widget = widgets.VBox(
             [
                 widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
-                widgets.HBox([self.idle_connections]),
+                widgets.HBox([self.idle_connections, self.offered_rate]),
                 widgets.HBox([widgets.Label("x axis"), self.x_axis, self.fixed]),
                 widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay]),
                 widgets.HBox([widgets.Label("implementations"), self.implementation_box]),
@@ -158,6 +159,7 @@ class Explorer:
             self.receive,
             self.client_threads,
             self.idle_connections,
+            self.offered_rate,
             self.x_axis,
             self.fixed,
             self.confidence,
@@ -180,7 +182,8 @@ class Explorer:
         """The workload, pinning and receive mode (servers: and client threads) the controls select."""
         threads = self.client_threads.value if splits_threads(self.experiment) else None
         idle = self.idle_connections.value or 0
-        return View(self.workload.value, self.pinning.value, self.receive.value, self.experiment, threads, idle)
+        rate = self.offered_rate.value or 0
+        return View(self.workload.value, self.pinning.value, self.receive.value, self.experiment, threads, idle, rate)
 
     @property
     def selected(self) -> list[str]:
@@ -251,6 +254,9 @@ class Explorer:
         silent = sorted(int(n) for n in trials["idle_connections"].unique())
         _choose(self.idle_connections, [(str(n), n) for n in silent], silent[0])
         self.idle_connections.layout.display = None if len(silent) > 1 else "none"
+        rates = sorted(int(n) for n in trials["offered_rate"].unique())
+        _choose(self.offered_rate, [(f"{n:,}" if n else "closed loop", n) for n in rates], rates[0])
+        self.offered_rate.layout.display = None if len(rates) > 1 or rates[0] else "none"
         axes = experiment_axes(self.experiment)
         offered = [(AXES[axis], axis) for axis in axes]
         if list(self.x_axis.options) != offered:  # another experiment: start from its crossover axis

@@ -59,6 +59,7 @@ class View:
     experiment: str = experiments.DEFAULT.name
     threads: int | None = None
     idle_connections: int = 0
+    offered_rate: int = 0  # servers, open load: requests per second offered (0: closed loop)
 
     def rows(self, frame: pd.DataFrame) -> pd.Series:
         """The rows of FRAME in this view (comparison tables name the receive mode in their contenders)."""
@@ -67,6 +68,8 @@ class View:
             chosen &= frame["threads"] == self.threads
         if "idle_connections" in frame:
             chosen &= frame["idle_connections"] == self.idle_connections
+        if "offered_rate" in frame:
+            chosen &= frame["offered_rate"] == self.offered_rate
         return chosen & (frame["receive"] == self.receive) if "receive" in frame else chosen
 
     def other(self, x: Axis) -> Axis:
@@ -83,7 +86,8 @@ class View:
         receive = "" if self.receive == registry.BASELINE_RECEIVE else f", receive {self.receive}"
         threads = "" if self.threads is None else f", {axis_label('threads', self.threads)}"
         idle = f", {self.idle_connections} idle connections" if self.idle_connections else ""
-        return f"{self.workload}, pinning {self.pinning}{receive}{threads}{idle}"
+        rate = f", {self.offered_rate} requests/s offered" if self.offered_rate else ""
+        return f"{self.workload}, pinning {self.pinning}{receive}{threads}{idle}{rate}"
 
 
 # ------------------------------------------------------------------ axes

@@ -12,4 +12,8 @@ FIELD_COUNT = 8
 # listener, control and perf fifos), so this many connections is what a select server can hold.
 SELECT_MAX_CONNECTIONS = 1024 - 16
 
-CONSTANTS = {"FIELD_COUNT": FIELD_COUNT, "SELECT_MAX_CONNECTIONS": SELECT_MAX_CONNECTIONS}
+# A process on a CPU for at least this share of its window had none to spare: under open load a load client
+# that busy cannot keep its schedule, and its rate is its own limit, not the server's.
+SATURATED = 0.95
+
+CONSTANTS = {"FIELD_COUNT": FIELD_COUNT, "SELECT_MAX_CONNECTIONS": SELECT_MAX_CONNECTIONS, "SATURATED": SATURATED}

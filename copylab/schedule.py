@@ -50,6 +50,7 @@ class Configuration(NamedTuple):
     receive: str
     layout: str = STUDY_LAYOUT
     idle_connections: int = 0
+    offered_rate: int = 0
 
 
 class Point(NamedTuple):
@@ -60,12 +61,13 @@ class Point(NamedTuple):
     threads: int
     connections: int
     idle_connections: int
+    offered_rate: int
     pinning: str
 
 
 def point_of(configuration: Configuration) -> Point:
     c = configuration
-    return Point(c.workload, c.size_bytes, c.threads, c.connections, c.idle_connections, c.pinning)
+    return Point(c.workload, c.size_bytes, c.threads, c.connections, c.idle_connections, c.offered_rate, c.pinning)
 
 
 def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
@@ -83,6 +85,11 @@ def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
     everywhere = not config.layout_for or implementation in config.layout_for
     chosen = [layout for layout in config.layout if layout in supported and (layout == STUDY_LAYOUT or everywhere)]
     return chosen or [STUDY_LAYOUT]
+
+
+def offered_rates(config: SweepConfig) -> tuple[int, ...]:
+    """The rates a sweep offers on a schedule; closed loop offers none (0)."""
+    return tuple(config.rates) if config.load == "open" else (0,)
 
 
 def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[Configuration]:
@@ -111,9 +118,11 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                                         receive,
                                         layout,
                                         idle,
+                                        rate,
                                     )
                                     for layout in layouts_of(config, implementation)
                                     for idle in config.idle_connections
+                                    for rate in offered_rates(config)
                                 ]
     return grid
 
@@ -129,15 +138,17 @@ def configuration_of(row: Any) -> Configuration:
         row["receive"],
         row["layout"],
         int(row["idle_connections"]),
+        int(row["offered_rate"]),
     )
 
 
 def _spec(configuration: Configuration, repetition: int, order_index: int, position: int | None = None) -> TrialSpec:
     c = configuration
-    # A layout that is not chosen and no idle connection are left out of the id, so that sweeps from before
-    # either was an axis resume.
+    # A layout that is not chosen, no idle connection and no offered rate are left out of the id, so that sweeps
+    # from before each was an axis resume.
     named = [*c[:7], *([c.layout] if c.layout not in (STUDY_LAYOUT, NO_LAYOUT) else [])]
     named += [f"idle{c.idle_connections}"] if c.idle_connections else []
+    named += [f"rate{c.offered_rate}"] if c.offered_rate else []
     return TrialSpec(
         f"{'-'.join(map(str, named))}-r{repetition}",
         order_index,
@@ -152,6 +163,7 @@ def _spec(configuration: Configuration, repetition: int, order_index: int, posit
         position,
         c.layout,
         c.idle_connections,
+        c.offered_rate,
     )
 
 

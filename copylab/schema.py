@@ -16,7 +16,7 @@ from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Col
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -95,6 +95,16 @@ COLUMNS: tuple[Column, ...] = (
         since=6,
         legacy="0",
     ),
+    Column(
+        "offered_rate",
+        "int",
+        "1/s",
+        "servers, open load: requests per second the client sent on a schedule over all busy connections, "
+        "answered or not; 0 in a closed loop, where no rate is offered",
+        True,
+        since=7,
+        legacy="0",
+    ),
     Column("pinning", "str", "", "none, same_cpu (both ends on one CPU) or split_cpu", True),
     Column(
         "receive",
@@ -129,6 +139,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("latency_p99_us", "float", "us", "99th percentile round-trip time (rr only)"),
     Column("latency_p999_us", "float", "us", "99.9th percentile round-trip time (rr only)", since=6),
     Column("latency_max_us", "float", "us", "largest round-trip time (rr only)"),
+    Column(
+        "issue_lag_p99_us",
+        "float",
+        "us",
+        "servers, open load: 99th percentile of how late the client sent a request against its schedule (its own "
+        "lateness, part of the latency it measured from the schedule)",
+        since=7,
+    ),
     Column("requests_per_s", "float", "1/s", "round trips completed per second in the window (servers)", since=2),
     Column(
         "connections_served",

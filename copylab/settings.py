@@ -108,6 +108,23 @@ SETTINGS: tuple[Setting, ...] = (
         low=0,
         high=4096,
     ),
+    Setting(
+        "load",
+        "str",
+        "closed",
+        "servers: closed (each busy connection sends its next request once the last is answered) or open (requests "
+        "leave on a schedule at each of --rates, answered or not, and latency counts from the scheduled time)",
+        choices=("closed", "open"),
+    ),
+    Setting(
+        "rates",
+        "ints",
+        (),
+        "servers, open load: requests per second offered over all busy connections, e.g. 5000,10000,20000",
+        low=1,
+        high=1_000_000,
+        limit="MAX_RATE",
+    ),
     Setting("trials", "int", 3, "trials (blocks) per configuration; with a budget, its first pass", low=1, high=1000),
     Setting(
         "duration_s", "float", 1.0, "measured window, seconds", low=0, high=3600, low_open=True, limit="MAX_DURATION"

@@ -32,6 +32,7 @@ class TrialSpec:
     block_position: int | None = None  # its place in its block (a blocked design; repetition is the block)
     layout: str = "fields"  # how the sender holds the message (copylab.vocabulary.LAYOUTS, or NO_LAYOUT)
     idle_connections: int = 0  # servers: connections the client opens besides and leaves silent
+    offered_rate: int = 0  # servers, open load: requests per second sent on a schedule (0: closed loop)
 
     def __post_init__(self) -> None:
         if not self.connections:

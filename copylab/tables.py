@@ -18,13 +18,14 @@ CONFIG_KEYS = (
     "threads",
     "connections",
     "idle_connections",
+    "offered_rate",
     "pinning",
     "receive",
     "layout",
 )
 # What tells apart the contenders compared at one point (copylab.implementations.contender).
 CONTENDER_KEYS = ("implementation", "receive", "layout")
-POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "idle_connections", "pinning")
+POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "idle_connections", "offered_rate", "pinning")
 AXES = ("size_bytes", "connections")
 
 
@@ -42,6 +43,7 @@ _CONFIG_TYPES = {
     "threads": "int64",
     "connections": "int64",
     "idle_connections": "int64",
+    "offered_rate": "int64",
     "pinning": "str",
     "receive": "str",
     "layout": "str",

@@ -125,6 +125,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         "threads": spec.threads,
         "connections": spec.connections,
         "idle_connections": spec.idle_connections,
+        "offered_rate": spec.offered_rate,
         "pinning": spec.pinning,
         "receive": spec.receive,
         "layout": spec.layout,

@@ -60,6 +60,7 @@ struct options {
     unsigned threads;
     unsigned connections;      /* load client: connections kept busy, spread over the threads */
     unsigned idle_connections; /* load client: connections opened besides, silent for the whole run */
+    uint64_t rate;             /* load client: requests per second offered on a schedule; 0: closed loop */
     double duration_s;
     double warmup_s;
     double timeout_s; /* server: how long to wait for a client; client: connect */

@@ -7,6 +7,7 @@
 #define MIN_SIZE 8ULL
 #define MAX_THREADS 64ULL /* setting threads */
 #define MAX_CONNECTIONS 4096ULL /* setting connections */
+#define MAX_RATE 1000000ULL /* setting rates */
 #define MAX_DURATION 3600.0 /* setting duration_s */
 #define MAX_WARMUP 600.0 /* setting warmup_s */
 #define MAX_ZC_INFLIGHT 1073741824ULL /* setting zc_inflight */
@@ -14,4 +15,5 @@
 #define DEFAULT_ZC_INFLIGHT 262144ULL
 #define FIELD_COUNT 8
 #define SELECT_MAX_CONNECTIONS 1008
+#define SATURATED 0.95
 #endif

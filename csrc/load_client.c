@@ -6,12 +6,13 @@
  * its end are waited for), and so is how many requests each connection completed
  * in it: the fairness of the server.  --verify checks every response byte, and
  * --idle-connections N opens N more connections that stay silent throughout,
- * which a server holds like the busy ones. */
-#include "copylab.h"
+ * which a server holds like the busy ones.  With --rate the connections are
+ * driven open-loop instead (load_open.c). */
+#include "load.h"
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,29 +22,9 @@
 
 #define EVENTS 64
 #define POLL_MS 50
-/* A round trip begun in the window is waited for this long after it: its latency counts. */
-#define DRAIN_S 2.0
-
-enum phase { PHASE_WARMUP, PHASE_MEASURE, PHASE_STOP };
-
-struct connection {
-    int fd;
-    size_t received; /* of the response now arriving */
-    uint64_t started_ns;
-    bool measured; /* the round trip started inside the window */
-    _Atomic uint64_t completed;
-};
-
-struct driver {
-    pthread_t thread;
-    struct connection *connections; /* every threads-th connection, from its first */
-    unsigned count, stride;
-    size_t size;
-    bool verify;
-    _Atomic int *phase;
-    unsigned in_window; /* round trips begun in the window and not yet answered */
-    struct histogram latency;
-};
+/* Under open load, a client that fell behind its schedule by more than this share of the window's requests
+ * did not offer the rate: the rate is its own limit. */
+#define BEHIND_SHARE 0.01
 
 static void send_request(struct driver *d, struct connection *c, int phase)
 {
@@ -57,8 +38,7 @@ static void send_request(struct driver *d, struct connection *c, int phase)
         die("the server closed a connection during the run");
 }
 
-/* Every response is the pattern of message 0; a byte that differs ends the run. */
-static void verify_response(const char *bytes, size_t count, size_t offset, const struct connection *c)
+void verify_response(const char *bytes, size_t count, size_t offset, const struct connection *c)
 {
     for (size_t i = 0; i < count; i++)
         if ((uint8_t)bytes[i] != pattern_byte(0, offset + i))
@@ -74,7 +54,7 @@ static void *drive(void *arg)
     if (epoll_fd < 0)
         die("cannot set up a load thread: %s", strerror(errno));
     for (unsigned i = 0; i < d->count; i++) {
-        struct connection *c = &d->connections[(size_t)i * d->stride];
+        struct connection *c = driven(d, i);
         struct epoll_event event = {.events = EPOLLIN, .data.ptr = c};
         if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c->fd, &event) != 0)
             die_errno("epoll_ctl");
@@ -122,6 +102,26 @@ static void *drive(void *arg)
     return NULL;
 }
 
+/* Under open load the rate is the server's to meet only if the client offered it: it kept its schedule
+ * and had CPU to spare on the CPUs it may run on.  Otherwise the run ends here, saying whose limit it was. */
+static void check_schedule_kept(const struct options *opt, uint64_t behind, double seconds, const struct usage *used)
+{
+    double scheduled = (double)opt->rate * seconds;
+    if ((double)behind > BEHIND_SHARE * scheduled && behind > 1)
+        die("the load client fell %llu requests behind its schedule in the window: %llu requests/s is more than "
+            "it can offer here, a limit of the client, not of the server",
+            (unsigned long long)behind, (unsigned long long)opt->rate);
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        die_errno("sched_getaffinity");
+    unsigned cpus = (unsigned)CPU_COUNT(&allowed), usable = cpus < opt->threads ? cpus : opt->threads;
+    double busy = (used->user_s + used->sys_s) / seconds;
+    if (busy >= SATURATED * usable)
+        die("the load client was on its CPU%s %.0f%% of the window: it cannot offer %llu requests/s here without "
+            "its own wait entering the latency, a limit of the client, not of the server",
+            usable > 1 ? "s" : "", 100.0 * busy / usable, (unsigned long long)opt->rate);
+}
+
 static void snapshot(const struct connection *connections, unsigned n, uint64_t *into)
 {
     for (unsigned i = 0; i < n; i++)
@@ -165,7 +165,8 @@ int main(int argc, char **argv)
         struct driver *d = &drivers[t];
         *d = (struct driver){.connections = &connections[t], .stride = threads, .size = opt.size, .phase = &phase,
                              .verify = opt.verify, .count = (n - t + threads - 1) / threads};
-        int err = pthread_create(&d->thread, NULL, drive, d);
+        d->rate = (double)opt.rate * d->count / n;
+        int err = pthread_create(&d->thread, NULL, opt.rate ? drive_open : drive, d);
         if (err)
             die("pthread_create: %s", strerror(err));
     }
@@ -191,8 +192,11 @@ int main(int argc, char **argv)
         int err = pthread_join(drivers[t].thread, NULL);
         if (err)
             die("pthread_join: %s", strerror(err));
-        if (t > 0)
+        if (t > 0) {
             histogram_merge(&drivers[0].latency, &drivers[t].latency);
+            histogram_merge(&drivers[0].lag, &drivers[t].lag);
+            drivers[0].behind += drivers[t].behind;
+        }
     }
     /* Reset, so a server blocked on a connection sees the end at once. */
     for (unsigned i = 0; i < n + idle; i++) {
@@ -216,6 +220,8 @@ int main(int argc, char **argv)
     }
     usage_delta(&start, &end, &used);
     double seconds = (double)(end_ns - begin_ns) / 1e9;
+    if (opt.rate)
+        check_schedule_kept(&opt, drivers[0].behind, seconds, &used);
     const struct histogram *latency = &drivers[0].latency;
     struct json j;
     json_begin(&j);
@@ -223,6 +229,7 @@ int main(int argc, char **argv)
     json_u64(&j, "size", opt.size);
     json_u64(&j, "connections", n);
     json_u64(&j, "idle_connections", idle);
+    json_u64(&j, "offered_rate", opt.rate);
     json_u64(&j, "threads", threads);
     json_f64(&j, "measured_s", seconds);
     json_u64(&j, "window_begin_ns", begin_ns);
@@ -239,6 +246,8 @@ int main(int argc, char **argv)
     json_f64(&j, "latency_p99_us", timed ? histogram_percentile_ns(latency, 99) / 1e3 : NAN);
     json_f64(&j, "latency_p999_us", timed ? histogram_percentile_ns(latency, 99.9) / 1e3 : NAN);
     json_f64(&j, "latency_max_us", timed ? (double)latency->max_ns / 1e3 : NAN);
+    const struct histogram *lag = &drivers[0].lag;
+    json_f64(&j, "issue_lag_p99_us", lag->count ? histogram_percentile_ns(lag, 99) / 1e3 : NAN);
     json_u64(&j, "connections_served", served);
     /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
     json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)n * squares) : NAN);

@@ -83,26 +83,22 @@ static enum mode parse_mode(const char *text)
     die_usage("--mode: '%s' is neither stream nor rr", text);
 }
 
-static enum receive_mode parse_receive(const char *text)
+#define CHOICES(names) names, sizeof names / sizeof *names
+/* The index of TEXT among the COUNT NAMES that --OPTION takes (LISTED in words). */
+static unsigned parse_choice(const char *option, const char *text, const char *const *names, size_t count,
+                             const char *listed)
 {
-    for (size_t i = 0; i < sizeof RECEIVE_MODES / sizeof *RECEIVE_MODES; i++)
-        if (strcmp(text, RECEIVE_MODES[i]) == 0)
-            return (enum receive_mode)i;
-    die_usage("--receive: '%s' is not copy, truncate or mmap", text);
-}
-
-static enum layout parse_layout(const char *text)
-{
-    for (size_t i = 0; i < sizeof LAYOUTS / sizeof *LAYOUTS; i++)
-        if (strcmp(text, LAYOUTS[i]) == 0)
-            return (enum layout)i;
-    die_usage("--layout: '%s' is not fields, aligned or contiguous", text);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(text, names[i]) == 0)
+            return (unsigned)i;
+    die_usage("--%s: '%s' is not %s", option, text, listed);
 }
 
 enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
-    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_COUNT
+    OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_RATE,
+    OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -132,6 +128,7 @@ static const struct option_spec OPTIONS[] = {
     {"connections", OPT_CONNECTIONS, FOR_LOAD, FOR_LOAD, "C",
      "connections kept busy, one request each at a time"},
     {"idle-connections", OPT_IDLE_CONNECTIONS, FOR_LOAD, 0, "N", "connections opened besides, silent throughout"},
+    {"rate", OPT_RATE, FOR_LOAD, 0, "R", "open load: R requests/s over all connections on a schedule (0: closed)"},
     {"threads", OPT_THREADS, FOR_CLIENT | FOR_LOAD, 0, "T",
      "client: one per data connection; load_client: each drives a share"},
     {"duration", OPT_DURATION, FOR_CLIENT | FOR_LOAD, 0, "SECONDS",
@@ -237,6 +234,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         case OPT_IDLE_CONNECTIONS:
             out->idle_connections = (unsigned)parse_count("idle-connections", optarg, 0, MAX_CONNECTIONS);
             break;
+        case OPT_RATE:
+            out->rate = parse_count("rate", optarg, 0, MAX_RATE);
+            break;
         case OPT_DURATION:
             out->duration_s = parse_seconds("duration", optarg, 0, MAX_DURATION, false);
             break;
@@ -253,13 +253,13 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             out->verify = true;
             break;
         case OPT_RECEIVE:
-            out->receive = parse_receive(optarg);
+            out->receive = parse_choice("receive", optarg, CHOICES(RECEIVE_MODES), "copy, truncate or mmap");
             break;
         case OPT_FILE:
             out->file = optarg;
             break;
         case OPT_LAYOUT:
-            out->layout = parse_layout(optarg);
+            out->layout = parse_choice("layout", optarg, CHOICES(LAYOUTS), "fields, aligned, contiguous");
             break;
         case OPT_ZC_INFLIGHT:
             out->zc_inflight = parse_count("zc-inflight", optarg, MIN_ZC_INFLIGHT, MAX_ZC_INFLIGHT);

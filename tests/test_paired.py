@@ -37,6 +37,7 @@ def blocks(effect: float, n_blocks: int, sizes: list[int], seed: int, noise: flo
                         "receive": "copy",
                         "layout": "fields",
                         "idle_connections": 0,
+                        "offered_rate": 0,
                         "repetition": block,
                         "status": "ok",
                         "throughput_gbps": 10.0 * factor * scale * rng.lognormal(0, noise),
@@ -163,6 +164,7 @@ def _rows(specs: list) -> pd.DataFrame:
                 "receive": s.receive,
                 "layout": s.layout,
                 "idle_connections": s.idle_connections,
+                "offered_rate": s.offered_rate,
                 "repetition": s.repetition,
                 "status": "ok",
                 "trial_wall_s": 0.4,
@@ -175,7 +177,7 @@ def _rows(specs: list) -> pd.DataFrame:
 def test_a_budget_goes_to_the_undecided_points_then_to_the_others_within_it():
     settings = tiny(budget_s=40.0, max_trials=4)
     ran: list = []
-    still = {schedule.Point("stream", 65536, 1, 1, 0, "same_cpu"): {("one_copy", "copy"), ("two_copy", "copy")}}
+    still = {schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu"): {("one_copy", "copy"), ("two_copy", "copy")}}
 
     def progress() -> schedule.Progress:
         rows = _rows(ran)
@@ -204,8 +206,11 @@ def test_undecided_points_are_those_not_significant_yet(monkeypatch):
 
     trials = _complete(pd.concat([decided, undecided_trials], ignore_index=True))
     wanted = allocation.undecided(trials, settings)
-    assert list(wanted) == [schedule.Point("stream", 65536, 1, 1, 0, "same_cpu")]
-    assert wanted[schedule.Point("stream", 65536, 1, 1, 0, "same_cpu")] == {("one_copy", "copy"), ("two_copy", "copy")}
+    assert list(wanted) == [schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu")]
+    assert wanted[schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu")] == {
+        ("one_copy", "copy"),
+        ("two_copy", "copy"),
+    }
 
 
 @pytest.mark.parametrize(

@@ -102,6 +102,8 @@ COPIES = Experiment(
     refuses={
         "connections": "the copies experiment opens one connection per thread",
         "idle_connections": "the copies experiment's connections each carry a stream; none is idle",
+        "load": "the copies experiment's clients move bytes as fast as they can; it offers no rate",
+        "rates": "the copies experiment's clients move bytes as fast as they can; it offers no rate",
     },
     calibrates=True,
     main=True,

@@ -1,4 +1,5 @@
-"""The servers experiment's figures: every model against the number of concurrent connections.
+"""The servers experiment's figures: every model against the number of concurrent connections, or, for a sweep
+under open load, against the rate offered.
 
 Drawn from summary.csv / crossovers.csv rows like every figure (copylab.copies.figures draws the copies
 experiment's); a panel per metric (rows) and response size and pinning (columns), a line per model.
@@ -32,6 +33,17 @@ FIGURES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     ),
 }
 
+# Under open load (file stem -> the same): the latency each model gives at each rate offered.
+OPEN_FIGURES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "latency_vs_offered_rate": (
+        "Tail latency and requests served vs the rate offered",
+        ("latency_p99_us", "latency_p999_us", "requests_per_s"),
+        ("latency_p99_us", "latency_p999_us", "requests_per_s"),
+    ),
+}
+# The 99th percentile a model must keep to serve a rate (copylab.servers.open_load): 1 ms.
+LATENCY_TARGET_US = 1000.0
+
 
 def connections_label(count: float) -> str:
     return f"{count:.3g}"
@@ -47,6 +59,11 @@ def servers_figures(
     """All plots of one servers sweep, keyed by file stem, in the report's order: along busy connections, with
     the fewest idle connections of the sweep (copylab.servers.waiting draws the idle connections' effect)."""
     setup = plotting.describe_setup(manifest)
+    if manifest.parameters.load == "open":
+        return {
+            name: _against_rate(summary, metrics, f"{title} (mean, {confidence:.0%} CI)", setup, logs)
+            for name, (title, metrics, logs) in OPEN_FIGURES.items()
+        }
     least = summary["idle_connections"].min() if len(summary) else 0
     summary = summary[summary["idle_connections"] == least]
     crossovers = crossovers[crossovers["idle_connections"] == least]
@@ -95,6 +112,47 @@ def _against_connections(
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
     return figure
+
+
+def _against_rate(
+    summary: pd.DataFrame, metrics: tuple[str, ...], title: str, setup: str, log_metrics: tuple[str, ...]
+) -> Figure:
+    """A panel per metric (rows) and busy/idle connections (columns), a line per model along the rate offered."""
+    data = summary[summary["metric"].isin(metrics)].dropna(subset=["mean"])
+    if data.empty:
+        return plotting.empty_figure(title, setup, "No trial of this sweep completed at any rate offered.")
+    rows = [metric for metric in metrics if metric in set(data["metric"])]
+    columns = (
+        data[["connections", "idle_connections"]].drop_duplicates().sort_values(["connections", "idle_connections"])
+    )
+    figure, axes = plotting.grid(title, setup, len(rows), len(columns))
+    for r, metric in enumerate(rows):
+        for c, (busy, idle) in enumerate(columns.itertuples(index=False)):
+            ax = axes[r][c]
+            panel = data[
+                (data["metric"] == metric) & (data["connections"] == busy) & (data["idle_connections"] == idle)
+            ]
+            for model in implementations.ordered(panel["implementation"]):
+                plotting.curve(
+                    ax, panel[panel["implementation"] == model], "offered_rate", plotting.color_of(model), "-"
+                )
+            if metric == "latency_p99_us":
+                ax.axhline(LATENCY_TARGET_US, color="black", linestyle="--", linewidth=0.8)
+            if metric == "requests_per_s":  # served as offered lies on the diagonal
+                offered = sorted(data["offered_rate"].unique())
+                ax.plot(offered, offered, color="grey", linestyle=":", linewidth=0.8)
+            plotting.log2_axis(ax, data["offered_rate"], fmt_rate, "requests/s offered, log scale", rotation=30)
+            if metric in log_metrics:
+                ax.set_yscale("log")
+            idle_text = f" + {idle} idle" if idle else ""
+            ax.set_title(f"{busy} busy connections{idle_text}", fontsize=9)
+            ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
+    plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
+    return figure
+
+
+def fmt_rate(rate: float) -> str:
+    return f"{rate / 1000:.3g}k" if rate >= 1000 else f"{rate:.3g}"
 
 
 def _pinning_order(pinning: str) -> int:

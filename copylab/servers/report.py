@@ -11,13 +11,13 @@ import math
 
 import pandas as pd
 
-from copylab import implementations, prose
+from copylab import implementations, limits, prose
 from copylab.blocks import Block, Figure, Markdown
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.metrics import METRICS
 from copylab.prose import axis_value, row_interval
 from copylab.results import Results, between_hosts, metric_rows, paired, present, select
-from copylab.servers import SERVERS, waiting
+from copylab.servers import SERVERS, open_load, waiting
 from copylab.servers.figures import FIGURES
 
 INTERVALS = "Lines are means over trials, bands Student-t 95% confidence intervals; open markers: unstable."
@@ -30,7 +30,7 @@ QUESTIONS: tuple[str, ...] = (
 # What the crossover table compares, in its column order.
 CROSSOVER_METRICS = ("requests_per_s", "latency_p99_us", "snd_cpu_us_per_request")
 # A side busier than this share of its window had no CPU to spare: it may be what limits requests per second.
-SATURATED = 0.95
+SATURATED = limits.SATURATED
 # Served fraction and Jain's index at or above this count as every connection served equally.
 FAIR = 0.99
 # How much faster a model's cost per request must grow than every other's to be called growing faster.
@@ -500,7 +500,9 @@ INTRODUCTION = (
 
 
 def parts(results: Results) -> list[Block]:
-    """The section of a report whose servers sweep RESULTS is."""
+    """The section of a report whose servers sweep RESULTS is (copylab.servers.open_load's under open load)."""
+    if results.manifest.parameters.load == "open":
+        return open_load.parts(results)
     return [
         Markdown(HEADING),
         Markdown(INTRODUCTION),
@@ -524,7 +526,10 @@ def absent() -> list[Block]:
 
 
 def summary(results: Results) -> str:
-    """A further servers sweep: from how many connections each model beats the baseline."""
+    """A further servers sweep: from how many connections each model beats the baseline (under open load, the
+    highest rate each serves within the target)."""
+    if results.manifest.parameters.load == "open":
+        return open_load.summary(results)
     return answer_crossovers(results)
 
 

@@ -1,0 +1,199 @@
+/* Open load (--rate): each driver thread sends its share of the rate on a
+ * fixed schedule, round robin over its connections, whether or not earlier
+ * requests were answered, as wrk2 offers load.  A round trip is timed from
+ * when its request was due, not from when it left, so a server that falls
+ * behind is charged the wait its backlog causes (coordinated omission
+ * corrected).  A socket that takes no more requests holds back only its own
+ * connection, and how late the client itself issued each request is recorded:
+ * its own lateness is never silently counted as the server's. */
+#include "load.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EVENTS 64
+#define POLL_NS 50000000ULL
+/* A connection holds at most this many seconds of its share of the rate outstanding, and never fewer than
+ * OUTSTANDING_MIN requests: a server further behind serves far less than it is offered. */
+#define OUTSTANDING_S 2.0
+#define OUTSTANDING_MIN 64u
+/* Requests carry nothing the server reads: they leave from this much zeroed memory at a time. */
+#define SEND_BATCH 4096u
+
+static void watch(int epoll_fd, struct connection *c, bool writable)
+{
+    struct epoll_event event = {.events = EPOLLIN | (writable ? EPOLLOUT : 0u), .data.ptr = c};
+    if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &event) != 0)
+        die_errno("epoll_ctl");
+    c->writing = writable;
+}
+
+/* Sends the requests issued and not yet sent, as far as the socket takes them. */
+static void send_unsent(int epoll_fd, struct connection *c)
+{
+    static const char zeros[SEND_BATCH];
+    while (c->unsent) {
+        ssize_t sent = send(c->fd, zeros, c->unsent < sizeof zeros ? c->unsent : sizeof zeros, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR)
+            continue;
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!c->writing)
+                watch(epoll_fd, c, true);
+            return;
+        }
+        if (sent < 0 && (errno == EPIPE || errno == ECONNRESET))
+            die("the server closed a connection during the run");
+        if (sent < 0)
+            die_errno("send");
+        c->unsent -= (size_t)sent;
+    }
+    if (c->writing)
+        watch(epoll_fd, c, false);
+}
+
+static void issue(struct driver *d, int epoll_fd, struct connection *c, uint64_t due_ns, bool measured)
+{
+    if (c->waiting == c->capacity)
+        die("the server fell %u requests behind on one connection (%.0f s of its share of the offered rate): "
+            "it serves far less than it is offered",
+            c->capacity, OUTSTANDING_S);
+    c->outstanding[(c->first + c->waiting++) % c->capacity] = (struct scheduled){due_ns, measured};
+    d->in_window += measured;
+    c->unsent += REQUEST_SIZE;
+    if (!c->writing)
+        send_unsent(epoll_fd, c);
+}
+
+/* COUNT response bytes arrived on C: every response completed answers its connection's oldest request. */
+static void take(struct driver *d, struct connection *c, const char *bytes, size_t count)
+{
+    while (count) {
+        if (!c->waiting)
+            die("a response arrived on descriptor %d with no request outstanding", c->fd);
+        size_t part = d->size - c->received < count ? d->size - c->received : count;
+        if (d->verify)
+            verify_response(bytes, part, c->received, c);
+        c->received += part;
+        bytes += part;
+        count -= part;
+        if (c->received < d->size)
+            continue;
+        c->received = 0;
+        struct scheduled done = c->outstanding[c->first];
+        c->first = (c->first + 1) % c->capacity;
+        c->waiting--;
+        if (done.measured) {
+            histogram_record(&d->latency, now_ns() - done.at_ns);
+            d->in_window--;
+        }
+        atomic_fetch_add_explicit(&c->completed, 1, memory_order_relaxed);
+    }
+}
+
+static void receive(struct driver *d, struct connection *c, char *scratch, size_t room)
+{
+    for (;;) {
+        ssize_t got = recv(c->fd, scratch, room, MSG_DONTWAIT);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (got <= 0)
+            die("the server closed a connection during the run");
+        take(d, c, scratch, (size_t)got);
+        if ((size_t)got < room)
+            return;
+    }
+}
+
+static int open_connections(struct driver *d)
+{
+    int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd < 0)
+        die("cannot set up a load thread: %s", strerror(errno));
+    double share = d->rate / d->count * OUTSTANDING_S;
+    unsigned capacity = share > OUTSTANDING_MIN ? (unsigned)ceil(share) : OUTSTANDING_MIN;
+    for (unsigned i = 0; i < d->count; i++) {
+        struct connection *c = driven(d, i);
+        int flags = fcntl(c->fd, F_GETFL);
+        if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) != 0)
+            die_errno("fcntl O_NONBLOCK");
+        c->outstanding = calloc(capacity, sizeof *c->outstanding);
+        if (!c->outstanding)
+            die("out of memory");
+        c->capacity = capacity;
+        struct epoll_event event = {.events = EPOLLIN, .data.ptr = c};
+        if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c->fd, &event) != 0)
+            die_errno("epoll_ctl");
+    }
+    return epoll_fd;
+}
+
+void *drive_open(void *arg)
+{
+    struct driver *d = arg;
+    /* The default slack of a sleeping thread (50 us) would make every request that much late by design. */
+    if (prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) != 0)
+        die_errno("prctl PR_SET_TIMERSLACK");
+    const size_t room = 65536;
+    char *scratch = page_alloc_or_die(room);
+    int epoll_fd = open_connections(d);
+    const double interval_ns = 1e9 / d->rate;
+    const uint64_t start = now_ns();
+    uint64_t issued = 0, drain_deadline = 0;
+    unsigned next = 0;
+    for (;;) {
+        int phase = atomic_load_explicit(d->phase, memory_order_relaxed);
+        uint64_t now = now_ns(), wait_ns = POLL_NS;
+        if (phase == PHASE_STOP && !drain_deadline) {
+            uint64_t due = (uint64_t)((double)(now - start) / interval_ns) + 1;
+            d->behind = due > issued ? due - issued : 0;
+            drain_deadline = now + (uint64_t)(DRAIN_S * 1e9);
+        }
+        if (phase == PHASE_STOP && d->in_window == 0)
+            break;
+        if (drain_deadline && now > drain_deadline)
+            die("%u requests sent in the window got no response within %.0f s of its end", d->in_window, DRAIN_S);
+        while (phase != PHASE_STOP) {
+            uint64_t due_ns = start + (uint64_t)((double)issued * interval_ns);
+            if (due_ns > now) {
+                wait_ns = due_ns - now;
+                break;
+            }
+            bool measured = phase == PHASE_MEASURE;
+            if (measured) {
+                histogram_record(&d->lag, now - due_ns);
+                d->issued_in_window++;
+            }
+            issue(d, epoll_fd, driven(d, next), due_ns, measured);
+            next = (next + 1) % d->count;
+            issued++;
+        }
+        struct timespec timeout = {.tv_sec = (time_t)(wait_ns / 1000000000ULL),
+                                   .tv_nsec = (long)(wait_ns % 1000000000ULL)};
+        struct epoll_event events[EVENTS];
+        int ready = epoll_pwait2(epoll_fd, events, EVENTS, &timeout, NULL);
+        if (ready < 0 && errno != EINTR)
+            die_errno("epoll_pwait2");
+        for (int i = 0; i < ready; i++) {
+            struct connection *c = events[i].data.ptr;
+            if (events[i].events & EPOLLOUT)
+                send_unsent(epoll_fd, c);
+            if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                receive(d, c, scratch, room);
+        }
+    }
+    for (unsigned i = 0; i < d->count; i++)
+        free(driven(d, i)->outstanding);
+    free(scratch);
+    if (close(epoll_fd) != 0)
+        die_errno("close");
+    return NULL;
+}
