@@ -213,12 +213,14 @@ def test_a_curve_within_or_beyond_the_target_everywhere_says_so():
     assert open_load.highest_rate(_curve(_rising(10.0, rng))).beyond_all
 
 
-def test_no_rate_is_judged_beyond_the_first_where_no_trial_completed():
-    """A rate whose trials all failed (the client could not offer it) ends the curve: the rates beyond it are not
-    judged, even where they completed."""
+def test_no_rate_is_judged_from_the_first_where_a_trial_failed():
+    """A rate where a trial failed (the client could not offer it every time) ends the curve: neither it nor the
+    rates beyond it are judged, even where their trials completed."""
     p99 = _rising(1e6, np.random.default_rng(5))
     found = open_load.highest_rate(_curve({r: v for r, v in p99.items() if r != 4000}, failed=(4000,)))
     assert found.judged == (1000, 2000) and found.within_all
+    found = open_load.highest_rate(_curve(p99, failed=(8000,)))  # three of four trials at 8000 completed
+    assert found.judged == (1000, 2000, 4000)
     assert open_load.highest_rate(_curve({}, failed=(1000,))) is None
 
 
@@ -268,3 +270,16 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
     assert sweeps.main is others[0] and not sweeps.further
     headings = [block.text for block in compose.blocks(sweeps, date(2026, 1, 2)) if isinstance(block, Markdown)]
     assert server_report.HEADING in headings and open_load.HEADING in headings
+
+
+@needs_root
+@pytest.mark.parametrize("sanitizer", ["address", "thread"])
+def test_the_sanitized_open_loop_runs_clean(pair, sanitizer):
+    """ASan+UBSan and TSan builds of the load client's open loop (three threads sharing the rate) and a server."""
+    from copylab.build import build
+
+    sanitized = build(sanitizer) / "bin"
+    client, server_err = session(sanitized, pair, "epoll", ("--rate", "3000", "--threads", "3", "--verify"), 0.4)
+    assert client.returncode == 0, client.stderr + server_err
+    assert "Sanitizer" not in client.stderr + server_err and "runtime error" not in client.stderr + server_err
+    assert json.loads(client.stdout)["connections_served"] == 20

@@ -144,6 +144,9 @@ def _against_rate(
             plotting.log2_axis(ax, data["offered_rate"], fmt_rate, "requests/s offered, log scale", rotation=30)
             if metric in log_metrics:
                 ax.set_yscale("log")
+                # a t interval of few trials may reach below zero: the means, not the bands, set a log axis's range
+                means = data.loc[data["metric"] == metric, "mean"]
+                ax.set_ylim(means.min() / 3, means.max() * 3)
             idle_text = f" + {idle} idle" if idle else ""
             ax.set_title(f"{busy} busy connections{idle_text}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")

@@ -18,14 +18,14 @@ import pandas as pd
 
 from copylab import implementations
 from copylab.blocks import Block, Figure, Markdown
-from copylab.formatting import code, fmt_num, fmt_size, markdown_table
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table
 from copylab.results import Results, present
 from copylab.servers.figures import LATENCY_TARGET_US, OPEN_FIGURES, fmt_rate
 
 HEADING = "# How a server waits under open load"
 METRIC = "latency_p99_us"
 RESAMPLES = 2000
-TARGET_QUESTION = f"The highest rate each model serves with a p99 within {fmt_num(LATENCY_TARGET_US / 1000)} ms"
+TARGET_QUESTION = f"The highest rate each model serves with a p99 within {LATENCY_TARGET_US / 1000:g} ms"
 # The keys one model's curve along the rate holds fixed.
 CURVE = ["implementation", "size_bytes", "connections", "idle_connections", "pinning"]
 
@@ -62,13 +62,14 @@ def _crossing(rates: np.ndarray, log_p99: np.ndarray, target: float) -> float:
 
 def highest_rate(trials: pd.DataFrame, target: float = LATENCY_TARGET_US, seed: int = 0) -> HighestRate | None:
     """The highest rate within TARGET of one model's curve (its trials at every rate), or None when no rate was
-    judged: rates are judged from the lowest up to the first where no trial completed."""
+    judged: rates are judged from the lowest up to the first where a trial failed (at the edge of what the client
+    can offer, the trials that completed are those it happened to keep up in)."""
     values: list[np.ndarray] = []
     judged: list[int] = []
     for rate, rows in trials.groupby("offered_rate", sort=True):
         measured = rows.loc[rows["status"] == "ok", METRIC].dropna().to_numpy(dtype=float)
         measured = measured[measured > 0]
-        if measured.size == 0:
+        if measured.size < len(rows):
             break
         judged.append(int(rate))
         values.append(np.log(measured))
@@ -118,12 +119,13 @@ def _highest_cell(found: HighestRate) -> str:
 
 
 def _incomplete(results: Results) -> dict[tuple[object, ...], tuple[int, str]]:
-    """Per curve, the lowest rate none of whose trials completed, with its first trial's reason."""
+    """Per curve, the lowest rate where a trial failed, with the first failed trial's reason."""
     found: dict[tuple[object, ...], tuple[int, str]] = {}
     for key, rows in curves(results):
         for rate, at in rows.groupby("offered_rate", sort=True):
-            if (at["status"] != "ok").all():
-                found[key] = (int(rate), str(at["error"].fillna("no reason recorded").iloc[0]))
+            failed = at[at["status"] != "ok"]
+            if len(failed):
+                found[key] = (int(rate), str(failed["error"].fillna("no reason recorded").iloc[0]))
                 break
     return found
 
@@ -143,7 +145,7 @@ def answer_target(results: Results) -> str:
                 "highest rate within the target": _highest_cell(found) if found else "no rate completed",
                 "trials per rate": str(found.trials) if found else "0",
                 "client lag p99 (µs)": fmt_num(lag) if np.isfinite(lag) else "—",
-                "first rate not completed": _bound(incomplete[key][0]) if key in incomplete else "—",
+                "first rate with a failed trial": _bound(incomplete[key][0]) if key in incomplete else "—",
             }
         )
     if not table:
@@ -155,19 +157,26 @@ def answer_target(results: Results) -> str:
         "beyond, with a 95% bootstrap interval over each rate's trials; an interval end at a tested end means the "
         f"crossing may lie beyond it. {fmt_size(int(size))} responses, pinning {code(str(pinning))}."
     )
-    why: dict[tuple[int, str], list[str]] = {}
+    why: dict[int, list[tuple[str, str]]] = {}
     for key, (rate, reason) in incomplete.items():
-        why.setdefault((rate, reason), []).append(str(key[0]))
+        why.setdefault(rate, []).append((str(key[0]), reason))
     notes = "".join(
-        f"\n\n- {_bound(rate)} ({', '.join(code(m) for m in named)}): {reason}"
-        for (rate, reason), named in sorted(why.items())
+        f"\n\n- {_bound(rate)} ({', '.join(code(m) for m, _ in failed)}), e.g. {failed[0][1]}"
+        for rate, failed in sorted(why.items())
     )
     if notes:
-        notes = "\n\nWhere no trial of a rate completed, no curve is judged beyond it; why they failed:" + notes
+        notes = "\n\nA rate where a trial failed ends its curve: neither it nor any rate beyond is judged. Why:" + notes
+    lags = results.trials.loc[results.trials["status"] == "ok", "issue_lag_p99_us"].dropna()
+    worst = (
+        f" The largest in any trial was {fmt_num(lags.max())} µs, {fmt_pct(lags.max() / LATENCY_TARGET_US)} of the "
+        "target."
+        if len(lags)
+        else ""
+    )
     return (
         f"{lead}\n\n{markdown_table(table)}\n\nThe client's lag is how late it sent a request against its "
-        "schedule (median over trials of each trial's 99th percentile): it is part of every latency above, and "
-        f"small against the target where the rate is the server's to meet.{notes}"
+        "schedule (median over trials of each trial's 99th percentile): it is part of every latency above, the "
+        f"client's own share of it.{worst}{notes}"
     )
 
 
