@@ -12,6 +12,7 @@ REPORT = ROOT / "report"
 NOTEBOOKS = ROOT / "notebooks"
 REFERENCE_DATA = DATA / "reference"  # the copies experiment's committed sweep
 REFERENCE_SERVERS_DATA = DATA / "reference-servers"  # the servers experiment's
+REFERENCE_OPEN_LOAD_DATA = DATA / "reference-open-load"  # the servers experiment's under open load
 
 
 def build_dir(sanitize: str | None = None) -> Path:

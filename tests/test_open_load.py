@@ -182,11 +182,12 @@ RATES = (1000, 2000, 4000, 8000, 16000)
 
 def _curve(p99_at: dict[int, list[float]], failed: tuple[int, ...] = ()) -> pd.DataFrame:
     rows = [
-        {"offered_rate": rate, "status": "ok", "latency_p99_us": value, "error": None}
+        {"trial_id": f"{rate}-r{i}", "offered_rate": rate, "status": "ok", "latency_p99_us": value, "error": None}
         for rate, values in p99_at.items()
-        for value in values
+        for i, value in enumerate(values)
     ]
-    rows += [{"offered_rate": rate, "status": "failed", "latency_p99_us": np.nan, "error": "why"} for rate in failed]
+    failure = {"status": "failed", "latency_p99_us": np.nan, "error": "why"}
+    rows += [{"trial_id": f"{rate}-failed", "offered_rate": rate, **failure} for rate in failed]
     return pd.DataFrame(rows)
 
 
@@ -213,7 +214,7 @@ def test_a_curve_within_or_beyond_the_target_everywhere_says_so():
     assert open_load.highest_rate(_curve(_rising(10.0, rng))).beyond_all
 
 
-def test_no_rate_is_judged_from_the_first_where_a_trial_failed():
+def test_no_rate_is_judged_from_the_first_where_a_trial_never_completed():
     """A rate where a trial failed (the client could not offer it every time) ends the curve: neither it nor the
     rates beyond it are judged, even where their trials completed."""
     p99 = _rising(1e6, np.random.default_rng(5))
@@ -222,6 +223,10 @@ def test_no_rate_is_judged_from_the_first_where_a_trial_failed():
     found = open_load.highest_rate(_curve(p99, failed=(8000,)))  # three of four trials at 8000 completed
     assert found.judged == (1000, 2000, 4000)
     assert open_load.highest_rate(_curve({}, failed=(1000,))) is None
+    # a failed trial that --resume ran again and completed counts as completed
+    retried = _curve(p99, failed=(8000,))
+    retried.loc[len(retried)] = {**retried.iloc[-1].to_dict(), "status": "ok", "latency_p99_us": 10.0, "error": None}
+    assert open_load.highest_rate(retried).judged == RATES
 
 
 def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):

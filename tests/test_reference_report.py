@@ -1,7 +1,8 @@
 """The committed reference sweeps' report says the same things from the same data, refactoring after refactoring.
 
-tests/golden/reference_report.md (the copies sweep) and reference_servers_report.md (the servers sweep) hold the
-Markdown of every data-driven section as it was; a change to the prose or the statistics shows here as a diff.
+tests/golden/reference_report.md (the copies sweep), reference_servers_report.md (the servers sweep) and
+reference_open_load_report.md (the servers sweep under open load) hold the Markdown of every data-driven section
+as it was; a change to the prose or the statistics shows here as a diff.
 When a change is intended, regenerate the files with
     python -m tests.test_reference_report
 and commit them with the change that explains it.
@@ -18,13 +19,15 @@ from copylab import sections
 from copylab.analysis import analyze
 from copylab.copies import answers, captions
 from copylab.copies import report as copies_report
-from copylab.paths import REFERENCE_DATA, REFERENCE_SERVERS_DATA
+from copylab.paths import REFERENCE_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SERVERS_DATA
 from copylab.results import Results, load_results
+from copylab.servers import open_load
 from copylab.servers import report as server_report
 from copylab.store import SweepStore
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_report.md"
 GOLDEN_SERVERS = Path(__file__).parent / "golden" / "reference_servers_report.md"
+GOLDEN_OPEN_LOAD = Path(__file__).parent / "golden" / "reference_open_load_report.md"
 
 
 def _analysed(scratch: Path, reference: Path) -> Results:
@@ -59,6 +62,13 @@ def compose_servers(scratch: Path) -> str:
     return "\n\n----\n\n".join(parts)
 
 
+def compose_open_load(scratch: Path) -> str:
+    """The open-load reference's section "How a server waits under open load", as the notebook has it."""
+    results = _analysed(scratch, REFERENCE_OPEN_LOAD_DATA)
+    parts = [open_load.introduction(results), open_load.caption(results), open_load.answer_target(results)]
+    return "\n\n----\n\n".join(parts)
+
+
 def test_the_reference_report_says_what_it_said(tmp_path):
     assert compose(tmp_path) == GOLDEN.read_text()
 
@@ -67,10 +77,18 @@ def test_the_servers_section_says_what_it_said(tmp_path):
     assert compose_servers(tmp_path) == GOLDEN_SERVERS.read_text()
 
 
+def test_the_open_load_section_says_what_it_said(tmp_path):
+    assert compose_open_load(tmp_path) == GOLDEN_OPEN_LOAD.read_text()
+
+
 if __name__ == "__main__":
     import tempfile
 
-    for golden, composer in ((GOLDEN, compose), (GOLDEN_SERVERS, compose_servers)):
+    for golden, composer in (
+        (GOLDEN, compose),
+        (GOLDEN_SERVERS, compose_servers),
+        (GOLDEN_OPEN_LOAD, compose_open_load),
+    ):
         with tempfile.TemporaryDirectory() as scratch:
             golden.write_text(composer(Path(scratch)))
     sys.exit(0)

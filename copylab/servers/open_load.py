@@ -62,14 +62,15 @@ def _crossing(rates: np.ndarray, log_p99: np.ndarray, target: float) -> float:
 
 def highest_rate(trials: pd.DataFrame, target: float = LATENCY_TARGET_US, seed: int = 0) -> HighestRate | None:
     """The highest rate within TARGET of one model's curve (its trials at every rate), or None when no rate was
-    judged: rates are judged from the lowest up to the first where a trial failed (at the edge of what the client
-    can offer, the trials that completed are those it happened to keep up in)."""
+    judged: rates are judged from the lowest up to the first where a trial never completed (at the edge of what
+    the client can offer, the trials that completed are those it happened to keep up in); a trial that --resume
+    ran again and completed counts."""
     values: list[np.ndarray] = []
     judged: list[int] = []
     for rate, rows in trials.groupby("offered_rate", sort=True):
         measured = rows.loc[rows["status"] == "ok", METRIC].dropna().to_numpy(dtype=float)
         measured = measured[measured > 0]
-        if measured.size < len(rows):
+        if measured.size < rows["trial_id"].nunique():
             break
         judged.append(int(rate))
         values.append(np.log(measured))
@@ -119,11 +120,12 @@ def _highest_cell(found: HighestRate) -> str:
 
 
 def _incomplete(results: Results) -> dict[tuple[object, ...], tuple[int, str]]:
-    """Per curve, the lowest rate where a trial failed, with the first failed trial's reason."""
+    """Per curve, the lowest rate where a trial never completed, with its first failure's reason."""
     found: dict[tuple[object, ...], tuple[int, str]] = {}
     for key, rows in curves(results):
         for rate, at in rows.groupby("offered_rate", sort=True):
-            failed = at[at["status"] != "ok"]
+            completed = set(at.loc[at["status"] == "ok", "trial_id"])
+            failed = at[~at["trial_id"].isin(completed)]
             if len(failed):
                 found[key] = (int(rate), str(failed["error"].fillna("no reason recorded").iloc[0]))
                 break
@@ -134,9 +136,15 @@ def answer_target(results: Results) -> str:
     """The table of each model's highest rate within the target, and how to read it."""
     incomplete = _incomplete(results)
     table = []
+    crossed: list[str] = []
+    kept: list[str] = []
     for key, rows in curves(results):
         model, size, busy, idle, pinning = key
         found = highest_rate(rows, seed=results.manifest.parameters.seed)
+        if found is not None and not found.within_all:
+            crossed.append(f"{code(str(model))} ({_bound(found.estimate)})")
+        elif found is not None:
+            kept.append(f"{code(str(model))} (up to {_bound(found.judged[-1])})")
         lag = rows.loc[rows["status"] == "ok", "issue_lag_p99_us"].median()
         table.append(
             {
@@ -145,7 +153,7 @@ def answer_target(results: Results) -> str:
                 "highest rate within the target": _highest_cell(found) if found else "no rate completed",
                 "trials per rate": str(found.trials) if found else "0",
                 "client lag p99 (µs)": fmt_num(lag) if np.isfinite(lag) else "—",
-                "first rate with a failed trial": _bound(incomplete[key][0]) if key in incomplete else "—",
+                "first rate not completed": _bound(incomplete[key][0]) if key in incomplete else "—",
             }
         )
     if not table:
@@ -165,7 +173,8 @@ def answer_target(results: Results) -> str:
         for rate, failed in sorted(why.items())
     )
     if notes:
-        notes = "\n\nA rate where a trial failed ends its curve: neither it nor any rate beyond is judged. Why:" + notes
+        ends = "A rate where a trial never completed ends its curve: neither it nor any rate beyond is judged."
+        notes = f"\n\n{ends} Why:{notes}"
     lags = results.trials.loc[results.trials["status"] == "ok", "issue_lag_p99_us"].dropna()
     worst = (
         f" The largest in any trial was {fmt_num(lags.max())} µs, {fmt_pct(lags.max() / LATENCY_TARGET_US)} of the "
@@ -173,10 +182,19 @@ def answer_target(results: Results) -> str:
         if len(lags)
         else ""
     )
+    verdict = "".join(
+        [
+            f" Reached the target within the rates judged: {', '.join(crossed)}." if crossed else "",
+            f" Kept it at every rate judged: {', '.join(kept)}"
+            + ("; this sweep does not tell them apart by this measure." if len(kept) > 1 else ".")
+            if kept
+            else "",
+        ]
+    )
     return (
-        f"{lead}\n\n{markdown_table(table)}\n\nThe client's lag is how late it sent a request against its "
-        "schedule (median over trials of each trial's 99th percentile): it is part of every latency above, the "
-        f"client's own share of it.{worst}{notes}"
+        f"{lead}\n\n{markdown_table(table)}\n\n{verdict.strip()}\n\nThe client's lag is how late it sent a "
+        "request against its schedule (median over trials of each trial's 99th percentile): it is part of every "
+        f"latency above, the client's own share of it.{worst}{notes}"
     )
 
 
