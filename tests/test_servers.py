@@ -8,6 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -223,17 +226,30 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
+def sweep_namespaces(name: str) -> tuple[str, str]:
+    """The namespaces of the test sweep NAME: no other test's sweep uses them."""
+    tag = zlib.crc32(name.encode()) % 100000
+    return f"clsw{tag}_s", f"clsw{tag}_c"
+
+
+@contextmanager
+def servers_sweep_run(name: str, *options: str) -> Iterator[tuple[subprocess.CompletedProcess[str], Path]]:
+    """`./inv run-sweep` of a servers sweep NAME with OPTIONS, unanalysed, in namespaces of its own (sweep_namespaces)
+    and its processes tagged with NAME: the result and the sweep's directory, removed afterwards."""
+    options = (*options, "--namespaces", ",".join(sweep_namespaces(name)), "--no-analyze")
+    result = _inv("run-sweep", "--name", name, "--experiment", "servers", *options, tag=name)
+    directory = ROOT / "data" / name
+    try:
+        yield result, directory
+    finally:
+        subprocess.run(["rm", "-rf", str(directory)], check=False)
+
+
 @needs_root
 def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
     name = f"test-servers-{os.getpid()}"
-    result = _inv(
-        "run-sweep",
-        *("--name", name, "--experiment", "servers", "--models", ",".join(MODELS)),
-        *("--connections", "1,8", "--trials", "1", "--duration", "0.2", "--warmup", "0.1", "--no-analyze"),
-        tag=name,
-    )
-    directory = ROOT / "data" / name
-    try:
+    options = ("--models", ",".join(MODELS), "--connections", "1,8", "--trials", "1", "--duration", "0.2")
+    with servers_sweep_run(name, *options, "--warmup", "0.1") as (result, directory):
         assert result.returncode == 0, result.stderr[-2000:]
         trials, manifest = SweepStore(directory).load()
         assert manifest.parameters.experiment == "servers" and manifest.complete
@@ -245,10 +261,8 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
         # the host's floor, measured once before the trials, at both placements of the two ends
         assert set(manifest.host_floor) == {"same_cpu", "split_cpu"} and min(manifest.host_floor.values()) > 0
         leftovers = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert "copylab" not in leftovers
+        assert not set(sweep_namespaces(name)) & set(leftovers.split())
         assert tagged_processes(name) == []
-    finally:
-        subprocess.run(["rm", "-rf", str(directory)], check=False)
 
 
 @pytest.mark.parametrize(
@@ -266,6 +280,11 @@ def test_a_servers_sweep_runs_every_model_and_leaves_nothing(tmp_path):
         (("--models", "select", "--connections", "10", "--idle-connections", "0,1000"), "not 10 busy + 1000 idle"),
         (("--connections", "100", "--idle-connections", "4000"), "100 busy + 4000 idle connections are more than"),
         (("--idle-connections", "-1"), "idle-connections: -1 is out of range (0 to 4096)"),
+        (("--load", "open"), "rates: an open load needs the rates it offers"),
+        (("--rates", "1000"), "rates: only an open load offers a rate (add --load open)"),
+        (("--load", "open", "--rates", "0"), "rates: 0 is out of range (1 to 1000000)"),
+        (("--load", "sideways"), "load: unknown 'sideways' (choose from closed, open)"),
+        (("--experiment", "copies", "--load", "open", "--rates", "10"), "it offers no rate"),
     ],
 )
 def test_bad_servers_input_is_one_line_before_anything_is_created(args, message):
