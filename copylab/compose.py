@@ -64,10 +64,10 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         if experiment.main:
             continue
         module = experiment.parts()
-        found = [sweep for (name, _), sweep in sweeps.sections.items() if name == experiment.name]
-        for sweep in found:
+        found = {load: sweep for (name, load), sweep in sweeps.sections.items() if name == experiment.name}
+        for sweep in found.values():
             content += _traced(module.parts(sweep), sweep)
-        content += [] if found else module.absent()
+        content += module.absent(frozenset(found))
     content += [
         Markdown("# Limitations"),
         Markdown(sections.limitations(sweeps.main)),

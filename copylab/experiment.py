@@ -50,7 +50,7 @@ class Experiment:
     # profile name -> sweep settings (copylab.settings names); Members stands for a list of implementations
     profiles: Mapping[str, Mapping[str, Any]]
     figures: str  # "module:function" drawing its figures from a sweep's tables
-    # a module with parts(results), absent(), summary(results) and limitations(results): its blocks of the report
+    # a module with parts(results), absent(loads), summary(results) and limitations(results): its blocks of the report
     report: str
     # Settings it has no use for, with the reason a sweep giving one is refused.
     refuses: Mapping[str, str] = field(default_factory=dict)
@@ -68,7 +68,7 @@ class Experiment:
         return resolve(self.figures)
 
     def parts(self) -> ModuleType:
-        """Its report module: parts(results) and absent() give its blocks of a report (copylab.compose),
+        """Its report module: parts(results) and absent(loads) give its blocks of a report (copylab.compose),
         summary(results) the lines that sum up a further sweep of it, limitations(results) what limits a sweep of
         it beyond what every sweep's limitations say (copylab.sections)."""
         return importlib.import_module(self.report)

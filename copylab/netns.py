@@ -8,6 +8,7 @@ of copylab's ever appears in the host's own namespace.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import os
@@ -110,20 +111,30 @@ def check_free(pair: NamespacePair) -> None:
             )
 
 
+@contextmanager
+def _exclusive() -> Iterator[None]:
+    """Held while namespaces are checked, created or removed: two sweeps starting at once with the same names
+    would otherwise both find them free, and each tear down what the other made."""
+    MARKERS.mkdir(parents=True, exist_ok=True)
+    with open(MARKERS.parent / "netns.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def up(pair: NamespacePair) -> None:
     """Creates both namespaces and the link; refuses to touch namespaces it did not create."""
     require_root("setting up namespaces")
-    check_free(pair)
-    down(pair)
-    MARKERS.mkdir(parents=True, exist_ok=True)
-    try:
-        for name in (pair.server, pair.client):
-            _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
-        for command in setup_commands(pair):
-            _run(*command)
-    except BaseException:
-        down(pair)
-        raise
+    with _exclusive():
+        check_free(pair)
+        _remove([pair.server, pair.client])
+        try:
+            for name in (pair.server, pair.client):
+                _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
+            for command in setup_commands(pair):
+                _run(*command)
+        except BaseException:
+            _remove([pair.server, pair.client])
+            raise
 
 
 # The setting the last command of setup_commands() applies.
@@ -156,7 +167,11 @@ def setup_commands(pair: NamespacePair) -> list[list[str]]:
 
 def down(pair: NamespacePair | None = None) -> list[str]:
     """Removes copylab's namespaces (those of pair, or all marked ones); returns what was removed."""
-    names = [pair.server, pair.client] if pair else owned_namespaces()
+    with _exclusive():
+        return _remove([pair.server, pair.client] if pair else owned_namespaces())
+
+
+def _remove(names: list[str]) -> list[str]:
     removed = []
     present = existing_namespaces()
     for name in names:

@@ -45,6 +45,7 @@ struct driver {
     /* open loop */
     double rate;              /* requests per second this thread offers */
     uint64_t behind;          /* requests due and not yet issued when the window closed */
+    unsigned unanswered;      /* requests of the window still unanswered DRAIN_S after it */
     uint64_t issued_in_window; /* requests issued while the window was open */
     struct histogram lag;     /* how late each request of the window was issued against its schedule */
 };

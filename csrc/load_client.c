@@ -196,6 +196,7 @@ int main(int argc, char **argv)
             histogram_merge(&drivers[0].latency, &drivers[t].latency);
             histogram_merge(&drivers[0].lag, &drivers[t].lag);
             drivers[0].behind += drivers[t].behind;
+            drivers[0].unanswered += drivers[t].unanswered;
         }
     }
     /* Reset, so a server blocked on a connection sees the end at once. */
@@ -222,6 +223,9 @@ int main(int argc, char **argv)
     double seconds = (double)(end_ns - begin_ns) / 1e9;
     if (opt.rate)
         check_schedule_kept(&opt, drivers[0].behind, seconds, &used);
+    if (drivers[0].unanswered)
+        die("%u requests sent in the window got no response within %.0f s of its end", drivers[0].unanswered,
+            DRAIN_S);
     const struct histogram *latency = &drivers[0].latency;
     struct json j;
     json_begin(&j);

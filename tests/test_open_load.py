@@ -248,6 +248,12 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
     assert sweeps.main is others[0] and not sweeps.further
     headings = [block.text for block in compose.blocks(sweeps, date(2026, 1, 2)) if isinstance(block, Markdown)]
     assert server_report.HEADING in headings and open_load.HEADING in headings
+    assert open_load.ABSENT not in headings
+    # without it, the closed-loop section says how to get it
+    without = [
+        block.text for block in compose.blocks(compose.arrange(others), date(2026, 1, 2)) if isinstance(block, Markdown)
+    ]
+    assert open_load.ABSENT in without and open_load.HEADING not in without
 
 
 @needs_root

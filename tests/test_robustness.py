@@ -1000,6 +1000,46 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
 
 
 @needs_root
+def test_sweeps_setting_up_the_same_namespaces_at_once_leave_one_owner(outcome):
+    outcome.update(
+        area="environment",
+        fault="four processes set up the same namespaces at the same instant (two sweeps started together)",
+        rows_lost=None,
+    )
+    # Each sets the pair up the moment the go file appears, holds it a moment, then takes it down.
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from copylab import netns\n"
+        "from copylab.errors import CopylabError\n"
+        "while not Path(sys.argv[1]).exists(): time.sleep(0.001)\n"
+        f"pair = netns.NamespacePair(*{PAIR_NAMES!r})\n"
+        "try:\n"
+        "    netns.up(pair)\n"
+        "except CopylabError as error:\n"
+        "    print(error); sys.exit(2)\n"
+        "time.sleep(1.0); netns.down(pair)\n"
+    )
+    go = Path(tempfile.mkdtemp()) / "go"
+    racers = [
+        subprocess.Popen([sys.executable, "-c", script, str(go)], stdout=subprocess.PIPE, text=True) for _ in range(4)
+    ]
+    time.sleep(1.0)  # every racer waits for the go file
+    go.touch()
+    results = [(racer.wait(timeout=60), racer.stdout.read()) for racer in racers]
+    shutil.rmtree(go.parent)
+    refused = [out for status, out in results if status == 2]
+    outcome.update(
+        behaviour=f"{sum(status == 0 for status, _ in results)} set the pair up and took it down; "
+        f"{len(refused)} refused: {refused[0].strip() if refused else ''}",
+        leftovers=leftovers(None),
+    )
+    assert sorted(status for status, _ in results) == [0, 2, 2, 2], results
+    assert all("is in use by copylab process" in out for out in refused), refused
+    assert outcome["leftovers"] == []
+
+
+@needs_root
 def test_port_already_taken(support, outcome):
     outcome.update(
         area="environment",

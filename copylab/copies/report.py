@@ -91,8 +91,9 @@ def parts(results: Results) -> list[Block]:
     ]
 
 
-def absent() -> list[Block]:
-    """A report always has its main sweep (copylab.compose.arrange): nothing to say in its place."""
+def absent(loads: frozenset[str] = frozenset()) -> list[Block]:
+    """A report always has its main sweep (copylab.compose.arrange), whatever LOADS: nothing to say in its
+    place."""
     return []
 
 

@@ -23,6 +23,15 @@ from copylab.results import Results, present
 from copylab.servers.figures import LATENCY_TARGET_US, OPEN_FIGURES, fmt_rate
 
 HEADING = "# How a server waits under open load"
+# What a report with a closed-loop servers sweep only says of open load.
+ABSENT = (
+    "**Under open load.** This report's servers sweep kept every connection busy closed-loop, which hides "
+    "queueing: its latency is that of a server never offered more than it answers. `./inv run-sweep --name open "
+    "--experiment servers --load open --rates 5000,10000,20000,40000,60000 --connections 100 --trials 3` offers "
+    "rates on a schedule and times each request from it; `./inv report --data COPIES_DIR,SERVERS_DIR,data/open` "
+    "adds its section: each model's latency against the rate offered and the highest rate it serves within a "
+    f"p99 of {LATENCY_TARGET_US / 1000:g} ms."
+)
 METRIC = "latency_p99_us"
 RESAMPLES = 2000
 TARGET_QUESTION = f"The highest rate each model serves with a p99 within {LATENCY_TARGET_US / 1000:g} ms"

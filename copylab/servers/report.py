@@ -513,8 +513,11 @@ def parts(results: Results) -> list[Block]:
     ]
 
 
-def absent() -> list[Block]:
-    """What the section says when the report has no servers sweep."""
+def absent(loads: frozenset[str] = frozenset()) -> list[Block]:
+    """What the report says in place of the servers sweeps it lacks, given the loads of those it has: without any,
+    the section and how to get a sweep; without one under open load, how to get that section."""
+    if loads:
+        return [] if "open" in loads else [Markdown(open_load.ABSENT)]
     return [
         Markdown(HEADING),
         Markdown(INTRODUCTION),
