@@ -40,13 +40,12 @@ struct driver {
     size_t size;
     bool verify;
     _Atomic int *phase;
+    _Atomic uint64_t *window_end_ns; /* CLOCK_MONOTONIC when the window closed, set before PHASE_STOP */
     unsigned in_window; /* round trips begun in the window and not yet answered */
     struct histogram latency;
     /* open loop */
     double rate;              /* requests per second this thread offers */
-    uint64_t behind;          /* requests due and not yet issued when the window closed */
     unsigned unanswered;      /* requests of the window still unanswered DRAIN_S after it */
-    uint64_t issued_in_window; /* requests issued while the window was open */
     struct histogram lag;     /* how late each request of the window was issued against its schedule */
 };
 

@@ -22,10 +22,9 @@
 
 #define EVENTS 64
 #define POLL_MS 50
-/* Under open load, a client that fell behind its schedule by more than this share of the window's requests
- * did not offer the rate: the rate is its own limit. */
-#define BEHIND_SHARE 0.01
-
+/* Under open load, a client whose p99 lateness in sending is this share of the round trips' p99 or more
+ * measured its own delay as much as the server's. */
+#define LAG_SHARE 0.5
 static void send_request(struct driver *d, struct connection *c, int phase)
 {
     uint64_t request = atomic_load_explicit(&c->completed, memory_order_relaxed);
@@ -102,15 +101,17 @@ static void *drive(void *arg)
     return NULL;
 }
 
-/* Under open load the rate is the server's to meet only if the client offered it: it kept its schedule
- * and had CPU to spare on the CPUs it may run on.  Otherwise the run ends here, saying whose limit it was. */
-static void check_schedule_kept(const struct options *opt, uint64_t behind, double seconds, const struct usage *used)
+/* Under open load the rate is the server's to meet only if the client kept up: it had CPU to spare on the
+ * CPUs it may run on, and its own lateness in sending (LAG) is not a large share of the tail it measured
+ * (LATENCY), as when it was stalled or starved.  Otherwise the run ends here, saying whose limit it was. */
+static void check_client_kept_up(const struct options *opt, double seconds, const struct usage *used,
+                                 const struct histogram *lag, const struct histogram *latency)
 {
-    double scheduled = (double)opt->rate * seconds;
-    if ((double)behind > BEHIND_SHARE * scheduled && behind > 1)
-        die("the load client fell %llu requests behind its schedule in the window: %llu requests/s is more than "
-            "it can offer here, a limit of the client, not of the server",
-            (unsigned long long)behind, (unsigned long long)opt->rate);
+    double lag_us = histogram_percentile_ns(lag, 99) / 1e3, tail_us = histogram_percentile_ns(latency, 99) / 1e3;
+    if (lag->count && latency->count && lag_us >= LAG_SHARE * tail_us)
+        die("the load client sent its requests late (99th percentile %.0f us, against a round-trip p99 of %.0f us): "
+            "at %llu requests/s much of the tail would be its own, a limit of the client, not of the server",
+            lag_us, tail_us, (unsigned long long)opt->rate);
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
         die_errno("sched_getaffinity");
@@ -161,9 +162,11 @@ int main(int argc, char **argv)
     session_wait_ready(control_fd);
 
     _Atomic int phase = PHASE_WARMUP;
+    _Atomic uint64_t window_end = 0;
     for (unsigned t = 0; t < threads; t++) {
         struct driver *d = &drivers[t];
         *d = (struct driver){.connections = &connections[t], .stride = threads, .size = opt.size, .phase = &phase,
+                             .window_end_ns = &window_end,
                              .verify = opt.verify, .count = (n - t + threads - 1) / threads};
         d->rate = (double)opt.rate * d->count / n;
         int err = pthread_create(&d->thread, NULL, opt.rate ? drive_open : drive, d);
@@ -181,8 +184,9 @@ int main(int argc, char **argv)
     atomic_store(&phase, PHASE_MEASURE);
 
     sleep_seconds(opt.duration_s);
-    atomic_store(&phase, PHASE_STOP);
     uint64_t end_ns = now_ns();
+    atomic_store(&window_end, end_ns);
+    atomic_store(&phase, PHASE_STOP);
     snapshot(connections, n, after);
     usage_now(&end);
     perf_control_send(&perf, "disable");
@@ -195,7 +199,6 @@ int main(int argc, char **argv)
         if (t > 0) {
             histogram_merge(&drivers[0].latency, &drivers[t].latency);
             histogram_merge(&drivers[0].lag, &drivers[t].lag);
-            drivers[0].behind += drivers[t].behind;
             drivers[0].unanswered += drivers[t].unanswered;
         }
     }
@@ -222,7 +225,7 @@ int main(int argc, char **argv)
     usage_delta(&start, &end, &used);
     double seconds = (double)(end_ns - begin_ns) / 1e9;
     if (opt.rate)
-        check_schedule_kept(&opt, drivers[0].behind, seconds, &used);
+        check_client_kept_up(&opt, seconds, &used, &drivers[0].lag, &drivers[0].latency);
     if (drivers[0].unanswered)
         die("%u requests sent in the window got no response within %.0f s of its end", drivers[0].unanswered,
             DRAIN_S);

@@ -150,33 +150,31 @@ void *drive_open(void *arg)
     uint64_t issued = 0, drain_deadline = 0;
     unsigned next = 0;
     for (;;) {
-        int phase = atomic_load_explicit(d->phase, memory_order_relaxed);
+        int phase = atomic_load(d->phase);
         uint64_t now = now_ns(), wait_ns = POLL_NS;
-        if (phase == PHASE_STOP && !drain_deadline) {
-            uint64_t due = (uint64_t)((double)(now - start) / interval_ns) + 1;
-            d->behind = due > issued ? due - issued : 0;
-            drain_deadline = now + (uint64_t)(DRAIN_S * 1e9);
+        /* Once the window has closed, what was due in it and not yet sent (the thread ran late) still goes:
+         * it was offered in the window, and its wait is part of the window's latency. */
+        uint64_t until = phase == PHASE_STOP ? atomic_load(d->window_end_ns) : now;
+        while (!drain_deadline) {
+            uint64_t due_ns = start + (uint64_t)((double)issued * interval_ns);
+            if (due_ns > until) {
+                wait_ns = phase == PHASE_STOP ? POLL_NS : due_ns - now;
+                break;
+            }
+            bool measured = phase != PHASE_WARMUP;
+            if (measured)
+                histogram_record(&d->lag, now - due_ns);
+            issue(d, epoll_fd, driven(d, next), due_ns, measured);
+            next = (next + 1) % d->count;
+            issued++;
         }
+        if (phase == PHASE_STOP && !drain_deadline)
+            drain_deadline = now + (uint64_t)(DRAIN_S * 1e9);
         if (phase == PHASE_STOP && d->in_window == 0)
             break;
         if (drain_deadline && now > drain_deadline) {
             d->unanswered = d->in_window; /* whose limit that was, the client says once it knows its own */
             break;
-        }
-        while (phase != PHASE_STOP) {
-            uint64_t due_ns = start + (uint64_t)((double)issued * interval_ns);
-            if (due_ns > now) {
-                wait_ns = due_ns - now;
-                break;
-            }
-            bool measured = phase == PHASE_MEASURE;
-            if (measured) {
-                histogram_record(&d->lag, now - due_ns);
-                d->issued_in_window++;
-            }
-            issue(d, epoll_fd, driven(d, next), due_ns, measured);
-            next = (next + 1) % d->count;
-            issued++;
         }
         struct timespec timeout = {.tv_sec = (time_t)(wait_ns / 1000000000ULL),
                                    .tv_nsec = (long)(wait_ns % 1000000000ULL)};

@@ -19,7 +19,7 @@ const unsigned MODEL_MAX_CONNECTIONS = 0;
 #define BUFFER_SIZE 256
 #define BUFFER_GROUP 0
 
-enum operation { OP_ACCEPT = 1, OP_RECEIVE, OP_SEND };
+enum operation { OP_ACCEPT = 1, OP_RECEIVE, OP_SEND, OP_CANCEL };
 
 struct connection {
     int fd;               /* -1 once the peer closed */
@@ -77,6 +77,8 @@ static void closed(struct connection *c)
 
 static void on_accept(struct server *s, const struct io_uring_cqe *cqe)
 {
+    if (cqe->res == -ECANCELED && s->accepted == s->config->connections)
+        return; /* withdrawn once every connection was in (below) */
     if (cqe->res < 0)
         die("multishot accept: %s", strerror(-cqe->res));
     if (s->accepted == s->config->connections)
@@ -85,6 +87,13 @@ static void on_accept(struct server *s, const struct io_uring_cqe *cqe)
     s->connections[index] = (struct connection){.fd = cqe->res};
     arm_receive(s, index);
     connection_taken(s->config);
+    if ((cqe->flags & IORING_CQE_F_MORE) && s->accepted == s->config->connections) {
+        /* Every connection is in: withdraw the accept.  Left armed, it would hold the listening socket past the
+         * process's end, until the kernel has torn the ring down, and keep the port from the next server. */
+        struct io_uring_sqe *sqe = uring_sqe(&s->ring);
+        io_uring_prep_cancel64(sqe, tag(OP_ACCEPT, 0), 0);
+        io_uring_sqe_set_data64(sqe, tag(OP_CANCEL, 0));
+    }
     if (!(cqe->flags & IORING_CQE_F_MORE) && s->accepted < s->config->connections) {
         struct io_uring_sqe *sqe = uring_sqe(&s->ring);
         io_uring_prep_multishot_accept(sqe, s->config->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -189,6 +198,8 @@ void model_serve(const struct model_config *config)
                 break;
             case OP_SEND:
                 on_send(&s, index, cqe);
+                break;
+            case OP_CANCEL: /* whether it found the accept or it had ended already, nothing waits on it */
                 break;
             }
             seen++;

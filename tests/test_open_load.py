@@ -26,7 +26,7 @@ from copylab.servers import open_load
 from copylab.servers import report as server_report
 from copylab.servers.figures import LATENCY_TARGET_US
 from copylab.store import SweepStore
-from tests.conftest import needs_root, run_in
+from tests.conftest import needs_root
 from tests.synthetic import make_server_trials, make_trials, write_sweep
 from tests.test_servers import servers_sweep_run, sweep_namespaces, tagged_processes
 
@@ -34,10 +34,17 @@ PORT = 5403
 
 
 def session(
-    bin_dir: Path, pair, model: str, options: tuple[str, ...], duration: float = 0.6, stall_after: float | None = None
+    bin_dir: Path,
+    pair,
+    model: str,
+    options: tuple[str, ...],
+    duration: float = 0.6,
+    stall_after: float | None = None,
+    stalled: str = "server",
 ) -> tuple[subprocess.CompletedProcess[str], str]:
     """MODEL_server and load_client with OPTIONS over 20 connections: the client's result and the server's stderr.
-    STALL_AFTER: stop the server (SIGSTOP) that many seconds after the client starts, for 0.2 s."""
+    STALL_AFTER: stop the STALLED side (SIGSTOP; ip netns exec runs it in its own process) that many seconds after
+    the client starts, for 0.2 s."""
     server = subprocess.Popen(
         [
             *exec_prefix(pair.server),
@@ -48,35 +55,41 @@ def session(
         stderr=subprocess.PIPE,
         text=True,
     )
-    stall = threading.Timer(stall_after or 0, _stall, (server.pid,)) if stall_after else None
+    client = subprocess.Popen(
+        [
+            *exec_prefix(pair.client),
+            str(bin_dir / "load_client"),
+            *("--connect", pair.server_address, "--port", str(PORT), "--size", "1000"),
+            *("--connections", "20", "--duration", str(duration), "--warmup", "0.2", *options),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    target = server if stalled == "server" else client
+    stall = threading.Timer(stall_after, _stall, (target.pid,)) if stall_after else None
     try:
         if stall:
             stall.start()
-        client = run_in(
-            pair.client,
-            [
-                str(bin_dir / "load_client"),
-                *("--connect", pair.server_address, "--port", str(PORT), "--size", "1000"),
-                *("--connections", "20", "--duration", str(duration), "--warmup", "0.2", *options),
-            ],
-        )
+        client_out, client_err = client.communicate(timeout=30)
         _, server_err = server.communicate(timeout=20)
     finally:
         if stall:
             stall.join()
-        server.kill()
-        server.wait()
-    return client, server_err
+        for process in (client, server):
+            process.kill()
+            process.wait()
+    return subprocess.CompletedProcess(client.args, client.returncode, client_out, client_err), server_err
 
 
 def _stall(pid: int) -> None:
-    """Stops the server's process (ip netns exec runs it in the same process) for 0.2 s."""
     os.kill(pid, signal.SIGSTOP)
     time.sleep(0.2)
     os.kill(pid, signal.SIGCONT)
 
 
 @needs_root
+@pytest.mark.serial  # a schedule kept to the microsecond: another test sharing the CPUs would break it
 def test_open_load_keeps_its_schedule_and_verifies_every_response(bin_dir, pair):
     client, server_err = session(bin_dir, pair, "epoll", ("--rate", "4000", "--verify"))
     assert client.returncode == 0, client.stderr + server_err
@@ -90,6 +103,7 @@ def test_open_load_keeps_its_schedule_and_verifies_every_response(bin_dir, pair)
 
 
 @needs_root
+@pytest.mark.serial  # a schedule kept to the microsecond: another test sharing the CPUs would break it
 def test_a_stalled_server_is_charged_the_wait_of_every_request_due_meanwhile(bin_dir, pair):
     """Coordinated omission: a server stopped for 0.2 s delays every request due in that time.  Timed from the
     schedule, more than 1% of the window's requests waited (p99 near the stall); a closed loop has one request per
@@ -108,8 +122,11 @@ def test_a_stalled_server_is_charged_the_wait_of_every_request_due_meanwhile(bin
 
 
 @needs_root
-def test_a_rate_the_client_cannot_offer_is_named_its_own_limit(bin_dir, pair):
-    client, _ = session(bin_dir, pair, "epoll", ("--rate", "1000000"), duration=0.4)
+@pytest.mark.serial  # a schedule kept to the microsecond: another test sharing the CPUs would break it
+def test_a_client_stalled_in_the_window_names_its_own_limit(bin_dir, pair):
+    """A client stopped for 0.2 s sends the requests due meanwhile late: that wait is its own, the bulk of the tail
+    it would measure, and the trial says so in one line instead of charging the server."""
+    client, _ = session(bin_dir, pair, "epoll", ("--rate", "4000"), duration=1.0, stall_after=0.5, stalled="client")
     assert client.returncode != 0 and client.stdout == ""
     assert client.stderr.count("\n") == 1 and "a limit of the client, not of the server" in client.stderr
 
@@ -128,6 +145,7 @@ def test_load_client_refuses_a_bad_rate(bin_dir, args, message):
 
 
 @needs_root
+@pytest.mark.serial  # a schedule kept to the microsecond: another test sharing the CPUs would break it
 def test_an_open_load_sweep_records_each_rate_and_leaves_nothing():
     name = f"test-open-{os.getpid()}"
     options = ("--models", "thread,epoll", "--connections", "20", "--load", "open", "--rates", "2000,8000")
@@ -218,7 +236,10 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
             LATENCY_TARGET_US * (rate / crossing[m]) ** 2 * np.exp(rng.normal(0, 0.05)) for m in at["implementation"]
         ]
         if rate == RATES[-1]:
-            at["status"], at["error"] = "failed", "client: the load client fell behind, a limit of the client"
+            at["status"], at["error"] = (
+                "failed",
+                "client: the load client was on its CPU 99% of the window, a limit of the client",
+            )
             at.loc[:, "latency_p99_us"] = np.nan
         rows.append(at)
     frame = pd.concat(rows, ignore_index=True)
@@ -257,6 +278,7 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
 
 
 @needs_root
+@pytest.mark.serial  # instrumented, the client needs its CPU to itself to keep the schedule
 @pytest.mark.parametrize("sanitizer", ["address", "thread"])
 def test_the_sanitized_open_loop_runs_clean(pair, sanitizer):
     """ASan+UBSan and TSan builds of the load client's open loop (three threads sharing the rate) and a server."""

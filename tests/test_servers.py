@@ -423,3 +423,14 @@ def test_idle_connections_and_a_further_baseline_are_answered_from_the_tables(tm
     busy = explorer.data.set_index(["implementation", "connections"])["mean"]
     assert busy[("select", 100)] / quiet[("select", 100)] == pytest.approx(5.5, rel=0.1)
     assert busy[("epoll", 100)] / quiet[("epoll", 100)] == pytest.approx(1.0, rel=0.1)
+
+
+@needs_root
+@pytest.mark.parametrize("model", MODELS)
+def test_a_server_frees_its_port_the_moment_it_ends(bin_dir, pair, model):
+    """The next trial's server binds the same port at once: nothing of this one (a request io_uring still has in
+    flight) keeps listening on it."""
+    run_model(bin_dir, pair, model, 4, duration=0.1)
+    bind = f"import socket; s = socket.socket(); s.bind(({pair.server_address!r}, {PORT})); s.listen()"
+    result = run_in(pair.server, [sys.executable, "-c", bind])
+    assert result.returncode == 0, result.stderr

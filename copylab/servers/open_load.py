@@ -151,7 +151,8 @@ def answer_target(results: Results) -> str:
         model, size, busy, idle, pinning = key
         found = highest_rate(rows, seed=results.manifest.parameters.seed)
         if found is not None and not found.within_all:
-            crossed.append(f"{code(str(model))} ({_bound(found.estimate)})")
+            where = f"below {_bound(found.judged[0])}" if found.beyond_all else _bound(found.estimate)
+            crossed.append(f"{code(str(model))} ({where})")
         elif found is not None:
             kept.append(f"{code(str(model))} (up to {_bound(found.judged[-1])})")
         lag = rows.loc[rows["status"] == "ok", "issue_lag_p99_us"].median()
@@ -216,8 +217,8 @@ def introduction(results: Results) -> str:
         "), round robin, whether or not earlier ones were answered (open loop, as wrk2 offers load). Each round "
         "trip is timed from when its request was due, not from when it left, so a server that falls behind is "
         "charged the wait its backlog causes (coordinated omission corrected). A trial fails, with the reason, "
-        "when the client fell behind its own schedule or was on its CPU for nearly all the window: that rate is "
-        "the client's limit, not the server's. Requests served per second is the achieved rate: on the diagonal "
+        "when the client was on its CPU for nearly all the window: that rate is the client's limit, not the "
+        "server's. Requests served per second is the achieved rate: on the diagonal "
         "the model served what was offered."
     )
 
