@@ -23,8 +23,10 @@
 #define EVENTS 64
 #define POLL_MS 50
 /* Under open load, a client whose p99 lateness in sending is this share of the round trips' p99 or more
- * measured its own delay as much as the server's. */
-#define LAG_SHARE 0.5
+ * measured its own delay, not the server's (stalled or starved of its CPU).  Over veth a model also makes
+ * kernel work on the client's CPU: lateness from that (up to about 0.65 of the tail measured here with
+ * select and poll) is the model's, and stays below it. */
+#define LAG_SHARE 0.8
 static void send_request(struct driver *d, struct connection *c, int phase)
 {
     uint64_t request = atomic_load_explicit(&c->completed, memory_order_relaxed);
@@ -110,7 +112,7 @@ static void check_client_kept_up(const struct options *opt, double seconds, cons
     double lag_us = histogram_percentile_ns(lag, 99) / 1e3, tail_us = histogram_percentile_ns(latency, 99) / 1e3;
     if (lag->count && latency->count && lag_us >= LAG_SHARE * tail_us)
         die("the load client sent its requests late (99th percentile %.0f us, against a round-trip p99 of %.0f us): "
-            "at %llu requests/s much of the tail would be its own, a limit of the client, not of the server",
+            "at %llu requests/s most of the tail would be its own, a limit of the client, not of the server",
             lag_us, tail_us, (unsigned long long)opt->rate);
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)

@@ -136,6 +136,30 @@ static int open_connections(struct driver *d)
     return epoll_fd;
 }
 
+/* Where a thread is on its schedule: request k is due at start + k x interval. */
+struct schedule {
+    double interval_ns;
+    uint64_t start, issued;
+    unsigned next; /* the connection the next request goes on */
+};
+
+/* Sends every request due by UNTIL; returns when the next one is due. */
+static uint64_t issue_due(struct driver *d, int epoll_fd, struct schedule *s, int phase, uint64_t until)
+{
+    uint64_t now = now_ns();
+    for (;;) {
+        uint64_t due_ns = s->start + (uint64_t)((double)s->issued * s->interval_ns);
+        if (due_ns > until)
+            return due_ns;
+        bool measured = phase != PHASE_WARMUP;
+        if (measured)
+            histogram_record(&d->lag, now > due_ns ? now - due_ns : 0);
+        issue(d, epoll_fd, driven(d, s->next), due_ns, measured);
+        s->next = (s->next + 1) % d->count;
+        s->issued++;
+    }
+}
+
 void *drive_open(void *arg)
 {
     struct driver *d = arg;
@@ -145,31 +169,19 @@ void *drive_open(void *arg)
     const size_t room = 65536;
     char *scratch = page_alloc_or_die(room);
     int epoll_fd = open_connections(d);
-    const double interval_ns = 1e9 / d->rate;
-    const uint64_t start = now_ns();
-    uint64_t issued = 0, drain_deadline = 0;
-    unsigned next = 0;
+    struct schedule schedule = {.interval_ns = 1e9 / d->rate, .start = now_ns()};
+    uint64_t drain_deadline = 0;
     for (;;) {
         int phase = atomic_load(d->phase);
         uint64_t now = now_ns(), wait_ns = POLL_NS;
-        /* Once the window has closed, what was due in it and not yet sent (the thread ran late) still goes:
-         * it was offered in the window, and its wait is part of the window's latency. */
-        uint64_t until = phase == PHASE_STOP ? atomic_load(d->window_end_ns) : now;
-        while (!drain_deadline) {
-            uint64_t due_ns = start + (uint64_t)((double)issued * interval_ns);
-            if (due_ns > until) {
-                wait_ns = phase == PHASE_STOP ? POLL_NS : due_ns - now;
-                break;
-            }
-            bool measured = phase != PHASE_WARMUP;
-            if (measured)
-                histogram_record(&d->lag, now - due_ns);
-            issue(d, epoll_fd, driven(d, next), due_ns, measured);
-            next = (next + 1) % d->count;
-            issued++;
-        }
-        if (phase == PHASE_STOP && !drain_deadline)
+        if (!drain_deadline && phase != PHASE_STOP)
+            wait_ns = issue_due(d, epoll_fd, &schedule, phase, now) - now;
+        if (!drain_deadline && phase == PHASE_STOP) {
+            /* What was due in the window and not yet sent (the thread ran late) still goes: it was offered in
+             * the window, and its wait is part of the window's latency. */
+            issue_due(d, epoll_fd, &schedule, phase, atomic_load(d->window_end_ns));
             drain_deadline = now + (uint64_t)(DRAIN_S * 1e9);
+        }
         if (phase == PHASE_STOP && d->in_window == 0)
             break;
         if (drain_deadline && now > drain_deadline) {
@@ -188,6 +200,9 @@ void *drive_open(void *arg)
                 send_unsent(epoll_fd, c);
             if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
                 receive(d, c, scratch, room);
+            /* A burst of responses must not hold back the requests falling due meanwhile. */
+            if (!drain_deadline)
+                issue_due(d, epoll_fd, &schedule, phase, now_ns());
         }
     }
     for (unsigned i = 0; i < d->count; i++)

@@ -217,9 +217,9 @@ def introduction(results: Results) -> str:
         "), round robin, whether or not earlier ones were answered (open loop, as wrk2 offers load). Each round "
         "trip is timed from when its request was due, not from when it left, so a server that falls behind is "
         "charged the wait its backlog causes (coordinated omission corrected). A trial fails, with the reason, "
-        "when the client was on its CPU for nearly all the window: that rate is the client's limit, not the "
-        "server's. Requests served per second is the achieved rate: on the diagonal "
-        "the model served what was offered."
+        "when the client was on its CPU for nearly all the window or its own lateness in sending made most of "
+        "the tail it measured: that rate is the client's limit, not the server's. Requests served per second is "
+        "the achieved rate: on the diagonal the model served what was offered."
     )
 
 
