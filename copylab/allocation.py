@@ -17,7 +17,7 @@ from copylab import implementations
 from copylab.config import SweepConfig
 from copylab.crossover import classify
 from copylab.metrics import add_metrics
-from copylab.schedule import Point, configurations, point_of
+from copylab.schedule import Contender, Point, configurations, point_of, study_contender
 from copylab.stats import compare
 from copylab.tables import curve_keys
 
@@ -58,24 +58,21 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     ]
 
 
-def undecided(
-    ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95
-) -> dict[Point, set[tuple[str, str]]]:
-    """Per point, the contenders (implementation, receive) whose deciding comparisons still need blocks there,
-    the most promising points first."""
+def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95) -> dict[Point, set[Contender]]:
+    """Per point, the contenders whose deciding comparisons still need blocks there, the most promising points
+    first."""
     experiment = implementations.experiment(config.experiment)
-    receive = implementations.BASELINE_RECEIVE
     pairs = [
         (challenger, baseline)
         for challenger, baseline in implementations.deciding_pairs(experiment)
         if {challenger, baseline} <= set(config.implementations)
     ]
     grid = [point_of(c) for c in configurations(config) if c.workload == experiment.workload]
-    wanted: dict[Point, tuple[float, set[tuple[str, str]]]] = {}
+    wanted: dict[Point, tuple[float, set[Contender]]] = {}
 
     def want(point: Point, priority: float, challenger: str, baseline: str) -> None:
         best, contenders = wanted.get(point, (priority, set()))
-        wanted[point] = (min(best, priority), contenders | {(challenger, receive), (baseline, receive)})
+        wanted[point] = (min(best, priority), contenders | {study_contender(challenger), study_contender(baseline)})
 
     comparisons = (
         compare(add_metrics(ok_rows), pairs, [experiment.metric], confidence, experiment.axis, paired=True)

@@ -3,13 +3,14 @@
 - **randomized**: every trial of the grid in one seeded random order (the whole grid x trials shuffled), so
   drift spreads over every configuration; with --target-ci, rounds of the configurations still imprecise.
 - **blocked** (the default): the grid's configurations are grouped by point (workload, size, threads,
-  connections, pinning); block r of a point runs its contenders (implementation, receive mode) back to back in
-  a seeded random order, and the blocks of a round are shuffled across points.  Comparisons then pair the trials
+  connections, pinning); block r of a point runs its contenders (implementation, receive mode, layout) back to
+  back in a seeded random order, and the blocks of a round are shuffled across points.  Comparisons then pair the trials
   of one block (copylab.stats).  A trial's repetition is its block's number at its point.
-- **budgeted** (blocked, with --budget): a first pass of `trials` blocks of the implementations whose curves
-  decide the experiment's answers; then, while the budget lasts, a block at every point where one of those
-  comparisons is still undecided (copylab.allocation), up to max_trials blocks a point; then blocks of the
-  other implementations (at least two, at most `trials`, with their baselines), in what the budget leaves.
+- **budgeted** (blocked, with --budget): a first pass of `trials` blocks of the contenders whose curves decide
+  the experiment's answers, and of every contender at the first thread count; then, while the budget lasts, a
+  block at every point where one of those comparisons is still undecided (copylab.allocation), then where a
+  configuration's mean is still imprecise, up to max_trials blocks; then the other contenders elsewhere, whole
+  points of `trials` blocks (budgeted_rounds).
 
 Every schedule is lazy and decided from the rows recorded so far, so an interrupted sweep resumes where it was.
 """
@@ -32,12 +33,11 @@ from copylab import experiments, implementations
 from copylab.config import ADAPTIVE_MIN_TRIALS, SweepConfig
 from copylab.implementations import STUDY_LAYOUT
 from copylab.spec import TrialSpec
+from copylab.stats import IMPRECISE
 from copylab.vocabulary import NO_LAYOUT
 
 # The metric whose precision adaptive repetition watches, per workload.
 PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
-# Blocks of the other implementations a budgeted sweep keeps time for: the fewest a paired comparison needs.
-OTHERS_MIN_BLOCKS = 2
 
 
 class Configuration(NamedTuple):
@@ -87,6 +87,15 @@ def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
     return chosen or [STUDY_LAYOUT]
 
 
+def _layouts_receiving(config: SweepConfig, implementation: str, receive: str) -> list[str]:
+    """The layouts IMPLEMENTATION runs in receiving by RECEIVE: the other layouts are compared with the study's
+    receiving by copy only (copylab.implementations.comparison_pairs), so beside it they receive by copy only."""
+    layouts = layouts_of(config, implementation)
+    if receive == implementations.BASELINE_RECEIVE:
+        return layouts
+    return [layout for layout in layouts if layout in (STUDY_LAYOUT, NO_LAYOUT)] or layouts
+
+
 def offered_rates(config: SweepConfig) -> tuple[int, ...]:
     """The rates a sweep offers on a schedule; closed loop offers none (0)."""
     return tuple(config.rates) if config.load == "open" else (0,)
@@ -120,7 +129,7 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                                         idle,
                                         rate,
                                     )
-                                    for layout in layouts_of(config, implementation)
+                                    for layout in _layouts_receiving(config, implementation, receive)
                                     for idle in config.idle_connections
                                     for rate in offered_rates(config)
                                 ]
@@ -205,13 +214,21 @@ def plan(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[TrialS
     return [_spec(c, repetition, index) for index, (c, repetition) in enumerate(trials)]
 
 
-def precise_enough(values: list[float], target: float, confidence: float = 0.95) -> bool:
-    """Is the confidence interval's half-width within target x |mean|?"""
+def imprecision(values: list[float], confidence: float = 0.95) -> float:
+    """The confidence interval's half-width as a share of |mean|: infinite below ADAPTIVE_MIN_TRIALS values."""
     if len(values) < ADAPTIVE_MIN_TRIALS:
-        return False
+        return math.inf
     sample = np.asarray(values, dtype=float)
     half_width = stats.t.ppf((1 + confidence) / 2, len(sample) - 1) * sample.std(ddof=1) / math.sqrt(len(sample))
-    return bool(half_width <= target * abs(sample.mean()))
+    if half_width == 0:
+        return 0.0
+    mean = abs(float(sample.mean()))
+    return float(half_width / mean) if mean else math.inf
+
+
+def precise_enough(values: list[float], target: float, confidence: float = 0.95) -> bool:
+    """Is the confidence interval's half-width within target x |mean|?"""
+    return imprecision(values, confidence) <= target
 
 
 def measured(ok_rows: pd.DataFrame) -> dict[Configuration, list[float]]:
@@ -252,22 +269,33 @@ class Progress:
     trial_s: float  # what one more trial is expected to take (window + the harness's median time)
 
 
-Contender = tuple[str, str]  # (implementation, receive mode)
+Contender = tuple[str, str, str]  # (implementation, receive mode, layout)
+
+
+def contender_of(configuration: Configuration) -> Contender:
+    return configuration.implementation, configuration.receive, configuration.layout
+
+
+def study_contender(name: str) -> Contender:
+    """NAME as the study's comparisons take it: receiving by copy, in the study's layout (or its only one)."""
+    return name, implementations.BASELINE_RECEIVE, implementations.fixed_layout(name) or STUDY_LAYOUT
 
 
 def deciding_contenders(config: SweepConfig) -> set[Contender]:
-    """The contenders of the comparisons that decide the sweep's experiment's answers (receiving by copy)."""
+    """The contenders of the comparisons that decide the sweep's experiment's answers."""
     pairs = implementations.deciding_pairs(experiments.get(config.experiment))
-    return {(name, implementations.BASELINE_RECEIVE) for pair in pairs for name in pair}
+    return {study_contender(name) for pair in pairs for name in pair}
 
 
 def partners(contender: Contender) -> set[Contender]:
-    """What a contender is compared with (copylab.implementations.comparison_pairs): its baselines in its own
-    receive mode, and itself receiving by copy."""
-    name, receive = contender
-    found = {(baseline, receive) for baseline in implementations.get(name).baselines}
+    """What a contender is compared with (copylab.implementations.comparison_pairs): in a layout other than the
+    study's, itself in the study's; otherwise its baselines in its own receive mode, and itself receiving by copy."""
+    name, receive, layout = contender
+    if layout not in (STUDY_LAYOUT, NO_LAYOUT):
+        return {study_contender(name)}
+    found = {(base, receive, study_contender(base)[2]) for base in implementations.get(name).baselines}
     if receive != implementations.BASELINE_RECEIVE:
-        found.add((name, implementations.BASELINE_RECEIVE))
+        found.add(study_contender(name))
     return found
 
 
@@ -304,95 +332,117 @@ def _affordable(
     return kept
 
 
+def _with_partners(chosen: list[Configuration], everyone: list[Configuration]) -> list[Configuration]:
+    """CHOSEN with what they are compared with, from EVERYONE at their point, in EVERYONE's order."""
+    wanted = {contender_of(c) for c in chosen}
+    wanted |= {partner for c in chosen for partner in partners(contender_of(c))}
+    return [c for c in everyone if contender_of(c) in wanted]
+
+
 def budgeted_rounds(
     config: SweepConfig,
     progress: Callable[[], Progress],
     undecided: Callable[[pd.DataFrame], dict[Point, set[Contender]]],
     skip: frozenset[str] = frozenset(),
 ) -> Iterator[list[TrialSpec]]:
-    """The rounds of a budgeted blocked sweep (module docstring), each decided from PROGRESS as it stands.
+    """The rounds of a budgeted blocked sweep, each decided from PROGRESS as it stands.
 
-    UNDECIDED maps the ok rows to the points, and there the contenders, that a deciding comparison still needs;
-    it is copylab.allocation's, passed in so that this module runs nothing.  The other contenders' blocks carry
-    their partners (what they are compared with), so that their comparisons pair too; the budget keeps time for
-    OTHERS_MIN_BLOCKS of their blocks at the first thread count (a curve along the axis), the rest of their
-    points get what the budget leaves.
+    1. A first pass of `trials` blocks: the deciding contenders at every point, and every contender at the first
+       thread count, in the same blocks (the other contenders' curves along the axis, paired with their
+       partners at no extra cost).
+    2. While the budget lasts, a block at every point where a deciding comparison is still undecided (UNDECIDED,
+       copylab.allocation's, passed in so that this module runs nothing), up to max_trials blocks.
+    3. Then a block, with its partners, for every configuration whose mean is still imprecise (the report's
+       unstable rule, copylab.stats), nearest to precise first, up to max_trials blocks.
+    4. Then the other contenders at the other thread counts, with their partners: whole points of `trials`
+       blocks, so that every configuration measured has an interval, fewest threads first.
     """
     assert config.budget_s is not None
-    grid = configurations(config, skip)
+    points = _points(configurations(config, skip))
     deciding = deciding_contenders(config)
-    first = _points([c for c in grid if (c.implementation, c.receive) in deciding])
-    others: dict[Point, list[Configuration]] = {}
-    for point, cs in _points(grid).items():
-        theirs = [c for c in cs if (c.implementation, c.receive) not in deciding]
-        wanted = {(c.implementation, c.receive) for c in theirs}
-        wanted |= {partner for c in theirs for partner in partners((c.implementation, c.receive))}
-        if theirs:
-            others[point] = [c for c in cs if (c.implementation, c.receive) in wanted]
-    essential = {point for point in others if point.threads == min(config.threads)}
+    lowest = min(config.threads)
+    first = {
+        point: kept
+        for point, cs in points.items()
+        if (kept := [c for c in cs if contender_of(c) in deciding or point.threads == lowest])
+    }
 
-    def short_of(rows: pd.DataFrame, blocks: int, points: set[Point] | None = None) -> dict[Point, list[Configuration]]:
-        done = _done(rows)
-        return {
-            point: cs
-            for point, cs in others.items()
-            if (points is None or point in points)
-            and any(done.get(c, 0) < blocks for c in cs if (c.implementation, c.receive) not in deciding)
-        }
+    def left(now: Progress) -> float:
+        return config.budget_s - now.spent_s
 
-    def cost(now: Progress, blocks: int, points: set[Point] | None = None) -> float:
-        """Time the other contenders still need to reach BLOCKS blocks at POINTS (default: all theirs)."""
-        done = _done(now.rows)
-        need = 0
-        for cs in short_of(now.rows, blocks, points).values():
-            mine = [c for c in cs if (c.implementation, c.receive) not in deciding]
-            need += len(cs) * max(blocks - done.get(c, 0) for c in mine)
-        return now.trial_s * need
-
-    # 1. The first pass: `trials` blocks of the deciding contenders at every point.
+    # 1. The first pass.
     for number in range(1, config.trials + 1):
         ok = _ok_ids(progress().rows)
         blocks = [(p, number, [c for c in cs if _spec(c, number, 0).trial_id not in ok]) for p, cs in first.items()]
         specs = _round(config, [block for block in blocks if block[2]], number)
         if specs:
             yield specs
-    # 2. The comparisons still undecided, a block at each of their points per round, within the budget.
+    # 2. The comparisons still undecided.
     for round_number in range(1, config.max_trials + 1):
         now = progress()
         counts, numbers = _done(now.rows), _next_numbers(now.rows)
         blocks = []
         for point, contenders in undecided(now.rows[now.rows["status"] == "ok"]).items():
-            chosen = [c for c in first.get(point, []) if (c.implementation, c.receive) in contenders]
+            chosen = [c for c in first.get(point, []) if contender_of(c) in contenders]
             if chosen and all(counts.get(c, 0) < config.max_trials for c in chosen):
                 blocks.append((point, numbers.get(point, 1), chosen))
-        left = config.budget_s - now.spent_s - cost(now, OTHERS_MIN_BLOCKS, essential)
-        blocks = _affordable(blocks, left, now.trial_s)
+        blocks = _affordable(blocks, left(now), now.trial_s)
         if not blocks:
             break
         yield _round(config, blocks, ("undecided", round_number))
-    # 3. The other contenders with their partners: first OTHERS_MIN_BLOCKS at the first thread count, then, in
-    #    what the budget leaves, everywhere, up to `trials` blocks.
-    for number, points in [(n, essential) for n in range(1, OTHERS_MIN_BLOCKS + 1)] + [
-        (n, None) for n in range(1, config.trials + 1)
-    ]:
+    # 3. The configurations still imprecise.
+    for round_number in range(1, config.max_trials + 1):
         now = progress()
-        wanted = short_of(now.rows, number, points)
-        if points is None and now.spent_s + cost(now, number) > config.budget_s:
-            wanted = dict(_affordable_points(wanted, config.budget_s - now.spent_s, now.trial_s))
+        counts, numbers = _done(now.rows), _next_numbers(now.rows)
+        found = measured(now.rows[now.rows["status"] == "ok"])
+        nearest: dict[Point, float] = {}
+        for c, values in found.items():
+            share = imprecision(values)
+            if share > IMPRECISE and counts.get(c, 0) < config.max_trials:
+                nearest[point_of(c)] = min(share, nearest.get(point_of(c), math.inf))
+        blocks = []
+        for point in sorted(nearest, key=nearest.__getitem__):
+            cs = [c for c in points[point] if c in found]
+            chosen = [c for c in cs if imprecision(found[c]) > IMPRECISE and counts.get(c, 0) < config.max_trials]
+            blocks.append((point, numbers.get(point, 1), _with_partners(chosen, cs)))
+        blocks = _affordable(blocks, left(now), now.trial_s)
+        if not blocks:
+            break
+        yield _round(config, blocks, ("imprecise", round_number))
+    # 4. The other contenders elsewhere, whole points at a time.
+    rest = {}
+    for point, cs in points.items():
+        theirs = [c for c in cs if c not in first.get(point, [])]
+        if theirs:
+            rest[point] = (theirs, _with_partners(theirs, cs))
+
+    def missing(rows: pd.DataFrame, point: Point) -> int:
+        """Blocks POINT's other contenders still lack of `trials`."""
+        done = _done(rows)
+        return max(config.trials - done.get(c, 0) for c in rest[point][0])
+
+    now = progress()
+    needed = {point: missing(now.rows, point) * len(cs) for point, (_, cs) in rest.items()}
+    chosen = _affordable_points(needed, left(now), now.trial_s)
+    for number in range(1, config.trials + 1):
+        now = progress()
         numbers = _next_numbers(now.rows)
-        specs = _round(config, [(point, numbers.get(point, 1), cs) for point, cs in wanted.items()], ("others", number))
+        blocks = [
+            (point, numbers.get(point, 1), rest[point][1])
+            for point in chosen
+            if missing(now.rows, point) > config.trials - number
+        ]
+        specs = _round(config, blocks, ("others", number))
         if specs:
             yield specs
 
 
-def _affordable_points(
-    wanted: dict[Point, list[Configuration]], seconds: float, trial_s: float
-) -> list[tuple[Point, list[Configuration]]]:
-    """The points of WANTED, fewest threads first, whose blocks fit in SECONDS."""
+def _affordable_points(trials: dict[Point, int], seconds: float, trial_s: float) -> list[Point]:
+    """The points, fewest threads first, whose TRIALS (how many each needs) fit in SECONDS."""
     kept, cost = [], 0.0
-    for point, cs in sorted(wanted.items(), key=lambda item: (item[0].threads, item[0].size_bytes)):
-        cost += len(cs) * trial_s
+    for point in sorted(trials, key=lambda p: (p.threads, p.size_bytes)):
+        cost += trials[point] * trial_s
         if cost > seconds:
             break
-        kept.append((point, cs))
+        kept.append(point)
     return kept

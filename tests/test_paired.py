@@ -174,29 +174,59 @@ def _rows(specs: list) -> pd.DataFrame:
     )
 
 
-def test_a_budget_goes_to_the_undecided_points_then_to_the_others_within_it():
-    settings = tiny(budget_s=40.0, max_trials=4)
+# Per implementation, a trial's throughput; uring_send's at 64 KiB and one thread swings by +-30% between blocks.
+LEVELS = {"two_copy": 10.0, "one_copy": 9.0, "zero_copy": 6.0, "uring_send": 8.0}
+
+
+def _measured(specs: list) -> pd.DataFrame:
+    rows = _rows(specs)
+    swing = [0.3 if (s.implementation, s.size_bytes, s.threads) == ("uring_send", 65536, 1) else 0.005 for s in specs]
+    sign = [1 if s.repetition % 2 else -1 for s in specs]
+    rows["throughput_gbps"] = [
+        LEVELS[s.implementation] * (1 + w * g) for s, w, g in zip(specs, swing, sign, strict=True)
+    ]
+    return rows
+
+
+def _budgeted(settings: config.SweepConfig, still: dict) -> pd.DataFrame:
     ran: list = []
-    still = {schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu"): {("one_copy", "copy"), ("two_copy", "copy")}}
 
     def progress() -> schedule.Progress:
-        rows = _rows(ran)
-        return schedule.Progress(rows, 0.4 * len(ran), 0.4)
+        return schedule.Progress(_measured(ran), 0.4 * len(ran), 0.4)
 
     for batch in schedule.budgeted_rounds(settings, progress, lambda ok: still):
         ran += batch
-    counts = _rows(ran).groupby(["implementation", "size_bytes", "threads"]).size()
-    # the first pass: 2 blocks of the deciding contenders everywhere; the undecided point up to max_trials
-    assert counts["one_copy", 65536, 1] == 4 and counts["one_copy", 1024, 1] == 2
-    assert counts["zero_copy", 65536, 1] == 2, "only the contenders an undecided comparison needs"
-    # the others: with their baseline, at least 2 blocks at the first thread count
-    assert counts["uring_send", 1024, 1] >= 2 and counts["uring_send", 65536, 1] >= 2
-    assert 0.4 * len(ran) <= 40.0 + 0.4 * 8, "within the budget but for the last block"
     ids = [spec.trial_id for spec in ran]
     assert len(ids) == len(set(ids)), "every trial once"
-    others = [s for s in ran if s.implementation == "uring_send"]
-    partners = {(s.size_bytes, s.threads, s.repetition) for s in ran if s.implementation == "two_copy"}
-    assert all((s.size_bytes, s.threads, s.repetition) in partners for s in others), "paired with its baseline"
+    assert 0.4 * len(ran) <= settings.budget_s + 0.4 * 8, "within the budget but for the last block"
+    return _measured(ran)
+
+
+def test_a_budget_goes_to_the_undecided_then_the_imprecise_then_whole_points_of_the_others():
+    settings = tiny(trials=3, budget_s=40.0, max_trials=5)
+    point = schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu")
+    rows = _budgeted(settings, {point: {schedule.study_contender("one_copy"), schedule.study_contender("two_copy")}})
+    counts = rows.groupby(["implementation", "size_bytes", "threads"]).size()
+    # the first pass: every contender at the first thread count, the deciding ones at every point
+    assert counts["uring_send", 1024, 1] == 3 and counts["zero_copy", 1024, 2] == 3
+    # the undecided point, up to max_trials, with only the contenders its comparison needs
+    assert counts["one_copy", 65536, 1] == 5 and counts["one_copy", 1024, 1] == 3
+    assert counts["zero_copy", 65536, 1] == 3
+    # the imprecise configuration, up to max_trials, paired with its baseline in every block
+    assert counts["uring_send", 65536, 1] == 5
+    blocks = rows[rows["size_bytes"].eq(65536) & rows["threads"].eq(1)].groupby("repetition")["implementation"]
+    assert all("two_copy" in set(names) for _, names in blocks if "uring_send" in set(names))
+    # the others elsewhere: whole points of `trials` blocks, with their baseline
+    assert counts["uring_send", 1024, 2] == 3 and counts["uring_send", 65536, 2] == 3
+    assert counts["two_copy", 1024, 2] >= 3
+
+
+def test_a_budget_spent_by_the_first_pass_leaves_the_others_elsewhere_unmeasured_not_half_measured():
+    settings = tiny(trials=3, budget_s=17.0, max_trials=5)
+    rows = _budgeted(settings, {})
+    at_two = rows[rows["threads"] == 2]
+    assert set(at_two["implementation"]) == {"two_copy", "one_copy", "zero_copy"}
+    assert (at_two.groupby(["implementation", "size_bytes"]).size() == 3).all()
 
 
 def test_undecided_points_are_those_not_significant_yet(monkeypatch):
@@ -208,8 +238,8 @@ def test_undecided_points_are_those_not_significant_yet(monkeypatch):
     wanted = allocation.undecided(trials, settings)
     assert list(wanted) == [schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu")]
     assert wanted[schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu")] == {
-        ("one_copy", "copy"),
-        ("two_copy", "copy"),
+        ("one_copy", "copy", "fields"),
+        ("two_copy", "copy", "fields"),
     }
 
 
