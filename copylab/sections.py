@@ -222,12 +222,14 @@ def _repetitions(results: Results) -> str:
     pairs = implementations.deciding_pairs(experiments.get(params.experiment))
     deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
     return text + (
-        f"A first pass ran {params.trials} blocks of the implementations whose comparisons decide the study's "
-        f"answers ({deciding}); the rest of a {fmt_num(params.budget_s)} s budget went, round by round, to a block "
-        "at every point where one of those comparisons was still undecided (points next to a change of sign of "
-        f"the estimate first), up to {params.max_trials} blocks a point, and then to the other implementations, "
-        f"which ran with their baselines in what was left. So configurations rest on {per} successful trials: the "
-        "most where the answer was hardest to decide."
+        f"A first pass ran {params.trials} blocks of the contenders whose comparisons decide the study's "
+        f"answers ({deciding}) at every point, and of every contender at the first thread count; the rest of a "
+        f"{fmt_num(params.budget_s)} s budget went, round by round, to a block at every point where one of those "
+        "comparisons was still undecided (points next to a change of sign of the estimate first), then to a block, "
+        f"with what it is compared with, for every configuration whose mean was not yet known to within "
+        f"{fmt_pct(IMPRECISE)} (nearest first), each up to {params.max_trials} blocks, and then to the other "
+        f"contenders at the other thread counts, {params.trials} blocks a point or none. So configurations rest "
+        f"on {per} successful trials: the most where an answer was hardest to decide or a mean hardest to pin down."
     )
 
 

@@ -25,9 +25,10 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
 # quick is ./inv report's sweep, within its 5-minute budget (README's performance table); full is the study's
-# grid.  Both run blocked designs with short windows: what makes identical trials differ here is fixed per trial
-# (the host's speed while it runs, how the two ends share the CPU), not averaged away by a longer window, so more
-# and shorter trials paired within blocks decide more per second.
+# grid.  Both run blocked designs with short windows.  The window is 0.3 s, not shorter: with four threads at
+# each end on one CPU, what the scheduler hands each end varies within a window and averages out over it (on the
+# 2-vCPU development host, 0.2 s windows left 10-25% between identical trials at 1-4 KiB and 0.4 s windows 4-9%;
+# at one thread both left 2-7%), while a warm-up longer than 0.1 s changed nothing.
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(references=False),
