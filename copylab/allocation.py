@@ -4,8 +4,9 @@ A deciding comparison is one of the experiment's deciding pairs (copylab.impleme
 metric and workload, receiving by copy, along the experiment's axis, with the analysis's own paired statistics
 (copylab.stats, copylab.crossover).  A curve is decided when its points are all significant, or when it has a
 crossover and no undecided point is left inside its bracket; otherwise its undecided points (and points not
-compared yet) get a block each, those next to a change of sign of the estimate first: that is where a crossover
-would be placed, and where a few more blocks decide most.
+compared yet) get a block each, those next to a change of sign of the estimate beside a significant point first
+(that is where a crossover would be placed), then those nearest to significance: where a few more blocks decide
+most.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
         candidates = [i for i, label in enumerate(labels) if label == "0"]
     log_ratio = np.log(group["ratio"].to_numpy(dtype=float))
     sign = np.sign(log_ratio)
-    changes = {i for i in range(len(sign) - 1) if sign[i] != sign[i + 1]} | {
-        i + 1 for i in range(len(sign) - 1) if sign[i] != sign[i + 1]
-    }
+    # A change of sign next to a significant point is where a crossover would be placed; between two undecided
+    # points it is noise around no difference, where more blocks decide nothing (servers at one connection).
+    crossings = [
+        i for i in range(len(sign) - 1) if sign[i] != sign[i + 1] and (labels[i] != "0" or labels[i + 1] != "0")
+    ]
+    changes = set(crossings) | {i + 1 for i in crossings}
     width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
     closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
     return [

@@ -257,3 +257,16 @@ def test_bad_designs_are_refused_in_one_line(changes, message):
 
     with pytest.raises(CopylabError, match=message):
         tiny(**changes)
+
+
+def test_blocks_go_first_where_an_effect_is_nearly_shown_not_where_noise_around_none_changes_sign():
+    settings = tiny(implementations=["two_copy", "one_copy"], threads=[1], sizes=[1024, 4096, 65536])
+    no_effect = blocks(1.0, 3, [1024, 4096], seed=13)
+    nearly = blocks(1.12, 3, [65536], seed=113, noise=0.04)
+    trials = _complete(pd.concat([no_effect, nearly], ignore_index=True))
+    comparisons = compare(add_metrics(trials), PAIR, ["throughput_gbps"], paired=True)
+    assert not comparisons["significant"].any(), "every point still undecided"
+    ratios = comparisons.set_index("size_bytes")["ratio"]
+    assert (ratios[1024] - 1) * (ratios[4096] - 1) < 0, "noise changes the estimate's sign between 1 and 4 KiB"
+    wanted = allocation.undecided(trials, settings)
+    assert next(iter(wanted)).size_bytes == 65536

@@ -24,7 +24,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "warmup_s": 0.1,
         "pinning": ["split_cpu"],
         "design": "blocked",
-        "budget_s": 35.0,
+        "budget_s": 45.0,
         "max_trials": 10,
     },
     "full": {
