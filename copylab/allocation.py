@@ -54,7 +54,7 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     crossings = [
         i for i in range(len(sign) - 1) if sign[i] != sign[i + 1] and (labels[i] != "0" or labels[i + 1] != "0")
     ]
-    changes = set(crossings) | {i + 1 for i in crossings}
+    changes = {j for i in crossings for j in (i, i + 1)}
     width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
     closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
     return [
