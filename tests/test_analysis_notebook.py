@@ -110,8 +110,9 @@ def test_notebook_runs_under_papermill_and_writes_everything(tmp_path, capfd):
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert sum("image/png" in o.get("data", {}) for o in outputs) == len(FIGURES)
     assert not any(o.get("output_type") == "error" for o in outputs)
-    # the kernel ran on a private socket (no TCP warning) and was stopped, not left to its parent's exit
-    assert "IPKernelApp" not in capfd.readouterr().err
+    # the kernel ran on a private socket (ipykernel warns on TCP) and was stopped, not left to its parent's exit
+    # (the SIGINT that jupyter_client sends every kernel it stops may be logged: that is not checked)
+    assert "running over TCP" not in capfd.readouterr().err
     kernels = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "ipykernel"], capture_output=True, text=True)
     assert kernels.stdout == ""
 
