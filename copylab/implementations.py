@@ -194,13 +194,13 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         ),
         Implementation(
             name="zc_contiguous",
-            summary="reference: sendmsg(MSG_ZEROCOPY) of one contiguous buffer, completions read, never waited for",
+            summary="reference: sendmsg(MSG_ZEROCOPY), each message one contiguous buffer, completions read every 32 sends",
             explanation=(
                 "**zc_contiguous (reference).** What a minimal `MSG_ZEROCOPY` benchmark does: one contiguous "
-                "buffer per message instead of 8 fields, sent again while earlier sends are in flight, completions "
-                "read from the error queue but not waited for (its bytes never change, so early reuse sends the "
-                "same bytes). It bounds what zero_copy could reach on the same path; the difference is what the "
-                "study's 8 fields and its safe buffer reuse cost."
+                "buffer per message instead of 8 fields, the error queue read every 32 sends. It keeps as many "
+                "bytes of distinct messages in flight as zero_copy (`--zc-inflight`) and never resends a buffer "
+                "the kernel still holds. It bounds what zero_copy could reach on the same path; the difference is "
+                "what the study's 8 fields and its harness cost."
             ),
             driver=CopylabPrograms("zc_contiguous", layouts=("contiguous",)),
             copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),

@@ -20,9 +20,7 @@ const bool SENDS_FROM_FILE = false;
 struct sender {
     int fd;
     bool verify;
-    size_t slots;
-    struct message *ring;
-    uint64_t *slot_ready_at; /* the slot is free once zc.completed_below >= this */
+    struct zc_ring ring;
     struct zc_completions zc;
     struct sender_counters counters;
 };
@@ -54,16 +52,7 @@ static bool wait_completed(struct sender *s, uint64_t target, double timeout_s)
 static void on_enobufs(void *ctx)
 {
     struct sender *s = ctx;
-    s->counters.zc_enobufs++;
-    /* Out of option memory: completions free it; wait for at least one. */
-    uint64_t outstanding_until = s->counters.zc_sends;
-    if (zc_reap(s->fd, &s->zc) == 0 && s->zc.completed_below < outstanding_until &&
-        !wait_completed(s, s->zc.completed_below + 1, COMPLETION_STALL_S))
-        die("zero-copy completions stalled for %.0f s under ENOBUFS", COMPLETION_STALL_S);
-    if (s->zc.completed_below >= outstanding_until) {
-        struct timespec pause = {0, 100 * 1000};
-        nanosleep(&pause, NULL);
-    }
+    zc_wait_for_optmem(s->fd, &s->zc);
 }
 
 struct sender *sender_create(const struct sender_config *config)
@@ -73,21 +62,17 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     zc_completions_init(&s->zc, &s->counters);
     zc_enable(s->fd);
-    s->slots = zc_ring_slots(config->size, config->zc_inflight);
-    s->ring = calloc_or_die(s->slots, sizeof *s->ring);
-    s->slot_ready_at = calloc_or_die(s->slots, sizeof *s->slot_ready_at);
-    for (size_t i = 0; i < s->slots; i++)
-        message_alloc(&s->ring[i], config->size, config->layout);
+    zc_ring_init(&s->ring, config->size, config->zc_inflight, config->layout);
     return s;
 }
 
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
-    size_t slot = (size_t)(seq % s->slots);
-    if (s->zc.completed_below < s->slot_ready_at[slot] &&
-        !wait_completed(s, s->slot_ready_at[slot], COMPLETION_STALL_S))
+    size_t slot = (size_t)(seq % s->ring.slots);
+    if (s->zc.completed_below < s->ring.ready_at[slot] &&
+        !wait_completed(s, s->ring.ready_at[slot], COMPLETION_STALL_S))
         die("zero-copy completions stalled for %.0f s", COMPLETION_STALL_S);
-    struct message *m = &s->ring[slot];
+    struct message *m = &s->ring.message[slot];
     if (s->verify)
         message_fill(m, seq);
     struct iovec iov[FIELD_COUNT];
@@ -95,7 +80,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     uint64_t calls = 0;
     enum io_status status = sendmsg_all(s->fd, iov, entries, MSG_ZEROCOPY, on_enobufs, s, &calls);
     zc_sent(&s->zc, calls);
-    s->slot_ready_at[slot] = s->counters.zc_sends; /* the id after this message's last send */
+    s->ring.ready_at[slot] = s->counters.zc_sends; /* the id after this message's last send */
     return status;
 }
 
@@ -104,9 +89,6 @@ void sender_destroy(struct sender *s, struct sender_counters *counters)
     /* Completions still missing after the bound stay visible as sends > completed. */
     wait_completed(s, s->counters.zc_sends, FINAL_WAIT_S);
     *counters = s->counters;
-    for (size_t i = 0; i < s->slots; i++)
-        message_free(&s->ring[i]);
-    free(s->ring);
-    free(s->slot_ready_at);
+    zc_ring_free(&s->ring);
     free(s);
 }

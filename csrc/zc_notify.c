@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 void zc_enable(int fd)
@@ -20,6 +22,24 @@ size_t zc_ring_slots(size_t size, size_t in_flight)
     const size_t most = 1024; /* tiny messages: bound the ring's bookkeeping, not its bytes */
     size_t slots = in_flight / size;
     return slots < 2 ? 2 : slots > most ? most : slots;
+}
+
+void zc_ring_init(struct zc_ring *ring, size_t size, size_t in_flight, enum layout layout)
+{
+    ring->slots = zc_ring_slots(size, in_flight);
+    ring->message = calloc_or_die(ring->slots, sizeof *ring->message);
+    ring->ready_at = calloc_or_die(ring->slots, sizeof *ring->ready_at);
+    for (size_t i = 0; i < ring->slots; i++)
+        message_alloc(&ring->message[i], size, layout);
+}
+
+void zc_ring_free(struct zc_ring *ring)
+{
+    for (size_t i = 0; i < ring->slots; i++)
+        message_free(&ring->message[i]);
+    free(ring->message);
+    free(ring->ready_at);
+    *ring = (struct zc_ring){0};
 }
 
 void zc_completions_init(struct zc_completions *zc, struct sender_counters *counters)
@@ -101,4 +121,15 @@ unsigned zc_reap(int fd, struct zc_completions *zc)
             notifications++;
         }
     }
+}
+
+void zc_wait_for_optmem(int fd, struct zc_completions *zc)
+{
+    zc->counters->zc_enobufs++;
+    if (zc_reap(fd, zc) > 0)
+        return;
+    /* Bounded, not until a completion: waiting for one made zero_copy 6% slower than this at 1 KiB (README). */
+    struct pollfd p = {.fd = fd, .events = 0};
+    if (poll(&p, 1, 1) < 0 && errno != EINTR)
+        die_errno("poll");
 }

@@ -17,6 +17,15 @@ void zc_enable(int fd);
 /* How many messages of SIZE bytes a zero-copy sender keeps in flight (at least 2): a ring of IN_FLIGHT bytes
  * (--zc-inflight; copylab/settings.py says how its default was chosen). */
 size_t zc_ring_slots(size_t size, size_t in_flight);
+/* The messages a MSG_ZEROCOPY sender keeps in flight: zc_ring_slots of them, each held as LAYOUT says; slot i is
+ * free to be rewritten and sent again once every send id below ready_at[i] has completed. */
+struct zc_ring {
+    size_t slots;
+    struct message *message;
+    uint64_t *ready_at;
+};
+void zc_ring_init(struct zc_ring *ring, size_t size, size_t in_flight, enum layout layout);
+void zc_ring_free(struct zc_ring *ring);
 
 /* Which sends the kernel has let go of, counted into a sender's zc_sends, zc_completed, zc_copied and
  * zc_notifications.  MSG_ZEROCOPY numbers a socket's successful sends from 0 (zc_sends is the next one's
@@ -41,5 +50,8 @@ void zc_notified(struct zc_completions *zc, uint64_t sends, bool copied);
 /* Takes every MSG_ZEROCOPY notification queued on FD now, without blocking, advancing the
  * watermark; returns how many there were. */
 unsigned zc_reap(int fd, struct zc_completions *zc);
+/* After a send failed with ENOBUFS (the socket's option memory is held by notifications not yet read): counts
+ * it, reads what is queued, or else waits at most 1 ms for the next notification, then lets the send retry. */
+void zc_wait_for_optmem(int fd, struct zc_completions *zc);
 
 #endif
