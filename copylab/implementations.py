@@ -194,7 +194,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         ),
         Implementation(
             name="zc_contiguous",
-            summary="reference: sendmsg(MSG_ZEROCOPY), each message one contiguous buffer, completions read every 32 sends",
+            summary="reference: sendmsg(MSG_ZEROCOPY) of contiguous messages, error queue read every 32 sends",
             explanation=(
                 "**zc_contiguous (reference).** What a minimal `MSG_ZEROCOPY` benchmark does: one contiguous "
                 "buffer per message instead of 8 fields, the error queue read every 32 sends. It keeps as many "
