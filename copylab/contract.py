@@ -86,6 +86,15 @@ RESULTS: dict[str, tuple[Key, ...]] = {
         *_USAGE,
         Key("retransmits", "int", "count", "TCP retransmits of the sending connections", column="retransmits"),
         *_ZERO_COPY,
+        Key(
+            "zc_pages_per_message",
+            "float",
+            "pages",
+            "pages pinned per message: each iovec entry's pages, summed over entries, averaged over the messages "
+            "sent (null unless the sending path uses MSG_ZEROCOPY)",
+            True,
+            "zc_pages_per_message",
+        ),
     ),
     "client": (
         *_IDENTITY,

@@ -25,7 +25,14 @@ from copylab.servers import SERVERS
 from copylab.vocabulary import LAYOUTS, NO_LAYOUT
 
 # The study's three variants (ASSIGNMENT.md, Part A): the questions of Part E are asked about them.
-ZERO_COPY_COLUMNS = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs")
+ZERO_COPY_COLUMNS = (
+    "zc_sends",
+    "zc_completed",
+    "zc_copied",
+    "zc_notifications",
+    "zc_enobufs",
+    "zc_pages_per_message",
+)
 
 
 @dataclass(frozen=True)

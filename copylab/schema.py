@@ -16,7 +16,7 @@ from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Col
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -181,6 +181,14 @@ COLUMNS: tuple[Column, ...] = (
         "count",
         "zero-copy sends refused with ENOBUFS and retried (zero-copy senders only)",
         since=2,
+    ),
+    Column(
+        "zc_pages_per_message",
+        "float",
+        "pages",
+        "pages the kernel pinned per message: each iovec entry's pages, summed over the entries (a page two entries "
+        "share counts twice, as it is pinned twice), averaged over the messages sent (zero-copy senders only)",
+        since=8,
     ),
     Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
     Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),

@@ -210,12 +210,14 @@ void json_u64(struct json *j, const char *key, uint64_t value);
 void json_f64(struct json *j, const char *key, double value);
 void json_null(struct json *j, const char *key);
 void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
+void json_f64_or_null(struct json *j, const char *key, bool present, double value);
 void json_end(struct json *j);
 
 /* ---- the variant's sending path (send_VARIANT.c, one per binary) ---- */
 struct sender_counters {
     bool zero_copy;
     uint64_t zc_sends, zc_completed, zc_copied, zc_notifications, zc_enobufs;
+    uint64_t zc_messages, zc_page_pins; /* messages handed to MSG_ZEROCOPY, and the pages their entries span */
 };
 struct sender;
 struct sender_config {

@@ -61,6 +61,14 @@ void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t va
         json_null(j, key);
 }
 
+void json_f64_or_null(struct json *j, const char *key, bool present, double value)
+{
+    if (present)
+        json_f64(j, key, value);
+    else
+        json_null(j, key);
+}
+
 void json_end(struct json *j)
 {
     (void)j;

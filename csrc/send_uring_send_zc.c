@@ -154,6 +154,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     if (s->verify)
         message_fill(&slot->message, seq);
     slot->mh = (struct msghdr){.msg_iov = slot->iov, .msg_iovlen = (size_t)message_iov(&slot->message, slot->iov)};
+    zc_message_pinned(&s->zc, slot->iov, slot->mh.msg_iovlen);
     /* One send in flight at a time keeps the stream in order, short sends included;
      * notifications of earlier sends arrive meanwhile. */
     while (slot->mh.msg_iovlen > 0) {

@@ -70,6 +70,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     if (s->verify)
         message_fill(m, seq);
     struct iovec iov = {.iov_base = m->block, .iov_len = m->size};
+    zc_message_pinned(&s->zc, &iov, 1);
     uint64_t calls = 0;
     enum io_status status = sendmsg_all(s->fd, &iov, 1, MSG_ZEROCOPY, on_enobufs, s, &calls);
     zc_sent(&s->zc, calls);

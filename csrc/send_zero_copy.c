@@ -77,6 +77,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
         message_fill(m, seq);
     struct iovec iov[FIELD_COUNT];
     size_t entries = (size_t)message_iov(m, iov);
+    zc_message_pinned(&s->zc, iov, entries);
     uint64_t calls = 0;
     enum io_status status = sendmsg_all(s->fd, iov, entries, MSG_ZEROCOPY, on_enobufs, s, &calls);
     zc_sent(&s->zc, calls);

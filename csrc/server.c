@@ -128,6 +128,8 @@ int main(int argc, char **argv)
         zc.zc_copied += c->zc_copied;
         zc.zc_notifications += c->zc_notifications;
         zc.zc_enobufs += c->zc_enobufs;
+        zc.zc_messages += c->zc_messages;
+        zc.zc_page_pins += c->zc_page_pins;
         retransmits += workers[i].retransmits;
         if (close(workers[i].sender.fd) != 0)
             die_errno("close");
@@ -155,6 +157,8 @@ int main(int argc, char **argv)
     json_u64_or_null(&j, "zc_copied", zc.zero_copy, zc.zc_copied);
     json_u64_or_null(&j, "zc_notifications", zc.zero_copy, zc.zc_notifications);
     json_u64_or_null(&j, "zc_enobufs", zc.zero_copy, zc.zc_enobufs);
+    json_f64_or_null(&j, "zc_pages_per_message", zc.zero_copy && zc.zc_messages > 0,
+                     zc.zc_messages ? (double)zc.zc_page_pins / (double)zc.zc_messages : 0.0);
     json_end(&j);
     free(workers);
     return 0;

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void zc_enable(int fd)
 {
@@ -44,8 +45,21 @@ void zc_ring_free(struct zc_ring *ring)
 
 void zc_completions_init(struct zc_completions *zc, struct sender_counters *counters)
 {
-    *zc = (struct zc_completions){.counters = counters};
+    *zc = (struct zc_completions){.counters = counters, .page_size = (uintptr_t)sysconf(_SC_PAGESIZE)};
     counters->zero_copy = true;
+}
+
+void zc_message_pinned(struct zc_completions *zc, const struct iovec *iov, size_t entries)
+{
+    const uintptr_t page = zc->page_size;
+    zc->counters->zc_messages++;
+    for (size_t i = 0; i < entries; i++) {
+        if (iov[i].iov_len == 0)
+            continue;
+        uintptr_t first = (uintptr_t)iov[i].iov_base / page;
+        uintptr_t last = ((uintptr_t)iov[i].iov_base + iov[i].iov_len - 1) / page;
+        zc->counters->zc_page_pins += last - first + 1;
+    }
 }
 
 void zc_sent(struct zc_completions *zc, uint64_t sends)

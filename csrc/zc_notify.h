@@ -39,9 +39,13 @@ struct zc_completions {
     uint64_t completed_below; /* every MSG_ZEROCOPY id below it has completed */
     struct zc_id_range pending[ZC_MAX_PENDING_RANGES]; /* ranges that completed ahead of the watermark */
     unsigned pending_count;
+    uintptr_t page_size;
 };
 /* Accounts into COUNTERS, which it marks as a zero-copy sender's. */
 void zc_completions_init(struct zc_completions *zc, struct sender_counters *counters);
+/* One message about to go out zero-copy as IOV: counts it and the pages each entry spans, summed over entries,
+ * as the kernel pins them (an entry sharing a page with another pins that page again). */
+void zc_message_pinned(struct zc_completions *zc, const struct iovec *iov, size_t entries);
 /* SENDS more sends had their pages pinned: each will be notified. */
 void zc_sent(struct zc_completions *zc, uint64_t sends);
 /* One notification: SENDS sends completed, COPIED if the kernel copied their bytes after all.

@@ -16,7 +16,7 @@ from copylab.paths import CSRC
 
 # Which source emits which result: the server's main and the client's main.
 SOURCES = {"server": "server.c", "client": "client.c"}
-EMITTED = re.compile(r'json_(?:str|u64|f64|null|u64_or_null)\(&j, "(\w+)"')
+EMITTED = re.compile(r'json_(?:str|u64|f64|null|u64_or_null|f64_or_null)\(&j, "(\w+)"')
 
 
 @pytest.mark.parametrize("role", list(SOURCES))

@@ -41,6 +41,7 @@ def run_pair(
     duration: float = 0.3,
     extra: tuple[str, ...] = ("--verify",),
     receive: str = "copy",
+    server_extra: tuple[str, ...] = (),
 ) -> tuple[dict, dict]:
     file = ["--file", str(FILES / f"messages-{size}.bin")] if DRIVERS[variant].from_file else []
     server = subprocess.Popen(
@@ -58,6 +59,7 @@ def run_pair(
             *file,
             "--timeout",
             "20",
+            *server_extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -164,6 +166,23 @@ def test_zero_copy_copied_on_local_delivery(bin_dir, pair, variant):
     server, _ = run_pair(bin_dir, pair, variant, "stream", 65536, threads=1)
     assert server["zc_completed"] > 0
     assert server["zc_copied"] >= 0.9 * server["zc_completed"]
+
+
+@pytest.mark.parametrize("variant", ["zero_copy", "zc_contiguous", "one_copy"])
+def test_pages_pinned_per_message_follow_the_layout(bin_dir, pair, variant):
+    """A page-aligned 64 KiB message pins 16 pages, whole (contiguous) or as 8 page-aligned fields of 2 pages; 8
+    fields from malloc pin at least as many. A sender that pins nothing reports no count, not 0."""
+    pages = {}
+    for layout in ("fields", "aligned", "contiguous"):
+        server, _ = run_pair(bin_dir, pair, variant, "stream", 65536, threads=1, server_extra=("--layout", layout))
+        pages[layout] = server["zc_pages_per_message"]
+    if not implementations.uses_zero_copy(variant):
+        assert pages == {"fields": None, "aligned": None, "contiguous": None}
+    elif variant == "zc_contiguous":
+        assert pages == {"fields": 16, "aligned": 16, "contiguous": 16}, "one buffer whatever the layout"
+    else:
+        assert pages["contiguous"] == pages["aligned"] == 16
+        assert pages["fields"] >= 16
 
 
 @needs_root

@@ -459,6 +459,15 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
     assert set(results.summary["layout"]) == {"fields", NO_LAYOUT}, "the study's statements see its layout only"
     text = layout.section(results)
     assert text is not None and "one_copy@contiguous" in text and "| aligned |" in text
+    pinned = {
+        (row["implementation"], row["layout"], int(row["size_bytes"])): float(row["zc_pages_per_message"])
+        for row in rows
+        if row["zc_pages_per_message"]
+    }
+    assert {implementation for implementation, _, _ in pinned} == {"zero_copy"}, "only a zero-copy sender pins"
+    pinned = {(layout, size): pages for (_, layout, size), pages in pinned.items()}
+    assert pinned[("contiguous", 65536)] == pinned[("aligned", 65536)] == 16 and pinned[("contiguous", 1024)] == 1
+    assert "Pages pinned per message" in text
     assert leftovers("layouts") == {"namespaces": [], "processes": [], "trial_dirs": []}
 
 

@@ -18,7 +18,8 @@ MECHANISM = (
     "one entry over one buffer. one_copy's `sendmsg()` copies each entry apart (a short copy per field pays the "
     "copy routine's start-up, and on CPUs whose `rep movsb` is slow for mid-sized blocks, see the copy-cost "
     "calibration, that start-up is large); zero_copy pins the pages each entry spans, so scattered fields pin more "
-    "pages and make more fragments per skb; two_copy packs the fields into one buffer whatever their layout."
+    "pages (counted below) and make more fragments per skb; two_copy packs the fields into one buffer whatever "
+    "their layout."
 )
 COLUMNS = ("throughput_gbps", "cpu_ns_per_byte")
 
@@ -77,6 +78,22 @@ def _copied_anyway(layouts: pd.DataFrame) -> str | None:
     return "Sends the kernel copied anyway (SO_EE_CODE_ZEROCOPY_COPIED): " + ", ".join(parts) + "."
 
 
+def _pages_pinned(layouts: pd.DataFrame) -> list[dict[str, object]]:
+    """zero-copy senders: pages pinned per message (zc_pages_per_message, measured by the sender), per size and
+    layout; empty where no row of two layouts has it."""
+    ok = layouts[(layouts["status"] == "ok") & layouts["zc_pages_per_message"].notna()]
+    if ok.empty or ok["layout"].nunique() < 2:
+        return []
+    pages = ok.pivot_table(
+        index=["implementation", "size_bytes"], columns="layout", values="zc_pages_per_message", aggfunc="mean"
+    )
+    return [
+        {"Sender": code(name), "Size": fmt_size(size)}
+        | {layout: fmt_num(value) if pd.notna(value) else "not measured" for layout, value in row.items()}
+        for (name, size), row in pages.iterrows()
+    ]
+
+
 def section(results: Results) -> str | None:
     """The section's Markdown; None when the sweep measured no sender in more than one layout."""
     layouts = results.layouts
@@ -94,6 +111,10 @@ def section(results: Results) -> str | None:
     crossings = crossover_sentences(layouts.crossovers[layouts.crossovers["metric"] == "throughput_gbps"])
     if crossings:
         parts.append("Where one layout overtakes another: " + " ".join(crossings))
+    pinned = _pages_pinned(layouts.trials)
+    if pinned:
+        parts.append("Pages pinned per message by the zero-copy senders, counted by the sender from its iovec:")
+        parts.append(markdown_table(pinned))
     copied = _copied_anyway(layouts.trials)
     if copied:
         parts.append(copied)
