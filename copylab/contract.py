@@ -85,6 +85,13 @@ RESULTS: dict[str, tuple[Key, ...]] = {
         Key("layout", "str", "", "fields, aligned or contiguous: how the sender held the message (--layout)"),
         *_USAGE,
         Key("retransmits", "int", "count", "TCP retransmits of the sending connections", column="retransmits"),
+        Key(
+            "srtt_us",
+            "float",
+            "us",
+            "smoothed round-trip time of the sending connections at their end (TCP_INFO), their mean",
+            column="srtt_us",
+        ),
         *_ZERO_COPY,
         Key(
             "zc_pages_per_message",

@@ -16,4 +16,13 @@ SELECT_MAX_CONNECTIONS = 1024 - 16
 # that busy cannot keep its schedule, and its rate is its own limit, not the server's.
 SATURATED = 0.95
 
-CONSTANTS = {"FIELD_COUNT": FIELD_COUNT, "SELECT_MAX_CONNECTIONS": SELECT_MAX_CONNECTIONS, "SATURATED": SATURATED}
+# The zero-copy senders' bytes in flight at least, and the programs' default: over veth a longer ring moved less
+# (copylab.settings, zc_inflight); a sweep raises it to twice a network path's bandwidth-delay product.
+DEFAULT_ZC_INFLIGHT = 256 << 10
+
+CONSTANTS = {
+    "FIELD_COUNT": FIELD_COUNT,
+    "DEFAULT_ZC_INFLIGHT": DEFAULT_ZC_INFLIGHT,
+    "SELECT_MAX_CONNECTIONS": SELECT_MAX_CONNECTIONS,
+    "SATURATED": SATURATED,
+}

@@ -82,6 +82,17 @@ class Harness:
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """The zero-copy senders' bytes in flight as the sweep chose them from the path (copylab.in_flight)."""
+
+    zc_inflight: int
+    throughput_gbps: float | None  # the measuring trial's; None when it failed
+    srtt_us: float | None
+    bandwidth_delay_bytes: int | None
+    how: str
+
+
+@dataclass(frozen=True)
 class Manifest:
     sweep: str
     profile: str
@@ -109,6 +120,8 @@ class Manifest:
     restrictions: dict[str, str] = field(default_factory=dict)
     # The host's floor (copylab.floor): pinning -> mean round trip in µs of a minimal ping-pong at one connection.
     host_floor: dict[str, float] = field(default_factory=dict)
+    # Without --zc-inflight, for a sweep with a zero-copy sender: what it was set to from the path, and why.
+    in_flight: InFlight | None = None
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)

@@ -166,6 +166,14 @@ COLUMNS: tuple[Column, ...] = (
     *_side_columns("rcv", "receiver (client)"),
     Column("perf_missing", "str", "", "perf events not measured, with the reason, e.g. 'snd_cycles: <not supported>'"),
     Column("retransmits", "int", "count", "TCP retransmits of the sender's connections (TCP_INFO)"),
+    Column(
+        "srtt_us",
+        "float",
+        "us",
+        "smoothed round-trip time of the sender's connections at their end, their mean (TCP_INFO): with the "
+        "throughput, the bytes a path holds in flight",
+        since=8,
+    ),
     Column("zc_sends", "int", "count", "MSG_ZEROCOPY sendmsg calls (zero-copy senders only)"),
     Column("zc_completed", "int", "count", "sends covered by completion notifications (zero-copy senders only)"),
     Column("zc_copied", "int", "count", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED (zero-copy senders only)"),

@@ -266,6 +266,24 @@ def _noise(results: Results) -> str:
     return text
 
 
+def _in_flight(manifest: Manifest) -> str:
+    """How many bytes the zero-copy senders kept in flight and why; "" for a sweep that set none."""
+    chosen = manifest.in_flight
+    parameters = manifest.parameters
+    if not any(implementations.uses_zero_copy(name) for name in parameters.implementations):
+        return ""
+    if chosen is None:
+        given = parameters.zc_inflight
+        return "" if given is None else f"**Zero-copy ring.** At most {fmt_size(given)} in flight (`--zc-inflight`)."
+    text = f"**Zero-copy ring.** At most {fmt_size(chosen.zc_inflight)} in flight: {chosen.how}."
+    if chosen.throughput_gbps is not None and chosen.srtt_us is not None and chosen.bandwidth_delay_bytes is not None:
+        text += (
+            f" Measured at the sweep's start: {fmt_num(chosen.throughput_gbps)} Gbit/s with a smoothed round trip of "
+            f"{fmt_num(chosen.srtt_us)} us, a bandwidth-delay product of {fmt_size(chosen.bandwidth_delay_bytes)}."
+        )
+    return text
+
+
 def method(results: Results) -> str:
     """Topology, what one trial is, trial counts, and how intervals and crossovers are computed."""
     params = results.manifest.parameters
@@ -281,6 +299,7 @@ def method(results: Results) -> str:
             "fifo, so start-up, warm-up and teardown are not counted. CPU time and context switches come from "
             "getrusage over the same window.",
             "",
+            *([ring, ""] if (ring := _in_flight(results.manifest)) else []),
             _repetitions(results),
             "",
             _noise(results),

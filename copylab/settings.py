@@ -237,10 +237,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "zc_inflight",
         "int",
-        256 << 10,
-        "bytes of messages a zero-copy sender keeps in flight before it waits for completions. Over veth a short "
-        "ring paces the sender by its completions (256 KiB moved up to twice as much as 8 MiB, 16-256 KiB "
-        "messages); between hosts it must cover the path's bandwidth-delay product",
+        None,
+        "bytes of messages a zero-copy sender keeps in flight before it waits for completions. Default: twice the "
+        "path's bandwidth-delay product measured at the sweep's start, at least 256 KiB (over veth a short ring "
+        "paces the sender by its completions: 256 KiB moved up to twice as much as 8 MiB, 16-256 KiB messages)",
+        optional=True,
+        legacy=256 << 10,  # the ring was a compiled constant of 256 KiB before the setting existed
         low=4096,
         high=1 << 30,
         limit="MAX_ZC_INFLIGHT",
@@ -248,7 +250,8 @@ SETTINGS: tuple[Setting, ...] = (
             "zc_inflight_bytes",
             "int",
             "B",
-            "bytes of messages the zero-copy senders kept in flight at most (--zc-inflight)",
+            "bytes of messages the zero-copy senders kept in flight at most (--zc-inflight, or chosen from the path: "
+            "the manifest's in_flight); empty when not set and no zero-copy sender ran",
             since=5,
         ),
         program=ProgramOption("--zc-inflight", "server", COPIES.name),
@@ -299,7 +302,7 @@ def c_header() -> str:
             name = setting.limit.removeprefix("MAX_")
             if setting.kind in ("sizes", "int"):
                 lines.append(f"#define MIN_{name} {int(setting.low or 0)}ULL")
-            if setting.kind == "int":
+            if setting.kind == "int" and setting.default is not None:
                 lines.append(f"#define DEFAULT_{name} {int(setting.default)}ULL")
     lines += [f"#define {name} {value}" for name, value in CONSTANTS.items()]
     lines += ["#endif"]

@@ -25,6 +25,7 @@ from copylab.config import SweepConfig
 from copylab.drivers import GRACE_S
 from copylab.errors import CopylabError
 from copylab.floor import host_floor
+from copylab.in_flight import measure as in_flight_from_path
 from copylab.manifest import Harness
 from copylab.paths import DATA
 from copylab.provenance import create, now_iso
@@ -244,6 +245,14 @@ def _run_prepared(
                 values=per_trial(config),
             )
             floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
+            in_flight = record.in_flight
+            zero_copy = any(implementations.uses_zero_copy(name) for name in set(config.implementations) - skip)
+            if in_flight is None and config.zc_inflight is None and zero_copy:
+                in_flight = in_flight_from_path(config.experiment, settings)
+            if in_flight is not None:
+                settings = dataclasses.replace(
+                    settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight}
+                )
             store.write_manifest(
                 dataclasses.replace(
                     record,
@@ -251,6 +260,7 @@ def _run_prepared(
                     calibration=calibration,
                     restrictions=bed.restrictions(),
                     host_floor=floor,
+                    in_flight=in_flight,
                 )
             )
             with _kernel_copies(config, bed) as counts:

@@ -162,12 +162,12 @@ void set_io_timeout(int fd, double seconds)
         die_errno("setsockopt SO_SNDTIMEO/SO_RCVTIMEO");
 }
 
-uint64_t tcp_retransmits(int fd)
+struct tcp_report tcp_report(int fd)
 {
     struct tcp_info info;
     socklen_t len = sizeof info;
     memset(&info, 0, sizeof info);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0)
         die_errno("getsockopt TCP_INFO");
-    return info.tcpi_total_retrans;
+    return (struct tcp_report){.retransmits = info.tcpi_total_retrans, .srtt_us = info.tcpi_rtt};
 }

@@ -142,7 +142,12 @@ int connect_within(const char *address, uint16_t port, double timeout_s);
 void set_io_timeout(int fd, double seconds);
 /* Waits until fd is ready for events; dies with "WHAT timed out after N s" otherwise. */
 void wait_fd(int fd, short events, double timeout_s, const char *what);
-uint64_t tcp_retransmits(int fd);
+/* What TCP_INFO says about a connection: its retransmits so far and its smoothed round-trip time (us). */
+struct tcp_report {
+    uint64_t retransmits;
+    uint32_t srtt_us;
+};
+struct tcp_report tcp_report(int fd);
 
 /* ---- the window's CPU time and context switches (usage.c) ---- */
 struct usage {

@@ -12,8 +12,8 @@
 #define MAX_WARMUP 600.0 /* setting warmup_s */
 #define MAX_ZC_INFLIGHT 1073741824ULL /* setting zc_inflight */
 #define MIN_ZC_INFLIGHT 4096ULL
-#define DEFAULT_ZC_INFLIGHT 262144ULL
 #define FIELD_COUNT 8
+#define DEFAULT_ZC_INFLIGHT 262144
 #define SELECT_MAX_CONNECTIONS 1008
 #define SATURATED 0.95
 #endif

@@ -16,7 +16,7 @@ struct worker {
     struct sender_config sender;
     enum mode mode;
     struct sender_counters counters;
-    uint64_t retransmits;
+    struct tcp_report tcp;
 };
 
 static void serve_stream(struct sender *s)
@@ -46,7 +46,7 @@ static void *worker_main(void *arg)
     else
         serve_stream(s);
     sender_destroy(s, &w->counters);
-    w->retransmits = tcp_retransmits(w->sender.fd);
+    w->tcp = tcp_report(w->sender.fd);
     return NULL;
 }
 
@@ -117,6 +117,7 @@ int main(int argc, char **argv)
 
     struct sender_counters zc = {0};
     uint64_t retransmits = 0;
+    double srtt_us = 0;
     for (unsigned i = 0; i < n; i++) {
         int err = pthread_join(workers[i].thread, NULL);
         if (err)
@@ -130,7 +131,8 @@ int main(int argc, char **argv)
         zc.zc_enobufs += c->zc_enobufs;
         zc.zc_messages += c->zc_messages;
         zc.zc_page_pins += c->zc_page_pins;
-        retransmits += workers[i].retransmits;
+        retransmits += workers[i].tcp.retransmits;
+        srtt_us += workers[i].tcp.srtt_us / (double)n;
         if (close(workers[i].sender.fd) != 0)
             die_errno("close");
     }
@@ -152,6 +154,7 @@ int main(int argc, char **argv)
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
     json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
     json_u64(&j, "retransmits", retransmits);
+    json_f64(&j, "srtt_us", srtt_us);
     json_u64_or_null(&j, "zc_sends", zc.zero_copy, zc.zc_sends);
     json_u64_or_null(&j, "zc_completed", zc.zero_copy, zc.zc_completed);
     json_u64_or_null(&j, "zc_copied", zc.zero_copy, zc.zc_copied);

@@ -28,7 +28,7 @@ from copylab.servers.figures import LATENCY_TARGET_US
 from copylab.store import SweepStore
 from tests.conftest import needs_root
 from tests.synthetic import make_server_trials, make_trials, write_sweep
-from tests.test_servers import servers_sweep_run, sweep_namespaces, tagged_processes
+from tests.test_servers import _inv, servers_sweep_run, sweep_namespaces, tagged_processes
 
 PORT = 5403
 
@@ -151,10 +151,17 @@ def test_an_open_load_sweep_records_each_rate_and_leaves_nothing():
     options = ("--models", "thread,epoll", "--connections", "20", "--load", "open", "--rates", "2000,8000")
     options += ("--trials", "1", "--duration", "0.3", "--warmup", "0.1")
     with servers_sweep_run(name, *options) as (result, directory):
+        if result.returncode != 0:
+            # A stall of this shared VM makes the client send late: that trial fails naming the client's limit (not
+            # a made-up rate), and --resume runs it again.
+            failed = SweepStore(directory).load()[0].query("status != 'ok'")
+            assert failed["error"].str.contains("a limit of the client, not of the server").all(), failed["error"]
+            result = _inv("run-sweep", "--name", name, "--resume", "--no-analyze", tag=name)
         assert result.returncode == 0, result.stderr[-2000:]
         trials, manifest = SweepStore(directory).load()
         assert manifest.parameters.load == "open" and tuple(manifest.parameters.rates) == (2000, 8000)
-        assert len(trials) == 4 and (trials["status"] == "ok").all()
+        trials = trials[trials["status"] == "ok"]
+        assert len(trials) == 4
         assert sorted(trials["offered_rate"]) == [2000, 2000, 8000, 8000]
         assert trials["trial_id"].str.contains("-rate8000-r1").sum() == 2
         achieved = trials["requests_per_s"] / trials["offered_rate"]
