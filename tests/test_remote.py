@@ -236,6 +236,10 @@ def test_copies_sweep_between_two_hosts(hosts, tmp_path):
         assert end["link"]["driver"] == "veth" and end["link"]["mtu"] == 1500
         assert end["link"]["offloads"]["scatter-gather"].startswith("on"), end["link"]["offloads"]
     assert manifest["calibration"]["memcpy_gbps"] > 0
+    # the zero-copy ring from the path, measured between the hosts before the trials, in every row
+    chosen = manifest["in_flight"]
+    assert chosen["throughput_gbps"] > 0 and chosen["srtt_us"] > 0 and chosen["zc_inflight"] >= 256 << 10
+    assert {int(row["zc_inflight_bytes"]) for row in rows} == {chosen["zc_inflight"]}
     assert remote_leftovers(name) == []
     # The report names both hosts and the path, and never assumes local delivery.
     report = compose(tmp_path / "report", tmp_path / name)
