@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from copylab import config, experiments, implementations, netns, perf, schedule, sweep, testbed
+from copylab import config, congestion, experiments, implementations, netns, perf, schedule, sweep, testbed
 from copylab.build import require_programs
 from copylab.calibrate import measure_memcpy
 from copylab.copies.copy_bound import copy_limit_rows
@@ -30,6 +30,7 @@ from copylab.copies.roles import Role
 from copylab.errors import CopylabError
 from copylab.implementations import BenchGoal
 from copylab.paths import REFERENCE_DATA, ROOT
+from copylab.settings import get as setting
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.trial import measured_window_s, run_trial
@@ -274,6 +275,55 @@ def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
     return figures
 
 
+# The congestion control that paces by a timer, which the default is held against (README: Why cubic).
+PACED_CONGESTION = "bbr"
+
+
+def congestion_spread(data_root: Path, smoke: bool) -> list[Figure]:
+    """The study's two copying senders under the default congestion control and under a pacing one, where the
+    kernel offers it: each's throughput and spread between identical trials, and their within-block ratio."""
+    one_copy, two_copy = implementations.by_role(Role.ONE_COPY), implementations.by_role(Role.TWO_COPY)
+    assert one_copy is not None and two_copy is not None
+    default = setting("congestion_control").default
+    offered = Path(congestion.AVAILABLE).read_text().split()
+    figures = []
+    for algorithm in dict.fromkeys((default, PACED_CONGESTION)):
+        if algorithm not in offered:
+            figures.append(Figure(f"congestion control {algorithm}", "report", "not offered by this kernel", None))
+            continue
+        trials = _measured(
+            f"bench-congestion-{algorithm}",
+            data_root,
+            implementations=[two_copy.name, one_copy.name],
+            workloads=["stream"],
+            sizes=[1024, 65536, 262144],
+            threads=[1],
+            receive=["copy"],
+            trials=2 if smoke else 8,
+            congestion_control=algorithm,
+        )
+        ok = trials[trials["status"] == "ok"]
+        for size, group in ok.groupby("size_bytes"):
+            stats = group.groupby("implementation")["throughput_gbps"].agg(["mean", "std"])
+            cv = stats["std"] / stats["mean"]
+            blocks = group.pivot_table(index="repetition", columns="implementation", values="throughput_gbps")
+            log_ratios = (blocks[one_copy.name] / blocks[two_copy.name]).apply(math.log)
+            figures.append(
+                Figure(
+                    f"congestion control {algorithm}, {size // 1024} KiB, 1 thread, {len(blocks)} blocks: throughput "
+                    f"(CV between identical trials); {one_copy.name}/{two_copy.name} within blocks",
+                    "report",
+                    "; ".join(
+                        f"{name} {stats.loc[name, 'mean']:.1f} Gbit/s (CV {cv[name]:.0%})"
+                        for name in (two_copy.name, one_copy.name)
+                    )
+                    + f"; {math.exp(log_ratios.mean()):.2f}x, log-ratio SD {log_ratios.std():.3f}",
+                    None,
+                )
+            )
+    return figures
+
+
 def full_profile_estimate(overhead_s: float) -> Figure:
     """The copies study's full profile: its trials times (warm-up + window + the harness's time per trial)."""
     full = config.make_config("bench-full", "full")
@@ -475,6 +525,7 @@ def run_bench(
         figures += harness_cost(Path(scratch), smoke)
         figures += design_comparison(Path(scratch), smoke)
         figures += window_spread(Path(scratch), smoke)
+        figures += congestion_spread(Path(scratch), smoke)
         figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch), smoke)
         figures += explorer_redraw_time(reference)
         figures += adaptive_saving(reference)

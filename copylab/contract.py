@@ -51,6 +51,15 @@ _USAGE = (
         "ctx_involuntary", "int", "count", "involuntary context switches in the window", column="{side}_ctx_involuntary"
     ),
 )
+# Both ends report it; a trial whose ends disagree, or differ from what the sweep asked, fails (copylab.drivers).
+_CONGESTION = Key(
+    "congestion_control",
+    "str",
+    "",
+    "the TCP congestion control of its connections, read back from a socket (a listener's is what the connections "
+    "it accepts inherit)",
+    column="congestion_control",
+)
 _ZERO_COPY = tuple(
     Key(name, "int", "count", meaning + " (null unless the sending path uses MSG_ZEROCOPY)", True, name)
     for name, meaning in (
@@ -92,6 +101,7 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             "smoothed round-trip time of the sending connections at their end (TCP_INFO), their mean",
             column="srtt_us",
         ),
+        _CONGESTION,
         *_ZERO_COPY,
         Key(
             "zc_pages_per_message",
@@ -119,6 +129,7 @@ RESULTS: dict[str, tuple[Key, ...]] = {
         ),
         Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
         *_LATENCY,
+        _CONGESTION,
         *_USAGE,
         Key(
             "rx_mapped_bytes",
@@ -144,6 +155,7 @@ RESULTS["model_server"] = (
     Key("model", "str", "", "how the server waits for connections (csrc/wait_MODEL.c)", column="model"),
     Key("size", "int", "B", "response size"),
     Key("connections", "int", "", "connections the client opened, busy and idle"),
+    _CONGESTION,
     *_USAGE,
 )
 RESULTS["load_client"] = (
@@ -175,6 +187,7 @@ RESULTS["load_client"] = (
         "connections with a request completed in the window",
         column="connections_served",
     ),
+    _CONGESTION,
     Key(
         "fairness",
         "float",

@@ -66,6 +66,14 @@ def _client_window(client_out: str) -> Window:
     return Window(result["window_begin_ns"], result["window_end_ns"], result["pid"], result["bytes"] - mapped)
 
 
+def _merged(row: dict[str, Any], columns: dict[str, Any], side: str) -> None:
+    """Adds a side's COLUMNS to ROW; a column both sides fill (the congestion control) must agree."""
+    for name, value in columns.items():
+        if name in row and row[name] != value:
+            raise TrialFailed(f"{side}: ran {name} {value!r}, the other side {row[name]!r}")
+        row[name] = value
+
+
 def _probe(end: End, server: str) -> str | None:
     """Asks a copylab server whether it can run (--probe): None, or its one-line reason."""
     result = end.run([server, "--probe"])
@@ -125,6 +133,7 @@ class CopylabPrograms(Driver):
             str(settings.warmup_s),
             "--receive",
             spec.receive,
+            *settings.program_arguments("client"),
         ]
         if settings.verify:
             client.append("--verify")
@@ -149,7 +158,7 @@ class CopylabPrograms(Driver):
             for key, value in asked.items():
                 if result[key] != value:
                     raise TrialFailed(f"{role}: ran {key} {result[key]!r}, the trial asked for {value!r}")
-            row.update(contract.columns(role, result))
+            _merged(row, contract.columns(role, result), role)
         return row
 
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
@@ -195,6 +204,8 @@ class Iperf3(Driver):
             str(iperf3_whole_seconds(settings.duration_s)),
             "--omit",
             str(iperf3_whole_seconds(settings.warmup_s)),
+            "--congestion",
+            settings.value("congestion_control"),
         ]
         return server, client
 
@@ -217,13 +228,16 @@ class Iperf3(Driver):
         seconds, nbytes = received.get("seconds"), received.get("bytes")
         if not seconds or nbytes is None:
             raise TrialFailed("iperf3: no receiver summary in its JSON")
-        return {
+        row = {
             "measured_s": seconds,
             "bytes": nbytes,
             "messages": nbytes // spec.size_bytes,
             "throughput_gbps": nbytes * 8 / seconds / 1e9,
             "retransmits": sent.get("retransmits"),
         }
+        for side in ("sender", "receiver"):
+            _merged(row, {"congestion_control": end.get(f"{side}_tcp_congestion")}, f"iperf3's {side}")
+        return row
 
 
 @dataclass(frozen=True)
@@ -240,21 +254,27 @@ class ModelPrograms(Driver):
         return f"{self.model}_server"
 
     @property
+    def client(self) -> str:
+        return "load_client"
+
+    @property
     def programs(self) -> tuple[str, ...]:  # type: ignore[override]
-        return (self.server, "load_client")
+        return (self.server, self.client)
 
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
         address, port, size = settings.server_address, str(settings.port), str(spec.size_bytes)
         server = [
             *(settings.server_program(self.server), "--bind", address, "--port", port),
             *("--size", size, "--timeout", str(self.window_s(settings) + GRACE_S)),
+            *settings.program_arguments("server"),
         ]
         client = [
-            *(settings.client_program("load_client"), "--connect", address, "--port", port),
+            *(settings.client_program(self.client), "--connect", address, "--port", port),
             *("--size", size, "--connections", str(spec.connections), "--threads", str(spec.threads)),
             *("--idle-connections", str(spec.idle_connections), "--rate", str(spec.offered_rate)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
             *(["--verify"] if settings.verify else []),
+            *settings.program_arguments("client"),
         ]
         return server, client
 
@@ -287,7 +307,7 @@ class ModelPrograms(Driver):
             for key, value in asked.items():
                 if result[key] != value:
                     raise TrialFailed(f"{side}: ran {key} {result[key]!r}, the trial asked for {value!r}")
-            row.update(contract.columns(role, result))
+            _merged(row, contract.columns(role, result), side)
         return row
 
     def window(self, client_out: str) -> Window | None:

@@ -26,6 +26,9 @@ class Host:
     cores: int
     memory_gib: float
     virtualization: str  # what systemd-detect-virt says, or whether /proc/cpuinfo names a hypervisor
+    # The TCP congestion control its connections get unless they choose one (net.ipv4.tcp_congestion_control);
+    # None: not recorded (manifests from before it was)
+    congestion_default: str | None = None
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,13 @@ def _virtualization() -> str:
     return "unknown hypervisor" if re.search(r"\bhypervisor\b", flags) else "none detected"
 
 
+def _congestion_default() -> str | None:
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def host() -> Host:
     return Host(
         hostname=platform.node(),
@@ -59,6 +66,7 @@ def host() -> Host:
         cores=os.cpu_count() or 0,
         memory_gib=_memory_gib(),
         virtualization=_virtualization(),
+        congestion_default=_congestion_default(),
     )
 
 

@@ -29,7 +29,7 @@ import fabric
 import paramiko
 from invoke.exceptions import CommandTimedOut
 
-from copylab import implementations, perf
+from copylab import congestion, implementations, perf
 from copylab.calibrate import CALIBRATION_PROGRAMS
 from copylab.config import HOST_PATTERN, SweepConfig
 from copylab.errors import CopylabError
@@ -271,6 +271,16 @@ class RemoteEnd(End):
                 "install gcc make tar coreutils util-linux procps)"
             )
 
+    def check_congestion_control(self, name: str) -> None:
+        lists = self.call(
+            "read its congestion controls",
+            f"id -u; cat {congestion.AVAILABLE}; cat {congestion.ALLOWED} 2>/dev/null || echo",
+        ).stdout.splitlines()
+        uid, available, allowed = (*lists, "", "", "")[:3]
+        why = congestion.refusal(name, available, allowed, uid.strip() == "0", self.label)
+        if why:
+            raise CopylabError(why)
+
     def build(self, programs: list[str], sanitize: str | None) -> dict[str, str]:
         """Uploads csrc/ and builds PROGRAMS (sanitized when asked) and the calibration programs; returns those
         that did not build, each with make's last error line."""
@@ -321,6 +331,7 @@ echo "cores=$(nproc)"; echo "memory_kb=$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\
 v=$(systemd-detect-virt 2>/dev/null)
 [ -n "$v" ] || {{ grep -qw hypervisor /proc/cpuinfo && v="unknown hypervisor" || v="none detected"; }}
 echo "virt=$v"
+echo "congestion=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null)"
 i=$({interface}); echo "interface=$i"
 [ -n "$i" ] || exit 0
 echo "mtu=$(cat /sys/class/net/$i/mtu)"
@@ -346,6 +357,7 @@ fi
             cores=int(values.get("cores") or 0),
             memory_gib=round(int(memory_kb) / 2**20, 1) if memory_kb.isdigit() else float("nan"),
             virtualization=values.get("virt", "unknown"),
+            congestion_default=values.get("congestion") or None,
         )
         if not values.get("interface"):
             return host, None
@@ -414,6 +426,7 @@ class Hosts(Testbed):
             self._both(lambda end: end.connect())
             for end in self.ends:
                 end.check_tools()
+                end.check_congestion_control(self.config.congestion_control)
             for end in self.ends:
                 end.create_work(self.config.name, self.owner)
             for end, unbuilt in zip(

@@ -16,7 +16,7 @@ from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Col
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {

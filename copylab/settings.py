@@ -32,11 +32,11 @@ Choices = tuple[str, ...] | Callable[[], Sequence[str]]
 
 @dataclass(frozen=True)
 class ProgramOption:
-    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs of ROLE of
-    EXPERIMENT (None: of every experiment)."""
+    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs of each of ROLES
+    of EXPERIMENT (None: of every experiment)."""
 
     option: str
-    role: Literal["server", "client"]
+    roles: tuple[Literal["server", "client"], ...]
     experiment: str | None = None
 
 
@@ -254,7 +254,25 @@ SETTINGS: tuple[Setting, ...] = (
             "the manifest's in_flight); empty when not set and no zero-copy sender ran",
             since=5,
         ),
-        program=ProgramOption("--zc-inflight", "server", COPIES.name),
+        program=ProgramOption("--zc-inflight", ("server",), COPIES.name),
+    ),
+    Setting(
+        "congestion_control",
+        "str",
+        "cubic",
+        "TCP congestion control of every connection, set on each socket at both ends (the kernel must offer it). "
+        "Default cubic, the kernel's own default: with bbr, which some hosts choose, TCP paces its sends by a "
+        "timer, and over veth that pacing, not the copies, bounded messages of 64 KiB and more (README: Why cubic)",
+        legacy="",  # before the setting existed every connection used the host's default, unrecorded
+        column=Column(
+            "congestion_control",
+            "str",
+            "",
+            "the TCP congestion control every connection of the trial used (--congestion-control; as the programs "
+            "read it back from their sockets); empty in sweeps from before it was recorded: the host's default",
+            since=9,
+        ),
+        program=ProgramOption("--congestion-control", ("server", "client")),
     ),
     Setting(
         "design",

@@ -78,7 +78,7 @@ class TrialSettings:
         arguments: list[str] = []
         for s in settings.SETTINGS:
             wanted = s.program
-            if wanted is None or wanted.role != role or wanted.experiment not in (None, self.experiment):
+            if wanted is None or role not in wanted.roles or wanted.experiment not in (None, self.experiment):
                 continue
             value = self.value(s.name)
             if s.kind == "bool":

@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from copylab import implementations, netns, perf
+from copylab import congestion, implementations, netns, perf
 from copylab.build import require_programs
 from copylab.calibrate import CALIBRATION_PROGRAMS
 from copylab.config import SweepConfig, check_descriptor_limit
@@ -218,6 +218,9 @@ class Namespaces(Testbed):
     def _require(self) -> None:
         if self.config is not None:
             check_descriptor_limit(self.config)
+            why = congestion.check_here(self.config.congestion_control)
+            if why:
+                raise CopylabError(why)
             require_programs(implementations.programs(self.config.implementations), self.config.sanitize)
         require_programs(CALIBRATION_PROGRAMS)
 

@@ -182,7 +182,11 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                 ]
                 if errors:
                     raise TrialFailed("; ".join(errors))
-                row.update(driver.measurement(spec, server_out, client_out))
+                measured = driver.measurement(spec, server_out, client_out)
+                for name, asked in settings.columns().items():
+                    if name in measured and measured[name] != asked:
+                        raise TrialFailed(f"ran {name} {measured[name]!r}, the sweep asked for {asked!r}")
+                row.update(measured)
                 row.update(_kernel_copies(settings, driver.window(client_out)))
                 perf_values, missing = _perf_values(runs, settings.perf, use_perf)
                 row.update(perf_values)

@@ -167,6 +167,8 @@ int main(int argc, char **argv)
     /* Wake blocked receivers, then reset the connections so the server's
      * senders see the end at once instead of filling a dead window. */
     uint64_t verify_errors = 0;
+    char congestion[CONGESTION_NAME_BYTES];
+    congestion_control_of(receivers[0].fd, congestion);
     for (unsigned i = 0; i < n; i++)
         if (shutdown(receivers[i].fd, SHUT_RDWR) != 0 && errno != ENOTCONN)
             die_errno("shutdown");
@@ -218,6 +220,7 @@ int main(int argc, char **argv)
     json_f64(&j, "latency_p99_us", rr ? histogram_percentile_ns(&latency[0], 99) / 1e3 : NAN);
     json_f64(&j, "latency_p999_us", rr ? histogram_percentile_ns(&latency[0], 99.9) / 1e3 : NAN);
     json_f64(&j, "latency_max_us", rr ? (double)latency[0].max_ns / 1e3 : NAN);
+    json_str(&j, "congestion_control", congestion);
     json_f64(&j, "cpu_user_s", used.user_s);
     json_f64(&j, "cpu_sys_s", used.sys_s);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);

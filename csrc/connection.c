@@ -36,6 +36,13 @@ static void resolve(const char *address, uint16_t port, struct endpoint *ep)
     }
 }
 
+static const char *congestion_control;
+
+void use_congestion_control(const char *name)
+{
+    congestion_control = name;
+}
+
 static int tcp_socket(int family)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -45,6 +52,15 @@ static int tcp_socket(int family)
     /* Requests and small messages must not wait for Nagle in rr mode. */
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         die_errno("setsockopt TCP_NODELAY");
+    /* Set before listen() or connect(): accepted connections inherit the listener's. */
+    if (congestion_control &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion_control, (socklen_t)strlen(congestion_control)) != 0)
+        die_usage("--congestion-control %s: %s", congestion_control,
+                  errno == ENOENT   ? "the kernel offers no such algorithm (/proc/sys/net/ipv4/"
+                                      "tcp_available_congestion_control lists those it does)"
+                  : errno == EPERM ? "not allowed without CAP_NET_ADMIN (/proc/sys/net/ipv4/"
+                                     "tcp_allowed_congestion_control lists those that are)"
+                                   : strerror(errno));
     return fd;
 }
 
@@ -160,6 +176,15 @@ void set_io_timeout(int fd, double seconds)
     if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
         die_errno("setsockopt SO_SNDTIMEO/SO_RCVTIMEO");
+}
+
+void congestion_control_of(int fd, char name[CONGESTION_NAME_BYTES])
+{
+    socklen_t len = CONGESTION_NAME_BYTES;
+    memset(name, 0, CONGESTION_NAME_BYTES);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0)
+        die_errno("getsockopt TCP_CONGESTION");
+    name[CONGESTION_NAME_BYTES - 1] = '\0';
 }
 
 struct tcp_report tcp_report(int fd)

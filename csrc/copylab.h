@@ -148,6 +148,11 @@ struct tcp_report {
     uint32_t srtt_us;
 };
 struct tcp_report tcp_report(int fd);
+/* Every TCP socket made from now on uses congestion control NAME (NULL: the kernel's default). */
+void use_congestion_control(const char *name);
+/* The congestion control a socket uses, as the kernel names it (TCP_CA_NAME_MAX bytes with the NUL). */
+#define CONGESTION_NAME_BYTES 16
+void congestion_control_of(int fd, char name[CONGESTION_NAME_BYTES]);
 
 /* ---- the window's CPU time and context switches (usage.c) ---- */
 struct usage {

@@ -204,6 +204,8 @@ int main(int argc, char **argv)
             drivers[0].unanswered += drivers[t].unanswered;
         }
     }
+    char congestion[CONGESTION_NAME_BYTES];
+    congestion_control_of(connections[0].fd, congestion);
     /* Reset, so a server blocked on a connection sees the end at once. */
     for (unsigned i = 0; i < n + idle; i++) {
         int fd = i < n ? connections[i].fd : silent[i - n];
@@ -258,6 +260,7 @@ int main(int argc, char **argv)
     const struct histogram *lag = &drivers[0].lag;
     json_f64(&j, "issue_lag_p99_us", lag->count ? histogram_percentile_ns(lag, 99) / 1e3 : NAN);
     json_u64(&j, "connections_served", served);
+    json_str(&j, "congestion_control", congestion);
     /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
     json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)n * squares) : NAN);
     json_f64(&j, "cpu_user_s", used.user_s);

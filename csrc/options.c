@@ -13,9 +13,11 @@
 /* --timeout's bound: no sweep setting carries the timeout, so it is the programs' own. */
 #define MAX_TIMEOUT_S 3600.0
 
+static const char *const MODES[] = {[MODE_STREAM] = "stream", [MODE_RR] = "rr"};
+
 const char *mode_name(enum mode mode)
 {
-    return mode == MODE_RR ? "rr" : "stream";
+    return MODES[mode];
 }
 
 static const char *const RECEIVE_MODES[] = {[RECEIVE_COPY] = "copy", [RECEIVE_TRUNCATE] = "truncate",
@@ -74,15 +76,6 @@ static double parse_seconds(const char *option, const char *text, double low, do
     return value;
 }
 
-static enum mode parse_mode(const char *text)
-{
-    if (strcmp(text, "stream") == 0)
-        return MODE_STREAM;
-    if (strcmp(text, "rr") == 0)
-        return MODE_RR;
-    die_usage("--mode: '%s' is neither stream nor rr", text);
-}
-
 #define CHOICES(names) names, sizeof names / sizeof *names
 /* The index of TEXT among the COUNT NAMES that --OPTION takes (LISTED in words). */
 static unsigned parse_choice(const char *option, const char *text, const char *const *names, size_t count,
@@ -98,7 +91,7 @@ enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
     OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_RATE,
-    OPT_COUNT
+    OPT_CONGESTION, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -147,6 +140,8 @@ static const struct option_spec OPTIONS[] = {
      "the message's 8 fields: each allocated apart, each on a page boundary, or in one buffer"},
     {"zc-inflight", OPT_ZC_INFLIGHT, FOR_SERVER, 0, "BYTES",
      "zero-copy senders: bytes of messages kept in flight (K, M suffixes)"},
+    {"congestion-control", OPT_CONGESTION, FOR_ALL, 0, "NAME",
+     "TCP congestion control of every connection (default: the kernel's)"},
     {"timeout", OPT_TIMEOUT, FOR_ALL, 0, "SECONDS",
      "server: how long to wait for the client; client: how long to retry connecting"},
     {"perf-ctl", OPT_PERF_CTL, FOR_ALL, 0, "FIFO",
@@ -247,7 +242,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             out->timeout_s = parse_seconds("timeout", optarg, 0, MAX_TIMEOUT_S, false);
             break;
         case OPT_MODE:
-            out->mode = parse_mode(optarg);
+            out->mode = parse_choice("mode", optarg, CHOICES(MODES), "stream or rr");
             break;
         case OPT_VERIFY:
             out->verify = true;
@@ -266,6 +261,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             break;
         case OPT_PROBE:
             out->probe = true;
+            break;
+        case OPT_CONGESTION:
+            use_congestion_control(optarg);
             break;
         case OPT_PERF_CTL:
             out->perf_ctl = optarg;

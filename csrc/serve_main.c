@@ -191,6 +191,9 @@ int main(int argc, char **argv)
     struct perf_control perf;
     perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
     int listen_fd = listen_on(opt.address, opt.port, MAX_CONNECTIONS + 8);
+    /* What every connection the model accepts inherits. */
+    char congestion[CONGESTION_NAME_BYTES];
+    congestion_control_of(listen_fd, congestion);
     struct hello hello;
     int control_fd = session_open(listen_fd, opt.timeout_s, &hello);
     if (hello.size != opt.size || hello.mode != MODE_RR)
@@ -230,6 +233,7 @@ int main(int argc, char **argv)
     json_str(&j, "model", MODEL_NAME);
     json_u64(&j, "size", opt.size);
     json_u64(&j, "connections", connections);
+    json_str(&j, "congestion_control", congestion);
     json_f64(&j, "cpu_user_s", used.user_s + (double)atomic_load(&shared->user_us) / 1e6);
     json_f64(&j, "cpu_sys_s", used.sys_s + (double)atomic_load(&shared->sys_us) / 1e6);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary + atomic_load(&shared->voluntary));

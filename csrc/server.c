@@ -118,6 +118,8 @@ int main(int argc, char **argv)
     struct sender_counters zc = {0};
     uint64_t retransmits = 0;
     double srtt_us = 0;
+    char congestion[CONGESTION_NAME_BYTES];
+    congestion_control_of(workers[0].sender.fd, congestion);
     for (unsigned i = 0; i < n; i++) {
         int err = pthread_join(workers[i].thread, NULL);
         if (err)
@@ -155,6 +157,7 @@ int main(int argc, char **argv)
     json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
     json_u64(&j, "retransmits", retransmits);
     json_f64(&j, "srtt_us", srtt_us);
+    json_str(&j, "congestion_control", congestion);
     json_u64_or_null(&j, "zc_sends", zc.zero_copy, zc.zc_sends);
     json_u64_or_null(&j, "zc_completed", zc.zero_copy, zc.zc_completed);
     json_u64_or_null(&j, "zc_copied", zc.zero_copy, zc.zc_copied);

@@ -185,6 +185,15 @@ def test_pages_pinned_per_message_follow_the_layout(bin_dir, pair, variant):
         assert pages["fields"] >= 16
 
 
+@pytest.mark.parametrize("asked", ["reno", None])
+def test_both_ends_report_the_congestion_control_their_connections_used(bin_dir, pair, asked):
+    """Asked for one, every connection uses it; not asked, the kernel's default: each end reads it back."""
+    default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    option = ("--congestion-control", asked) if asked else ()
+    server, client = run_pair(bin_dir, pair, "two_copy", "stream", 16384, threads=2, extra=option, server_extra=option)
+    assert server["congestion_control"] == client["congestion_control"] == (asked or default)
+
+
 @needs_root
 def test_zero_copy_survives_enobufs(bin_dir):
     """A tiny optmem_max makes sends fail with ENOBUFS: they are retried, the data stays intact."""
@@ -252,7 +261,9 @@ BAD_INPUT = [
     ("client", (*CLIENT, "--size", "64", "--duration", "-1"), 2, "--duration: -1 is out of range"),
     ("client", (*CLIENT, "--size", "64", "--duration", "nan"), 2, "--duration: 'nan' is not a number"),
     ("client", (*CLIENT, "--size", "64", "--warmup", "ten"), 2, "--warmup: 'ten' is not a number"),
-    ("client", (*CLIENT, "--size", "64", "--mode", "bulk"), 2, "--mode: 'bulk' is neither"),
+    ("client", (*CLIENT, "--size", "64", "--mode", "bulk"), 2, "--mode: 'bulk' is not stream or rr"),
+    ("client", (*CLIENT, "--size", "64", "--congestion-control", "nosuch"), 2, "the kernel offers no such algorithm"),
+    ("server", (*SERVER, "--size", "64", "--congestion-control", "nosuch"), 2, "the kernel offers no such algorithm"),
     ("client", (*CLIENT, "--size", "64", "--bogus"), 2, "unknown option '--bogus'"),
     ("client", (*CLIENT, "--size", "64", "extra"), 2, "unexpected argument 'extra'"),
     ("client", (*CLIENT, "--size"), 2, "--size needs a value"),

@@ -129,9 +129,11 @@ def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
             continue
         experiment = setting.program.experiment
         drivers = [i.driver for i in implementations.IMPLEMENTATIONS.values() if experiment in (None, i.experiment)]
-        program = next(getattr(d, setting.program.role) for d in drivers if hasattr(d, setting.program.role))
-        usage = subprocess.run([str(bin_dir / program), "--help"], capture_output=True, text=True, check=True)
-        assert setting.program.option in usage.stdout.split(), (setting.name, program)
+        for role in setting.program.roles:
+            programs = {getattr(d, role) for d in drivers if hasattr(d, role)}
+            for program in sorted(programs):
+                usage = subprocess.run([str(bin_dir / program), "--help"], capture_output=True, text=True, check=True)
+                assert setting.program.option in usage.stdout.split(), (setting.name, program)
 
 
 # A setting nobody declared before: the test adds it to the table, and every place that derives from the table

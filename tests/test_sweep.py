@@ -246,6 +246,7 @@ BAD_OPTIONS = [
     (("--receive", "peek"), "receive: unknown 'peek'"),
     (("--receive", "copy,copy"), "names a value twice"),
     (("--implementations", "one_copy", "--receive-for", "two_copy"), "receive-for: two_copy"),
+    (("--congestion-control", "nosuch"), "--congestion-control nosuch: the kernel of this machine offers"),
 ]
 
 
