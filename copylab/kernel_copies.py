@@ -19,7 +19,12 @@ bpftrace holds a lease it must see renewed: the controller renews it before ever
 lease is older than a trial's bound ends itself, so a lost controller never leaves it attached on a host.
 
 The send side's copies are only visible to function probes (kprobe/fentry); where the kernel refuses them,
-those columns are empty with the reason.
+those columns are empty with the reason.  What the sender's kernel makes of its messages is visible to a
+tracepoint: where the server runs on the same kernel (two namespaces of one machine), every skb its network
+namespace's devices transmit in the window is counted with its TCP segments (gso_segs) and page fragments
+(tracepoint net:net_dev_start_xmit; pure ACKs left out): how a message's layout reaches the wire.  Those are
+counted by millisecond alone, not by process: a transmit may run in any process's context (an ACK that
+arrives while the receiver runs sends the sender's next segments), and the sweep runs one trial at a time.
 """
 
 from __future__ import annotations
@@ -45,8 +50,14 @@ COPIED_COLUMN = "rcv_kernel_copy_bytes"
 RECEIVED_COLUMN = "rcv_kernel_received_bytes"
 RECEIVE_COLUMNS = (COPIED_COLUMN, RECEIVED_COLUMN)
 SEND_COLUMNS = ("snd_kernel_copy_bytes", "zc_deferred_copy_bytes")
-COLUMNS = (*RECEIVE_COLUMNS, *SEND_COLUMNS)
+# The sender's transmitted skbs: map kind -> column.
+SKB_COLUMNS = {"skbs": "snd_skbs", "segments": "snd_skb_segments", "frags": "snd_skb_frags"}
+COUNTED = {"copied": COPIED_COLUMN, "received": RECEIVED_COLUMN, **SKB_COLUMNS}
+COLUMNS = (*RECEIVE_COLUMNS, *SEND_COLUMNS, *SKB_COLUMNS.values())
 MSG_PEEK = 2
+# An IPv4 TCP segment without payload (Ethernet, IP and TCP headers with the timestamp option) is this long: a
+# transmitted skb longer than this carries data.
+PURE_ACK_BYTES = 66
 
 # Two sets of maps take turns: the tracepoints add to the set of the current turn while bpftrace's user space
 # prints and clears the other (print and clear run there later, so clearing a map still being added to would
@@ -61,17 +72,52 @@ tracepoint:sock:sock_recv_length
     if (@turn % 2 == 0) {{ @received_even[pid, nsecs / 1000000] = sum(args->ret); }}
     else {{ @received_odd[pid, nsecs / 1000000] = sum(args->ret); }}
 }}
-interval:ms:{flush} {{
+{transmits}interval:ms:{flush} {{
     $until = nsecs;
     @turn = @turn + 1;
     if (@turn % 2 == 1) {{
-        print(@copied_even); clear(@copied_even); print(@received_even); clear(@received_even);
+        {print_even}
     }} else {{
-        print(@copied_odd); clear(@copied_odd); print(@received_odd); clear(@received_odd);
+        {print_odd}
     }}
     printf("flushed %llu\\n", $until);
 }}
 """
+_TRANSMITS = """
+tracepoint:net:net_dev_start_xmit
+/((struct sk_buff *)args->skbaddr)->dev->nd_net.net->ns.inum == {sender} && args->len > {ack}/ {{
+    $skb = (struct sk_buff *)args->skbaddr;
+    $frags = ((struct skb_shared_info *)($skb->head + $skb->end))->nr_frags;
+    $segments = args->gso_segs > 0 ? args->gso_segs : 1;
+    if (@turn % 2 == 0) {{
+        @skbs_even[0, nsecs / 1000000] = count(); @segments_even[0, nsecs / 1000000] = sum($segments);
+        @frags_even[0, nsecs / 1000000] = sum($frags);
+    }} else {{
+        @skbs_odd[0, nsecs / 1000000] = count(); @segments_odd[0, nsecs / 1000000] = sum($segments);
+        @frags_odd[0, nsecs / 1000000] = sum($frags);
+    }}
+}}
+"""
+
+
+def program(namespace: str, sender: str | None) -> str:
+    """The bpftrace program: receives in the client's network NAMESPACE, and the transmits of the SENDER's
+    network namespace where it shares this kernel (None: not counted)."""
+    kinds = ["copied", "received", *(SKB_COLUMNS if sender else ())]
+    prints = {
+        turn: " ".join(f"print(@{kind}_{turn}); clear(@{kind}_{turn});" for kind in kinds) for turn in ("even", "odd")
+    }
+    transmits = _TRANSMITS.format(sender=sender, ack=PURE_ACK_BYTES) if sender else ""
+    return _PROGRAM.format(
+        namespace=namespace,
+        flush=FLUSH_MS,
+        peek=MSG_PEEK,
+        transmits=transmits,
+        print_even=prints["even"],
+        print_odd=prints["odd"],
+    )
+
+
 # bpftrace reads tracepoints through tracefs; a private mount namespace mounts it where it is not mounted.
 _WITH_TRACEFS = 'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"'
 # Runs "$@" and kills it once the lease file ($1) is older than $2 seconds, checking every second.
@@ -91,8 +137,15 @@ def _last_line(text: str, fallback: str) -> str:
 class Accounting:
     """Kernel copy counts for the trials of one sweep, or the reason there are none."""
 
-    def __init__(self, end: End, unavailable: str = "not started", lease_s: float = 60.0) -> None:
+    def __init__(
+        self, end: End, unavailable: str = "not started", lease_s: float = 60.0, sender: End | None = None
+    ) -> None:
         self.end = end
+        self.sender = sender  # the server's end, where it shares END's kernel
+        elsewhere = sender is None and unavailable == "not started"
+        self.skb_reason: str | None = (
+            "the sender runs on another host, whose kernel is not traced" if elsewhere else unavailable
+        )
         self.output = ""
         self.lease = ""
         self.lease_s = lease_s
@@ -100,8 +153,8 @@ class Accounting:
         self.receive_reason: str | None = unavailable
         self.send_reason = unavailable if unavailable != "not started" else "needs kprobe or fentry probes"
         self._offset = 0
-        self._buckets: dict[str, dict[tuple[int, int], int]] = {"copied": {}, "received": {}}
-        self._pending: dict[str, dict[tuple[int, int], int]] = {"copied": {}, "received": {}}
+        self._buckets: dict[str, dict[tuple[int, int], int]] = {kind: {} for kind in COUNTED}
+        self._pending: dict[str, dict[tuple[int, int], int]] = {kind: {} for kind in COUNTED}
         self._flushed_ns = 0
         self._late: list[tuple[int, int]] = []  # ms ranges whose counts a late print may have cleared
         self._renewed = -float("inf")
@@ -113,13 +166,16 @@ class Accounting:
             version = None
         if version is None or version.returncode != 0:
             self.receive_reason = self.send_reason = f"bpftrace is not installed on the {self.end.label}"
+            if self.sender is not None:
+                self.skb_reason = self.receive_reason
             return
-        namespace = self.end.run(["stat", "-L", "-c", "%i", "/proc/self/ns/net"]).stdout.strip()
+        inode = ["stat", "-L", "-c", "%i", "/proc/self/ns/net"]
+        namespace = self.end.run(inode).stdout.strip()
+        sender = self.sender.run(inode).stdout.strip() if self.sender is not None else None
         self.output = f"{directory}/kernel-copies.json"
         self.lease = f"{directory}/lease"
         self.renew()
-        program = _PROGRAM.format(namespace=namespace, flush=FLUSH_MS, peek=MSG_PEEK)
-        bpftrace = ["bpftrace", "-f", "json", "-o", self.output, "-e", program]
+        bpftrace = ["bpftrace", "-f", "json", "-o", self.output, "-e", program(namespace, sender)]
         leased = ["sh", "-c", _LEASED, "sh", self.lease, str(round(self.lease_s)), *bpftrace]
         # The lease bounds it; the deadline is only the end's own backstop.
         self.process = self.end.start(["unshare", "-m", "sh", "-c", _WITH_TRACEFS, "sh", *leased], 7 * 24 * 3600)
@@ -129,10 +185,14 @@ class Accounting:
                 self.process.kill()
                 stdout, stderr = self._ended()
                 self.receive_reason = f"bpftrace could not attach: {_last_line(stderr + stdout, 'no reason given')}"
+                if self.sender is not None:
+                    self.skb_reason = self.receive_reason
                 self.process = None
                 return
             time.sleep(0.02)
         self.receive_reason = None
+        if sender is not None:
+            self.skb_reason = None
         self.renew(force=True)  # attaching took a while: the lease counts from here
         probe = self.end.run(
             [
@@ -182,7 +242,7 @@ class Accounting:
                 continue
             if entry.get("type") == "map":
                 for name, counts in entry["data"].items():
-                    kind = "copied" if name.startswith("@copied") else "received"
+                    kind = name.removeprefix("@").rsplit("_", 1)[0]
                     for key, count in counts.items():
                         pid, ms = (int(part) for part in key.split(","))
                         pending = self._pending[kind]
@@ -214,15 +274,21 @@ class Accounting:
         return None
 
     def columns(self, window: Window | None) -> tuple[dict[str, float | int], str]:
-        """The trial's kernel copy columns for its client's WINDOW, and why any is empty."""
+        """The trial's kernel copy and transmit columns for its client's WINDOW, and why any is empty."""
         values: dict[str, float | int] = {column: float("nan") for column in COLUMNS}
         reasons = {column: self.send_reason for column in SEND_COLUMNS}
+        reasons |= {column: self.skb_reason for column in SKB_COLUMNS.values()}
         why = self._alive() or (None if window else "the implementation does not report its measured window")
         if why is None and window is not None:
             why = self._count(window, values)
         if why is not None:
-            reasons.update({column: why for column in RECEIVE_COLUMNS})
-            values.update({column: float("nan") for column in RECEIVE_COLUMNS})
+            # The transmits are flushed with the receives: a window whose receives are in doubt is in doubt whole.
+            failed = [*RECEIVE_COLUMNS, *(column for column in SKB_COLUMNS.values() if not reasons[column])]
+            reasons.update({column: why for column in failed})
+            values.update({column: float("nan") for column in failed})
+        for column, reason in reasons.items():
+            if reason:
+                values[column] = float("nan")
         missing = "; ".join(f"{column}: {reason}" for column, reason in reasons.items() if reason)
         return values, missing
 
@@ -237,9 +303,11 @@ class Accounting:
             self.receive_reason = "bpftrace stopped flushing its counts"
             return f"bpftrace did not flush its counts within {FLUSH_WAIT_S:g} s of the window's end"
         first, last = window.begin_ns // 1_000_000, window.end_ns // 1_000_000
-        for kind, column in (("copied", COPIED_COLUMN), ("received", RECEIVED_COLUMN)):
+        for kind, column in COUNTED.items():
             buckets = self._buckets[kind]
-            values[column] = sum(n for (pid, ms), n in buckets.items() if pid == window.pid and first <= ms <= last)
+            # Transmits are counted for the whole namespace (pid 0), receives for the client process.
+            pid = 0 if column in SKB_COLUMNS.values() else window.pid
+            values[column] = sum(n for (who, ms), n in buckets.items() if who == pid and first <= ms <= last)
             self._buckets[kind] = {key: n for key, n in buckets.items() if key[1] > last}
         late = [(low, high) for low, high in self._late if low <= last and high >= first]
         self._late = [(low, high) for low, high in self._late if high > last]
@@ -256,10 +324,11 @@ class Accounting:
 
 
 @contextmanager
-def accounting(end: End, sweep: str, lease_s: float) -> Iterator[Accounting]:
+def accounting(end: End, sweep: str, lease_s: float, sender: End | None = None) -> Iterator[Accounting]:
     """Kernel copy accounting on END for a sweep, stopped after the block; LEASE_S: how long bpftrace outlives
-    the last renewal of its lease."""
-    counts = Accounting(end, lease_s=lease_s)
+    the last renewal of its lease; SENDER: the server's end when it shares END's kernel (its transmits are
+    counted too)."""
+    counts = Accounting(end, lease_s=lease_s, sender=sender)
     with ExitStack() as stack:
         directory = stack.enter_context(end.scratch(f"copylab-kcopy-{sweep}-"))
         stack.callback(counts.stop)

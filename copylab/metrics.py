@@ -47,6 +47,8 @@ METRICS: dict[str, Metric] = {
         None, "B/B", "bytes the kernel copied to the receiver's user space per byte delivered (BPF)"
     ),
     "snd_kernel_copies_per_byte": Metric(None, "B/B", "bytes the kernel copied from the sender per byte (BPF)"),
+    "snd_segments_per_skb": Metric(None, "segments/skb", "TCP segments per skb the sender transmitted (BPF)"),
+    "snd_frags_per_skb": Metric(None, "fragments/skb", "page fragments per skb the sender transmitted (BPF)"),
     "snd_cpu_us_per_request": Metric("lower", "µs/request", "server CPU time per request (user + sys)"),
     "rcv_cpu_us_per_request": Metric("lower", "µs/request", "client CPU time per request (user + sys)"),
     "snd_ctx_per_request": Metric("lower", "switches/request", "server context switches per request"),
@@ -97,6 +99,9 @@ def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     out["rcv_wakeups_per_mb"] = trials["rcv_ctx_voluntary"] / (byte_count / 1e6)
     out["rcv_kernel_copies_per_byte"] = trials["rcv_kernel_copy_bytes"] / byte_count
     out["snd_kernel_copies_per_byte"] = trials["snd_kernel_copy_bytes"] / byte_count
+    skbs = _positive(trials["snd_skbs"])
+    out["snd_segments_per_skb"] = trials["snd_skb_segments"] / skbs
+    out["snd_frags_per_skb"] = trials["snd_skb_frags"] / skbs
     requests = _positive(trials["messages"])
     out["snd_cpu_us_per_request"] = cpu["snd"] * 1e6 / requests
     out["rcv_cpu_us_per_request"] = cpu["rcv"] * 1e6 / requests

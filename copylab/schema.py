@@ -229,6 +229,30 @@ COLUMNS: tuple[Column, ...] = (
         since=3,
     ),
     Column(
+        "snd_skbs",
+        "int",
+        "count",
+        "skbs carrying data that the sender's network namespace transmitted in the window (BPF tracepoint "
+        "net:net_dev_start_xmit; only where the sender runs on the kernel copylab traces, empty between two hosts)",
+        since=9,
+    ),
+    Column(
+        "snd_skb_segments",
+        "int",
+        "count",
+        "TCP segments those skbs carried (gso_segs, 1 for an skb sent as one packet): per skb, how many packets the "
+        "stack handed the device at once",
+        since=9,
+    ),
+    Column(
+        "snd_skb_frags",
+        "int",
+        "count",
+        "page fragments of those skbs (skb_shinfo nr_frags): a zero-copy sender's pinned pages travel as fragments, "
+        "one per piece of a page an iovec entry spans",
+        since=9,
+    ),
+    Column(
         "kernel_copy_missing",
         "str",
         "",

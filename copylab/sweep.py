@@ -140,7 +140,8 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
     # bpftrace ends itself when its lease, renewed before every trial, is older than a trial may take (iperf3's
     # windows, rounded up to whole seconds, and the harness between trials fit in the margin).
     lease_s = config.warmup_s + config.duration_s + GRACE_S + kernel_copies.LEASE_MARGIN_S
-    with kernel_copies.accounting(bed.client, config.name, lease_s) as counts:
+    sender = bed.server if bed.path == "veth" else None
+    with kernel_copies.accounting(bed.client, config.name, lease_s, sender) as counts:
         if counts.receive_reason:
             print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
         yield counts

@@ -67,7 +67,17 @@ def test_every_window_is_counted_whole_and_a_zero_is_a_measured_zero(tmp_path):
             assert copied == 0, row  # MSG_TRUNC: the bytes arrived and the kernel copied none to user space
         assert row["snd_kernel_copy_bytes"] == row["zc_deferred_copy_bytes"] == ""
         assert "snd_kernel_copy_bytes: " in row["kernel_copy_missing"], row["kernel_copy_missing"]
+        skbs, segments = int(row["snd_skbs"]), int(row["snd_skb_segments"])
+        assert 0 < skbs <= segments and segments * 1448 >= 0.9 * delivered, row  # MSS 1448 at MTU 1500
     assert sum(row["rcv_kernel_copy_bytes"] != "" for row in rows) >= 36, "nearly every window is counted"
+    # 8 fields from malloc are 8 pieces of pages: zero_copy's 4 KiB skbs carry them as 8 fragments or more, while
+    # the copying senders' bytes land in the socket's own pages, a fragment or two per skb.
+    fragments = {
+        name: sum(int(r["snd_skb_frags"]) for r in mine) / sum(int(r["snd_skbs"]) for r in mine)
+        for name in ("zero_copy", "one_copy")
+        if (mine := [r for r in rows if r["implementation"] == name and r["size_bytes"] == "4096" and r["snd_skbs"]])
+    }
+    assert fragments["zero_copy"] >= 8 > fragments["one_copy"], fragments
     assert not list(tmp_path.glob("copylab-kcopy-*"))
 
 
@@ -133,6 +143,32 @@ def test_a_window_sums_the_milliseconds_it_touches_for_its_own_process(tmp_path,
     assert values[kernel_copies.COPIED_COLUMN] == expected, "another process's copies never count"
     assert values[kernel_copies.RECEIVED_COLUMN] == expected
     assert "rcv_kernel" not in missing
+
+
+def test_the_senders_transmits_count_for_the_whole_namespace_in_the_window(tmp_path):
+    """Transmits run in whichever process's context an ACK or a send found: they are counted by millisecond, for
+    the sender's network namespace (key 0), beside the receiver's copies of its own process."""
+    lines = [
+        _map("copied_even", {(7, 5): 1000}),
+        _map("received_even", {(7, 5): 1000}),
+        _map("skbs_even", {(0, 5): 3, (0, 9): 50}),
+        _map("segments_even", {(0, 5): 60, (0, 9): 500}),
+        _map("frags_even", {(0, 5): 24, (0, 9): 500}),
+        _flushed(20),
+    ]
+    counts = _accounting(tmp_path / "skbs.json", lines)
+    counts.skb_reason = None
+    values, missing = counts.columns(Window(5_000_000, 6_000_000, 7, 1000))
+    assert (values["snd_skbs"], values["snd_skb_segments"], values["snd_skb_frags"]) == (3, 60, 24)
+    assert "snd_skb" not in missing
+
+
+def test_a_sender_on_another_host_leaves_its_transmits_empty_with_the_reason(tmp_path):
+    lines = [_map("copied_even", {(7, 5): 1000}), _map("received_even", {(7, 5): 1000}), _flushed(20)]
+    values, missing = _accounting(tmp_path / "remote.json", lines).columns(Window(5_000_000, 6_000_000, 7, 1000))
+    assert values[kernel_copies.COPIED_COLUMN] == 1000
+    assert values["snd_skbs"] != values["snd_skbs"]
+    assert "snd_skbs: the sender runs on another host, whose kernel is not traced" in missing
 
 
 def test_a_window_the_kernel_counted_short_is_empty_with_the_reason(tmp_path):

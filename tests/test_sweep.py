@@ -469,6 +469,7 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
     pinned = {(layout, size): pages for (_, layout, size), pages in pinned.items()}
     assert pinned[("contiguous", 65536)] == pinned[("aligned", 65536)] == 16 and pinned[("contiguous", 1024)] == 1
     assert "Pages pinned per message" in text
+    assert "What the sender's kernel transmitted" in text and "| Page fragments per skb |" in text
     assert leftovers("layouts") == {"namespaces": [], "processes": [], "trial_dirs": []}
 
 

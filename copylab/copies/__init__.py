@@ -95,6 +95,8 @@ COPIES = Experiment(
         "rcv_wakeups_per_mb",
         "rcv_kernel_copies_per_byte",
         "snd_kernel_copies_per_byte",
+        "snd_segments_per_skb",
+        "snd_frags_per_skb",
     ),
     compared=("throughput_gbps", "latency_mean_us", "latency_p99_us", "cpu_ns_per_byte"),
     profiles=PROFILES,

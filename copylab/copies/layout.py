@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from copylab import implementations
+from copylab.calibration import findings_for_copy
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
 from copylab.prose import crossover_sentences
 from copylab.results import Results
@@ -94,6 +95,55 @@ def _pages_pinned(layouts: pd.DataFrame) -> list[dict[str, object]]:
     ]
 
 
+def _skb_shape(layouts: pd.DataFrame) -> list[dict[str, object]]:
+    """Per sender, size and layout: the sender's transmitted skbs (BPF), their TCP segments and page fragments,
+    per skb; empty where no sender has them in two layouts."""
+    ok = layouts[(layouts["status"] == "ok") & (layouts["snd_skbs"] > 0)]
+    ok = ok[ok.groupby("implementation")["layout"].transform("nunique") > 1]
+    if ok.empty:
+        return []
+    sums = ok.groupby(["implementation", "size_bytes", "layout"])[
+        ["bytes", "snd_skbs", "snd_skb_segments", "snd_skb_frags"]
+    ].sum()
+    return [
+        {
+            "Sender": code(name),
+            "Size": fmt_size(size),
+            "Layout": layout,
+            "KiB per skb": fmt_num(row.bytes / row.snd_skbs / 1024),
+            "Segments per skb": fmt_num(row.snd_skb_segments / row.snd_skbs),
+            "Page fragments per skb": fmt_num(row.snd_skb_frags / row.snd_skbs),
+        }
+        for (name, size, layout), row in sums.iterrows()
+    ]
+
+
+def _copy_findings(results: Results, layouts: pd.DataFrame) -> str | None:
+    """The calibration's findings (a copy path this CPU runs slowly) that a sender's own copy of a field meets."""
+    record = results.manifest.calibration
+    if record is None or not record.findings:
+        return None
+    met, touched = [], []
+    for name in sorted(set(layouts["implementation"])):
+        user_copy = implementations.get(name).copies.user_copy
+        if user_copy is None:
+            continue
+        for size in sorted(set(layouts.loc[layouts["implementation"] == name, "size_bytes"])):
+            copied = user_copy.bytes_per_call(int(size))
+            found = findings_for_copy(record, user_copy.call, copied)
+            if found:
+                met.append(f"{code(name)} at {fmt_size(size)} ({fmt_size(copied)} per {user_copy.call}())")
+                touched += [finding for finding in found if finding not in touched]
+    if not met:
+        return None
+    return (
+        "Where this host's copy-cost calibration found a slow copy path, a sender's own copy of each field meets it: "
+        + ", ".join(met)
+        + ". "
+        + " ".join(f"Finding: {finding.describe(record.cpu_flags)}." for finding in touched)
+    )
+
+
 def section(results: Results) -> str | None:
     """The section's Markdown; None when the sweep measured no sender in more than one layout."""
     layouts = results.layouts
@@ -118,4 +168,16 @@ def section(results: Results) -> str | None:
     copied = _copied_anyway(layouts.trials)
     if copied:
         parts.append(copied)
+    shape = _skb_shape(layouts.trials)
+    if shape:
+        parts.append(
+            "What the sender's kernel transmitted, counted with BPF in each window (tracepoint "
+            "net:net_dev_start_xmit): data per skb, the TCP segments it carried (how many packets the stack handed "
+            "the device at once) and its page fragments (an skb holds at most the kernel's MAX_SKB_FRAGS; a "
+            "zero-copy sender's pages travel as fragments, so pieces of pages fill an skb before its bytes do):"
+        )
+        parts.append(markdown_table(shape))
+    slow_copies = _copy_findings(results, layouts.trials)
+    if slow_copies:
+        parts.append(slow_copies)
     return "\n\n".join(parts)
