@@ -49,7 +49,7 @@ static int tcp_socket(int family)
     if (fd < 0)
         die_errno("socket");
     int one = 1;
-    /* Requests and small messages must not wait for Nagle in rr mode. */
+    /* Requests, responses and the control connection's messages must not wait for Nagle (stream_data). */
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         die_errno("setsockopt TCP_NODELAY");
     /* Set before listen() or connect(): accepted connections inherit the listener's. */
@@ -176,6 +176,13 @@ void set_io_timeout(int fd, double seconds)
     if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
         die_errno("setsockopt SO_SNDTIMEO/SO_RCVTIMEO");
+}
+
+void stream_data(int fd)
+{
+    int zero = 0;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero) != 0)
+        die_errno("setsockopt TCP_NODELAY");
 }
 
 void congestion_control_of(int fd, char name[CONGESTION_NAME_BYTES])

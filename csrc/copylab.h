@@ -148,6 +148,10 @@ struct tcp_report {
     uint32_t srtt_us;
 };
 struct tcp_report tcp_report(int fd);
+/* A stream's data connection sends as a bulk sender does (iperf3, neper): with Nagle's algorithm, so that a
+ * message's tail waits for the next message while data is unacknowledged instead of leaving as a short
+ * packet; every other connection is made with TCP_NODELAY. */
+void stream_data(int fd);
 /* Every TCP socket made from now on uses congestion control NAME (NULL: the kernel's default). */
 void use_congestion_control(const char *name);
 /* The congestion control a socket uses, as the kernel names it (TCP_CA_NAME_MAX bytes with the NUL). */

@@ -103,6 +103,8 @@ int main(int argc, char **argv)
         int fd = accept_within(listen_fd, 10.0);
         /* A vanished or stalled peer ends the trial instead of hanging it. */
         set_io_timeout(fd, 10.0);
+        if (opt.mode == MODE_STREAM)
+            stream_data(fd);
         w->sender = (struct sender_config){.fd = fd, .size = opt.size, .verify = hello.verify != 0, .file = opt.file,
                                        .layout = opt.layout, .zc_inflight = opt.zc_inflight};
         w->mode = opt.mode;
