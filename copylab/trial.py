@@ -187,7 +187,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                     if name in measured and measured[name] != asked:
                         raise TrialFailed(f"ran {name} {measured[name]!r}, the sweep asked for {asked!r}")
                 row.update(measured)
-                row.update(_kernel_copies(settings, driver.window(client_out)))
+                window = driver.window(client_out)
                 perf_values, missing = _perf_values(runs, settings.perf, use_perf)
                 row.update(perf_values)
                 row["perf_missing"] = (
@@ -196,6 +196,8 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
             finally:
                 processes.end_all()
         row.update(trial_speed(spec, settings, "after"))
+        # Last: bpftrace's flush that covers the window's end has come meanwhile, instead of being waited for.
+        row.update(_kernel_copies(settings, window))
     except (TrialFailed, EndLost) as failure:
         row["status"], row["error"] = "failed", str(failure)
     row["trial_wall_s"] = time.monotonic() - started

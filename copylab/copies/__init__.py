@@ -25,7 +25,9 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
 # quick is ./inv report's sweep, within its 5-minute budget (README's performance table); full is the study's
-# grid.  Both run blocked designs with short windows.  The window is 0.3 s, not shorter: with four threads at
+# grid, within 30 minutes: iperf3, whose windows are whole seconds (2 s a trial against 0.3 s, 9 of its minutes),
+# is left to `./inv bench`, which compares with it like for like, and to --implementations.  Both run blocked
+# designs with short windows.  The window is 0.3 s, not shorter: with four threads at
 # each end on one CPU, what the scheduler hands each end varies within a window and averages out over it (on the
 # 2-vCPU development host, 0.2 s windows left 10-25% between identical trials at 1-4 KiB and 0.4 s windows 4-9%;
 # at one thread both left 2-7%), while a warm-up longer than 0.1 s changed nothing.
@@ -49,7 +51,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "max_trials": 10,
     },
     "full": {
-        "implementations": Members(),
+        "implementations": Members(references=False),
         "workloads": ["stream", "rr"],
         "sizes": _sizes(64, 256 << 10),
         "rr_sizes": [4096],

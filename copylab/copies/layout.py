@@ -79,11 +79,16 @@ def _copied_anyway(layouts: pd.DataFrame) -> str | None:
     return "Sends the kernel copied anyway (SO_EE_CODE_ZEROCOPY_COPIED): " + ", ".join(parts) + "."
 
 
+def _in_several_layouts(trials: pd.DataFrame) -> pd.DataFrame:
+    """The TRIALS of the senders that appear in them in more than one layout."""
+    return trials[trials.groupby("implementation")["layout"].transform("nunique") > 1]
+
+
 def _pages_pinned(layouts: pd.DataFrame) -> list[dict[str, object]]:
     """zero-copy senders: pages pinned per message (zc_pages_per_message, measured by the sender), per size and
     layout; empty where no row of two layouts has it."""
-    ok = layouts[(layouts["status"] == "ok") & layouts["zc_pages_per_message"].notna()]
-    if ok.empty or ok["layout"].nunique() < 2:
+    ok = _in_several_layouts(layouts[(layouts["status"] == "ok") & layouts["zc_pages_per_message"].notna()])
+    if ok.empty:
         return []
     pages = ok.pivot_table(
         index=["implementation", "size_bytes"], columns="layout", values="zc_pages_per_message", aggfunc="mean"
@@ -98,8 +103,7 @@ def _pages_pinned(layouts: pd.DataFrame) -> list[dict[str, object]]:
 def _skb_shape(layouts: pd.DataFrame) -> list[dict[str, object]]:
     """Per sender, size and layout: the sender's transmitted skbs (BPF), their TCP segments and page fragments,
     per skb; empty where no sender has them in two layouts."""
-    ok = layouts[(layouts["status"] == "ok") & (layouts["snd_skbs"] > 0)]
-    ok = ok[ok.groupby("implementation")["layout"].transform("nunique") > 1]
+    ok = _in_several_layouts(layouts[(layouts["status"] == "ok") & (layouts["snd_skbs"] > 0)])
     if ok.empty:
         return []
     sums = ok.groupby(["implementation", "size_bytes", "layout"])[
