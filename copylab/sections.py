@@ -170,8 +170,8 @@ def _transport(manifest: Manifest) -> str:
     return text + (
         " The setting is not left to the host because it changes what the sweep measures: a congestion control "
         "that paces its sends by a timer (as bbr does without a pacing qdisc) decides how many messages share a "
-        "packet and how fast a stream may go, so the sending paths' copies weigh less, and identical trials "
-        "differ more (README: Why cubic, and `./inv bench`, which measures both on the host)."
+        "packet and how fast a stream may go, so that the pacing, not the sending paths' copies, sets the pace "
+        "(README: Why cubic, and `./inv bench`, which measures both on the host)."
     )
 
 
