@@ -285,11 +285,11 @@ def congestion_spread(data_root: Path, smoke: bool) -> list[Figure]:
     one_copy, two_copy = implementations.by_role(Role.ONE_COPY), implementations.by_role(Role.TWO_COPY)
     assert one_copy is not None and two_copy is not None
     default = setting("congestion_control").default
-    offered = Path(congestion.AVAILABLE).read_text().split()
     figures = []
     for algorithm in dict.fromkeys((default, PACED_CONGESTION)):
-        if algorithm not in offered:
-            figures.append(Figure(f"congestion control {algorithm}", "report", "not offered by this kernel", None))
+        refused = congestion.check_here(algorithm)
+        if refused:
+            figures.append(Figure(f"congestion control {algorithm}", "report", refused, None))
             continue
         trials = _measured(
             f"bench-congestion-{algorithm}",

@@ -8,6 +8,7 @@ on a remote host the SSH user is checked.
 
 from __future__ import annotations
 
+DEFAULT = "/proc/sys/net/ipv4/tcp_congestion_control"
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 

@@ -142,10 +142,7 @@ class Accounting:
     ) -> None:
         self.end = end
         self.sender = sender  # the server's end, where it shares END's kernel
-        elsewhere = sender is None and unavailable == "not started"
-        self.skb_reason: str | None = (
-            "the sender runs on another host, whose kernel is not traced" if elsewhere else unavailable
-        )
+        self._unavailable = unavailable
         self.output = ""
         self.lease = ""
         self.lease_s = lease_s
@@ -166,8 +163,6 @@ class Accounting:
             version = None
         if version is None or version.returncode != 0:
             self.receive_reason = self.send_reason = f"bpftrace is not installed on the {self.end.label}"
-            if self.sender is not None:
-                self.skb_reason = self.receive_reason
             return
         inode = ["stat", "-L", "-c", "%i", "/proc/self/ns/net"]
         namespace = self.end.run(inode).stdout.strip()
@@ -185,14 +180,10 @@ class Accounting:
                 self.process.kill()
                 stdout, stderr = self._ended()
                 self.receive_reason = f"bpftrace could not attach: {_last_line(stderr + stdout, 'no reason given')}"
-                if self.sender is not None:
-                    self.skb_reason = self.receive_reason
                 self.process = None
                 return
             time.sleep(0.02)
         self.receive_reason = None
-        if sender is not None:
-            self.skb_reason = None
         self.renew(force=True)  # attaching took a while: the lease counts from here
         probe = self.end.run(
             [
@@ -212,6 +203,16 @@ class Accounting:
             if probe.returncode != 0 or "ERROR" in probe.stderr
             else "send-side accounting (kprobes) is not implemented yet"
         )
+
+    @property
+    def skb_reason(self) -> str | None:
+        """Why the sender's transmits are not counted: the receives' reason where the sender shares the traced
+        kernel (the same bpftrace counts both), else why there is no bpftrace, or that its kernel is another."""
+        if self.sender is not None:
+            return self.receive_reason
+        if self._unavailable != "not started":
+            return self._unavailable
+        return "the sender runs on another host, whose kernel is not traced"
 
     def renew(self, force: bool = False) -> None:
         """Renews bpftrace's lease: called before every trial, so that it outlives no controller (a renewal
@@ -286,14 +287,12 @@ class Accounting:
             failed = [*RECEIVE_COLUMNS, *(column for column in SKB_COLUMNS.values() if not reasons[column])]
             reasons.update({column: why for column in failed})
             values.update({column: float("nan") for column in failed})
-        for column, reason in reasons.items():
-            if reason:
-                values[column] = float("nan")
         missing = "; ".join(f"{column}: {reason}" for column, reason in reasons.items() if reason)
         return values, missing
 
     def _count(self, window: Window, values: dict[str, float | int]) -> str | None:
-        """Fills the receive columns for WINDOW; returns why they cannot be trusted, or None."""
+        """Fills the receive columns for WINDOW, and the transmit columns where they are counted; returns why they
+        cannot be trusted, or None."""
         waits_until = time.monotonic() + FLUSH_WAIT_S
         self._read()
         while self._flushed_ns <= window.end_ns and time.monotonic() < waits_until:
@@ -303,10 +302,13 @@ class Accounting:
             self.receive_reason = "bpftrace stopped flushing its counts"
             return f"bpftrace did not flush its counts within {FLUSH_WAIT_S:g} s of the window's end"
         first, last = window.begin_ns // 1_000_000, window.end_ns // 1_000_000
+        transmits = self.skb_reason is None
         for kind, column in COUNTED.items():
+            if kind in SKB_COLUMNS and not transmits:
+                continue
             buckets = self._buckets[kind]
             # Transmits are counted for the whole namespace (pid 0), receives for the client process.
-            pid = 0 if column in SKB_COLUMNS.values() else window.pid
+            pid = 0 if kind in SKB_COLUMNS else window.pid
             values[column] = sum(n for (who, ms), n in buckets.items() if who == pid and first <= ms <= last)
             self._buckets[kind] = {key: n for key, n in buckets.items() if key[1] > last}
         late = [(low, high) for low, high in self._late if low <= last and high >= first]

@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from copylab import implementations
+from copylab import congestion, implementations
 from copylab.manifest import EndRecord, Git, Host, Manifest, PerfRecord, Toolchain
 from copylab.paths import ROOT
 from copylab.perf import PerfSupport
@@ -53,7 +53,7 @@ def _virtualization() -> str:
 
 def _congestion_default() -> str | None:
     try:
-        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() or None
+        return Path(congestion.DEFAULT).read_text().strip() or None
     except OSError:
         return None
 

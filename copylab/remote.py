@@ -331,7 +331,7 @@ echo "cores=$(nproc)"; echo "memory_kb=$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\
 v=$(systemd-detect-virt 2>/dev/null)
 [ -n "$v" ] || {{ grep -qw hypervisor /proc/cpuinfo && v="unknown hypervisor" || v="none detected"; }}
 echo "virt=$v"
-echo "congestion=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null)"
+echo "congestion=$(cat {congestion.DEFAULT} 2>/dev/null)"
 i=$({interface}); echo "interface=$i"
 [ -n "$i" ] || exit 0
 echo "mtu=$(cat /sys/class/net/$i/mtu)"

@@ -157,7 +157,7 @@ def test_the_senders_transmits_count_for_the_whole_namespace_in_the_window(tmp_p
         _flushed(20),
     ]
     counts = _accounting(tmp_path / "skbs.json", lines)
-    counts.skb_reason = None
+    counts.sender = NamespaceEnd("server", "nowhere")  # a sender on the traced kernel
     values, missing = counts.columns(Window(5_000_000, 6_000_000, 7, 1000))
     assert (values["snd_skbs"], values["snd_skb_segments"], values["snd_skb_frags"]) == (3, 60, 24)
     assert "snd_skb" not in missing
