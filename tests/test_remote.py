@@ -28,9 +28,14 @@ from tests.test_sweep import cli, read_rows
 
 TAG = os.getpid() % 100000
 SERVER_NS, CLIENT_NS = f"clrm{TAG}_s", f"clrm{TAG}_c"
-DATA_SERVER, DATA_CLIENT = "10.207.0.1", "10.207.0.2"
-# Each namespace's control link: (this namespace's side, the namespace's side, where its sshd listens).
-CONTROL = {SERVER_NS: ("10.207.1.1", "10.207.1.2"), CLIENT_NS: ("10.207.2.1", "10.207.2.2")}
+DATA_SERVER, DATA_CLIENT = "10.207.0.1", "10.207.0.2"  # inside the two namespaces only
+# Each namespace's control link: (this namespace's side, the namespace's side, where its sshd listens). These
+# subnets are routed in this namespace, so they follow TAG: another run's links must not take their traffic.
+_CONTROL_NET = 2 * (TAG % 127)
+CONTROL = {
+    SERVER_NS: (f"10.207.{_CONTROL_NET}.1", f"10.207.{_CONTROL_NET}.2"),
+    CLIENT_NS: (f"10.207.{_CONTROL_NET + 1}.1", f"10.207.{_CONTROL_NET + 1}.2"),
+}
 SSH_PORT = 22
 
 
@@ -78,7 +83,7 @@ class Hosts:
         )
         self.sshd[namespace] = process
         address = CONTROL[namespace][1]
-        wait_for(lambda: _listening(address), 20, 0.05)
+        wait_for(lambda: _listening(address), 20, 0.05, process)
 
     def stop_sshd(self, namespace: str) -> None:
         """Ends the namespace's sshd and every session it serves (as a host going away would)."""
@@ -88,6 +93,11 @@ class Hosts:
             if "sshd" in _command(pid):
                 with suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+
+def _on_a_link_here(address: str) -> bool:
+    route = subprocess.run(["ip", "-o", "route", "get", address], capture_output=True, text=True).stdout
+    return bool(route) and " via " not in route
 
 
 def _listening(address: str) -> bool:
@@ -181,6 +191,7 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
         try:
             for index, namespace in enumerate((SERVER_NS, CLIENT_NS)):
                 outside, inside = CONTROL[namespace]
+                assert not _on_a_link_here(inside), f"{inside} is already on a link here (another run's?)"
                 here, there = f"clrm{TAG}h{index}", f"clrm{TAG}n{index}"
                 _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
                 _run("ip", "link", "set", there, "netns", namespace)
