@@ -6,12 +6,13 @@ Markdown computed from a sweep's Results and its typed manifest; nothing here ty
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from copylab import experiments, implementations
+from copylab import experiments, implementations, settings
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.manifest import Manifest
 from copylab.metrics import add_metrics
@@ -30,7 +31,7 @@ from copylab.results import (
 )
 from copylab.schema import COLUMN_NAMES
 from copylab.spec import cpus_for
-from copylab.stats import IMPRECISE, MIN_TRIALS
+from copylab.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
 
 
 def _sizes(sizes: Sequence[int]) -> str:
@@ -46,6 +47,43 @@ def _period(manifest: Manifest) -> str:
     if not started:
         return "at an unrecorded time"
     return f"from {_when(started)} to {_when(ended)}" if ended else f"from {_when(started)} (not finished)"
+
+
+def _trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
+    """How many more trials the UNSTABLE configurations' own spread says their means need, and at this sweep's
+    pace how long: what more time would buy.  None when their spread asks for none (intervals not Student-t's)."""
+    spread = unstable[(unstable["n"] >= 2) & np.isfinite(unstable["cv"])]
+    wanting = [
+        more
+        for cv, n in zip(spread["cv"], spread["n"], strict=True)
+        if (more := trials_for_precision(float(cv)) - int(n)) > 0
+    ]
+    if not wanting:
+        return None
+    more = sum(wanting)
+    text = (
+        "At the spread between their own trials (each configuration's CV under the Student-t interval), "
+        f"{'one of those means' if len(wanting) == 1 else f'{len(wanting)} of those means'} would need about "
+        f"{more} more successful trials to come within {fmt_pct(IMPRECISE)}"
+    )
+    m = results.manifest
+    if m.started_at and m.ended_at and len(results.trials):
+        elapsed = datetime.fromisoformat(m.ended_at) - datetime.fromisoformat(m.started_at)
+        pace = elapsed.total_seconds() / len(results.trials)
+        budgeted = m.parameters.design == "blocked" and m.parameters.budget_s is not None
+        lever = (
+            f"{code('--' + str(settings.get('budget_s').option))} sets a blocked sweep's time"
+            if budgeted
+            else f"{code('--' + str(settings.get('trials').option))} sets each configuration's"
+        )
+        text += (
+            f": about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial (its wall "
+            f"time over its trials; {lever})"
+        )
+    left = len(unstable) - len(spread)
+    if left:
+        text += f"; {left} with fewer than 2 successful trials show no spread to go by"
+    return text + "."
 
 
 def front_matter(results: Results, generated: date) -> str:
@@ -389,6 +427,9 @@ def limitations(results: Results) -> str:
             else "."
         )
     )
+    settle = _trials_to_settle(unstable, results)
+    if settle:
+        items.append(settle)
     n = main["n"]
     if len(n):
         items.append(

@@ -272,6 +272,16 @@ def with_contenders(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(contender=pd.Series(names, index=frame.index, dtype="str"))
 
 
+def trials_for_precision(cv: float, target: float = IMPRECISE, confidence: float = 0.95, cap: int = 1000) -> int:
+    """How many trials a configuration whose trials spread by CV (std/|mean|) needs for its interval's half-width
+    to be within TARGET of its mean (at least MIN_TRIALS; CAP where even that many would not do)."""
+    quantile = (1 + confidence) / 2
+    for n in range(MIN_TRIALS, cap):
+        if st.t.ppf(quantile, n - 1) * cv / np.sqrt(n) <= target:
+            return n
+    return cap
+
+
 def _t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
     """Half width of the Student-t interval of a mean: 0 when std is 0, NaN when n < 2."""
     n = np.asarray(n, dtype=float)

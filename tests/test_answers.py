@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as st
 
 from copylab import formatting, sections
 from copylab.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
@@ -19,6 +20,7 @@ from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_si
 from copylab.manifest import Manifest
 from copylab.origin import Origin
 from copylab.results import Focus, Results, choose_focus, measured_sizes
+from copylab.stats import trials_for_precision
 from copylab.store import SweepStore
 
 SIZES = [64, 1024, 4096, 16384, 65536]
@@ -432,6 +434,24 @@ def test_limitations_are_counted():
     assert "virtualised (kvm)" in text
     assert "cycles, L1-dcache-load-misses, LLC-load-misses (perf: `<not supported>`)" in text
     assert "100.0% of sends were copied" in text
+
+
+def test_limitations_say_how_many_trials_the_unstable_means_need_and_how_long():
+    sweep = make_sweep()
+    main = (sweep.summary["metric"] == "throughput_gbps") & (sweep.summary["size_bytes"] == SIZES[0])
+    sweep.summary.loc[main, ["n", "cv", "unstable"]] = (3, 0.2, True)
+    flagged = int(main.sum())
+    needed = trials_for_precision(0.2)
+    t = st.t.ppf(0.975, [needed - 2, needed - 1])
+    assert t[1] * 0.2 / np.sqrt(needed) <= 0.1 < t[0] * 0.2 / np.sqrt(needed - 1)  # the fewest that do
+    ten_minutes = {"started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:10:00+00:00"}
+    sweep = dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, **ten_minutes))
+    text = sections.limitations(sweep)
+    more = flagged * (needed - 3)
+    pace = 600 / len(sweep.trials)
+    assert f"{flagged} of those means would need about {more} more successful trials to come within 10.0%" in text
+    assert f"about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial" in text
+    assert "`--trials` sets each configuration's" in text  # the synthetic sweep has a fixed design
 
 
 def test_copy_evidence_shows_the_eliminated_user_space_copy():

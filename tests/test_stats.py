@@ -10,7 +10,7 @@ from scipy import stats as st
 from copylab import implementations, tables
 from copylab.errors import CopylabError
 from copylab.metrics import add_metrics
-from copylab.stats import bootstrap_interval, compare, fieller, holm, summarize
+from copylab.stats import bootstrap_interval, compare, fieller, holm, summarize, trials_for_precision
 from tests.synthetic import make_trials
 
 SUMMARY_COLUMNS = tuple(tables.SUMMARY)
@@ -165,3 +165,15 @@ def test_challenger_better_follows_the_metric_direction():
 def test_compare_without_any_pair_present_is_empty_with_columns(measured):
     comparisons = compare(measured, pairs=[("iperf3", "two_copy")])
     assert comparisons.empty and tuple(comparisons.columns) == COMPARISON_COLUMNS
+
+
+@pytest.mark.parametrize("cv", [0.0, 0.03, 0.08, 0.2, 0.5])
+def test_trials_for_precision_are_the_fewest_whose_interval_is_within_the_target(cv):
+    n = trials_for_precision(cv)
+    assert n >= 3
+    half_width = st.t.ppf(0.975, n - 1) * cv / np.sqrt(n)
+    assert half_width <= 0.10
+    if n > 3:
+        assert st.t.ppf(0.975, n - 2) * cv / np.sqrt(n - 1) > 0.10
+    assert trials_for_precision(cv * 1.5 + 0.01) >= n
+    assert trials_for_precision(10.0, cap=50) == 50  # a spread no affordable number of trials settles
