@@ -53,17 +53,17 @@ def _trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
     """How many more trials the UNSTABLE configurations' own spread says their means need, and at this sweep's
     pace how long: what more time would buy.  None when their spread asks for none (intervals not Student-t's)."""
     spread = unstable[(unstable["n"] >= 2) & np.isfinite(unstable["cv"])]
-    wanting = [
-        more
+    shortfalls = [
+        short
         for cv, n in zip(spread["cv"], spread["n"], strict=True)
-        if (more := trials_for_precision(float(cv)) - int(n)) > 0
+        if (short := trials_for_precision(float(cv)) - int(n)) > 0
     ]
-    if not wanting:
+    if not shortfalls:
         return None
-    more = sum(wanting)
+    more = sum(shortfalls)
     text = (
         "At the spread between their own trials (each configuration's CV under the Student-t interval), "
-        f"{'one of those means' if len(wanting) == 1 else f'{len(wanting)} of those means'} would need about "
+        f"{'one of those means' if len(shortfalls) == 1 else f'{len(shortfalls)} of those means'} would need about "
         f"{more} more successful trials to come within {fmt_pct(IMPRECISE)}"
     )
     m = results.manifest
