@@ -110,9 +110,11 @@ def _held_to(
     )
 
 
-def goal_comparisons(pairs: int, duration_s: float, beside: bool = True) -> list[Figure]:
-    """Each implementation with a bench goal against the implementation the goal names, both unprofiled (a
-    wrapped tool cannot run under perf's window control), in the goal's layout and, BESIDE, its others; then
+def goal_comparisons(
+    pairs: int, duration_s: float, beside: bool = True, sizes: tuple[int, ...] = (65536, 1024)
+) -> list[Figure]:
+    """Each implementation with a bench goal against the implementation the goal names at SIZES, both unprofiled
+    (a wrapped tool cannot run under perf's window control), in the goal's layout and, BESIDE, its others; then
     what profiling costs copylab in a sweep."""
     goals = [(impl.name, impl.bench) for impl in implementations.IMPLEMENTATIONS.values() if impl.bench]
     bed = testbed.Namespaces(netns.NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")
@@ -122,7 +124,7 @@ def goal_comparisons(pairs: int, duration_s: float, beside: bool = True) -> list
     profiled = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
     figures = []
     with bed.running():
-        for size in (65536, 1024):
+        for size in sizes:
             for name, goal in goals:
                 for layout in implementations.get(name).driver.layouts if beside else (goal.layout,):
                     checked = layout == goal.layout and size in goal.sizes
@@ -151,7 +153,7 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
     settings = config.make_config(
         "bench-harness",
         "quick",
-        sizes=[64, 65536],
+        sizes=[64] if smoke else [64, 65536],
         threads=[1] if smoke else [1, 4],
         trials=1 if smoke else 2,
         namespaces=["copylab_bsrv", "copylab_bcli"],
@@ -171,10 +173,13 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
     ]
 
 
-def _measured(name: str, data_root: Path, **settings: Any) -> pd.DataFrame:
-    """A small sweep on the bench's own namespaces, its trials with copylab.metrics' columns."""
+def _measured(name: str, data_root: Path, smoke: bool, **settings: Any) -> pd.DataFrame:
+    """A small sweep on the bench's own namespaces, its trials with copylab.metrics' columns.  SMOKE leaves the
+    kernel's copies uncounted: no part reads them, and attaching bpftrace costs each sweep a second."""
     from copylab.metrics import add_metrics
 
+    if smoke:
+        settings["kernel_copies"] = False
     config_ = config.make_config(name, "quick", namespaces=["copylab_bsrv", "copylab_bcli"], **settings)
     result = sweep.run(config_, data_root=data_root, progress=False)
     if result.failed:
@@ -200,7 +205,7 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
             dict.fromkeys(name for pair in implementations.deciding_pairs(experiments.main()) for name in pair)
         ),
         workloads=["stream"],
-        sizes=[1024, 65536] if smoke else [1024, 16384, 65536],
+        sizes=[65536] if smoke else [1024, 16384, 65536],
         threads=[1],
         receive=["copy"],
         trials=trials,
@@ -209,7 +214,8 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
     for design in ("blocked", "randomized"):
         runs = [
             _deciding(
-                _measured(f"bench-{design}-{run}", data_root, design=design, seed=run, **grid), design == "blocked"
+                _measured(f"bench-{design}-{run}", data_root, smoke, design=design, seed=run, **grid),
+                design == "blocked",
             )
             for run in (1, 2)
         ]
@@ -253,6 +259,7 @@ def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
         trials = _measured(
             f"bench-window-{duration}",
             data_root,
+            smoke,
             implementations=[baseline.name],
             workloads=["stream"],
             sizes=[65536],
@@ -294,9 +301,10 @@ def congestion_spread(data_root: Path, smoke: bool) -> list[Figure]:
         trials = _measured(
             f"bench-congestion-{algorithm}",
             data_root,
+            smoke,
             implementations=[two_copy.name, one_copy.name],
             workloads=["stream"],
-            sizes=[1024, 65536, 262144],
+            sizes=[65536] if smoke else [1024, 65536, 262144],
             threads=[1],
             receive=["copy"],
             trials=2 if smoke else 8,
@@ -521,7 +529,9 @@ def run_bench(
         raise CopylabError(f"{reference} holds no sweep to replay")
     require_programs(implementations.programs(implementations.names()))
     with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
-        figures = goal_comparisons(1 if smoke else pairs, 1.0 if smoke else duration_s, beside=not smoke)
+        figures = (
+            goal_comparisons(1, 1.0, beside=False, sizes=(65536,)) if smoke else goal_comparisons(pairs, duration_s)
+        )
         figures += harness_cost(Path(scratch), smoke)
         figures += design_comparison(Path(scratch), smoke)
         figures += window_spread(Path(scratch), smoke)
