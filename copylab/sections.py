@@ -71,11 +71,8 @@ def _trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
         elapsed = datetime.fromisoformat(m.ended_at) - datetime.fromisoformat(m.started_at)
         pace = elapsed.total_seconds() / len(results.trials)
         budgeted = m.parameters.design == "blocked" and m.parameters.budget_s is not None
-        lever = (
-            f"{code('--' + str(settings.get('budget_s').option))} sets a blocked sweep's time"
-            if budgeted
-            else f"{code('--' + str(settings.get('trials').option))} sets each configuration's"
-        )
+        option = settings.get("budget_s" if budgeted else "trials").option
+        lever = f"{code(f'--{option}')} " + ("sets a blocked sweep's time" if budgeted else "sets each configuration's")
         text += (
             f": about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial (its wall "
             f"time over its trials; {lever})"

@@ -275,11 +275,9 @@ def with_contenders(frame: pd.DataFrame) -> pd.DataFrame:
 def trials_for_precision(cv: float, target: float = IMPRECISE, confidence: float = 0.95, cap: int = 1000) -> int:
     """How many trials a configuration whose trials spread by CV (std/|mean|) needs for its interval's half-width
     to be within TARGET of its mean (at least MIN_TRIALS; CAP where even that many would not do)."""
-    quantile = (1 + confidence) / 2
-    for n in range(MIN_TRIALS, cap):
-        if st.t.ppf(quantile, n - 1) * cv / np.sqrt(n) <= target:
-            return n
-    return cap
+    counts = np.arange(MIN_TRIALS, cap)
+    enough = _t_half_width(np.full(len(counts), cv), counts, confidence) <= target
+    return int(counts[enough.argmax()]) if enough.any() else cap
 
 
 def _t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
