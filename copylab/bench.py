@@ -286,29 +286,42 @@ def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
 PACED_CONGESTION = "bbr"
 
 
-def congestion_spread(data_root: Path, smoke: bool) -> list[Figure]:
-    """The study's two copying senders under the default congestion control and under a pacing one, where the
-    kernel offers it: each's throughput and spread between identical trials, and their within-block ratio."""
+def _transports() -> list[tuple[str, dict[str, Any]]]:
+    """The default transport, and each of its settings changed to what the host would choose: a pacing
+    congestion control, socket buffers the kernel sizes as a connection goes (README: The socket buffers)."""
+    default = setting("congestion_control").default
+    return [
+        (f"congestion control {default}, socket buffers copylab's", {"congestion_control": default}),
+        (f"congestion control {PACED_CONGESTION}, socket buffers copylab's", {"congestion_control": PACED_CONGESTION}),
+        (
+            f"congestion control {default}, socket buffers the kernel's",
+            {"congestion_control": default, "socket_buffer": 0},
+        ),
+    ]
+
+
+def transport_spread(data_root: Path, smoke: bool) -> list[Figure]:
+    """The study's two copying senders under the default transport and under each change of it the kernel
+    offers: each's throughput and spread between identical trials, and their within-block ratio."""
     one_copy, two_copy = implementations.by_role(Role.ONE_COPY), implementations.by_role(Role.TWO_COPY)
     assert one_copy is not None and two_copy is not None
-    default = setting("congestion_control").default
     figures = []
-    for algorithm in dict.fromkeys((default, PACED_CONGESTION)):
-        refused = congestion.check_here(algorithm)
+    for number, (label, transport) in enumerate(_transports()):
+        refused = congestion.check_here(transport["congestion_control"])
         if refused:
-            figures.append(Figure(f"congestion control {algorithm}", "report", refused, None))
+            figures.append(Figure(label, "report", refused, None))
             continue
         trials = _measured(
-            f"bench-congestion-{algorithm}",
+            f"bench-transport-{number}",
             data_root,
             smoke,
             implementations=[two_copy.name, one_copy.name],
             workloads=["stream"],
-            sizes=[65536] if smoke else [1024, 65536, 262144],
+            sizes=[16384] if smoke else [1024, 16384, 65536, 262144],
             threads=[1],
             receive=["copy"],
             trials=2 if smoke else 8,
-            congestion_control=algorithm,
+            **transport,
         )
         ok = trials[trials["status"] == "ok"]
         for size, group in ok.groupby("size_bytes"):
@@ -318,8 +331,8 @@ def congestion_spread(data_root: Path, smoke: bool) -> list[Figure]:
             log_ratios = (blocks[one_copy.name] / blocks[two_copy.name]).apply(math.log)
             figures.append(
                 Figure(
-                    f"congestion control {algorithm}, {size // 1024} KiB, 1 thread, {len(blocks)} blocks: throughput "
-                    f"(CV between identical trials); {one_copy.name}/{two_copy.name} within blocks",
+                    f"{label}, {size // 1024} KiB, 1 thread, {len(blocks)} blocks: throughput (CV between identical "
+                    f"trials); {one_copy.name}/{two_copy.name} within blocks",
                     "report",
                     "; ".join(
                         f"{name} {stats.loc[name, 'mean']:.1f} Gbit/s (CV {cv[name]:.0%})"
@@ -535,7 +548,7 @@ def run_bench(
         figures += harness_cost(Path(scratch), smoke)
         figures += design_comparison(Path(scratch), smoke)
         figures += window_spread(Path(scratch), smoke)
-        figures += congestion_spread(Path(scratch), smoke)
+        figures += transport_spread(Path(scratch), smoke)
         figures += analysis_and_report_time(reference, 500 if smoke else rows, Path(scratch), smoke)
         figures += explorer_redraw_time(reference)
         figures += adaptive_saving(reference)

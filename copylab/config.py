@@ -18,6 +18,7 @@ from typing import Any
 from copylab import experiments, implementations, netns, settings
 from copylab.errors import CopylabError
 from copylab.experiment import Members
+from copylab.limits import SMALLEST_SOCKET_BUFFER
 from copylab.settings import LISTS, SETTINGS, Setting
 from copylab.vocabulary import NO_LAYOUT
 
@@ -148,6 +149,7 @@ def validate(config: Any) -> Any:
         if outside:
             raise CopylabError(f"{label}: {', '.join(outside)} (give implementations of the sweep)")
     _check_layouts(config)
+    _check_socket_buffer(config)
     _check_load(config)
     if config.connections:
         _check_connection_limits(config)
@@ -170,6 +172,14 @@ def _check_layouts(config: Any) -> None:
                 f"layout: {name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
                 "senders with --layout-for"
             )
+
+
+def _check_socket_buffer(config: Any) -> None:
+    if config.socket_buffer is not None and 0 < config.socket_buffer < SMALLEST_SOCKET_BUFFER:
+        raise CopylabError(
+            f"socket-buffer: {config.socket_buffer} is below the {SMALLEST_SOCKET_BUFFER} bytes the kernel grants as "
+            "asked (0 leaves the buffers to the kernel)"
+        )
 
 
 def _check_load(config: Any) -> None:

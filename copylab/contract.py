@@ -60,6 +60,15 @@ _CONGESTION = Key(
     "it accepts inherit)",
     column="congestion_control",
 )
+# Both ends report it too, and a trial whose ends differ from the sweep fails alike.
+_SOCKET_BUFFER = Key(
+    "socket_buffer",
+    "int",
+    "B",
+    "the send and receive buffer it asked for on every socket, which the kernel was checked to hold doubled (0: it "
+    "left them to the kernel)",
+    column="socket_buffer_bytes",
+)
 _ZERO_COPY = tuple(
     Key(name, "int", "count", meaning + " (null unless the sending path uses MSG_ZEROCOPY)", True, name)
     for name, meaning in (
@@ -102,6 +111,15 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             column="srtt_us",
         ),
         _CONGESTION,
+        _SOCKET_BUFFER,
+        Key(
+            "send_buffer_bytes",
+            "int",
+            "B",
+            "the first sending connection's send buffer at the window's end as the kernel held it (SO_SNDBUF: twice "
+            "--socket-buffer, or what the kernel had grown it to)",
+            column="snd_send_buffer_bytes",
+        ),
         *_ZERO_COPY,
         Key(
             "zc_pages_per_message",
@@ -130,6 +148,15 @@ RESULTS: dict[str, tuple[Key, ...]] = {
         Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
         *_LATENCY,
         _CONGESTION,
+        _SOCKET_BUFFER,
+        Key(
+            "receive_buffer_bytes",
+            "int",
+            "B",
+            "the first receiving connection's receive buffer at the window's end as the kernel held it (SO_RCVBUF: "
+            "twice --socket-buffer, or what the kernel had grown it to)",
+            column="rcv_receive_buffer_bytes",
+        ),
         *_USAGE,
         Key(
             "rx_mapped_bytes",
@@ -156,6 +183,7 @@ RESULTS["model_server"] = (
     Key("size", "int", "B", "response size"),
     Key("connections", "int", "", "connections the client opened, busy and idle"),
     _CONGESTION,
+    _SOCKET_BUFFER,
     *_USAGE,
 )
 RESULTS["load_client"] = (
@@ -188,6 +216,7 @@ RESULTS["load_client"] = (
         column="connections_served",
     ),
     _CONGESTION,
+    _SOCKET_BUFFER,
     Key(
         "fairness",
         "float",

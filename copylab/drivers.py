@@ -207,6 +207,8 @@ class Iperf3(Driver):
             "--congestion",
             settings.value("congestion_control"),
         ]
+        if settings.value("socket_buffer"):  # both buffers at both ends (what it got: _iperf3_socket_buffer)
+            client += ["--window", str(settings.value("socket_buffer"))]
         return server, client
 
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
@@ -237,7 +239,17 @@ class Iperf3(Driver):
         }
         for side in ("sender", "receiver"):
             _merged(row, {"congestion_control": end.get(f"{side}_tcp_congestion")}, f"iperf3's {side}")
+        row["socket_buffer_bytes"] = _iperf3_socket_buffer(result.get("start", {}))
         return row
+
+
+def _iperf3_socket_buffer(start: dict[str, Any]) -> int:
+    """The buffer iperf3's connections got, as --socket-buffer would ask for it (0: sized by the kernel).  iperf3
+    asks without forcing, and the kernel caps the size at net.core.[rw]mem_max without a word: its client's
+    buffers (the server's are capped alike) say what it got, doubled by the kernel."""
+    if not start.get("sock_bufsize"):
+        return 0
+    return min(start.get("sndbuf_actual", 0), start.get("rcvbuf_actual", 0)) // 2
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,14 @@ SATURATED = 0.95
 # (copylab.settings, zc_inflight); a sweep raises it to twice a network path's bandwidth-delay product.
 DEFAULT_ZC_INFLIGHT = 256 << 10
 
+# The kernel keeps a floor under a socket's buffers (SOCK_MIN_SNDBUF, SOCK_MIN_RCVBUF: about 4.5 KiB on 64-bit)
+# and raises what is asked below it, so --socket-buffer asks for this much at least (or 0: the kernel sizes them).
+SMALLEST_SOCKET_BUFFER = 4096
+
 CONSTANTS = {
     "FIELD_COUNT": FIELD_COUNT,
     "DEFAULT_ZC_INFLIGHT": DEFAULT_ZC_INFLIGHT,
     "SELECT_MAX_CONNECTIONS": SELECT_MAX_CONNECTIONS,
     "SATURATED": SATURATED,
+    "SMALLEST_SOCKET_BUFFER": SMALLEST_SOCKET_BUFFER,
 }

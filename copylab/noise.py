@@ -24,6 +24,8 @@ COVARIATES: dict[str, str] = {
     "probe_ns": "the host's CPU speed around the trial (speed probe, dependent multiplications)",
     "rcv_wakeups_per_mb": "the receiver's wake-ups (voluntary context switches) per MB: how the ends shared a CPU",
     "rcv_bytes_per_call": "the bytes the receiver took per receive call",
+    "rcv_receive_buffer_bytes": "the receive buffer the kernel had grown the receiver's connection to (a sweep "
+    "with --socket-buffer 0; a fixed buffer explains nothing)",
 }
 MIN_TRIALS = 4
 

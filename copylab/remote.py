@@ -29,7 +29,7 @@ import fabric
 import paramiko
 from invoke.exceptions import CommandTimedOut
 
-from copylab import congestion, implementations, perf
+from copylab import congestion, implementations, perf, socket_buffer
 from copylab.calibrate import CALIBRATION_PROGRAMS
 from copylab.config import HOST_PATTERN, SweepConfig
 from copylab.errors import CopylabError
@@ -116,6 +116,7 @@ class RemoteEnd(End):
         self.ssh_config = ssh_config
         self.work = ""  # /tmp/copylab-remote-SWEEP-..., chosen before it is created so nothing can leak it
         self.connection: fabric.Connection | None = None
+        self.buffer_caps: dict[str, int] | None = None  # read by check_socket_buffer
 
     # ------------------------------------------------------------ the SSH connection
 
@@ -281,6 +282,22 @@ class RemoteEnd(End):
         if why:
             raise CopylabError(why)
 
+    def check_socket_buffer(self, asked: int | None) -> None:
+        """Reads the host's caps on the socket buffers (kept as buffer_caps; None for root, who passes over them)
+        and refuses a size asked for above them."""
+        lines = self.call(
+            "read its socket buffer caps", f"id -u; cat {' '.join(socket_buffer.CAPS.values())}"
+        ).stdout.split()
+        uid, *caps = (*lines, "", "", "")[:3]
+        try:
+            limits = {buffer: int(cap) for buffer, cap in zip(socket_buffer.CAPS, caps, strict=True)}
+        except ValueError:
+            raise CopylabError(f"{self.label}: cannot read {', '.join(socket_buffer.CAPS.values())}") from None
+        self.buffer_caps = None if uid.strip() == "0" else limits
+        why = socket_buffer.refusal(asked, self.buffer_caps, self.label)
+        if why:
+            raise CopylabError(why)
+
     def build(self, programs: list[str], sanitize: str | None) -> dict[str, str]:
         """Uploads csrc/ and builds PROGRAMS (sanitized when asked) and the calibration programs; returns those
         that did not build, each with make's last error line."""
@@ -414,6 +431,12 @@ class Hosts(Testbed):
     def ends(self) -> tuple[RemoteEnd, RemoteEnd]:
         return self.server, self.client  # type: ignore[return-value]
 
+    def socket_buffer_caps(self) -> dict[str, int] | None:
+        capped = [end.buffer_caps for end in self.ends if end.buffer_caps is not None]
+        if not capped:
+            return None
+        return {buffer: min(caps[buffer] for caps in capped) for buffer in socket_buffer.CAPS}
+
     def _both(self, work: Any) -> list[Any]:
         """WORK(end) on both hosts at once (connecting and building take seconds each)."""
         with ThreadPoolExecutor(2) as pool:
@@ -427,6 +450,7 @@ class Hosts(Testbed):
             for end in self.ends:
                 end.check_tools()
                 end.check_congestion_control(self.config.congestion_control)
+                end.check_socket_buffer(self.config.socket_buffer)
             for end in self.ends:
                 end.create_work(self.config.name, self.owner)
             for end, unbuilt in zip(

@@ -16,7 +16,7 @@ from copylab.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Col
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -173,6 +173,21 @@ COLUMNS: tuple[Column, ...] = (
         "smoothed round-trip time of the sender's connections at their end, their mean (TCP_INFO): with the "
         "throughput, the bytes a path holds in flight",
         since=8,
+    ),
+    Column(
+        "snd_send_buffer_bytes",
+        "int",
+        "B",
+        "the sender's first connection's send buffer at the window's end (SO_SNDBUF: twice socket_buffer_bytes, or "
+        "with 0 what the kernel had grown it to; copylab's copies programs only)",
+        since=10,
+    ),
+    Column(
+        "rcv_receive_buffer_bytes",
+        "int",
+        "B",
+        "the receiver's first connection's receive buffer at the window's end (SO_RCVBUF, as snd_send_buffer_bytes)",
+        since=10,
     ),
     Column("zc_sends", "int", "count", "MSG_ZEROCOPY sendmsg calls (zero-copy senders only)"),
     Column("zc_completed", "int", "count", "sends covered by completion notifications (zero-copy senders only)"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from copylab import experiments, implementations, settings
+from copylab import experiments, implementations, settings, transport
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.manifest import Manifest
 from copylab.metrics import add_metrics
@@ -141,7 +141,8 @@ def front_matter(results: Results, generated: date) -> str:
             if m.path == "veth" or params.tune_remote
             else (("MTU and net.core.optmem_max", "the hosts' own (not changed: no --tune-remote)"),)
         ),
-        ("TCP congestion control", _congestion_setting(m)),
+        ("TCP congestion control", transport.congestion_setting(m)),
+        ("Socket buffers", transport.socket_buffer_setting(m)),
         ("Payload verification", "on" if params.verify else "off"),
         ("Single-core memcpy (calibration)", f"{fmt_num(calibration)} Gbit/s" if calibration else None),
     ]
@@ -177,37 +178,6 @@ def _ends_rows(m: Manifest) -> list[tuple[str, str]]:
                 (f"{end.role.capitalize()} tuned for the sweep", ", ".join(f"{k}={v}" for k, v in end.tuned.items()))
             )
     return rows
-
-
-def _congestion_setting(manifest: Manifest) -> str:
-    chosen = manifest.parameters.congestion_control
-    default = manifest.host.congestion_default
-    if not chosen:
-        return "the host's default, not recorded (a sweep from before copylab set it)"
-    return chosen + (f" (the host's default: {default})" if default else "")
-
-
-def _transport(manifest: Manifest) -> str:
-    """Which congestion control the connections used, and why it is set rather than left to the host."""
-    chosen = manifest.parameters.congestion_control
-    if not chosen:
-        return (
-            "**Transport.** The connections used the host's default TCP congestion control, which this sweep did "
-            "not record."
-        )
-    default = manifest.host.congestion_default
-    text = (
-        f"**Transport.** Every connection used TCP congestion control {code(chosen)} (`--congestion-control`), set "
-        "on each socket at both ends and read back from it for every trial."
-    )
-    if default and default != chosen:
-        text += f" The host's own default is {code(default)}: left to it, the results would depend on the host."
-    return text + (
-        " The setting is not left to the host because it changes what the sweep measures: a congestion control "
-        "that paces its sends by a timer (as bbr does without a pacing qdisc) decides how many messages share a "
-        "packet and how fast a stream may go, so that the pacing, not the sending paths' copies, sets the pace "
-        "(README: Why cubic, and `./inv bench`, which measures both on the host)."
-    )
 
 
 def _topology(results: Results) -> str:
@@ -366,7 +336,7 @@ def method(results: Results) -> str:
             "fifo, so start-up, warm-up and teardown are not counted. CPU time and context switches come from "
             "getrusage over the same window.",
             "",
-            _transport(results.manifest),
+            transport.paragraph(results.manifest),
             "",
             *([ring, ""] if (ring := _in_flight(results.manifest)) else []),
             _repetitions(results),
@@ -530,6 +500,7 @@ def reproduce(results: Results) -> str:
         ("mtu", params.mtu),
         ("optmem-max", params.optmem_max),
         ("congestion-control", params.congestion_control),
+        ("socket-buffer", params.socket_buffer),
     ]
     words = [f"--{k} {v}" for k, v in options if v not in (None, "")] + (["--verify"] if params.verify else [])
     lines = [f"./inv run-sweep --name {results.name}"]

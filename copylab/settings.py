@@ -275,6 +275,31 @@ SETTINGS: tuple[Setting, ...] = (
         program=ProgramOption("--congestion-control", ("server", "client")),
     ),
     Setting(
+        "socket_buffer",
+        "int",
+        None,
+        "bytes of send and receive buffer of every connection at both ends, which the kernel doubles for its "
+        "bookkeeping and then leaves alone; 0 leaves the buffers to the kernel, which grows them as a connection "
+        "goes. Default 1 MiB, or less where an end caps it for a user without root (net.core.[rw]mem_max): the "
+        "kernel's own sizing settled each connection at a size of its own for its life, and with both ends on one "
+        "CPU each size had its own throughput (README: The socket buffers)",
+        low=0,
+        high=1 << 29,
+        optional=True,
+        limit="MAX_SOCKET_BUFFER",
+        legacy=0,  # before the setting existed the kernel sized every buffer
+        column=Column(
+            "socket_buffer_bytes",
+            "int",
+            "B",
+            "the send and receive buffer every connection of the trial asked for (--socket-buffer, or the sweep's "
+            "choice; 0: sized by the kernel as the connection went; the programs refuse to run when the kernel "
+            "holds another size)",
+            since=10,
+        ),
+        program=ProgramOption("--socket-buffer", ("server", "client")),
+    ),
+    Setting(
         "design",
         "str",
         "blocked",

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from copylab import allocation, experiments, implementations, kernel_copies, testbed
+from copylab import allocation, experiments, implementations, kernel_copies, socket_buffer, testbed
 from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
 from copylab.calibration import Calibration
 from copylab.config import SweepConfig
@@ -193,6 +193,14 @@ def run(
         )
     bed = _testbed(config, store.directory)
     with bed.prepared():
+        buffer = socket_buffer.chosen(config.socket_buffer, bed.socket_buffer_caps())
+        if config.socket_buffer is None and buffer < socket_buffer.PREFERRED:
+            print(
+                f"copylab: socket buffers of {buffer} bytes, not {socket_buffer.PREFERRED}: the most the ends give a "
+                "user without root (net.core.[rw]mem_max)",
+                file=sys.stderr,
+            )
+        config = dataclasses.replace(config, socket_buffer=buffer)
         return _run_prepared(config, store, bed, resume, progress, on_row)
 
 

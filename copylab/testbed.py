@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from copylab import congestion, implementations, netns, perf
+from copylab import congestion, implementations, netns, perf, socket_buffer
 from copylab.build import require_programs
 from copylab.calibrate import CALIBRATION_PROGRAMS
 from copylab.config import SweepConfig, check_descriptor_limit
@@ -121,6 +121,11 @@ class Testbed(ABC):
         """What this testbed could not do as asked (a setting, a kind of measurement), with the reason."""
         return {}
 
+    def socket_buffer_caps(self) -> dict[str, int] | None:
+        """The caps on the socket buffers its programs may ask for, per buffer (copylab.socket_buffer); None:
+        they pass over them (root)."""
+        return None
+
     @abstractmethod
     def reconnect(self) -> None:
         """After a failed trial: make sure both ends can still be reached (CopylabError when not)."""
@@ -218,7 +223,9 @@ class Namespaces(Testbed):
     def _require(self) -> None:
         if self.config is not None:
             check_descriptor_limit(self.config)
-            why = congestion.check_here(self.config.congestion_control)
+            why = congestion.check_here(self.config.congestion_control) or socket_buffer.refusal(
+                self.config.socket_buffer, self.socket_buffer_caps(), "kernel of this machine"
+            )
             if why:
                 raise CopylabError(why)
             require_programs(implementations.programs(self.config.implementations), self.config.sanitize)

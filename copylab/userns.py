@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from copylab import netns
+from copylab import netns, socket_buffer
 from copylab.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.testbed import NamespaceEnd, Namespaces, Testbed, message_files
@@ -137,3 +137,7 @@ class UserNamespaces(Namespaces):
 
     def restrictions(self) -> dict[str, str]:
         return dict(self._restrictions)
+
+    def socket_buffer_caps(self) -> dict[str, int] | None:
+        # Forcing a buffer past them needs CAP_NET_ADMIN over the host, which a user namespace does not give.
+        return socket_buffer.caps_here()

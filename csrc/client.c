@@ -169,6 +169,7 @@ int main(int argc, char **argv)
     uint64_t verify_errors = 0;
     char congestion[CONGESTION_NAME_BYTES];
     congestion_control_of(receivers[0].fd, congestion);
+    uint64_t receive_buffer = socket_buffers_of(receivers[0].fd).receive;
     for (unsigned i = 0; i < n; i++)
         if (shutdown(receivers[i].fd, SHUT_RDWR) != 0 && errno != ENOTCONN)
             die_errno("shutdown");
@@ -221,6 +222,8 @@ int main(int argc, char **argv)
     json_f64(&j, "latency_p999_us", rr ? histogram_percentile_ns(&latency[0], 99.9) / 1e3 : NAN);
     json_f64(&j, "latency_max_us", rr ? (double)latency[0].max_ns / 1e3 : NAN);
     json_str(&j, "congestion_control", congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
+    json_u64(&j, "receive_buffer_bytes", receive_buffer);
     json_f64(&j, "cpu_user_s", used.user_s);
     json_f64(&j, "cpu_sys_s", used.sys_s);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);

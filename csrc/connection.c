@@ -43,6 +43,55 @@ void use_congestion_control(const char *name)
     congestion_control = name;
 }
 
+static uint64_t socket_buffer;
+
+void use_socket_buffer(uint64_t bytes)
+{
+    if (bytes && bytes < SMALLEST_SOCKET_BUFFER)
+        die_usage("--socket-buffer: %llu is below the %d bytes the kernel grants as asked (0 leaves the buffers to "
+                  "the kernel)",
+                  (unsigned long long)bytes, SMALLEST_SOCKET_BUFFER);
+    socket_buffer = bytes;
+}
+
+uint64_t socket_buffer_in_use(void)
+{
+    return socket_buffer;
+}
+
+static int buffer_size(int fd, int name)
+{
+    int bytes;
+    socklen_t len = sizeof bytes;
+    if (getsockopt(fd, SOL_SOCKET, name, &bytes, &len) != 0)
+        die_errno("getsockopt");
+    return bytes;
+}
+
+/* The forcing option passes over net.core.[rw]mem_max where the caller may administer the network namespace
+ * (root, or the user namespace that owns it); elsewhere the capped one is all there is, and a buffer the kernel
+ * cut short would measure another transport than the one asked for. */
+static void set_buffer(int fd, int forced, int capped, const char *which, const char *cap)
+{
+    int bytes = (int)socket_buffer;
+    if (setsockopt(fd, SOL_SOCKET, forced, &bytes, sizeof bytes) != 0) {
+        if (errno != EPERM)
+            die_errno("setsockopt SO_*BUFFORCE");
+        if (setsockopt(fd, SOL_SOCKET, capped, &bytes, sizeof bytes) != 0)
+            die_errno("setsockopt SO_*BUF");
+    }
+    int held = buffer_size(fd, capped);
+    if ((uint64_t)held != 2 * socket_buffer)
+        die_usage("--socket-buffer %llu: the kernel holds a %s buffer of %d bytes, not twice that (without "
+                  "CAP_NET_ADMIN /proc/sys/net/core/%s caps it)",
+                  (unsigned long long)socket_buffer, which, held, cap);
+}
+
+struct socket_buffers socket_buffers_of(int fd)
+{
+    return (struct socket_buffers){(uint64_t)buffer_size(fd, SO_SNDBUF), (uint64_t)buffer_size(fd, SO_RCVBUF)};
+}
+
 static int tcp_socket(int family)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -61,6 +110,11 @@ static int tcp_socket(int family)
                   : errno == EPERM ? "not allowed without CAP_NET_ADMIN (/proc/sys/net/ipv4/"
                                      "tcp_allowed_congestion_control lists those that are)"
                                    : strerror(errno));
+    /* Set before listen() or connect(), as the window scale is chosen from the receive buffer then. */
+    if (socket_buffer) {
+        set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, "send", "wmem_max");
+        set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, "receive", "rmem_max");
+    }
     return fd;
 }
 

@@ -76,6 +76,9 @@ struct options {
 };
 enum role { ROLE_SERVER, ROLE_CLIENT, ROLE_LOAD };
 void parse_options(enum role role, int argc, char **argv, struct options *out);
+/* --OPTION's TEXT as a whole number (K, M, G suffixes) or seconds within [LOW, HIGH] (parse_number.c). */
+uint64_t parse_count(const char *option, const char *text, uint64_t low, uint64_t high);
+double parse_seconds(const char *option, const char *text, double low, double high, bool allow_zero);
 const char *mode_name(enum mode mode);
 const char *receive_mode_name(enum receive_mode mode);
 const char *layout_name(enum layout layout);
@@ -157,6 +160,16 @@ void use_congestion_control(const char *name);
 /* The congestion control a socket uses, as the kernel names it (TCP_CA_NAME_MAX bytes with the NUL). */
 #define CONGESTION_NAME_BYTES 16
 void congestion_control_of(int fd, char name[CONGESTION_NAME_BYTES]);
+/* Every TCP socket made from now on gets send and receive buffers of BYTES, which the kernel doubles for its
+ * bookkeeping and then no longer sizes itself (0, the default: the kernel sizes them as the connection goes). */
+void use_socket_buffer(uint64_t bytes);
+/* What every socket made got (each checked to be held doubled), as use_socket_buffer() was told. */
+uint64_t socket_buffer_in_use(void);
+/* A socket's send and receive buffers as the kernel holds them now. */
+struct socket_buffers {
+    uint64_t send, receive;
+};
+struct socket_buffers socket_buffers_of(int fd);
 
 /* ---- the window's CPU time and context switches (usage.c) ---- */
 struct usage {

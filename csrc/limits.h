@@ -12,8 +12,11 @@
 #define MAX_WARMUP 600.0 /* setting warmup_s */
 #define MAX_ZC_INFLIGHT 1073741824ULL /* setting zc_inflight */
 #define MIN_ZC_INFLIGHT 4096ULL
+#define MAX_SOCKET_BUFFER 536870912ULL /* setting socket_buffer */
+#define MIN_SOCKET_BUFFER 0ULL
 #define FIELD_COUNT 8
 #define DEFAULT_ZC_INFLIGHT 262144
 #define SELECT_MAX_CONNECTIONS 1008
 #define SATURATED 0.95
+#define SMALLEST_SOCKET_BUFFER 4096
 #endif

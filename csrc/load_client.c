@@ -261,6 +261,7 @@ int main(int argc, char **argv)
     json_f64(&j, "issue_lag_p99_us", lag->count ? histogram_percentile_ns(lag, 99) / 1e3 : NAN);
     json_u64(&j, "connections_served", served);
     json_str(&j, "congestion_control", congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
     /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
     json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)n * squares) : NAN);
     json_f64(&j, "cpu_user_s", used.user_s);

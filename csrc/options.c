@@ -3,9 +3,7 @@
  * cannot disagree. */
 #include "copylab.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,46 +34,6 @@ const char *layout_name(enum layout layout)
     return LAYOUTS[layout];
 }
 
-/* An unsigned integer with an optional binary suffix K, M or G. */
-static uint64_t parse_count(const char *option, const char *text, uint64_t low, uint64_t high)
-{
-    if (!*text || *text == '-' || *text == '+' || *text == ' ')
-        die_usage("--%s: '%s' is not a positive whole number", option, text);
-    errno = 0;
-    char *end;
-    unsigned long long value = strtoull(text, &end, 10);
-    unsigned shift = 0;
-    if (end != text && *end && !end[1]) {
-        const char *suffixes = "KMG";
-        const char *found = strchr(suffixes, *end);
-        if (found) {
-            shift = 10u * (unsigned)(found - suffixes + 1);
-            end++;
-        }
-    }
-    if (errno || end == text || *end || (shift && value > (UINT64_MAX >> shift)))
-        die_usage("--%s: '%s' is not a positive whole number", option, text);
-    value <<= shift;
-    if (value < low || value > high)
-        die_usage("--%s: %s is out of range (%llu to %llu)", option, text,
-                  (unsigned long long)low, (unsigned long long)high);
-    return value;
-}
-
-static double parse_seconds(const char *option, const char *text, double low, double high,
-                            bool allow_zero)
-{
-    errno = 0;
-    char *end;
-    double value = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(value))
-        die_usage("--%s: '%s' is not a number of seconds", option, text);
-    if ((value == 0 && !allow_zero) || value < low || value > high)
-        die_usage("--%s: %s is out of range (%s%g to %g s)", option, text,
-                  allow_zero ? "" : "above ", low, high);
-    return value;
-}
-
 #define CHOICES(names) names, sizeof names / sizeof *names
 /* The index of TEXT among the COUNT NAMES that --OPTION takes (LISTED in words). */
 static unsigned parse_choice(const char *option, const char *text, const char *const *names, size_t count,
@@ -91,7 +49,7 @@ enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
     OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_RATE,
-    OPT_CONGESTION, OPT_COUNT
+    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -142,6 +100,8 @@ static const struct option_spec OPTIONS[] = {
      "zero-copy senders: bytes of messages kept in flight (K, M suffixes)"},
     {"congestion-control", OPT_CONGESTION, FOR_ALL, 0, "NAME",
      "TCP congestion control of every connection (default: the kernel's)"},
+    {"socket-buffer", OPT_SOCKET_BUFFER, FOR_ALL, 0, "BYTES",
+     "send and receive buffer of every connection, K, M suffixes (default: the kernel sizes them)"},
     {"timeout", OPT_TIMEOUT, FOR_ALL, 0, "SECONDS",
      "server: how long to wait for the client; client: how long to retry connecting"},
     {"perf-ctl", OPT_PERF_CTL, FOR_ALL, 0, "FIFO",
@@ -264,6 +224,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             break;
         case OPT_CONGESTION:
             use_congestion_control(optarg);
+            break;
+        case OPT_SOCKET_BUFFER:
+            use_socket_buffer(parse_count("socket-buffer", optarg, MIN_SOCKET_BUFFER, MAX_SOCKET_BUFFER));
             break;
         case OPT_PERF_CTL:
             out->perf_ctl = optarg;

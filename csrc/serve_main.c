@@ -234,6 +234,7 @@ int main(int argc, char **argv)
     json_u64(&j, "size", opt.size);
     json_u64(&j, "connections", connections);
     json_str(&j, "congestion_control", congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
     json_f64(&j, "cpu_user_s", used.user_s + (double)atomic_load(&shared->user_us) / 1e6);
     json_f64(&j, "cpu_sys_s", used.sys_s + (double)atomic_load(&shared->sys_us) / 1e6);
     json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary + atomic_load(&shared->voluntary));

@@ -122,6 +122,7 @@ int main(int argc, char **argv)
     double srtt_us = 0;
     char congestion[CONGESTION_NAME_BYTES];
     congestion_control_of(workers[0].sender.fd, congestion);
+    uint64_t send_buffer = socket_buffers_of(workers[0].sender.fd).send;
     for (unsigned i = 0; i < n; i++) {
         int err = pthread_join(workers[i].thread, NULL);
         if (err)
@@ -160,6 +161,8 @@ int main(int argc, char **argv)
     json_u64(&j, "retransmits", retransmits);
     json_f64(&j, "srtt_us", srtt_us);
     json_str(&j, "congestion_control", congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
+    json_u64(&j, "send_buffer_bytes", send_buffer);
     json_u64_or_null(&j, "zc_sends", zc.zero_copy, zc.zc_sends);
     json_u64_or_null(&j, "zc_completed", zc.zero_copy, zc.zc_completed);
     json_u64_or_null(&j, "zc_copied", zc.zero_copy, zc.zc_copied);

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, congestion, contract, sweep, testbed
+from copylab import config, congestion, contract, socket_buffer, sweep, testbed
 from copylab.drivers import CopylabPrograms, TrialFailed
 from copylab.perf import PerfSupport
 from copylab.spec import TrialSettings, TrialSpec
@@ -78,6 +78,8 @@ def test_every_connection_of_a_sweep_uses_the_algorithm_it_asked_for(tmp_path):
     assert result.failed == 0 and set(trials["implementation"]) == {"two_copy", "iperf3"}
     assert set(trials["congestion_control"]) == {ASKED}
     assert manifest.parameters.congestion_control == ASKED
+    # and the socket buffers the sweep chose as root, iperf3's (--window) as copylab's
+    assert set(trials["socket_buffer_bytes"]) == {socket_buffer.PREFERRED} == {manifest.parameters.socket_buffer}
     assert manifest.host.congestion_default == HOST_DEFAULT
 
 

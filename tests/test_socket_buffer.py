@@ -1,0 +1,98 @@
+"""The socket buffers as a setting: a size the kernel would not hold as asked is refused before anything runs,
+every connection gets the size the sweep chose and the kernel is checked to hold it, and a trial whose programs
+were not told fails instead of giving a row under the kernel's own sizing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from copylab import config, congestion, socket_buffer, testbed
+from copylab.drivers import _iperf3_socket_buffer
+from copylab.errors import CopylabError
+from copylab.perf import PerfSupport
+from copylab.spec import TrialSettings, TrialSpec
+from copylab.trial import run_trial
+
+CAPS = {"send": 212992, "receive": 212992}
+
+
+@pytest.mark.parametrize(
+    ("asked", "why"),
+    [
+        (100, "socket-buffer: 100 is below the 4096 bytes the kernel grants as asked"),
+        ((1 << 29) + 1, "socket-buffer: 536870913 is out of range"),
+        (-1, "socket-buffer: -1 is out of range"),
+    ],
+)
+def test_a_size_the_kernel_would_not_hold_is_refused_in_one_line(asked, why):
+    with pytest.raises(CopylabError, match=why):
+        config.make_config("b", "quick", socket_buffer=asked)
+
+
+def test_the_programs_refuse_it_too(bin_dir):
+    result = subprocess.run(
+        [str(bin_dir / "two_copy_server"), "--socket-buffer", "100"], capture_output=True, text=True, timeout=10
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "copylab: error: --socket-buffer: 100 is below the 4096 bytes the kernel grants as asked (0 leaves the "
+        "buffers to the kernel)"
+    ]
+
+
+def test_without_cap_net_admin_a_size_above_the_caps_is_refused_naming_the_cap():
+    why = socket_buffer.refusal(1 << 20, CAPS, "client host h")
+    assert why is not None and why.startswith("--socket-buffer 1048576: the client host h caps a send buffer at 212992")
+    assert "net.core.wmem_max" in why
+    assert socket_buffer.refusal(1 << 20, None, "h") is None, "root passes over the caps"
+    assert socket_buffer.refusal(212992, CAPS, "h") is None
+    assert socket_buffer.refusal(0, CAPS, "h") is None and socket_buffer.refusal(None, CAPS, "h") is None
+
+
+def test_unless_told_a_sweep_takes_the_preferred_size_within_the_caps():
+    assert socket_buffer.chosen(None, None) == socket_buffer.PREFERRED
+    assert socket_buffer.chosen(None, {"send": 4 << 20, "receive": 300000}) == 300000
+    assert socket_buffer.chosen(0, CAPS) == 0 and socket_buffer.chosen(65536, None) == 65536
+
+
+def test_iperf3s_buffers_are_what_its_json_says_it_got():
+    assert _iperf3_socket_buffer({"sock_bufsize": 0, "sndbuf_actual": 16384, "rcvbuf_actual": 131072}) == 0
+    got = {"sock_bufsize": 1 << 20, "sndbuf_actual": 2 << 20, "rcvbuf_actual": 2 << 20}
+    assert _iperf3_socket_buffer(got) == 1 << 20
+    # asked for 8 MiB under a 4 MiB cap: the kernel held twice the cap, and the row says so
+    capped = {"sock_bufsize": 8 << 20, "sndbuf_actual": 8 << 20, "rcvbuf_actual": 8 << 20}
+    assert _iperf3_socket_buffer(capped) == 4 << 20
+
+
+def _trial(pair, name: str, values: dict[str, object]) -> dict[str, object]:
+    bed = testbed.Namespaces(pair, name)
+    settings = TrialSettings(name, bed, PerfSupport(False, None), 0.2, 0.1, values={"socket_buffer": 0, **values})
+    with bed.running():
+        return run_trial(TrialSpec(name, 0, "two_copy", "stream", 16384, 1, "same_cpu", 1), settings)
+
+
+def test_every_connection_gets_the_size_asked_for_and_the_kernel_holds_it_doubled(pair):
+    row = _trial(pair, "buffer-fixed", {"socket_buffer": 256 << 10})
+    assert row["status"] == "ok", row.get("error")
+    assert row["socket_buffer_bytes"] == 256 << 10
+    assert row["snd_send_buffer_bytes"] == row["rcv_receive_buffer_bytes"] == 512 << 10
+
+
+def test_left_to_the_kernel_the_row_records_what_it_grew_the_buffers_to(pair):
+    row = _trial(pair, "buffer-kernel", {"socket_buffer": 0})
+    assert row["status"] == "ok", row.get("error")
+    assert row["socket_buffer_bytes"] == 0
+    # the kernel's initial receive buffer is net.ipv4.tcp_rmem's middle value; a stream grows it from there
+    assert row["rcv_receive_buffer_bytes"] > 0 and row["snd_send_buffer_bytes"] > 0
+
+
+def test_a_trial_whose_programs_were_not_told_fails_rather_than_record_the_wrong_buffers(pair, monkeypatch):
+    monkeypatch.setattr(TrialSettings, "program_arguments", lambda self, role: [])
+    # untold, the programs also leave the congestion control to the host: ask for that, so that only the buffers differ
+    host_default = Path(congestion.DEFAULT).read_text().strip()
+    row = _trial(pair, "buffer-untold", {"socket_buffer": 1 << 20, "congestion_control": host_default})
+    assert row["status"] == "failed"
+    assert row["error"] == "ran socket_buffer_bytes 0, the sweep asked for 1048576"
