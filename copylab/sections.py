@@ -294,6 +294,11 @@ def _noise(results: Results) -> str:
             "slows down, for seconds, when the host gives its core or its cache to other guests, which nothing "
             "inside the guest shows."
         )
+    if "rcv_receive_buffer_bytes" in names:
+        text += (
+            " The kernel sized this sweep's socket buffers, and the receive buffer it grew each connection to is "
+            "recorded: its share is the transport's, which fixed buffers (`--socket-buffer`, the default) remove."
+        )
     if "block" in names:
         text += (
             " What the block explains is what pairing within blocks removes from a comparison; the rest is fixed "
