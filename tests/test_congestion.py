@@ -89,7 +89,6 @@ def test_a_trial_whose_programs_were_not_told_fails_rather_than_record_the_wrong
     bed = testbed.Namespaces(pair, "cc-untold")
     settings = TrialSettings("cc-untold", bed, PerfSupport(False, None), 0.2, 0.1, values={"congestion_control": ASKED})
     monkeypatch.setattr(TrialSettings, "program_arguments", lambda self, role: [])
-    with bed.running():
-        row = run_trial(TrialSpec("untold", 0, "two_copy", "stream", 16384, 1, "same_cpu", 1), settings)
+    row = run_trial(TrialSpec("untold", 0, "two_copy", "stream", 16384, 1, "same_cpu", 1), settings)
     assert row["status"] == "failed"
     assert row["error"] == f"ran congestion_control {HOST_DEFAULT!r}, the sweep asked for {ASKED!r}"

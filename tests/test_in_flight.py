@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from copylab import in_flight, perf, sections, settings, sweep
+from copylab import in_flight, netns, perf, sections, settings, sweep, testbed
 from copylab.formatting import fmt_size
 from copylab.limits import DEFAULT_ZC_INFLIGHT
 from copylab.spec import TrialSettings
@@ -28,7 +28,8 @@ def test_the_ring_holds_twice_the_paths_product_in_whole_pages_at_least_the_floo
 
 def test_a_failed_measuring_trial_leaves_the_floor_and_says_why(monkeypatch):
     monkeypatch.setattr(in_flight, "run_trial", lambda spec, quiet: {"status": "failed", "error": "server exited 1"})
-    quiet = TrialSettings("x", None, perf.PerfSupport(available=False, version=None), 0.2, 0.1)  # type: ignore[arg-type]
+    bed = testbed.Namespaces(netns.NamespacePair("a", "b"), "x")  # made, never brought up
+    quiet = TrialSettings("x", bed, perf.PerfSupport(available=False, version=None), 0.2, 0.1)
     chosen = in_flight.measure("copies", quiet)
     assert chosen.zc_inflight == DEFAULT_ZC_INFLIGHT and chosen.throughput_gbps is None
     assert "failed (server exited 1)" in chosen.how

@@ -149,7 +149,7 @@ new = settings.Setting(
 settings.SETTINGS = (*settings.SETTINGS, new)
 settings.BY_NAME[new.name] = new
 import tasks
-from copylab import config, schema
+from copylab import config, netns, schema, testbed
 from copylab.spec import TrialSettings
 option = tasks.run_sweep.help.get("probe-depth") or tasks.run_sweep.help.get("probe_depth")
 sweep = config.make_config("x", probe_depth=7)
@@ -163,7 +163,9 @@ json.dump({
     "value": sweep.probe_depth,
     "parameters": sweep.parameters()["probe_depth"],
     "column": "probe_depth" in schema.COLUMN_NAMES,
-    "row": TrialSettings("x", None, None, 1.0, 0.3, values=settings.per_trial(sweep)).columns().get("probe_depth"),
+    "row": TrialSettings(
+        "x", testbed.Namespaces(netns.NamespacePair("a", "b"), "x"), None, 1.0, 0.3, values=settings.per_trial(sweep)
+    ).columns().get("probe_depth"),
     "refused": refused,
 }, sys.stdout)
 """
