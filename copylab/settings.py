@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from copylab import experiments
+from copylab import experiments, socket_buffer
 from copylab.copies import COPIES
+from copylab.formatting import fmt_size
 from copylab.limits import CONSTANTS
 from copylab.vocabulary import LAYOUTS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
+
+if TYPE_CHECKING:
+    from copylab.testbed import Testbed
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
 Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]
@@ -57,6 +61,8 @@ class Setting:
     legacy: Any = UNSET  # what a manifest written before the setting existed implies for it (default: default)
     limit: str | None = None  # the macro of csrc/limits.h that carries `high`
     length: int | None = None  # a list of exactly this many items
+    # Where the default (None) depends on where the sweep runs: the value it takes on a testbed.
+    chosen_on: Callable[[Testbed], Any] | None = None
 
     @property
     def option(self) -> str | None:
@@ -280,14 +286,15 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "bytes of send and receive buffer of every connection at both ends, which the kernel doubles for its "
         "bookkeeping and then leaves alone; 0 leaves the buffers to the kernel, which grows them as a connection "
-        "goes. Default 1 MiB, or less where an end caps it for a user without root (net.core.[rw]mem_max): the "
-        "kernel's own sizing settled each connection at a size of its own for its life, and with both ends on one "
-        "CPU each size had its own throughput (README: The socket buffers)",
+        f"goes. Default {fmt_size(socket_buffer.PREFERRED)}, or less where an end caps it for a user without root "
+        "(net.core.[rw]mem_max): the kernel's own sizing settled each connection at a size of its own for its "
+        "life, and with both ends on one CPU each size had its own throughput (README: The socket buffers)",
         low=0,
         high=1 << 29,
         optional=True,
         limit="MAX_SOCKET_BUFFER",
         legacy=0,  # before the setting existed the kernel sized every buffer
+        chosen_on=socket_buffer.default_on,
         column=Column(
             "socket_buffer_bytes",
             "int",
@@ -359,6 +366,11 @@ def upgraded(parameters: dict[str, Any]) -> dict[str, Any]:
         aligned = parameters.pop("align_fields")
         parameters.setdefault("layout", ["aligned" if aligned else "fields"])
     return parameters
+
+
+def chosen_on(values: Mapping[str, Any], testbed: Testbed) -> dict[str, Any]:
+    """The settings whose default depends on the testbed that VALUES leave unset, as TESTBED chooses them."""
+    return {s.name: s.chosen_on(testbed) for s in SETTINGS if s.chosen_on and values.get(s.name) is None}
 
 
 def per_trial(config: Any) -> dict[str, Any]:

@@ -9,7 +9,12 @@ where none is asked for the sweep takes PREFERRED or, under lower caps, the caps
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from copylab.testbed import Testbed
 
 CAPS = {"send": "/proc/sys/net/core/wmem_max", "receive": "/proc/sys/net/core/rmem_max"}
 # What a sweep asks for unless told: over veth with both ends on one CPU it held every message size's stream
@@ -37,8 +42,18 @@ def refusal(asked: int | None, caps: dict[str, int] | None, where: str) -> str |
     return None
 
 
-def chosen(asked: int | None, caps: dict[str, int] | None) -> int:
-    """The buffer the sweep's connections get: ASKED, or with none asked PREFERRED within CAPS."""
-    if asked is not None:
-        return asked
+def within(caps: dict[str, int] | None) -> int:
+    """What a sweep that asks for no size gets under CAPS (None: none): PREFERRED, or the caps where lower."""
     return PREFERRED if caps is None else min(PREFERRED, *caps.values())
+
+
+def default_on(testbed: Testbed) -> int:
+    """The socket buffer a sweep that asks for none gets on TESTBED, said on the terminal where its caps cut it."""
+    buffer = within(testbed.socket_buffer_caps())
+    if buffer < PREFERRED:
+        print(
+            f"copylab: socket buffers of {buffer} bytes, not {PREFERRED}: the most the ends give a user without root "
+            "(net.core.[rw]mem_max)",
+            file=sys.stderr,
+        )
+    return buffer

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from copylab import experiments, settings, socket_buffer
+from copylab import experiments, settings
 from copylab.errors import CopylabError
 from copylab.perf import PerfSupport
 
@@ -67,10 +67,8 @@ class TrialSettings:
     values: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # The one setting whose default depends on the testbed: unless told, the socket buffers its ends can give.
-        if self.values.get("socket_buffer") is None:
-            chosen = socket_buffer.chosen(None, self.testbed.socket_buffer_caps())
-            object.__setattr__(self, "values", {**self.values, "socket_buffer": chosen})
+        # Unless the sweep chose them already: the settings whose default depends on where the trial runs.
+        object.__setattr__(self, "values", {**self.values, **settings.chosen_on(self.values, self.testbed)})
 
     def value(self, name: str) -> Any:
         return self.values.get(name, settings.get(name).default)

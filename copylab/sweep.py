@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from copylab import allocation, experiments, implementations, kernel_copies, socket_buffer, testbed
+from copylab import allocation, experiments, implementations, kernel_copies, testbed
 from copylab.calibrate import CALIBRATION_PROGRAMS, calibration
 from copylab.calibration import Calibration
 from copylab.config import SweepConfig
@@ -42,7 +42,7 @@ from copylab.schedule import (
     precise_enough,
 )
 from copylab.schema import SCHEMA_VERSION
-from copylab.settings import per_trial
+from copylab.settings import chosen_on, per_trial
 from copylab.spec import TrialSettings, TrialSpec
 from copylab.store import SweepStore
 from copylab.testbed import Testbed
@@ -193,14 +193,8 @@ def run(
         )
     bed = _testbed(config, store.directory)
     with bed.prepared():
-        buffer = socket_buffer.chosen(config.socket_buffer, bed.socket_buffer_caps())
-        if config.socket_buffer is None and buffer < socket_buffer.PREFERRED:
-            print(
-                f"copylab: socket buffers of {buffer} bytes, not {socket_buffer.PREFERRED}: the most the ends give a "
-                "user without root (net.core.[rw]mem_max)",
-                file=sys.stderr,
-            )
-        config = dataclasses.replace(config, socket_buffer=buffer)
+        # The manifest records what the testbed chose, and every trial runs with it.
+        config = dataclasses.replace(config, **chosen_on(per_trial(config), bed))
         return _run_prepared(config, store, bed, resume, progress, on_row)
 
 

@@ -88,7 +88,7 @@ def _sweep_as_nobody(tmp_path: Path, site: Path, outcome: dict[str, object]) -> 
     assert all(row["snd_context_switches"] == "" for row in rows), "never a user-mode-only zero"
     assert all("BPF needs root" in row["kernel_copy_missing"] for row in rows)
     # No CAP_NET_ADMIN over the host: the socket buffers the sweep chose fit under this machine's caps.
-    buffer = socket_buffer.chosen(None, socket_buffer.caps_here())
+    buffer = socket_buffer.within(socket_buffer.caps_here())
     assert {row["socket_buffer_bytes"] for row in rows} == {str(buffer)}
     assert {row["rcv_receive_buffer_bytes"] for row in rows} == {str(2 * buffer)}
     assert left == "", left

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, congestion, socket_buffer, testbed
+from copylab import config, congestion, netns, socket_buffer, testbed
 from copylab.drivers import _iperf3_socket_buffer
 from copylab.errors import CopylabError
 from copylab.perf import PerfSupport
@@ -53,9 +53,20 @@ def test_without_cap_net_admin_a_size_above_the_caps_is_refused_naming_the_cap()
 
 
 def test_unless_told_a_sweep_takes_the_preferred_size_within_the_caps():
-    assert socket_buffer.chosen(None, None) == socket_buffer.PREFERRED
-    assert socket_buffer.chosen(None, {"send": 4 << 20, "receive": 300000}) == 300000
-    assert socket_buffer.chosen(0, CAPS) == 0 and socket_buffer.chosen(65536, None) == 65536
+    assert socket_buffer.within(None) == socket_buffer.PREFERRED
+    assert socket_buffer.within({"send": 4 << 20, "receive": 300000}) == 300000
+
+
+def test_trial_settings_take_the_testbeds_choice_unless_told(capsys):
+    class Capped(testbed.Namespaces):
+        def socket_buffer_caps(self) -> dict[str, int] | None:
+            return CAPS
+
+    bed = Capped(netns.NamespacePair("a", "b"), "x")  # made, never brought up
+    assert TrialSettings("x", bed, PerfSupport(False, None), 0.2, 0.1).value("socket_buffer") == 212992
+    assert "socket buffers of 212992 bytes, not 1048576" in capsys.readouterr().err
+    told = TrialSettings("x", bed, PerfSupport(False, None), 0.2, 0.1, values={"socket_buffer": 0})
+    assert told.value("socket_buffer") == 0
 
 
 def test_iperf3s_buffers_are_what_its_json_says_it_got():
@@ -85,8 +96,18 @@ def test_left_to_the_kernel_the_row_records_what_it_grew_the_buffers_to(pair):
     row = _trial(pair, "buffer-kernel", {"socket_buffer": 0})
     assert row["status"] == "ok", row.get("error")
     assert row["socket_buffer_bytes"] == 0
-    # the kernel's initial receive buffer is net.ipv4.tcp_rmem's middle value; a stream grows it from there
-    assert row["rcv_receive_buffer_bytes"] > 0 and row["snd_send_buffer_bytes"] > 0
+    # a connection starts at net.ipv4.tcp_rmem's and tcp_wmem's middle values; a stream grows them from there
+    start = {}
+    for name in ("tcp_rmem", "tcp_wmem"):
+        read = subprocess.run(
+            ["ip", "netns", "exec", pair.client, "cat", f"/proc/sys/net/ipv4/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        start[name] = int(read.stdout.split()[1])
+    assert row["rcv_receive_buffer_bytes"] >= start["tcp_rmem"]
+    assert row["snd_send_buffer_bytes"] >= start["tcp_wmem"]
 
 
 def test_a_trial_whose_programs_were_not_told_fails_rather_than_record_the_wrong_buffers(pair, monkeypatch):
