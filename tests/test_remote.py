@@ -130,8 +130,17 @@ def _exited(pid: int) -> bool:
         return True
 
 
-def remote_leftovers(name: str) -> list[str]:
-    """What a sweep named NAME left on the two 'hosts': working directories and processes that have not ended."""
+def remote_leftovers(name: str, settle_s: float = 3.0) -> list[str]:
+    """What a sweep named NAME left on the two 'hosts': working directories and processes that have not ended.
+    An SSH session closed as the sweep ended may still be exiting (its command line already gone): what is
+    there after SETTLE_S is left behind."""
+    deadline = time.monotonic() + settle_s
+    while (found := _leftovers(name)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
+def _leftovers(name: str) -> list[str]:
     found = [f"directory {path}" for path in Path("/tmp").glob(f"copylab-remote-{name}-*")]
     found += [f"process {pid} ({_command(int(pid))[:60]})" for pid in pgrep(f"copylab-remote-{name}-")]
     for namespace in (SERVER_NS, CLIENT_NS):
