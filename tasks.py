@@ -22,8 +22,8 @@ from typing import Any
 from invoke import Exit, task
 
 from copylab.errors import CopylabError
-from copylab.origin import ModifiedData
 from copylab.paths import DATA, NOTEBOOKS, REFERENCE_DATA, REPORT, ROOT
+from copylab.record.origin import ModifiedData
 
 
 def _terminated(signum: int, frame: Any) -> None:
@@ -110,14 +110,14 @@ NOTHING_COLLECTED = 5
 @one_line_errors
 def build(c, sanitize=None):
     """Compile the C programs (gcc -O2 -Wall -Wextra -Werror) into build/bin."""
-    from copylab.build import build as run_build
+    from copylab.programs.build import build as run_build
 
     out = run_build(sanitize)
     print(f"built {out / 'bin'}")
 
 
 def _pair(server: str, client: str, mtu: int, optmem_max: int):
-    from copylab.netns import NamespacePair
+    from copylab.testbeds.netns import NamespacePair
 
     return NamespacePair(server, client, mtu=mtu, optmem_max=optmem_max)
 
@@ -126,7 +126,7 @@ def _pair(server: str, client: str, mtu: int, optmem_max: int):
 @one_line_errors
 def netns_up(c, server="copylab_srv", client="copylab_cli", mtu=1500, optmem_max=131072):
     """Create the two namespaces and their veth link (root)."""
-    from copylab import netns
+    from copylab.testbeds import netns
 
     netns.up(_pair(server, client, int(mtu), int(optmem_max)))
     for entry in netns.status():
@@ -137,7 +137,7 @@ def netns_up(c, server="copylab_srv", client="copylab_cli", mtu=1500, optmem_max
 @one_line_errors
 def netns_down(c):
     """Remove every namespace copylab created (root); others are never touched."""
-    from copylab import netns
+    from copylab.testbeds import netns
 
     netns.require_root("netns-down")
     removed = netns.down()
@@ -148,7 +148,7 @@ def netns_down(c):
 @one_line_errors
 def netns_status(c):
     """Show copylab's namespaces, addresses and link state."""
-    from copylab import netns
+    from copylab.testbeds import netns
 
     entries = netns.status()
     for entry in entries:
@@ -174,9 +174,11 @@ def _option_value(setting: Any, given: Any) -> Any:
 def _run_sweep(c, name="sweep", profile="quick", sweep_file=None, resume=False, analyze=True, **options):
     """Run every configuration of a sweep in namespaces (root) or between two hosts over SSH, writing
     data/NAME/trials.csv."""
-    from copylab import experiments, settings, sweep
-    from copylab.build import build as run_build
-    from copylab.config import make_config
+    from copylab import experiments
+    from copylab.declarations import settings
+    from copylab.declarations.config import make_config
+    from copylab.measure import sweep
+    from copylab.programs.build import build as run_build
 
     overrides = {s.name: _option_value(s, options.get(s.parameter)) for s in settings.SETTINGS if s.option}
     # An experiment's own word for its implementations (--models) names them and implies the experiment.
@@ -204,8 +206,9 @@ def _run_sweep(c, name="sweep", profile="quick", sweep_file=None, resume=False, 
 
 
 def _run_sweep_task() -> Any:
-    """run-sweep, its options made from copylab.settings (one per setting) and the experiments' own words."""
-    from copylab import experiments, settings
+    """run-sweep, its options made from copylab.declarations.settings (one per setting) and the experiments' own words."""
+    from copylab import experiments
+    from copylab.declarations import settings
 
     own = [
         Parameter("name", Parameter.KEYWORD_ONLY, default="sweep"),
@@ -241,8 +244,8 @@ run_sweep = _run_sweep_task()
 
 
 def _analyze(data: Path) -> None:
-    from copylab.analysis import run_analysis_notebook
-    from copylab.store import SweepStore
+    from copylab.analysis.analyze_sweep import run_analysis_notebook
+    from copylab.record.store import SweepStore
 
     store = SweepStore(data)
     notebook = run_analysis_notebook(store)
@@ -253,7 +256,7 @@ def _analyze(data: Path) -> None:
 @one_line_errors
 def analyze(c, data=str(REFERENCE_DATA)):
     """Run the analysis notebook on a sweep (statistics, crossovers, figures)."""
-    from copylab.store import SweepStore
+    from copylab.record.store import SweepStore
 
     _say_if_modified(SweepStore(data))
     _analyze(Path(data))
@@ -270,8 +273,8 @@ def analyze(c, data=str(REFERENCE_DATA)):
 @one_line_errors
 def report(c, data=None, title=None, author=None):
     """The main job: build, run the quick sweeps of both experiments, analyse them and write report/report.pdf."""
-    from copylab.report import render_report
-    from copylab.store import SweepStore
+    from copylab.record.store import SweepStore
+    from copylab.report.render import render_report
 
     if data is None:
         stores = _quick_sweeps()
@@ -305,9 +308,9 @@ def report(c, data=None, title=None, author=None):
 def compare(c, a, b, out=None):
     """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
     manifest differences; prints the paths it wrote, one per line."""
-    from copylab.store import SweepStore
-    from copylab.two_runs import compare_runs
-    from copylab.two_runs_report import write_comparison
+    from copylab.analysis.two_runs import compare_runs
+    from copylab.record.store import SweepStore
+    from copylab.report.comparison import write_comparison
 
     stores = [SweepStore(directory) for directory in (a, b)]
     for store in stores:
@@ -324,11 +327,12 @@ def compare(c, a, b, out=None):
 def _quick_sweeps():
     """Runs each experiment's quick sweep under one timestamped name (the main experiment's without its name);
     returns their stores."""
-    from copylab import experiments, sweep
-    from copylab.build import build as run_build
-    from copylab.config import make_config
-    from copylab.provenance import now_iso
-    from copylab.store import SweepStore
+    from copylab import experiments
+    from copylab.declarations.config import make_config
+    from copylab.measure import sweep
+    from copylab.measure.provenance import now_iso
+    from copylab.programs.build import build as run_build
+    from copylab.record.store import SweepStore
 
     run_build()
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
@@ -385,7 +389,7 @@ def test(c, k=None, x=False, workers=None):
 @one_line_errors
 def lab(c, port=8888, data=str(REFERENCE_DATA)):
     """Open the explorer notebook in JupyterLab on localhost; prints the URL that opens it."""
-    from copylab.explorer import ENV_VAR
+    from copylab.explore.explorer import ENV_VAR
 
     port = _number("port", port, int)
     if not 1 <= port <= 65535:
@@ -417,10 +421,10 @@ def calibrate(c, data=None):
     what the copy paths found."""
     import dataclasses
 
-    from copylab.build import build as run_build
-    from copylab.calibrate import calibration
-    from copylab.calibration import copy_cost_table
-    from copylab.store import SweepStore
+    from copylab.programs.build import build as run_build
+    from copylab.programs.calibration_run import calibration
+    from copylab.record.calibration import copy_cost_table
+    from copylab.record.store import SweepStore
 
     store = SweepStore(data) if data else None
     record = store.read_manifest() if store else None  # a bad --data fails before anything is measured
@@ -448,9 +452,9 @@ def calibrate(c, data=None):
 @one_line_errors
 def bench(c, pairs=5, duration=2.0, rows=100000, smoke=False):
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
-    from copylab.bench import run_bench, table
-    from copylab.build import build as run_build
-    from copylab.provenance import host, now_iso
+    from copylab.cli.bench import run_bench, table
+    from copylab.measure.provenance import host, now_iso
+    from copylab.programs.build import build as run_build
 
     run_build()
     figures = run_bench(int(pairs), float(duration), int(rows), smoke)

@@ -1,7 +1,7 @@
 """What an experiment is to the rest of copylab: the plug-in interface every experiment declares.
 
-An experiment is a family of implementations measured against each other along one axis (copylab.copies: how
-bytes leave user space, along message size; copylab.servers: how a server waits, along connections).  Its
+An experiment is a family of implementations measured against each other along one axis (copylab.experiments.copies: how
+bytes leave user space, along message size; copylab.experiments.servers: how a server waits, along connections).  Its
 package declares one Experiment; copylab.experiments lists them.  Generic code (settings, sweeps, analysis,
 report, explorer) asks the declaration, never the experiment's name: what it compares along, which metrics and
 settings it has, which comparisons decide its answers, its profiles, its figures and its report parts.  The
@@ -44,14 +44,16 @@ class Experiment:
     metric: str  # the metric and workload of the curves that decide its answers (a budget goes to them)
     workload: str
     headline: Mapping[str, str]  # workload -> the metric shown first
-    metrics: tuple[str, ...]  # copylab.metrics names that describe its trials
+    metrics: tuple[str, ...]  # copylab.declarations.metrics names that describe its trials
     # Its main metrics: those a comparison of two runs judges (./inv compare), each with a direction.
     compared: tuple[str, ...]
-    # profile name -> sweep settings (copylab.settings names); Members stands for a list of implementations
+    # profile name -> sweep settings (copylab.declarations.settings names); Members stands for a list of implementations
     profiles: Mapping[str, Mapping[str, Any]]
     figures: str  # "module:function" drawing its figures from a sweep's tables
     # a module with parts(results), absent(loads), summary(results) and limitations(results): its blocks of the report
     report: str
+    # "module:NAME" of its implementations (copylab.declarations.implementations.Implementation), in order
+    implementations: str
     # Settings it has no use for, with the reason a sweep giving one is refused.
     refuses: Mapping[str, str] = field(default_factory=dict)
     # The only values it allows for some settings (the servers experiment: request/response, receiving by copy),
@@ -67,8 +69,13 @@ class Experiment:
     def draw(self) -> Callable[..., Any]:
         return resolve(self.figures)
 
+    def members(self) -> tuple[Any, ...]:
+        """Its implementations, loaded on first use so that declaring an experiment imports no driver."""
+        module, _, name = self.implementations.partition(":")
+        return tuple(getattr(importlib.import_module(module), name))
+
     def parts(self) -> ModuleType:
-        """Its report module: parts(results) and absent(loads) give its blocks of a report (copylab.compose),
+        """Its report module: parts(results) and absent(loads) give its blocks of a report (copylab.report.compose),
         summary(results) the lines that sum up a further sweep of it, limitations(results) what limits a sweep of
-        it beyond what every sweep's limitations say (copylab.sections)."""
+        it beyond what every sweep's limitations say (copylab.report.sections)."""
         return importlib.import_module(self.report)

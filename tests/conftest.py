@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from copylab import netns
-from copylab.build import build
+from copylab.programs.build import build
+from copylab.testbeds import netns
 from tests.robustness_table import outcome
 
 __all__ = ["outcome"]  # the robustness record's fixture, for every test module

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from copylab import implementations as registry
-from copylab import schema
-from copylab.manifest import Manifest
-from copylab.store import SweepStore
-from copylab.vocabulary import NO_LAYOUT
+from copylab.declarations import implementations as registry
+from copylab.declarations import schema
+from copylab.declarations.vocabulary import NO_LAYOUT
+from copylab.record.manifest import Manifest
+from copylab.record.store import SweepStore
 
 # perf's hardware events, which these KVM guests report <not supported>.
 HARDWARE_EVENTS = (
@@ -58,7 +58,7 @@ _DURATION_S = 2.0
 
 
 def _study_layout(implementation: str) -> str:
-    """The layout a sweep runs IMPLEMENTATION in by default (copylab.schedule.layouts_of)."""
+    """The layout a sweep runs IMPLEMENTATION in by default (copylab.measure.schedule.layouts_of)."""
     return registry.fixed_layout(implementation) or registry.STUDY_LAYOUT
 
 

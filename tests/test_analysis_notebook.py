@@ -11,12 +11,12 @@ import nbformat
 import pandas as pd
 import pytest
 
-from copylab import tables
-from copylab.analysis import NOTEBOOK, analyze, run_analysis_notebook
-from copylab.crossover import STATUSES
+from copylab.analysis.analyze_sweep import NOTEBOOK, analyze, run_analysis_notebook
+from copylab.analysis.crossover import STATUSES
 from copylab.errors import CopylabError
-from copylab.prose import crossover_sentences
-from copylab.store import SweepStore
+from copylab.record import tables
+from copylab.record.store import SweepStore
+from copylab.report.prose import crossover_sentences
 from tests.synthetic import make_trials, write_sweep
 
 FIGURES = {

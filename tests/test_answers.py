@@ -11,17 +11,18 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from copylab import formatting, sections
-from copylab.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
-from copylab.copies import answers, captions, figures
-from copylab.copies.anomaly import find_anomaly
+from copylab import formatting
+from copylab.analysis.stats import trials_for_precision
 from copylab.errors import CopylabError
+from copylab.experiments.copies import answers, captions, figures
+from copylab.experiments.copies.anomaly import find_anomaly
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
-from copylab.manifest import Manifest
-from copylab.origin import Origin
-from copylab.results import Focus, Results, choose_focus, measured_sizes
-from copylab.stats import trials_for_precision
-from copylab.store import SweepStore
+from copylab.record.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
+from copylab.record.manifest import Manifest
+from copylab.record.origin import Origin
+from copylab.record.store import SweepStore
+from copylab.report import sections
+from copylab.report.results import Focus, Results, choose_focus, measured_sizes
 
 SIZES = [64, 1024, 4096, 16384, 65536]
 THREADS = [1, 4]
@@ -463,7 +464,7 @@ def test_copy_evidence_shows_the_eliminated_user_space_copy():
 
 
 def test_captions_state_peaks_and_ends_with_numbers():
-    from copylab.copies import captions
+    from copylab.experiments.copies import captions
 
     sweep = make_sweep()
     text = captions.caption("throughput_vs_size", sweep)
@@ -487,7 +488,7 @@ def test_captions_state_peaks_and_ends_with_numbers():
 
 
 def test_cache_caption_with_counters_gives_both_levels():
-    from copylab.copies import captions
+    from copylab.experiments.copies import captions
 
     text = captions.caption("cache_misses_vs_size", make_sweep(counters=True))
     assert "L1d: at 64 B: `two_copy` 100 [97.0, 103]" in text and "LLC: at 64 B" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from copylab import bench
+from copylab.cli import bench
 from copylab.paths import REFERENCE_DATA
 from tests.conftest import needs_root
 

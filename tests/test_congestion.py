@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, congestion, contract, socket_buffer, sweep, testbed
-from copylab.drivers import CopylabPrograms, TrialFailed
-from copylab.perf import PerfSupport
-from copylab.spec import TrialSettings, TrialSpec
-from copylab.store import SweepStore
-from copylab.trial import run_trial
+from copylab.declarations import config, contract, socket_buffer
+from copylab.measure import sweep
+from copylab.measure.drivers import CopylabPrograms, TrialFailed
+from copylab.measure.spec import TrialSettings, TrialSpec
+from copylab.measure.trial import run_trial
+from copylab.programs.perf import PerfSupport
+from copylab.record.store import SweepStore
+from copylab.testbeds import congestion, testbed
 from tests.conftest import needs_root
 
 TAG = os.getpid() % 100000

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from copylab import contract, implementations
-from copylab.drivers import CopylabPrograms
+from copylab.declarations import contract, implementations
+from copylab.measure.drivers import CopylabPrograms
 from copylab.paths import CSRC
 
 # Which source emits which result: the server's main and the client's main.
@@ -70,7 +70,7 @@ def _run(bin_dir: Path, driver: CopylabPrograms, mode: str, files: Path) -> dict
 
 DRIVERS = {
     impl.driver.variant: impl.driver
-    for impl in implementations.IMPLEMENTATIONS.values()
+    for impl in implementations.registry().values()
     if isinstance(impl.driver, CopylabPrograms)
 }
 

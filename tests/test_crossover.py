@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import tables
-from copylab.crossover import (
+from copylab.analysis.crossover import (
     classify,
     crossover_interval,
     find_crossovers,
     first_significant_point,
     last_upcrossing,
 )
-from copylab.metrics import add_metrics
-from copylab.stats import compare
+from copylab.analysis.stats import compare
+from copylab.declarations.metrics import add_metrics
+from copylab.record import tables
 from tests.synthetic import SIZES, make_trials
 
 PAIR = [("one_copy", "two_copy")]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from copylab.copies.diagram import zerocopy_path_figure
 from copylab.errors import CopylabError
+from copylab.experiments.copies.diagram import zerocopy_path_figure
 
 
 def _pixels(figure: Figure) -> np.ndarray:

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PathCollection
 
-from copylab import explorer, explorer_data, explorer_views
-from copylab.crossover import find_crossovers
+from copylab.analysis.crossover import find_crossovers
+from copylab.analysis.stats import compare, summarize
+from copylab.declarations.metrics import add_metrics
 from copylab.errors import CopylabError
-from copylab.explorer import Explorer
-from copylab.metrics import add_metrics
+from copylab.explore import data, explorer, views
+from copylab.explore.explorer import Explorer
 from copylab.paths import ROOT
-from copylab.stats import compare, summarize
 from tests.synthetic import load_trials, make_trials, write_sweep
 
 OUTLIER = {"implementation": "one_copy", "workload": "stream", "size_bytes": 4096, "threads": 1, "repetition": 3}
@@ -261,10 +261,10 @@ def test_switching_to_a_broken_sweep_and_back(ex: Explorer, data_root: Path, tmp
 
 def test_caches_hold_sweeps_and_summaries(data_root: Path) -> None:
     directory = data_root / "synthetic"
-    assert explorer_data.load(directory) is explorer_data.load(directory)
-    at95 = explorer_data.sweep_summary(directory, 0.95, "throughput_gbps")
-    assert explorer_data.sweep_summary(directory, 0.95, "throughput_gbps") is at95
-    assert explorer_data.sweep_summary(directory, 0.9, "throughput_gbps") is not at95
+    assert data.load(directory) is data.load(directory)
+    at95 = data.sweep_summary(directory, 0.95, "throughput_gbps")
+    assert data.sweep_summary(directory, 0.95, "throughput_gbps") is at95
+    assert data.sweep_summary(directory, 0.9, "throughput_gbps") is not at95
 
 
 def test_slider_redraws_from_the_caches_without_reloading(tmp_path: Path) -> None:
@@ -273,12 +273,12 @@ def test_slider_redraws_from_the_caches_without_reloading(tmp_path: Path) -> Non
     assert len(df) >= 1100
     ex = Explorer(write_sweep(tmp_path / "data" / "big", df), roots=[tmp_path / "data"])
     ex.show_raw.value = True
-    loads, summaries = explorer_data._loaded.cache_info().misses, explorer_data._summary.cache_info().misses
+    loads, summaries = data._loaded.cache_info().misses, data._summary.cache_info().misses
     for threads in (2, 4, 8, 1):
         ex.fixed.value = threads
         assert set(ex.data["threads"]) == {threads}
-    assert explorer_data._loaded.cache_info().misses == loads
-    assert explorer_data._summary.cache_info().misses == summaries
+    assert data._loaded.cache_info().misses == loads
+    assert data._summary.cache_info().misses == summaries
 
 
 def test_pure_functions_follow_the_requested_order() -> None:
@@ -286,13 +286,11 @@ def test_pure_functions_follow_the_requested_order() -> None:
         add_metrics(make_trials(threads=(1,), workloads=("stream",), sizes=(64, 1024))), ["throughput_gbps"]
     )
     chosen = ["zero_copy", "two_copy"]
-    data = explorer_views.plot_data(
-        summary, "throughput_gbps", "size_bytes", 1, chosen, explorer_views.View("stream", "same_cpu")
-    )
+    data = views.plot_data(summary, "throughput_gbps", "size_bytes", 1, chosen, views.View("stream", "same_cpu"))
     assert list(data["implementation"]) == ["zero_copy", "zero_copy", "two_copy", "two_copy"]
     assert list(data["size_bytes"]) == [64, 1024, 64, 1024]
-    view = explorer_views.View("stream", "same_cpu")
-    assert explorer_views.plot_data(summary, "throughput_gbps", "size_bytes", 2, ["two_copy"], view).empty
+    view = views.View("stream", "same_cpu")
+    assert views.plot_data(summary, "throughput_gbps", "size_bytes", 2, ["two_copy"], view).empty
     with pytest.raises(CopylabError, match="unknown x axis"):
         view.other("pinning")  # type: ignore[arg-type]
 

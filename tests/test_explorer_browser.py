@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from copylab.explorer import ENV_VAR
+from copylab.explore.explorer import ENV_VAR
 from copylab.paths import ROOT
 from tests.synthetic import make_trials, write_sweep
 

@@ -10,13 +10,13 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from PIL import Image
 
-from copylab import implementations
-from copylab.copies.figures import copies_figures
-from copylab.crossover import find_crossovers
+from copylab.analysis.crossover import find_crossovers
+from copylab.analysis.stats import compare, summarize
+from copylab.declarations import implementations
+from copylab.declarations.metrics import add_metrics
+from copylab.experiments.copies.figures import copies_figures
 from copylab.formatting import fmt_size
-from copylab.metrics import add_metrics
-from copylab.stats import compare, summarize
-from copylab.store import SweepStore
+from copylab.record.store import SweepStore
 from tests.synthetic import load_sweep, make_trials, write_sweep
 
 SIZES = (256, 1024, 4096, 16384, 65536)

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copylab import implementations, schema
-from copylab.build import build
+from copylab.declarations import implementations, schema
 from copylab.errors import CopylabError
-from copylab.manifest import Manifest
-from copylab.trials import check_manifest
+from copylab.programs.build import build
+from copylab.record.manifest import Manifest
+from copylab.record.trials_file import check_manifest
 from tests.conftest import needs_root
 from tests.synthetic import load_trials, make_trials, write_sweep
 

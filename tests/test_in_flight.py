@@ -1,4 +1,4 @@
-"""The zero-copy senders' bytes in flight, chosen from the path at a sweep's start (copylab.in_flight)."""
+"""The zero-copy senders' bytes in flight, chosen from the path at a sweep's start (copylab.measure.in_flight)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ import math
 
 import pytest
 
-from copylab import in_flight, netns, perf, sections, settings, sweep, testbed
+from copylab.declarations import settings
+from copylab.declarations.limits import DEFAULT_ZC_INFLIGHT
 from copylab.formatting import fmt_size
-from copylab.limits import DEFAULT_ZC_INFLIGHT
-from copylab.spec import TrialSettings
-from copylab.store import SweepStore
+from copylab.measure import in_flight, sweep
+from copylab.measure.spec import TrialSettings
+from copylab.programs import perf
+from copylab.record.store import SweepStore
+from copylab.report import sections
+from copylab.testbeds import netns, testbed
 from tests.conftest import needs_root
 from tests.test_sweep import tiny
 

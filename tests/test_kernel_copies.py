@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, kernel_copies, sweep
-from copylab.spec import Window
-from copylab.testbed import Completed, NamespaceEnd
+from copylab.declarations import config
+from copylab.measure import kernel_copies, sweep
+from copylab.measure.window import Window
+from copylab.testbeds.testbed import Completed, NamespaceEnd
 from tests.conftest import needs_root
 from tests.test_sweep import read_rows
 
@@ -235,7 +236,7 @@ def test_bpftrace_killed_mid_sweep_leaves_later_windows_empty_with_the_reason(tm
 @needs_root
 def test_bpftrace_ends_itself_once_its_lease_is_not_renewed(tmp_path, outcome):
     """What happens on a host whose controller is gone: nobody renews the lease, and bpftrace ends within it."""
-    from copylab import netns
+    from copylab.testbeds import netns
 
     outcome.update(area="kernel copies", fault="the controller is gone: nobody renews bpftrace's lease (3 s)")
 

@@ -1,12 +1,12 @@
-"""What explains the spread between identical trials (copylab.noise), on synthetic trials with a known cause."""
+"""What explains the spread between identical trials (copylab.analysis.noise), on synthetic trials with a known cause."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from copylab.noise import spread_explained
-from copylab.tables import CONFIG_KEYS
+from copylab.analysis.noise import spread_explained
+from copylab.record.tables import CONFIG_KEYS
 
 
 def _trials(seed: int) -> pd.DataFrame:

@@ -17,15 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import compose
-from copylab.analysis import analyze
-from copylab.blocks import Markdown
-from copylab.netns import exec_prefix
-from copylab.results import load_results
-from copylab.servers import open_load
-from copylab.servers import report as server_report
-from copylab.servers.figures import LATENCY_TARGET_US
-from copylab.store import SweepStore
+from copylab.analysis.analyze_sweep import analyze
+from copylab.experiments.servers import open_load
+from copylab.experiments.servers import report as server_report
+from copylab.experiments.servers.figures import LATENCY_TARGET_US
+from copylab.record.store import SweepStore
+from copylab.report import compose
+from copylab.report.blocks import Markdown
+from copylab.report.results import load_results
+from copylab.testbeds.netns import exec_prefix
 from tests.conftest import needs_root
 from tests.synthetic import make_server_trials, make_trials, write_sweep
 from tests.test_servers import _inv, servers_sweep_run, sweep_namespaces, tagged_processes
@@ -289,7 +289,7 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
 @pytest.mark.parametrize("sanitizer", ["address", "thread"])
 def test_the_sanitized_open_loop_runs_clean(pair, sanitizer):
     """ASan+UBSan and TSan builds of the load client's open loop (three threads sharing the rate) and a server."""
-    from copylab.build import build
+    from copylab.programs.build import build
 
     sanitized = build(sanitizer) / "bin"
     client, server_err = session(sanitized, pair, "epoll", ("--rate", "3000", "--threads", "3", "--verify"), 0.4)

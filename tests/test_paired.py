@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import allocation, config, schedule
-from copylab.crossover import find_crossovers, paired_crossover_interval, verdict_stability
-from copylab.metrics import add_metrics
-from copylab.schema import COLUMN_NAMES
-from copylab.stats import compare, paired_ratios
+from copylab.analysis.crossover import find_crossovers, paired_crossover_interval, verdict_stability
+from copylab.analysis.stats import compare, paired_ratios
+from copylab.declarations import config
+from copylab.declarations.metrics import add_metrics
+from copylab.declarations.schema import COLUMN_NAMES
+from copylab.measure import allocation, schedule
 
 PAIR = [("one_copy", "two_copy")]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from copylab import perf
+from copylab.programs import perf
 
 USER_MODE = """<not supported>,,cycles:u,0,100.00,,
 0,,context-switches:u,6808167,100.00,0.000,/sec

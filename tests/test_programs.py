@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from copylab import implementations, netns
-from copylab.build import build
-from copylab.drivers import CopylabPrograms
-from copylab.schema import RECEIVE_MODES
+from copylab.declarations import implementations
+from copylab.declarations.schema import RECEIVE_MODES
+from copylab.measure.drivers import CopylabPrograms
+from copylab.programs.build import build
+from copylab.testbeds import netns
 from tests.conftest import needs_root, run_in
 
 DRIVERS = {
     impl.driver.variant: impl.driver
-    for impl in implementations.IMPLEMENTATIONS.values()
+    for impl in implementations.registry().values()
     if isinstance(impl.driver, CopylabPrograms)
 }
 VARIANTS = tuple(DRIVERS)

@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from copylab.declarations.schema import COLUMN_NAMES
 from copylab.paths import NOTEBOOKS, REFERENCE_DATA, ROOT
-from copylab.schema import COLUMN_NAMES
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -100,7 +100,7 @@ def test_copylab_imports_and_papermill_runs_every_notebook_from_elsewhere(tmp_pa
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     imported = subprocess.run(
-        [sys.executable, "-c", "import copylab.report, copylab.explorer; print(copylab.__file__)"],
+        [sys.executable, "-c", "import copylab.report.render, copylab.explore.explorer; print(copylab.__file__)"],
         cwd=elsewhere,
         capture_output=True,
         text=True,
@@ -197,6 +197,6 @@ def test_inv_lab_prints_the_url_of_the_explorer_notebook(tmp_path):
 
 
 def test_readme_table_of_trials_columns_is_the_schemas():
-    from copylab.schema import markdown
+    from copylab.declarations.schema import markdown
 
-    assert markdown() in (ROOT / "README.md").read_text(), "regenerate it: python -m copylab.schema"
+    assert markdown() in (ROOT / "README.md").read_text(), "regenerate it: python -m copylab.declarations.schema"

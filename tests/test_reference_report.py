@@ -15,15 +15,15 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from copylab import sections
-from copylab.analysis import analyze
-from copylab.copies import answers, captions
-from copylab.copies import report as copies_report
+from copylab.analysis.analyze_sweep import analyze
+from copylab.experiments.copies import answers, captions
+from copylab.experiments.copies import report as copies_report
+from copylab.experiments.servers import open_load
+from copylab.experiments.servers import report as server_report
 from copylab.paths import REFERENCE_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SERVERS_DATA
-from copylab.results import Results, load_results
-from copylab.servers import open_load
-from copylab.servers import report as server_report
-from copylab.store import SweepStore
+from copylab.record.store import SweepStore
+from copylab.report import sections
+from copylab.report.results import Results, load_results
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_report.md"
 GOLDEN_SERVERS = Path(__file__).parent / "golden" / "reference_servers_report.md"

@@ -7,15 +7,17 @@ from datetime import date
 
 import pytest
 
-from copylab import config, implementations, schedule, sections, sweep
-from copylab.analysis import analyze
-from copylab.copies import answers, captions
-from copylab.copies import report as copies_report
-from copylab.drivers import CopylabPrograms
-from copylab.explorer import Explorer
-from copylab.implementations import Copies, Implementation
-from copylab.results import load_results
-from copylab.store import SweepStore
+from copylab.analysis.analyze_sweep import analyze
+from copylab.declarations import config, implementations
+from copylab.declarations.implementations import Copies, Implementation
+from copylab.experiments.copies import answers, captions
+from copylab.experiments.copies import report as copies_report
+from copylab.explore.explorer import Explorer
+from copylab.measure import schedule, sweep
+from copylab.measure.drivers import CopylabPrograms
+from copylab.record.store import SweepStore
+from copylab.report import sections
+from copylab.report.results import load_results
 from tests.conftest import needs_root
 from tests.synthetic import make_trials, write_sweep
 
@@ -33,7 +35,7 @@ FAKE = Implementation(
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> Implementation:
     """FAKE added the way a new implementation is: one registry entry, nothing else."""
-    monkeypatch.setitem(implementations.IMPLEMENTATIONS, FAKE.name, FAKE)
+    monkeypatch.setitem(implementations.registry(), FAKE.name, FAKE)
     return FAKE
 
 

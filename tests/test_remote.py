@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
-from copylab import config, netns, schedule, sweep
+from copylab.declarations import config
 from copylab.errors import CopylabError
-from copylab.store import SweepStore
+from copylab.measure import schedule, sweep
+from copylab.record.store import SweepStore
+from copylab.testbeds import netns
 from tests.conftest import needs_root, path_without
 from tests.test_reference_report import compose
 from tests.test_robustness import pgrep, wait_for
@@ -511,8 +513,8 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
 def test_bpftrace_on_a_host_whose_controller_is_gone_ends_within_its_lease(hosts, outcome):
     """The controller's SSH connection is lost without a word: nobody renews bpftrace's lease on the client host,
     and it ends by itself within the lease (a trial's bound in a sweep; 3 s here)."""
-    from copylab import kernel_copies
-    from copylab.remote import RemoteEnd
+    from copylab.measure import kernel_copies
+    from copylab.testbeds.remote import RemoteEnd
 
     outcome.update(area="two hosts", fault="the controller vanishes while bpftrace counts on the client host")
     end = RemoteEnd("client", hosts.client_host, str(hosts.ssh_config))

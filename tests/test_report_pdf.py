@@ -12,14 +12,14 @@ from datetime import date
 import pytest
 from PIL import Image
 
-from copylab import sections
-from copylab.analysis import analyze
-from copylab.copies import answers
-from copylab.copies.answers import QUESTIONS
+from copylab.analysis.analyze_sweep import analyze
 from copylab.errors import CopylabError
+from copylab.experiments.copies import answers
+from copylab.experiments.copies.answers import QUESTIONS
 from copylab.formatting import fmt_bytes
-from copylab.report import render_report
-from copylab.store import SweepStore
+from copylab.record.store import SweepStore
+from copylab.report import sections
+from copylab.report.render import render_report
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
 

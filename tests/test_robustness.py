@@ -36,14 +36,17 @@ from typing import Any
 
 import pytest
 
-from copylab import config, netns, perf, schedule, spec, sweep, testbed, trial
-from copylab.config import SweepConfig
+from copylab.declarations import config
+from copylab.declarations.config import SweepConfig
+from copylab.declarations.schema import COLUMN_NAMES, PERF_EVENTS, SCHEMA_VERSION
 from copylab.errors import CopylabError
-from copylab.manifest import Manifest
+from copylab.measure import schedule, spec, sweep, trial
+from copylab.measure.provenance import create
 from copylab.paths import ROOT, program
-from copylab.provenance import create
-from copylab.schema import COLUMN_NAMES, PERF_EVENTS, SCHEMA_VERSION
-from copylab.store import SweepStore, TrialWriter
+from copylab.programs import perf
+from copylab.record.manifest import Manifest
+from copylab.record.store import SweepStore, TrialWriter
+from copylab.testbeds import netns, testbed
 from tests.conftest import needs_root, path_without, run_in
 from tests.robustness_table import skip
 from tests.synthetic import HARDWARE_EVENTS, SIDES, load_trials, make_trials, write_sweep
@@ -705,8 +708,8 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
     how = "Ctrl-C (SIGINT to the process group)" if signum == signal.SIGINT else "SIGTERM to run-sweep"
     during = {"namespace-setup": "namespace set-up", "mid-trial": "a trial", "analysis": "the analysis"}[moment]
     outcome.update(area="interruption", fault=f"{how} during {during}, at a seeded random moment")
-    if moment == "analysis" and not (ROOT / "copylab" / "analysis.py").exists():
-        skip(outcome, "copylab/analysis.py does not exist yet: run-sweep has no analysis step to interrupt")
+    if moment == "analysis" and not (ROOT / "copylab" / "analyze_sweep.py").exists():
+        skip(outcome, "copylab/analyze_sweep.py does not exist yet: run-sweep has no analysis step to interrupt")
     rng = random.Random(f"copylab-robustness-{moment}-{signum.name}")
     name = f"rob-int-{moment}-{signum.name.lower()}-{TAG}"
     data = ROOT / "data" / name
@@ -1464,10 +1467,11 @@ def test_servers_listen_only_on_the_given_address(bin_dir, pair, outcome):
 
 NOBODY_ANALYSIS = """
 import json, os, sys
-from copylab import analysis, explorer
-from copylab.store import SweepStore
+from copylab.analysis import analyze_sweep
+from copylab.explore import explorer
+from copylab.record.store import SweepStore
 directory = sys.argv[1]
-result = analysis.analyze(SweepStore(directory, figures_root=os.path.join(directory, "figures")), n_resamples=200)
+result = analyze_sweep.analyze(SweepStore(directory, figures_root=os.path.join(directory, "figures")), n_resamples=200)
 table = explorer.sweep_summary(directory, 0.95, "throughput_gbps")
 print(json.dumps({"euid": os.geteuid(), "trials": len(result.trials), "summary": len(result.summary),
                   "crossovers": len(result.crossovers), "written": len(result.written), "explorer": len(table)}))

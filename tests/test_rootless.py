@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from copylab import socket_buffer, userns
+from copylab.declarations import socket_buffer, userns
 from copylab.errors import CopylabError
 from copylab.paths import ROOT
-from copylab.perf import USER_MODE_ONLY
+from copylab.programs.perf import USER_MODE_ONLY
 from tests.conftest import needs_root
 
 SWEEP = """
 import csv, json, sys
 from pathlib import Path
-from copylab import config, sweep
+from copylab.declarations import config
+from copylab.measure import sweep
 settings = config.make_config(
     "rootless", "quick", implementations=["two_copy", "zero_copy"], workloads=["stream"], sizes=[65536],
     threads=[1], trials=1, duration_s=0.3, warmup_s=0.05, receive=["copy"], pinning=["same_cpu"],

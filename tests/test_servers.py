@@ -18,19 +18,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import implementations
-from copylab.analysis import analyze
-from copylab.config import check_descriptor_limit, make_config
+from copylab.analysis.analyze_sweep import analyze
+from copylab.declarations import implementations
+from copylab.declarations.config import check_descriptor_limit, make_config
+from copylab.declarations.limits import SATURATED
 from copylab.errors import CopylabError
-from copylab.explorer import Explorer
+from copylab.experiments.servers import report as server_report
+from copylab.experiments.servers import waiting
+from copylab.explore.explorer import Explorer
 from copylab.formatting import fmt_num
-from copylab.limits import SATURATED
-from copylab.netns import exec_prefix
 from copylab.paths import ROOT
-from copylab.results import load_results, select
-from copylab.servers import report as server_report
-from copylab.servers import waiting
-from copylab.store import SweepStore
+from copylab.record.store import SweepStore
+from copylab.report.results import load_results, select
+from copylab.testbeds.netns import exec_prefix
 from tests.conftest import needs_root, run_in
 from tests.synthetic import SERVER_MODELS, make_server_trials, write_sweep
 
@@ -188,7 +188,7 @@ def test_load_client_bad_input(bin_dir, args, message):
 @pytest.mark.parametrize("sanitizer", ["address", "thread"])
 def test_sanitized_models_run_clean(pair, sanitizer):
     """ASan+UBSan and TSan builds of every model and the load client: no report, every connection served."""
-    from copylab.build import build
+    from copylab.programs.build import build
 
     sanitized = build(sanitizer) / "bin"
     for model in MODELS:

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, congestion, netns, socket_buffer, testbed
-from copylab.drivers import _iperf3_socket_buffer
+from copylab.declarations import config, socket_buffer
 from copylab.errors import CopylabError
-from copylab.perf import PerfSupport
-from copylab.spec import TrialSettings, TrialSpec
-from copylab.trial import run_trial
+from copylab.measure.drivers import _iperf3_socket_buffer
+from copylab.measure.spec import TrialSettings, TrialSpec
+from copylab.measure.trial import run_trial
+from copylab.programs.perf import PerfSupport
+from copylab.testbeds import congestion, netns, testbed
 
 CAPS = {"send": 212992, "receive": 212992}
 

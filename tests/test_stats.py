@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from copylab import implementations, tables
+from copylab.analysis.stats import bootstrap_interval, compare, fieller, holm, summarize, trials_for_precision
+from copylab.declarations import implementations
+from copylab.declarations.metrics import add_metrics
 from copylab.errors import CopylabError
-from copylab.metrics import add_metrics
-from copylab.stats import bootstrap_interval, compare, fieller, holm, summarize, trials_for_precision
+from copylab.record import tables
 from tests.synthetic import make_trials
 
 SUMMARY_COLUMNS = tuple(tables.SUMMARY)

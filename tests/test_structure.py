@@ -15,7 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from copylab import experiments, implementations, settings
+from copylab import experiments
+from copylab.declarations import implementations, settings
 from copylab.paths import NOTEBOOKS, ROOT
 
 PACKAGE = ROOT / "copylab"
@@ -120,7 +121,9 @@ def test_only_an_experiments_own_package_names_it():
 
 
 def test_the_c_limits_header_is_generated_from_the_settings():
-    assert (CSRC / "limits.h").read_text() == settings.c_header(), "run: python -m copylab.settings > csrc/limits.h"
+    assert (CSRC / "limits.h").read_text() == settings.c_header(), (
+        "run: python -m copylab.declarations.settings > csrc/limits.h"
+    )
 
 
 def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
@@ -128,7 +131,7 @@ def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
         if setting.program is None:
             continue
         experiment = setting.program.experiment
-        drivers = [i.driver for i in implementations.IMPLEMENTATIONS.values() if experiment in (None, i.experiment)]
+        drivers = [i.driver for i in implementations.registry().values() if experiment in (None, i.experiment)]
         for role in setting.program.roles:
             programs = {getattr(d, role) for d in drivers if hasattr(d, role)}
             for program in sorted(programs):
@@ -140,8 +143,8 @@ def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
 # must carry it without another change.
 NEW_SETTING = """
 import dataclasses, json, sys
-from copylab import settings
-from copylab.vocabulary import Column
+from copylab.declarations import settings
+from copylab.declarations.vocabulary import Column
 new = settings.Setting(
     "probe_depth", "int", 3, "a setting only this test declares", low=1, high=9,
     column=Column("probe_depth", "int", "", "a column only this test declares", since=4),
@@ -149,8 +152,11 @@ new = settings.Setting(
 settings.SETTINGS = (*settings.SETTINGS, new)
 settings.BY_NAME[new.name] = new
 import tasks
-from copylab import config, netns, schema, testbed
-from copylab.spec import TrialSettings
+from copylab.declarations import config
+from copylab.testbeds import netns
+from copylab.declarations import schema
+from copylab.testbeds import testbed
+from copylab.measure.spec import TrialSettings
 option = tasks.run_sweep.help.get("probe-depth") or tasks.run_sweep.help.get("probe_depth")
 sweep = config.make_config("x", probe_depth=7)
 try:

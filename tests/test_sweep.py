@@ -14,17 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from copylab import config, netns, schedule, sweep
-from copylab.analysis import analyze
-from copylab.config import SweepConfig
-from copylab.copies import layout
-from copylab.drivers import CopylabPrograms
+from copylab.analysis.analyze_sweep import analyze
+from copylab.declarations import config
+from copylab.declarations.config import SweepConfig
+from copylab.declarations.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
+from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
+from copylab.experiments.copies import layout
+from copylab.measure import schedule, sweep
+from copylab.measure.drivers import CopylabPrograms
 from copylab.paths import ROOT
-from copylab.results import load_results
-from copylab.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
-from copylab.store import SweepStore
-from copylab.vocabulary import LAYOUTS, NO_LAYOUT
+from copylab.record.store import SweepStore
+from copylab.report.results import load_results
+from copylab.testbeds import netns
 from tests.conftest import needs_root
 from tests.synthetic import HARDWARE_EVENTS
 
@@ -352,7 +354,7 @@ def test_every_pinning_runs_and_is_recorded(tmp_path):
 
 @needs_root
 def test_unbuilt_programs_are_named_before_anything_is_made(tmp_path, monkeypatch):
-    monkeypatch.setattr("copylab.build.program", lambda name, sanitize=None: tmp_path / "nowhere" / name)
+    monkeypatch.setattr("copylab.programs.build.program", lambda name, sanitize=None: tmp_path / "nowhere" / name)
     with pytest.raises(CopylabError, match=r"two_copy_server is not built: run `\./inv build` first"):
         sweep.run(tiny("unbuilt"), data_root=tmp_path, progress=False)
     assert not (tmp_path / "unbuilt").exists()

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab import schema
+from copylab.declarations import schema
+from copylab.declarations.metrics import METRICS, add_metrics
 from copylab.errors import CopylabError
-from copylab.metrics import METRICS, add_metrics
-from copylab.origin import ModifiedData
-from copylab.store import SweepStore
+from copylab.record.origin import ModifiedData
+from copylab.record.store import SweepStore
 from tests.synthetic import load_sweep, load_trials, make_trials, write_sweep
 
 

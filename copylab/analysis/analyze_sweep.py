@@ -1,0 +1,141 @@
+"""One sweep's whole analysis: load, summarise, compare, find crossovers, draw; or run it as a notebook."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from copylab import experiments
+from copylab.analysis.crossover import find_crossovers
+from copylab.analysis.notebooks import execute
+from copylab.analysis.stats import compare, summarize
+from copylab.declarations import implementations
+from copylab.declarations.metrics import add_metrics, headline
+from copylab.errors import CopylabError
+from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
+from copylab.record.manifest import Manifest
+from copylab.record.origin import git_state, png_metadata
+from copylab.record.store import SweepStore
+from copylab.record.tables import curve_keys
+
+NOTEBOOK = NOTEBOOKS / "10_analyze_sweep.ipynb"
+
+
+@dataclass
+class AnalysisResult:
+    store: SweepStore
+    manifest: Manifest
+    trials: pd.DataFrame  # loaded trials plus one column per copylab.declarations.metrics.METRICS entry
+    summary: pd.DataFrame
+    comparisons: pd.DataFrame
+    crossovers: pd.DataFrame
+    figures: dict[str, Figure] = field(repr=False)
+    written: list[Path]
+
+
+def analyze(
+    store: SweepStore,
+    confidence: float = 0.95,
+    pairs: Iterable[tuple[str, str]] | None = None,
+    metrics: Iterable[str] | None = None,
+    *,
+    n_resamples: int = 2000,
+    seed: int | None = None,
+    write: bool = True,
+) -> AnalysisResult:
+    """Analyse the sweep of STORE (trials.csv + manifest.json).
+
+    summary.csv covers every metric (the figures need them); METRICS (default: all) limits
+    comparisons.csv and crossovers.csv.  PAIRS are (challenger, baseline) implementations, by default
+    every implementation against the baseline the registry gives it; pairs whose challenger or baseline
+    has no trials are skipped.  The bootstrap seed defaults to the manifest's seed.  With WRITE, the three
+    tables go next to the data and the figures to the store's figures directory.
+    """
+    if not 0 < confidence < 1:
+        raise CopylabError(f"confidence must be between 0 and 1, not {confidence}")
+    trials, manifest = store.load()
+    if pairs is None:
+        pairs = implementations.comparison_pairs(set(trials["receive"]))
+    else:
+        pairs = [tuple(pair) for pair in pairs]
+        if any(len(pair) != 2 for pair in pairs):
+            raise CopylabError("pairs must be (challenger, baseline) implementations")
+        for label in {label for pair in pairs for label in pair}:
+            implementations.parse_contender(label)
+    seed = manifest.parameters.seed if seed is None else seed
+    measured = add_metrics(trials)
+    summary = summarize(measured, confidence=confidence)
+    comparisons, crossovers = comparison_tables(measured, manifest, pairs, metrics, confidence, n_resamples, seed)
+    figures = experiments.get(manifest.parameters.experiment).draw()(trials, summary, crossovers, manifest, confidence)
+    written: list[Path] = []
+    if write:
+        for name, frame in (("summary", summary), ("comparisons", comparisons), ("crossovers", crossovers)):
+            written.append(store.write_table(name, frame))
+        written += store.save_figures(figures, png_metadata([store.origin(manifest)], git_state()))
+    return AnalysisResult(store, manifest, measured, summary, comparisons, crossovers, figures, written)
+
+
+def comparison_tables(
+    measured: pd.DataFrame,
+    manifest: Manifest,
+    pairs: Iterable[tuple[str, str]],
+    metrics: Iterable[str] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """comparisons.csv and crossovers.csv of the metric-augmented trials MEASURED of one sweep."""
+    pairs = list(pairs)
+    axis = implementations.experiment(manifest.parameters.experiment).axis
+    # A blocked design's trials pair within their blocks (copylab.measure.schedule): its comparisons are paired.
+    paired = manifest.parameters.design == "blocked"
+    comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
+    crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)
+    return comparisons, crossovers
+
+
+def headline_rows(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The rows of a summary, comparisons or crossovers table in each workload's headline metric."""
+    wanted = [headline(experiment, w) == m for w, m in zip(frame["workload"], frame["metric"], strict=True)]
+    return frame[pd.Series(wanted, index=frame.index, dtype=bool)]
+
+
+def headline_table(summary: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """Mean of the headline metric per configuration, the experiment's axis across."""
+    axis = implementations.experiment(experiment).axis
+    rows = headline_rows(summary, experiment)
+    index = list(dict.fromkeys(["workload", "pinning", "receive", *curve_keys(axis), "implementation"]))
+    return rows.pivot_table(index=index, columns=axis, values="mean")
+
+
+def run_analysis_notebook(
+    store: SweepStore,
+    confidence: float = 0.95,
+    pairs: Iterable[tuple[str, str]] | None = None,
+    metrics: Iterable[str] | None = None,
+    output: str | Path | None = None,
+) -> Path:
+    """Execute notebooks/10_analyze_sweep.ipynb on STORE's sweep with papermill; return the executed notebook.
+
+    The output defaults to report/sweeps/KEY.ipynb.  A failing cell raises CopylabError naming the cell
+    and the output notebook (papermill still writes it).
+    """
+    output = REPORT / "sweeps" / f"{store.key}.ipynb" if output is None else Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    parameters: dict[str, Any] = {
+        # relative when possible, so the executed notebook shows no machine-specific path
+        "data_dir": str(store.directory.relative_to(ROOT))
+        if store.directory.is_relative_to(ROOT)
+        else str(store.directory),
+        "figures_root": None if store.figures_root == FIGURES.resolve() else str(store.figures_root),
+        "confidence": confidence,
+        "pairs": None if pairs is None else [list(pair) for pair in pairs],
+        "metrics": None if metrics is None else list(metrics),
+    }
+    execute(NOTEBOOK, output, parameters, ROOT, "analysis")
+    return output

@@ -1,0 +1,43 @@
+"""How far each implementation's best throughput is from the ceiling its copies allow on one CPU.
+
+With both ends on one CPU, that core makes every copy of every byte, so an implementation that copies each
+byte k times cannot exceed memcpy bandwidth / k.  The receiver's copies depend on how it takes the bytes in
+(copylab.declarations.implementations.RECEIVE_MODES), so each receive mode has its own bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from copylab.declarations import implementations
+
+
+def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
+    """Per implementation and receive mode, its best mean stream throughput and what fraction of that mode's
+    copy bound it is."""
+    throughput = summary[
+        (summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream") & (summary["n"] > 0)
+    ]
+    rows = []
+    for implementation in implementations.ordered(throughput["implementation"]):
+        mine = throughput[throughput["implementation"] == implementation]
+        for receive in [mode for mode in implementations.RECEIVE_MODES if mode in set(mine["receive"])]:
+            copies = implementations.get(implementation).copies.per_byte(receive)
+            here = mine[mine["receive"] == receive]
+            best = here.loc[here["mean"].idxmax()]
+            limit = memcpy_gbps / copies if copies else float("inf")
+            rows.append(
+                {
+                    "implementation": implementation,
+                    "receive": receive,
+                    "copies_per_byte": copies,
+                    "size_bytes": int(best["size_bytes"]),
+                    "threads": int(best["threads"]),
+                    "best_gbps": float(best["mean"]),
+                    "limit_gbps": limit,
+                    "fraction": float(best["mean"]) / limit,
+                }
+            )
+    return rows

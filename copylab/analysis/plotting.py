@@ -1,0 +1,152 @@
+"""Drawing helpers shared by every experiment's figures: curves with intervals, log2 axes, panels, legends."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from copylab.declarations import implementations
+from copylab.declarations.metrics import METRICS
+
+if TYPE_CHECKING:
+    from copylab.record.manifest import Manifest
+
+PINNING_STYLES = {"none": "-", "same_cpu": "--", "split_cpu": ":"}  # only used when a sweep has several
+NO_DATA_COLOR = "0.35"
+
+
+def curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: str) -> None:
+    """Mean line with a CI band; filled markers, open ones where the configuration is unstable."""
+    rows = rows.dropna(subset=["mean"]).sort_values(x)
+    if rows.empty:
+        return
+    ax.plot(rows[x], rows["mean"], color=color, linestyle=style, linewidth=1.4)
+    ax.fill_between(rows[x], rows["ci_low"], rows["ci_high"], color=color, alpha=0.2, linewidth=0)
+    stable = ~rows["unstable"].astype(bool)
+    ax.scatter(rows.loc[stable, x], rows.loc[stable, "mean"], color=color, s=14, zorder=3)
+    ax.scatter(rows.loc[~stable, x], rows.loc[~stable, "mean"], facecolors="white", edgecolors=color, s=14, zorder=3)
+
+
+def mark_crossovers(ax: Axes, crossovers: pd.DataFrame, label: Callable[[float], str]) -> None:
+    for _, row in crossovers.iterrows():
+        color = color_of(row["challenger"])
+        ax.axvspan(row["ci_low"], row["ci_high"], color=color, alpha=0.12, linewidth=0)
+        ax.axvline(row["crossover_at"], color=color, linestyle=":", linewidth=1.2)
+        ax.text(
+            row["crossover_at"],
+            0.98,
+            f" {row['challenger']} > {row['baseline']}\n from {label(row['crossover_at'])}\n"
+            f" [{label(row['ci_low'])}, {label(row['ci_high'])}]",
+            transform=ax.get_xaxis_transform(),
+            va="top",
+            fontsize=6,
+            color=color,
+        )
+
+
+def log2_axis(ax: Axes, values: pd.Series, label: Any, title: str, rotation: int) -> None:
+    ticks = sorted(values.unique())
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    step = max(1, int(np.ceil(len(ticks) / 7)))
+    ax.set_xticklabels([label(t) if i % step == 0 else "" for i, t in enumerate(ticks)], fontsize=7, rotation=rotation)
+    ax.set_xlabel(title, fontsize=8)
+    ax.tick_params(axis="y", labelsize=7)
+
+
+def ylabel(metric: str) -> str:
+    return textwrap.fill(f"{METRICS[metric].label} [{METRICS[metric].unit}]", 32)
+
+
+def present_in_order(values: pd.Series, order: Iterable[Any]) -> list[Any]:
+    present = set(values)
+    return [v for v in order if v in present]
+
+
+def grid(title: str, setup: str, nrows: int, ncols: int) -> tuple[Figure, list[list[Axes]]]:
+    with sns.axes_style("whitegrid"):
+        # Never narrower than the title and setup lines above the panels.
+        figure = Figure(figsize=(max(7.0, 1.2 + 3.3 * ncols), 1.6 + 2.7 * nrows), layout="constrained")
+        axes = figure.subplots(nrows, ncols, squeeze=False, sharey="row")
+    figure.suptitle(f"{title}\n{setup}", fontsize=9)
+    return figure, [list(row) for row in axes]
+
+
+def empty_figure(title: str, setup: str, message: str) -> Figure:
+    figure = Figure(figsize=(8, 3.2), layout="constrained")
+    figure.suptitle(f"{title}\n{setup}", fontsize=9)
+    ax = figure.subplots()
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, textwrap.fill(message, 90), ha="center", va="center", fontsize=10, color=NO_DATA_COLOR)
+    return figure
+
+
+def implementation_handles(present: pd.Series, dashed: Iterable[str] = ()) -> list[Any]:
+    dashed = set(dashed)
+    return [
+        Line2D([], [], color=color_of(i), marker="o", linestyle="--" if i in dashed else "-", label=i)
+        for i in implementations.ordered(present)
+    ]
+
+
+def pinning_styles(pinnings: list[str]) -> dict[str, str]:
+    return {p: PINNING_STYLES[p] if len(pinnings) > 1 else "-" for p in pinnings}
+
+
+def pinning_handles(pinnings: list[str]) -> list[Any]:
+    if len(pinnings) < 2:
+        return []
+    return [Line2D([], [], color="0.3", linestyle=PINNING_STYLES[p], label=f"pinning {p}") for p in pinnings]
+
+
+def legend(figure: Figure, handles: list[Any]) -> None:
+    unstable = Line2D(
+        [],
+        [],
+        color="0.4",
+        marker="o",
+        markerfacecolor="white",
+        linestyle="",
+        label="unstable (95% CI wider than +-10% or n < 3)",
+    )
+    handles = [*handles, unstable]
+    figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
+
+
+def color_of(implementation: str) -> str:
+    return implementations.get(implementation).color
+
+
+def describe_setup(manifest: Manifest) -> str:
+    """Two title lines: the host and the sweep's settings, from the manifest."""
+    host, parameters = manifest.host, manifest.parameters
+    machine = ", ".join(
+        str(part)
+        for part in (
+            host.hostname,
+            host.cpu_model,
+            f"{host.cores} cores",
+            f"{host.memory_gib:g} GiB",
+            f"kernel {host.kernel}",
+            host.virtualization,
+        )
+        if part
+    )
+    settings = [
+        f"sweep {manifest.sweep}",
+        f"{parameters.trials} trials/config",
+        f"{parameters.duration_s:g} s each after {parameters.warmup_s:g} s warm-up",
+        f"MTU {parameters.mtu}" if manifest.path == "veth" else "between two hosts",
+        None if manifest.complete else "INCOMPLETE sweep",
+    ]
+    return machine + "\n" + ", ".join(s for s in settings if s)

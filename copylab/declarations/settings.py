@@ -1,0 +1,383 @@
+"""Every sweep setting, declared once.
+
+A setting's name is its SweepConfig field, its key in a TOML sweep file and its parameter in the manifest; the
+table also gives its type, default, limits, help, command-line option and, where it has them, the trials.csv
+column its value is recorded in per row and the option of the C programs that carries it.  copylab.declarations.config builds
+SweepConfig from SETTINGS and checks every value against it, tasks.py builds run-sweep's options from it,
+copylab.measure.drivers passes the program options from it, and csrc/limits.h is generated from it
+(`python -m copylab.declarations.settings > csrc/limits.h`; a test holds the file to the table).
+
+Adding a setting is one entry here, the code that uses its value, and its tests.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from copylab import experiments
+from copylab.declarations import socket_buffer
+from copylab.declarations.limits import CONSTANTS
+from copylab.declarations.socket_buffer import CappedEnds
+from copylab.declarations.vocabulary import LAYOUTS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
+from copylab.formatting import fmt_size
+
+# int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
+Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]
+LISTS = ("ints", "sizes", "strs")
+UNSET = object()
+Choices = tuple[str, ...] | Callable[[], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ProgramOption:
+    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs of each of ROLES
+    of every experiment that does not refuse the setting."""
+
+    option: str
+    roles: tuple[Literal["server", "client"], ...]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: Kind
+    default: Any
+    help: str
+    low: float | None = None  # limits of a number, or of every item of a list
+    high: float | None = None
+    low_open: bool = False  # the low limit itself is refused (a duration must be above 0)
+    choices: Choices | None = None  # what a string (or every item of a list) may be
+    optional: bool = False  # None is allowed (not set)
+    cli: str | None = ""  # its run-sweep option without the dashes; "" derives it from the name; None: none
+    column: Column | None = None  # the trials.csv column its value is recorded in, per row
+    program: ProgramOption | None = None
+    legacy: Any = UNSET  # what a manifest written before the setting existed implies for it (default: default)
+    limit: str | None = None  # the macro of csrc/limits.h that carries `high`
+    length: int | None = None  # a list of exactly this many items
+    # Where the default (None) depends on where the sweep runs: the value it takes on a testbed.
+    chosen_on: Callable[[CappedEnds], Any] | None = None
+
+    @property
+    def option(self) -> str | None:
+        """The command-line option's name, without its dashes."""
+        if self.cli is None:
+            return None
+        return self.cli or self.name.removesuffix("_s").replace("_", "-")
+
+    @property
+    def parameter(self) -> str | None:
+        """The run-sweep task's parameter for it (invoke turns underscores into dashes)."""
+        return None if self.option is None else self.option.replace("-", "_")
+
+    def allowed(self) -> tuple[str, ...] | None:
+        if self.choices is None:
+            return None
+        return tuple(self.choices() if callable(self.choices) else self.choices)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "experiment",
+        "str",
+        experiments.DEFAULT.name,
+        "which experiment (README: the copies experiment compares how bytes leave user space, the servers "
+        "experiment how a server waits for connections)",
+        choices=experiments.names(),
+    ),
+    Setting("implementations", "strs", (), "comma list of the implementations (copylab/implementations.py)"),
+    Setting("workloads", "strs", (), "comma list of stream,rr", choices=WORKLOADS),
+    Setting("sizes", "sizes", (), "stream message sizes, e.g. 64,1K,64K", low=8, high=64 << 20, limit="MAX_SIZE"),
+    Setting("rr_sizes", "sizes", (), "message sizes of the rr (request/response) workload", low=8, high=64 << 20),
+    Setting("threads", "ints", (), "thread counts, e.g. 1,2,4,8", low=1, high=64, limit="MAX_THREADS"),
+    Setting(
+        "connections",
+        "ints",
+        (),
+        "servers: concurrent connections the load client keeps busy, e.g. 1,10,100,1000",
+        low=1,
+        high=4096,
+        limit="MAX_CONNECTIONS",
+    ),
+    Setting(
+        "idle_connections",
+        "ints",
+        (0,),
+        "servers: connections the load client opens besides the busy ones and leaves silent, e.g. 0,100,900 (the "
+        "server holds them too; select's limit counts both)",
+        low=0,
+        high=4096,
+    ),
+    Setting(
+        "load",
+        "str",
+        "closed",
+        "servers: closed (each busy connection sends its next request once the last is answered) or open (requests "
+        "leave on a schedule at each of --rates, answered or not, and latency counts from the scheduled time)",
+        choices=("closed", "open"),
+    ),
+    Setting(
+        "rates",
+        "ints",
+        (),
+        "servers, open load: requests per second offered over all busy connections, e.g. 5000,10000,20000",
+        low=1,
+        high=1_000_000,
+        limit="MAX_RATE",
+    ),
+    Setting("trials", "int", 3, "trials (blocks) per configuration; with a budget, its first pass", low=1, high=1000),
+    Setting(
+        "duration_s", "float", 1.0, "measured window, seconds", low=0, high=3600, low_open=True, limit="MAX_DURATION"
+    ),
+    Setting("warmup_s", "float", 0.3, "warm-up before the window, seconds", low=0, high=600, limit="MAX_WARMUP"),
+    Setting("pinning", "strs", (), "comma list of none,same_cpu,split_cpu", choices=PINNINGS),
+    Setting(
+        "receive",
+        "strs",
+        ("copy",),
+        "comma list of copy,truncate,mmap: how the client takes the bytes in",
+        choices=tuple(RECEIVE_MODES),
+    ),
+    Setting(
+        "receive_for",
+        "strs",
+        (),
+        "implementations that get the receive modes other than copy (default: all)",
+    ),
+    Setting("seed", "int", 1, "seed of the trial order", low=0, high=2**63 - 1),
+    Setting("verify", "bool", False, "check every byte received against its pattern"),
+    Setting("mtu", "int", 1500, "the veth pair's MTU", low=68, high=65535),
+    Setting(
+        "optmem_max",
+        "int",
+        131072,
+        "net.core.optmem_max inside each namespace (bounds MSG_ZEROCOPY's pinned pages in flight)",
+        low=1024,
+        high=1 << 30,
+    ),
+    Setting(
+        "sanitize",
+        "str",
+        None,
+        "run sanitizer builds of the programs (./inv build --sanitize NAME)",
+        choices=("address", "undefined", "thread"),
+        optional=True,
+        cli=None,
+    ),
+    Setting(
+        "namespaces",
+        "strs",
+        ("copylab_srv", "copylab_cli"),
+        "names of the server and client namespaces, e.g. copylab_srv,copylab_cli",
+        length=2,
+    ),
+    Setting(
+        "target_ci",
+        "float",
+        None,
+        "adaptive repetition (--design randomized): add trials until the 95% interval half-width is within this "
+        "fraction of the mean (e.g. 0.05), at least 3 trials",
+        low=0,
+        high=1,
+        low_open=True,
+        optional=True,
+    ),
+    Setting(
+        "max_trials",
+        "int",
+        10,
+        "adaptive repetition or a budget: at most this many trials (blocks) per configuration",
+        low=2,
+        high=1000,
+    ),
+    Setting(
+        "server_host",
+        "str",
+        None,
+        "two hosts: run the servers on USER@HOST[:PORT] over SSH (README: Two machines)",
+        optional=True,
+    ),
+    Setting("client_host", "str", None, "two hosts: run the clients on USER@HOST[:PORT] over SSH", optional=True),
+    Setting(
+        "server_address",
+        "str",
+        None,
+        "two hosts: the IPv4 address the client reaches the server at on the data path",
+        optional=True,
+    ),
+    Setting(
+        "ssh_config",
+        "str",
+        None,
+        "two hosts: an OpenSSH client configuration file (keys, ports, known hosts)",
+        optional=True,
+    ),
+    Setting(
+        "tune_remote",
+        "bool",
+        False,
+        "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
+    ),
+    Setting("kernel_copies", "bool", True, "count the bytes the kernel copies in each window with bpftrace"),
+    Setting(
+        "layout",
+        "strs",
+        ("fields",),
+        "comma list of fields,aligned,contiguous: the message's 8 fields each allocated apart (the study's), each "
+        "on a page boundary, or back to back in one buffer (senders that hold the message in memory)",
+        choices=LAYOUTS,
+    ),
+    Setting(
+        "layout_for",
+        "strs",
+        (),
+        "implementations that get the layouts other than fields (default: those the sweep names, or with a "
+        "profile's implementations, those whose layout can be chosen)",
+    ),
+    Setting(
+        "zc_inflight",
+        "int",
+        None,
+        "bytes of messages a zero-copy sender keeps in flight before it waits for completions. Default: twice the "
+        "path's bandwidth-delay product measured at the sweep's start, at least 256 KiB (over veth a short ring "
+        "paces the sender by its completions: 256 KiB moved up to twice as much as 8 MiB, 16-256 KiB messages)",
+        optional=True,
+        legacy=256 << 10,  # the ring was a compiled constant of 256 KiB before the setting existed
+        low=4096,
+        high=1 << 30,
+        limit="MAX_ZC_INFLIGHT",
+        column=Column(
+            "zc_inflight_bytes",
+            "int",
+            "B",
+            "bytes of messages the zero-copy senders kept in flight at most (--zc-inflight, or chosen from the path: "
+            "the manifest's in_flight); empty when not set and no zero-copy sender ran",
+            since=5,
+        ),
+        program=ProgramOption("--zc-inflight", ("server",)),
+    ),
+    Setting(
+        "congestion_control",
+        "str",
+        "cubic",
+        "TCP congestion control of every connection, set on each socket at both ends (the kernel must offer it). "
+        "Default cubic, the kernel's own default: with bbr, which some hosts choose, TCP paces its sends by a "
+        "timer, and over veth that pacing, not the copies, bounded messages of 64 KiB and more (README: Why cubic)",
+        legacy="",  # before the setting existed every connection used the host's default, unrecorded
+        column=Column(
+            "congestion_control",
+            "str",
+            "",
+            "the TCP congestion control every connection of the trial used (--congestion-control; as the programs "
+            "read it back from their sockets); empty in sweeps from before it was recorded: the host's default",
+            since=9,
+        ),
+        program=ProgramOption("--congestion-control", ("server", "client")),
+    ),
+    Setting(
+        "socket_buffer",
+        "int",
+        None,
+        "bytes of send and receive buffer of every connection at both ends, which the kernel doubles for its "
+        "bookkeeping and then leaves alone; 0 leaves the buffers to the kernel, which grows them as a connection "
+        f"goes. Default {fmt_size(socket_buffer.PREFERRED)}, or less where an end caps it for a user without root "
+        "(net.core.[rw]mem_max): the kernel's own sizing settled each connection at a size of its own for its "
+        "life, and with both ends on one CPU each size had its own throughput (README: The socket buffers)",
+        low=0,
+        high=1 << 29,
+        optional=True,
+        limit="MAX_SOCKET_BUFFER",
+        legacy=0,  # before the setting existed the kernel sized every buffer
+        chosen_on=socket_buffer.default_on,
+        column=Column(
+            "socket_buffer_bytes",
+            "int",
+            "B",
+            "the send and receive buffer every connection of the trial asked for (--socket-buffer, or the sweep's "
+            "choice; 0: sized by the kernel as the connection went; the programs refuse to run when the kernel "
+            "holds another size)",
+            since=10,
+        ),
+        program=ProgramOption("--socket-buffer", ("server", "client")),
+    ),
+    Setting(
+        "design",
+        "str",
+        "blocked",
+        "blocked (each block runs every implementation of a point back to back, comparisons pair them) or "
+        "randomized (the whole grid in one random order, unpaired)",
+        choices=("blocked", "randomized"),
+        legacy="randomized",
+    ),
+    Setting(
+        "budget_s",
+        "float",
+        None,
+        "a blocked sweep's time budget in seconds: after the first pass, blocks go to the comparisons that decide "
+        "the experiment's answers and are still undecided, then to the other implementations",
+        low=0,
+        high=7 * 24 * 3600,
+        low_open=True,
+        optional=True,
+    ),
+)
+BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+
+def get(name: str) -> Setting:
+    return BY_NAME[name]
+
+
+def c_header() -> str:
+    """csrc/limits.h: the limits the C programs enforce, from the table."""
+    lines = [
+        "/* Generated by `python -m copylab.declarations.settings > csrc/limits.h` from copylab/settings.py: the limits the",
+        " * sweep settings declare, which the programs enforce too, and the constants of copylab/limits.py.",
+        " * Do not edit; a test holds it to both. */",
+        "#ifndef COPYLAB_LIMITS_H",
+        "#define COPYLAB_LIMITS_H",
+    ]
+    for setting in SETTINGS:
+        if setting.limit:
+            value = setting.high
+            assert value is not None
+            literal = f"{int(value)}ULL" if setting.kind in ("int", "ints", "sizes") else f"{value:.1f}"
+            lines.append(f"#define {setting.limit} {literal} /* setting {setting.name} */")
+            name = setting.limit.removeprefix("MAX_")
+            if setting.kind in ("sizes", "int"):
+                lines.append(f"#define MIN_{name} {int(setting.low or 0)}ULL")
+            if setting.kind == "int" and setting.default is not None:
+                lines.append(f"#define DEFAULT_{name} {int(setting.default)}ULL")
+    lines += [f"#define {name} {value}" for name, value in CONSTANTS.items()]
+    lines += ["#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def upgraded(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A manifest's parameters in today's settings: align_fields (schema 3-4) became the layout axis."""
+    parameters = dict(parameters)
+    if "align_fields" in parameters:
+        aligned = parameters.pop("align_fields")
+        parameters.setdefault("layout", ["aligned" if aligned else "fields"])
+    return parameters
+
+
+def chosen_on(values: Mapping[str, Any], testbed: CappedEnds) -> dict[str, Any]:
+    """The settings whose default depends on the testbed that VALUES leave unset, as TESTBED chooses them."""
+    return {s.name: s.chosen_on(testbed) for s in SETTINGS if s.chosen_on and values.get(s.name) is None}
+
+
+def per_trial(config: Any) -> dict[str, Any]:
+    """The values of a sweep's settings that reach its rows or its programs (column, program)."""
+    return {s.name: getattr(config, s.name) for s in SETTINGS if s.column or s.program}
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(c_header())

@@ -1,0 +1,34 @@
+"""What the trials.csv format and the sweep settings are both built from: the values of the categorical columns
+and settings, and the record that declares a column.  copylab.declarations.schema lists the columns, copylab.declarations.settings the
+settings (a setting recorded per row declares its column there, and the schema takes it from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["str", "int", "float", "bool"]
+
+WORKLOADS = ("stream", "rr")
+RECEIVE_MODES = ("copy", "truncate", "mmap")
+PINNINGS = ("none", "same_cpu", "split_cpu")
+# The pinnings that place both ends, on one CPU and across CPUs: where the host's floor is measured.
+FLOOR_PINNINGS = PINNINGS[1:]
+# How a sender holds its message: the study's separately allocated fields first.
+LAYOUTS = ("fields", "aligned", "contiguous")
+# The layout of senders whose message is not in their memory (a file) or not theirs to choose (a tool).
+NO_LAYOUT = "none"
+STATUSES = ("ok", "failed")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: Kind
+    unit: str
+    description: str
+    required: bool = False  # must be filled in every row, ok or failed
+    since: int = 1  # the schema version that introduced it
+    # What a required column holds in the rows of files written before it existed: a value, or another column's.
+    legacy: str | None = None
+    legacy_column: str | None = None

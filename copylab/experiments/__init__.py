@@ -1,0 +1,27 @@
+"""The experiments copylab runs, in the order a report presents them: the one place that lists them."""
+
+from __future__ import annotations
+
+from copylab.errors import CopylabError
+from copylab.experiment import Experiment
+from copylab.experiments.copies import COPIES
+from copylab.experiments.servers import SERVERS
+
+EXPERIMENTS: dict[str, Experiment] = {experiment.name: experiment for experiment in (COPIES, SERVERS)}
+DEFAULT = next(iter(EXPERIMENTS.values()))
+
+
+def get(name: str) -> Experiment:
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise CopylabError(f"experiment: unknown {name!r} (choose from {', '.join(EXPERIMENTS)})") from None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(EXPERIMENTS)
+
+
+def main() -> Experiment:
+    """The experiment a report's study parts describe."""
+    return next(experiment for experiment in EXPERIMENTS.values() if experiment.main)

@@ -1,0 +1,81 @@
+"""The report's answers to the study's questions (Part A's evidence, Part E), in sentences computed from a sweep:
+one module per question, this one listing them in the assignment's order.
+
+Every function takes loaded ``Results`` and returns Markdown; the numbers come from copylab.report.results and
+copylab.experiments.copies.anomaly, the wording from copylab.report.prose; nothing here types in a result.  The study's variants are
+found by their role in the registry (copylab.declarations.roles), never by name.
+"""
+
+from __future__ import annotations
+
+from copylab.declarations.roles import Role
+from copylab.experiments.copies.answers.anomalies import answer_q6
+from copylab.experiments.copies.answers.caches import answer_q2
+from copylab.experiments.copies.answers.crossovers import answer_crossover, crossover_statement
+from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
+from copylab.experiments.copies.answers.senders import (
+    best_sender_table,
+    mapped_receive,
+    other_ways_to_send,
+    receiver_copy_cost,
+    sender_crossovers,
+    which_copy_costs_most,
+)
+from copylab.experiments.copies.answers.threads import answer_q3
+from copylab.experiments.copies.answers.zero_copy import answer_q1
+from copylab.report.results import Results, role
+
+__all__ = [
+    "QUESTIONS",
+    "answer_crossover",
+    "answer_q1",
+    "answer_q2",
+    "answer_q3",
+    "answer_q6",
+    "answers",
+    "best_sender_table",
+    "copy_evidence",
+    "crossover_statement",
+    "crossover_summary",
+    "kernel_copy_evidence",
+    "mapped_receive",
+    "other_ways_to_send",
+    "receiver_copy_cost",
+    "sender_crossovers",
+    "which_copy_costs_most",
+]
+
+
+QUESTIONS: tuple[str, ...] = (
+    "Why does zero-copy not always give the best throughput?",
+    "Which cache level shows the most reduction in misses, and why?",
+    "How does thread count interact with cache contention?",
+    "At what message size does one-copy outperform two-copy on this system?",
+    "At what message size does zero-copy outperform two-copy on this system?",
+    "Identify one unexpected result and explain it using OS or hardware concepts.",
+)
+
+
+def crossover_summary(results: Results) -> str:
+    """A further sweep's answers to questions 4 and 5."""
+    return "\n\n".join(
+        [
+            "**One-copy against two-copy.** "
+            + answer_crossover(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
+            "**Zero-copy against two-copy.** "
+            + answer_crossover(results, role(results, Role.ZERO_COPY), role(results, Role.TWO_COPY)),
+        ]
+    )
+
+
+def answers(results: Results) -> list[tuple[str, str]]:
+    """(question, Markdown answer) for the six questions, in the assignment's order."""
+    bodies = (
+        answer_q1(results),
+        answer_q2(results),
+        answer_q3(results),
+        answer_crossover(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
+        answer_crossover(results, role(results, Role.ZERO_COPY), role(results, Role.TWO_COPY)),
+        answer_q6(results),
+    )
+    return list(zip(QUESTIONS, bodies, strict=True))

@@ -1,0 +1,190 @@
+"""Questions 4 and 5, and every comparison of two implementations along message size: ratio tables,
+crossover statements, how firmly the data decide them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from copylab.analysis.crossover import curve_advantages, verdict_stability
+from copylab.errors import CopylabError
+from copylab.formatting import (
+    code,
+    fmt_bytes,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_size,
+    fmt_span,
+    markdown_table,
+)
+from copylab.report.prose import config_label
+from copylab.report.results import (
+    THROUGHPUT,
+    Results,
+    comparison_rows,
+    metric_rows,
+    paired,
+    select,
+    verdict,
+)
+
+
+def ratio_table(results: Results, challenger: str, baseline: str, threads: int, pinning: str) -> str:
+    """Markdown table of challenger/baseline throughput ratios per size, with 95% CI and Holm p."""
+    rows = comparison_rows(results, challenger, baseline, workload="stream", threads=threads, pinning=pinning)
+    if rows.empty:
+        return ""
+    return markdown_table(
+        {
+            "Size": fmt_size(row.size_bytes),
+            "Throughput ratio": fmt_num(row.ratio),
+            "95% CI": f"[{fmt_num(row.ratio_ci_low)}, {fmt_num(row.ratio_ci_high)}]",
+            "p (Holm)": fmt_p(row.p_holm),
+            "Verdict": verdict(row),
+        }
+        for row in rows.itertuples()
+    )
+
+
+def _significant_sizes(results: Results, row: pd.Series) -> tuple[list[str], list[str]]:
+    """Sizes where the challenger of a crossovers.csv row is significantly better, and worse."""
+    rows = comparison_rows(
+        results,
+        row["challenger"],
+        row["baseline"],
+        row["metric"],
+        workload=row["workload"],
+        threads=row["threads"],
+        pinning=row["pinning"],
+    )
+    verdicts = [(fmt_size(r.size_bytes), verdict(r)) for r in rows.itertuples()]
+    return [s for s, v in verdicts if v == "faster"], [s for s, v in verdicts if v == "slower"]
+
+
+def crossover_statement(results: Results, row: pd.Series) -> str:
+    """One crossovers.csv row as a sentence, with the tested size range."""
+    challenger, baseline = code(row["challenger"]), code(row["baseline"])
+    threads, pinning = int(row["threads"]), str(row["pinning"])
+    sizes = sorted(
+        int(s)
+        for s in metric_rows(results, row["metric"], workload=row["workload"], threads=threads, pinning=pinning)[
+            "size_bytes"
+        ].unique()
+    )
+    span = f"{fmt_size(sizes[0])} to {fmt_size(sizes[-1])}" if sizes else "the tested sizes"
+    where = f"With {config_label(threads, pinning)}"
+    first = row.get("first_significant_at")
+    first_text = (
+        f" From {fmt_size(first)} upward it is significantly better at every tested size (Holm-corrected)."
+        if first is not None and pd.notna(first)
+        else ""
+    )
+    status = row["status"]
+    if status == "crossover":
+        size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
+        censored = [fmt_size(b) for b in (low, high) if round(b) in sizes]
+        censored_text = (
+            f" An interval bound on a tested size ({', '.join(censored)}) means the resamples reach at least that size."
+            if censored
+            else ""
+        )
+        return (
+            f"{where}, {challenger} outperforms {baseline} above about **{fmt_bytes(size)}** ({fmt_num(size / 1024)} "
+            f"KiB; 95% bootstrap CI {fmt_bytes(low)} to {fmt_bytes(high)}), where the mean difference turns in its "
+            f"favour within the tested {span}.{first_text}{censored_text}"
+        )
+    if status == "challenger_always_better":
+        return (
+            f"{where}, {challenger} outperforms {baseline} at every tested size where they differ significantly "
+            f"({span}): no crossover in range.{first_text}"
+        )
+    if status == "challenger_never_better":
+        return f"{where}, {challenger} never outperforms {baseline} within the tested range of {span}."
+    if status == "indistinguishable":
+        return (
+            f"{where}, {challenger} and {baseline} are indistinguishable: no size from {span} shows a "
+            "significant difference, so no crossover size can be named."
+        )
+    if status == "multiple_crossings":
+        better, worse = _significant_sizes(results, row)
+        return (
+            f"{where}, there is no single size from which {challenger} outperforms {baseline} within {span}: it is "
+            f"significantly better at {', '.join(better) or 'no size'} and significantly worse at "
+            f"{', '.join(worse) or 'no size'}."
+        )
+    raise CopylabError(f"crossovers.csv: unknown status {status!r}")
+
+
+def answer_crossover(results: Results, challenger: str | None, baseline: str | None) -> str:
+    """Q4/Q5: the crossover of ``challenger`` over ``baseline`` in stream throughput, per thread count and pinning."""
+    found = select(results.crossovers, challenger=challenger, baseline=baseline, metric=THROUGHPUT, workload="stream")
+    if challenger is None or baseline is None or found.empty:
+        return (
+            f"{code(challenger or 'the variant')} was not measured against {code(baseline or 'its baseline')} in this "
+            "sweep, so the question cannot be answered from it."
+        )
+    found = found.sort_values(["pinning", "threads"])
+    lines = [
+        f"**In short:** {_short_answer(found)} Metric: stream throughput; method: root of the mean difference "
+        + (
+            "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
+            if paired(results)
+            else "interpolated on log2(size), interval from resampling trials within each size."
+        )
+    ]
+    lines += [""] + [f"- {crossover_statement(results, row)}{_evidence(results, row)}" for _, row in found.iterrows()]
+    return "\n".join(lines)
+
+
+def _evidence(results: Results, row: pd.Series) -> str:
+    """For a blocked design: how many blocks the curve's comparisons rest on, and how often its verdict comes out
+    again when its blocks are drawn anew (a second run's chance of the same verdict)."""
+    if not paired(results):
+        return ""
+    where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
+    rows = comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
+    rows = rows[rows["method"] == "paired"]
+    if rows.empty or len(rows) < len(
+        comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
+    ):
+        return ""
+    blocks = fmt_span(str(int(rows["n_pairs"].min())), str(int(rows["n_pairs"].max())))
+    trials = select(results.trials, **where, connections=int(row["connections"]))
+    advantages = curve_advantages(
+        trials, row["challenger"], row["baseline"], row["metric"], "size_bytes", rows["size_bytes"]
+    )
+    stability = verdict_stability(advantages, row["status"], seed=results.manifest.parameters.seed)
+    return (
+        f" It rests on {blocks} blocks per size (more where the comparison was still undecided after the first "
+        f"pass); drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples."
+    )
+
+
+_STATUS_SHORT = {
+    "challenger_always_better": "better at every tested size where the difference is significant",
+    "challenger_never_better": "never better within the tested range",
+    "indistinguishable": "not distinguishable from the baseline",
+    "multiple_crossings": "better at some sizes and worse at others, with no single crossover",
+}
+
+
+def _short_answer(rows: pd.DataFrame) -> str:
+    """One sentence over all configurations of a challenger: the crossover sizes, or how many have which status."""
+    challenger, baseline = code(rows["challenger"].iloc[0]), code(rows["baseline"].iloc[0])
+    crossings = rows[rows["status"] == "crossover"]
+    parts = []
+    if len(crossings):
+        low, high = crossings["crossover_at"].min(), crossings["crossover_at"].max()
+        span = (
+            f"of about {fmt_bytes(low)}"
+            if round(low) == round(high)
+            else f"between about {fmt_bytes(low)} and {fmt_bytes(high)}"
+        )
+        parts.append(f"above a crossover size {span} in {len(crossings)} of {len(rows)} configurations")
+    for status, text in _STATUS_SHORT.items():
+        count = int((rows["status"] == status).sum())
+        if count:
+            parts.append(f"{text} in {count} of {len(rows)} configurations")
+    if len(crossings):
+        return f"{challenger} outperforms {baseline} " + "; ".join(parts) + "."
+    return f"{challenger} has no crossover over {baseline}; it is " + "; ".join(parts) + "."

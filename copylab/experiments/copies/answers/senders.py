@@ -1,0 +1,231 @@
+"""Other ways to send and receive: every sender ranked, the receiver's copy priced, mapping."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from copylab.declarations import implementations
+from copylab.declarations.roles import Role
+from copylab.experiments.copies.answers.crossovers import answer_crossover
+from copylab.formatting import (
+    code,
+    fmt_interval,
+    fmt_num,
+    fmt_pct,
+    fmt_size,
+    markdown_table,
+)
+from copylab.report.prose import config_label
+from copylab.report.results import (
+    THROUGHPUT,
+    Results,
+    choose_focus,
+    measured_sizes,
+    metric_rows,
+    other_senders,
+    present,
+    receive_modes,
+    role,
+    select,
+    study,
+    value,
+)
+
+
+def _overlap(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two summary rows' intervals overlap: the data cannot tell them apart."""
+    return bool(a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"])
+
+
+def best_sender_table(results: Results) -> str:
+    """Per stream size, the sender with the most throughput, and those whose intervals overlap its (ties)."""
+    focus = choose_focus(results)
+    rows = metric_rows(results, THROUGHPUT, workload="stream", threads=focus.threads, pinning=focus.pinning)
+    table = []
+    for size, group in rows.groupby("size_bytes"):
+        ranked = group.sort_values("mean", ascending=False)
+        best = ranked.iloc[0]
+        tied = [code(str(r["implementation"])) for _, r in ranked.iloc[1:].iterrows() if _overlap(best, r)]
+        table.append(
+            {
+                "Size": fmt_size(int(size)),
+                "Most throughput, Gbit/s (95% CI)": f"{code(str(best['implementation']))} "
+                + fmt_interval(best["mean"], best["ci_low"], best["ci_high"]),
+                "Tied with (overlapping intervals)": ", ".join(tied) or "none: the best alone",
+            }
+        )
+    if not table:
+        return "The sweep has no stream throughput to rank the senders by."
+    return (
+        f"Stream throughput by message size ({config_label(focus.threads, focus.pinning)}, receiving by copy). "
+        "A sender whose 95% interval overlaps the best one's is stated as a tie: the data cannot rank them.\n\n"
+        + markdown_table(table)
+    )
+
+
+def sender_crossovers(results: Results) -> str:
+    """The crossover of every pair the study's questions leave out, each against the baseline the registry names."""
+    pairs = [
+        (name, baseline)
+        for name in other_senders(results)
+        for baseline in implementations.get(name).baselines
+        if baseline in present(results)
+    ]
+    pairs += [
+        (name, baseline)
+        for name in study(results)
+        for baseline in implementations.get(name).baselines
+        if baseline in other_senders(results)
+    ]
+    if not pairs:
+        return "The sweep measured no other sender together with its baseline."
+    return "\n\n".join(
+        f"**{code(challenger)} against {code(baseline)}.** {answer_crossover(results, challenger, baseline)}"
+        for challenger, baseline in pairs
+    )
+
+
+def receiver_copy_cost(results: Results) -> str:
+    """What the receiver's copy costs, from receiving by truncate (no copy to user space) against copy."""
+    focus = choose_focus(results)
+    measured = [
+        name
+        for name in present(results)
+        if not metric_rows(results, "rcv_cpu_ns_per_byte", implementation=name, receive="truncate").empty
+    ]
+    if not measured:
+        return (
+            "The sweep received by copy only, so the cost of the receiver's copy is not measured here "
+            "(`--receive copy,truncate` measures it)."
+        )
+    table = []
+    for name in measured:
+        for size in measured_sizes(results):
+            where = {
+                "implementation": name,
+                "workload": "stream",
+                "size_bytes": size,
+                "threads": focus.threads,
+                "pinning": focus.pinning,
+            }
+            by_copy = metric_rows(results, "rcv_cpu_ns_per_byte", **where)
+            by_truncate = metric_rows(results, "rcv_cpu_ns_per_byte", **where, receive="truncate")
+            ratio = select(
+                results.comparisons,
+                challenger=implementations.contender(name, "truncate"),
+                baseline=name,
+                metric=THROUGHPUT,
+                workload="stream",
+                size_bytes=size,
+                threads=focus.threads,
+                pinning=focus.pinning,
+            )
+            if by_copy.empty or by_truncate.empty:
+                continue
+            copy_row, truncate_row = by_copy.iloc[0], by_truncate.iloc[0]
+            table.append(
+                {
+                    "Sender": code(name),
+                    "Size": fmt_size(size),
+                    "Receiver CPU ns/B, copy": fmt_interval(copy_row["mean"], copy_row["ci_low"], copy_row["ci_high"]),
+                    "truncate": fmt_interval(truncate_row["mean"], truncate_row["ci_low"], truncate_row["ci_high"]),
+                    "The copy, ns/B": fmt_num(copy_row["mean"] - truncate_row["mean"]),
+                    "Throughput truncate/copy": "n/a"
+                    if ratio.empty
+                    else f"{fmt_num(ratio.iloc[0]['ratio'])} [{fmt_num(ratio.iloc[0]['ratio_ci_low'])}, "
+                    f"{fmt_num(ratio.iloc[0]['ratio_ci_high'])}]",
+                }
+            )
+    verified = (
+        " This sweep ran with `--verify`: to check the bytes, `truncate` first read them with `MSG_PEEK`, which is "
+        "a copy, so here the difference does not measure the receiver's copy."
+        if results.manifest.parameters.verify
+        else ""
+    )
+    return (
+        "Receiving with `recv(MSG_TRUNC)` consumes the same bytes without copying them to user space, so the "
+        "difference in the receiver's CPU time per byte between `copy` and `truncate` is what the receiver's copy "
+        f"costs ({config_label(focus.threads, focus.pinning)}, stream; mean [95% CI] over trials).{verified}\n\n"
+        + markdown_table(table)
+    )
+
+
+def which_copy_costs_most(results: Results) -> str:
+    """Part A's questions answered from the measured costs: is it really only two copies, and which costs most?"""
+    focus = choose_focus(results)
+    baseline, one_copy = role(results, Role.TWO_COPY), role(results, Role.ONE_COPY)
+    if not (baseline and one_copy):
+        return ""
+    at = ("stream", focus.size, focus.threads, focus.pinning)
+    user = {name: value(results, "snd_user_ns_per_byte", name, *at) for name in (baseline, one_copy)}
+    copy = value(results, "rcv_cpu_ns_per_byte", baseline, *at)
+    truncate = metric_rows(
+        results,
+        "rcv_cpu_ns_per_byte",
+        implementation=baseline,
+        receive="truncate",
+        workload="stream",
+        size_bytes=focus.size,
+        threads=focus.threads,
+        pinning=focus.pinning,
+    )
+    copies = implementations.get(baseline).copies.per_byte()
+    text = (
+        f"**Is it really only two copies?** No: {code(baseline)} makes {copies} copies of each byte here, two on "
+        "the sender (the packing `memcpy` and `send()`'s copy into socket buffers) and one on the receiver "
+        "(`recv()`), which the name does not count."
+    )
+    if not (all(user.values()) and copy and not truncate.empty):
+        return text + " This sweep did not measure both the packing copy and the receiver's copy, so it cannot say "
+        "which costs most."
+    packing = user[baseline][0] - user[one_copy][0]
+    receiver = copy[0] - float(truncate.iloc[0]["mean"])
+    costlier, cheaper = (
+        ("receiver's copy", "packing copy") if receiver > packing else ("packing copy", "receiver's copy")
+    )
+    times = max(packing, receiver) / min(packing, receiver) if min(packing, receiver) > 0 else float("nan")
+    return text + (
+        f" **Which costs most?** At {fmt_size(focus.size)} ({config_label(focus.threads, focus.pinning)}) the packing "
+        f"copy costs {fmt_num(packing)} ns per byte (the sender's user time of {code(baseline)} minus "
+        f"{code(one_copy)}'s) and the receiver's copy {fmt_num(receiver)} ns per byte (the receiver's CPU time "
+        f"receiving by copy minus by truncate): the {costlier} costs {fmt_num(times)} times the {cheaper}. The "
+        "kernel's copy into socket buffers is inside the sender's system time, together with the protocol's work, "
+        "and is not isolated by these two measurements."
+    )
+
+
+def mapped_receive(results: Results) -> str:
+    """How much of what the client received through TCP_ZEROCOPY_RECEIVE arrived as mapped pages."""
+    trials = results.trials
+    rows = trials[(trials["receive"] == "mmap") & (trials["status"] == "ok")]
+    if rows.empty:
+        return ""
+    parts = []
+    for name in implementations.ordered(rows["implementation"]):
+        mine = rows[rows["implementation"] == name]
+        mapped, copied = float(mine["rx_mapped_bytes"].sum()), float(mine["rx_copied_bytes"].sum())
+        if mapped + copied > 0:
+            parts.append(f"{code(name)} {fmt_pct(mapped / (mapped + copied))}")
+    mtu = results.manifest.parameters.mtu
+    return (
+        "With `TCP_ZEROCOPY_RECEIVE` (receive `mmap`) the share of the received bytes that arrived as mapped pages "
+        f"rather than copied, over all trials, was: {'; '.join(parts)} (MTU {mtu} B). Only whole, page-aligned "
+        "payload pages map: a segment carrying less than a page, or payload the sender's kernel copied into "
+        "unaligned socket-buffer memory, is copied by `recv()` as before."
+    )
+
+
+def other_ways_to_send(results: Results) -> str:
+    """The report's section beyond the study: every sender and the receiver's copy, from the data."""
+    others = other_senders(results)
+    if not others and receive_modes(results) == [implementations.BASELINE_RECEIVE]:
+        return "This sweep measured only the study's senders, receiving by copy."
+    parts = [
+        "Senders measured beyond the study's three: " + (", ".join(code(name) for name in others) or "none") + ".",
+        best_sender_table(results),
+        sender_crossovers(results),
+        receiver_copy_cost(results),
+        which_copy_costs_most(results),
+        mapped_receive(results),
+    ]
+    return "\n\n".join(part for part in parts if part)

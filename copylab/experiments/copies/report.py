@@ -1,0 +1,119 @@
+"""The copies experiment's parts of the report (copylab.report.compose puts them between Method and Limitations): where
+the copies happen (Part A), the study's plots (Part D), how far each sender is from its copy bound, the answers to
+the study's questions (Part E) and the other ways to send."""
+
+from __future__ import annotations
+
+from copylab.analysis.copy_bound import copy_limit_rows
+from copylab.declarations import implementations
+from copylab.declarations.roles import Role
+from copylab.experiments.copies import answers, captions, layout
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.report.blocks import Block, Figure, Markdown
+from copylab.report.results import Results, between_hosts, present, receive_modes, role, zero_copy_counts
+
+PART_A_INTRODUCTION = (
+    "Every server sends the same message: 8 separately heap-allocated string fields that together make up the "
+    "message size. They differ only in how the message leaves user space; the client is the same program for all."
+)
+OTHER_SENDERS_INTRODUCTION = (
+    "The study's question, *when does copying less pay?*, for the senders beyond its three (a file served with "
+    "`read()` and `send()` or with `sendfile()`; the 8-field message through io_uring, with and without zero-copy) "
+    "and for the receiver's side of the copies."
+)
+
+
+def part_a(results: Results) -> str:
+    """Where the copies happen, one paragraph per implementation and receive mode the sweep measured."""
+    paragraphs = [implementations.get(name).explanation for name in present(results)]
+    modes = receive_modes(results)
+    if modes != [implementations.BASELINE_RECEIVE]:
+        paragraphs += [implementations.RECEIVE_MODES[mode].explanation for mode in modes]
+    return "\n\n".join(paragraphs)
+
+
+def copy_limit(results: Results) -> str:
+    """Best throughput of each implementation against the ceiling its copies allow on this host."""
+    calibration = results.manifest.calibration
+    if calibration is None:
+        return (
+            "The sweep's manifest holds no memcpy calibration (`./inv calibrate --data DIR` adds one), so the "
+            "distance to the copy-bound limit cannot be stated."
+        )
+    memcpy = calibration.memcpy_gbps
+    rows = copy_limit_rows(results.summary, memcpy)
+    table = markdown_table(
+        {
+            "Implementation": code(row["implementation"]),
+            "Receive": row["receive"],
+            "Copies": str(row["copies_per_byte"]),
+            "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
+            f"{threads_text(row['threads'])})",
+            "Copy bound, Gbit/s": fmt_num(row["limit_gbps"]),
+            "Fraction of the bound": f"{row['fraction']:.0%}",
+        }
+        for row in rows
+    )
+    return (
+        f"Single-core memcpy on this host copies {fmt_num(memcpy)} Gbit/s (best of "
+        f"{calibration.runs} copies of a {calibration.buffer_mib} MiB buffer, "
+        "larger than the last-level cache, measured when the sweep started). With both ends on one CPU that "
+        "core performs every copy of every byte, so an implementation making *k* copies cannot exceed "
+        f"{fmt_num(memcpy)}/*k* Gbit/s; the receiver's copies depend on how it takes the bytes in, so each receive "
+        "mode has its own bound (with `truncate` the receiver's copy is gone). The rest of the gap is protocol "
+        f"processing, system calls and scheduling.\n\n{table}"
+    )
+
+
+def _figure(results: Results, name: str) -> Figure:
+    return Figure(results.store.figure_path(name), captions.caption(name, results))
+
+
+def parts(results: Results) -> list[Block]:
+    """The experiment's blocks of a report whose main sweep RESULTS is."""
+    return [
+        Markdown("# Part A: where the copies happen"),
+        Markdown(PART_A_INTRODUCTION),
+        Markdown(part_a(results)),
+        Markdown(answers.copy_evidence(results)),
+        _figure(results, captions.PART_A_FIGURE),
+        Markdown("# Part D: measurements"),
+        *(_figure(results, name) for name in captions.PART_D_FIGURES),
+        Markdown("## How far from the limit"),
+        Markdown(copy_limit(results)),
+        *([Markdown(text)] if (text := layout.section(results)) else []),
+        Markdown("# Part E: answers to the questions"),
+        *(Markdown(f"## {question}\n\n{answer}") for question, answer in answers.answers(results)),
+        Markdown("# Other ways to send"),
+        Markdown(OTHER_SENDERS_INTRODUCTION),
+        *(_figure(results, name) for name in captions.OTHER_SENDERS_FIGURES),
+        Markdown(answers.other_ways_to_send(results)),
+    ]
+
+
+def absent(loads: frozenset[str] = frozenset()) -> list[Block]:
+    """A report always has its main sweep (copylab.report.compose.arrange), whatever LOADS: nothing to say in its
+    place."""
+    return []
+
+
+def summary(results: Results) -> str:
+    """A further copies sweep: its answers to questions 4 and 5."""
+    return answers.crossover_summary(results)
+
+
+def limitations(results: Results) -> list[str]:
+    """What limits this sweep beyond what every sweep says: zero-copy's sends the kernel copied anyway."""
+    zero_copy = role(results, Role.ZERO_COPY)
+    counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
+    if counts is None or counts["copied_fraction"] <= 0:
+        return []
+    if between_hosts(results):
+        return [
+            f"{fmt_pct(counts['copied_fraction'])} of zero-copy sends were copied by the kernel anyway on this "
+            "network path (the setup table lists the interfaces' offloads)."
+        ]
+    return [
+        f"Zero-copy was measured only with local delivery over veth, where {fmt_pct(counts['copied_fraction'])} of "
+        "sends were copied by the kernel anyway; results do not carry over to a physical NIC."
+    ]

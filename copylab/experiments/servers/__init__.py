@@ -1,0 +1,82 @@
+"""The servers experiment: servers that differ only in how they wait for many connections, compared along the
+number of connections.
+
+This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.servers.figures) and its
+section of the report (copylab.experiments.servers.report).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from copylab.experiment import Experiment, Members
+
+# The seed material's set-up: server on CPU 0, client on CPU 1 (taskset), many connections at once.
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {
+        "implementations": Members(),
+        "workloads": ["rr"],
+        "rr_sizes": [64],
+        "threads": [1],
+        "connections": [1, 10, 100],
+        "trials": 3,
+        "duration_s": 0.2,
+        "warmup_s": 0.1,
+        "pinning": ["split_cpu"],
+        "design": "blocked",
+        "budget_s": 45.0,
+        "max_trials": 10,
+    },
+    "full": {
+        "implementations": Members(),
+        "workloads": ["rr"],
+        "rr_sizes": [64, 4096],
+        "threads": [1],
+        # dense where the models part ways (the server saturates within ten connections), then far out
+        "connections": [1, 2, 4, 8, 16, 100, 1000],
+        "trials": 5,
+        "duration_s": 0.5,
+        "warmup_s": 0.2,
+        "pinning": ["split_cpu"],
+        "design": "blocked",
+    },
+}
+
+SERVERS = Experiment(
+    name="servers",
+    question="From how many concurrent connections does one model beat another?",
+    axis="connections",
+    axis_unit="request",
+    noun="models",
+    metric="requests_per_s",
+    workload="rr",
+    headline={"rr": "requests_per_s"},
+    metrics=(
+        "requests_per_s",
+        "latency_mean_us",
+        "latency_p99_us",
+        "latency_p999_us",
+        "probe_ns",
+        "probe_copy_ns",
+        "rcv_kernel_copies_per_byte",
+        "snd_cpu_us_per_request",
+        "rcv_cpu_us_per_request",
+        "snd_ctx_per_request",
+        "snd_busy",
+        "rcv_busy",
+        "served_fraction",
+        "fairness",
+    ),
+    compared=("requests_per_s", "latency_mean_us", "latency_p99_us", "snd_cpu_us_per_request"),
+    profiles=PROFILES,
+    figures="copylab.experiments.servers.figures:servers_figures",
+    report="copylab.experiments.servers.report",
+    implementations="copylab.experiments.servers.implementations:IMPLEMENTATIONS",
+    refuses={"zc_inflight": "the servers experiment has no zero-copy sender"},
+    allows={
+        "workloads": (("rr",), "the servers experiment runs request/response (rr) only"),
+        "receive": (("copy",), "the servers experiment's load client receives by copy only"),
+        "layout": (("fields",), "the servers experiment's responses are one buffer; their layout is not chosen"),
+    },
+    explorer_axes=("connections", "size_bytes"),
+)

@@ -1,0 +1,110 @@
+"""Where a budgeted sweep's next blocks go: the points of the deciding comparisons that are still undecided.
+
+A deciding comparison is one of the experiment's deciding pairs (copylab.declarations.implementations.Experiment) on its
+metric and workload, receiving by copy, along the experiment's axis, with the analysis's own paired statistics
+(copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its points are all significant, or when it has a
+crossover and no undecided point is left inside its bracket; otherwise its undecided points (and points not
+compared yet) get a block each, those next to a change of sign of the estimate beside a significant point first
+(that is where a crossover would be placed), then those nearest to significance: where a few more blocks decide
+most.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from copylab.analysis.crossover import classify
+from copylab.analysis.stats import compare
+from copylab.declarations import implementations
+from copylab.declarations.config import SweepConfig
+from copylab.declarations.metrics import add_metrics
+from copylab.measure.schedule import Contender, Point, configurations, point_of, study_contender
+from copylab.record.tables import curve_keys
+
+
+def _labels(group: pd.DataFrame) -> list[str]:
+    return [
+        ("B" if better else "W") if significant else "0"
+        for better, significant in zip(group["challenger_better"], group["significant"], strict=True)
+    ]
+
+
+def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
+    """(priority, point on the axis) of a curve's points that still need blocks; lower priority first."""
+    group = group.sort_values(axis)
+    labels = _labels(group)
+    if "0" not in labels:
+        return []
+    status = classify(labels)
+    points = group[axis].to_numpy()
+    if status == "crossover":
+        low = max(i for i, label in enumerate(labels) if label == "W")
+        high = min(i for i, label in enumerate(labels) if label == "B")
+        inside = [i for i in range(low + 1, high) if labels[i] == "0"]
+        if not inside:
+            return []
+        candidates = inside
+    else:
+        candidates = [i for i, label in enumerate(labels) if label == "0"]
+    log_ratio = np.log(group["ratio"].to_numpy(dtype=float))
+    sign = np.sign(log_ratio)
+    # A change of sign next to a significant point is where a crossover would be placed; between two undecided
+    # points it is noise around no difference, where more blocks decide nothing (servers at one connection).
+    crossings = [
+        i for i in range(len(sign) - 1) if sign[i] != sign[i + 1] and (labels[i] != "0" or labels[i + 1] != "0")
+    ]
+    changes = {j for i in crossings for j in (i, i + 1)}
+    width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
+    closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
+    return [
+        (0.0 if i in changes else 1.0 - float(np.nan_to_num(closeness[i], nan=0.0)), int(points[i])) for i in candidates
+    ]
+
+
+def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95) -> dict[Point, set[Contender]]:
+    """Per point, the contenders whose deciding comparisons still need blocks there, the most promising points
+    first."""
+    experiment = implementations.experiment(config.experiment)
+    pairs = [
+        (challenger, baseline)
+        for challenger, baseline in implementations.deciding_pairs(experiment)
+        if {challenger, baseline} <= set(config.implementations)
+    ]
+    grid = [point_of(c) for c in configurations(config) if c.workload == experiment.workload]
+    wanted: dict[Point, tuple[float, set[Contender]]] = {}
+
+    def want(point: Point, priority: float, challenger: str, baseline: str) -> None:
+        best, contenders = wanted.get(point, (priority, set()))
+        wanted[point] = (min(best, priority), contenders | {study_contender(challenger), study_contender(baseline)})
+
+    comparisons = (
+        compare(add_metrics(ok_rows), pairs, [experiment.metric], confidence, experiment.axis, paired=True)
+        if len(ok_rows)
+        else pd.DataFrame(columns=["workload", "challenger", "baseline"])
+    )
+    comparisons = comparisons[comparisons["workload"] == experiment.workload]
+    for challenger, baseline in pairs:
+        mine = comparisons[(comparisons["challenger"] == challenger) & (comparisons["baseline"] == baseline)]
+        compared = {point_of_row(row) for _, row in mine.iterrows()}
+        for point in dict.fromkeys(grid):
+            if point not in compared:
+                want(point, -1.0, challenger, baseline)  # not compared yet: first
+        for _, group in mine.groupby(curve_keys(experiment.axis)):
+            for priority, position in _targets(group, experiment.axis):
+                row = group[group[experiment.axis] == position].iloc[0]
+                want(point_of_row(row), priority, challenger, baseline)
+    ordered = sorted(wanted.items(), key=lambda item: item[1][0])
+    return {point: contenders for point, (_, contenders) in ordered}
+
+
+def point_of_row(row: pd.Series) -> Point:
+    return Point(
+        row["workload"],
+        int(row["size_bytes"]),
+        int(row["threads"]),
+        int(row["connections"]),
+        int(row["idle_connections"]),
+        int(row["offered_rate"]),
+        row["pinning"],
+    )

@@ -1,0 +1,375 @@
+"""Sweeps: the grid of configurations, repeated trials in a seeded random order,
+each row written to disk the moment its trial ends, resumable after any interruption."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from copylab import experiments
+from copylab.declarations import implementations
+from copylab.declarations.config import SweepConfig
+from copylab.declarations.schema import SCHEMA_VERSION
+from copylab.declarations.settings import chosen_on, per_trial
+from copylab.errors import CopylabError
+from copylab.measure import allocation, kernel_copies
+from copylab.measure.drivers import GRACE_S
+from copylab.measure.floor import host_floor
+from copylab.measure.in_flight import measure as in_flight_from_path
+from copylab.measure.provenance import create, now_iso
+from copylab.measure.schedule import (
+    PRECISION_METRIC,
+    Configuration,
+    Progress,
+    adaptive_rounds,
+    budgeted_rounds,
+    configuration_of,
+    configurations,
+    measured,
+    plan,
+    precise_enough,
+)
+from copylab.measure.spec import TrialSettings, TrialSpec
+from copylab.measure.trial import measured_window_s, run_trial
+from copylab.paths import DATA
+from copylab.programs.calibration_run import CALIBRATION_PROGRAMS, calibration
+from copylab.record.calibration import Calibration
+from copylab.record.manifest import Harness
+from copylab.record.store import SweepStore
+from copylab.testbeds import testbed
+from copylab.testbeds.testbed import Testbed
+
+
+@dataclass
+class SweepResult:
+    directory: Path
+    planned: int
+    ran: int = 0
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0
+    wall_s: float = 0.0
+    window_s: float = 0.0
+    overheads_s: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # implementation -> why it could not run here
+    exhausted: bool = False  # its schedule ran to its end (a budgeted sweep: nothing left it would run)
+
+    def median_overhead_s(self) -> float:
+        return float(np.median(self.overheads_s)) if self.overheads_s else math.nan
+
+    def summary(self) -> str:
+        text = (
+            f"Sweep {self.directory.name}: {self.ran} trials run ({self.ok} ok, {self.failed} failed"
+            f"{f', {self.skipped} already recorded' if self.skipped else ''}) of {self.planned} planned in "
+            f"{self.wall_s:.0f} s; warm-up + measured windows {self.window_s:.0f} s "
+            f"(wall/window {self.wall_s / self.window_s if self.window_s else math.nan:.2f}), median "
+            f"{self.median_overhead_s():.2f} s per trial outside them. "
+            f"Data: {self.directory / 'trials.csv'} with {self.directory / 'manifest.json'}."
+        )
+        if self.failures:
+            text += f" First failure: {self.failures[0]}."
+        return text
+
+
+# What a trial is assumed to cost beyond its windows until the sweep has measured it.
+DEFAULT_OVERHEAD_S = 0.1
+
+
+def _testbed(config: Any, directory: Path) -> Testbed:
+    """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here (in a
+    user namespace of the sweep's own without root). DIRECTORY: where the sweep's data goes (what marks the
+    hosts' temporary directories as its own)."""
+    if config.server_host:
+        from copylab.testbeds.remote import Hosts
+
+        return Hosts(config, directory)
+    if os.geteuid() != 0:
+        from copylab.testbeds.userns import UserNamespaces
+
+        return UserNamespaces.for_sweep(config)
+    return testbed.Namespaces.for_sweep(config)
+
+
+def _ok_rows(store: SweepStore) -> pd.DataFrame:
+    trials = store.recorded_trials() if store.trials_path.exists() else None
+    return trials[trials["status"] == "ok"] if trials is not None else pd.DataFrame(columns=["trial_id"])
+
+
+def _finished(config: SweepConfig, ok_rows: pd.DataFrame, skip: frozenset[str], exhausted: bool) -> bool:
+    """Fixed design: every planned trial is ok. Adaptive: every configuration is precise or at max-trials.
+    Budgeted: its schedule ran to its end."""
+    if config.budget_s is not None:
+        return exhausted
+    if config.target_ci is None:
+        return set(ok_rows["trial_id"]) >= {spec.trial_id for spec in plan(config, skip)}
+    found = measured(ok_rows)
+    return all(
+        precise_enough(found.get(c, []), config.target_ci) or len(found.get(c, [])) >= config.max_trials
+        for c in configurations(config, skip)
+    )
+
+
+def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
+    """Implementations of the sweep that cannot run on its server end, with the reason."""
+    reasons = {}
+    for name in config.implementations:
+        why = implementations.get(name).driver.unavailable(bed.server, config.sanitize)
+        if why:
+            reasons[name] = why
+    return reasons
+
+
+@contextmanager
+def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.Accounting | None]:
+    if not config.kernel_copies:
+        yield None
+        return
+    if bed.privilege != "root":
+        yield kernel_copies.Accounting(bed.client, "BPF needs root, and this sweep runs without it (user namespace)")
+        return
+    # bpftrace ends itself when its lease, renewed before every trial, is older than a trial may take (iperf3's
+    # windows, rounded up to whole seconds, and the harness between trials fit in the margin).
+    lease_s = config.warmup_s + config.duration_s + GRACE_S + kernel_copies.LEASE_MARGIN_S
+    sender = bed.server if bed.path == "veth" else None
+    with kernel_copies.accounting(bed.client, config.name, lease_s, sender) as counts:
+        if counts.receive_reason:
+            print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
+        yield counts
+
+
+def calibration_for(config: SweepConfig, bed: Testbed) -> Calibration:
+    """Single-core memcpy bandwidth on the sweep's sending CPU: the copy-bound ceiling of its report."""
+    cpu = "0" if "none" not in config.pinning else None
+    programs = {name: bed.server.program(name) for name in CALIBRATION_PROGRAMS}
+    return calibration(cpu=cpu, run=bed.server.run, programs=programs)
+
+
+def _check_writable(directory: Path) -> None:
+    """A one-line refusal, before anything runs, when this user cannot write the sweep's directory."""
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CopylabError(f"{existing} is not writable by this user: choose a data directory it can write")
+
+
+def run(
+    config: SweepConfig,
+    data_root: Path = DATA,
+    resume: bool = False,
+    progress: bool = True,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened."""
+    store = SweepStore(data_root / config.name, data_root=data_root)
+    _check_writable(store.directory)
+    if resume:
+        if not store.manifest_path.exists():
+            raise CopylabError(f"--resume: {store.directory} holds no sweep to resume")
+        try:
+            record = store.read_manifest()
+        except CopylabError as error:
+            raise CopylabError(f"--resume: {error}") from None
+        if record.schema_version != SCHEMA_VERSION:
+            raise CopylabError(
+                f"--resume: {store.directory} was written by a copylab with trials.csv schema version "
+                f"{record.schema_version} (this one writes {SCHEMA_VERSION}): finish it with that copylab or "
+                "start a new sweep"
+            )
+        config = record.parameters
+    elif store.holds_sweep():
+        raise CopylabError(
+            f"{store.directory} already holds a sweep: pass --resume to finish it, or choose another --name"
+        )
+    bed = _testbed(config, store.directory)
+    with bed.prepared():
+        # The manifest records what the testbed chose, and every trial runs with it.
+        config = dataclasses.replace(config, **chosen_on(per_trial(config), bed))
+        return _run_prepared(config, store, bed, resume, progress, on_row)
+
+
+def _run_prepared(
+    config: SweepConfig,
+    store: SweepStore,
+    bed: Testbed,
+    resume: bool,
+    progress: bool,
+    on_row: Callable[[dict[str, Any]], None] | None,
+) -> SweepResult:
+    support = bed.perf_support()
+    if resume and store.trials_path.exists():
+        store.repair_truncated_tail()
+        ok_rows = _ok_rows(store)
+        record = store.read_manifest()
+    else:
+        ok_rows = _ok_rows(store)
+        record = create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)
+    store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
+
+    done = set(ok_rows["trial_id"])
+    found = measured(ok_rows)
+    result = SweepResult(store.directory, 0, skipped=len(done))
+    started = time.monotonic()
+    skip: frozenset[str] = frozenset()
+    writer = store.writer()
+    try:
+        with bed.running():
+            result.unavailable = unavailable_here(config, bed)
+            skip = frozenset(result.unavailable)
+            for name, why in result.unavailable.items():
+                print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
+            if skip >= set(config.implementations):
+                raise CopylabError("no implementation of the sweep can run here (see the lines above)")
+            record = store.read_manifest()
+            calibration = record.calibration
+            # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
+            # alone takes the CPU for about 0.4 s.
+            if calibration is None and experiments.get(config.experiment).calibrates:
+                calibration = calibration_for(config, bed)
+            settings = TrialSettings(
+                config.name,
+                bed,
+                support,
+                config.duration_s,
+                config.warmup_s,
+                config.verify,
+                config.sanitize,
+                experiment=config.experiment,
+                values=per_trial(config),
+            )
+            floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
+            in_flight = record.in_flight
+            zero_copy = any(implementations.uses_zero_copy(name) for name in set(config.implementations) - skip)
+            if in_flight is None and config.zc_inflight is None and zero_copy:
+                in_flight = in_flight_from_path(config.experiment, settings)
+            if in_flight is not None:
+                settings = dataclasses.replace(
+                    settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight}
+                )
+            store.write_manifest(
+                dataclasses.replace(
+                    record,
+                    unavailable=dict(result.unavailable),
+                    calibration=calibration,
+                    restrictions=bed.restrictions(),
+                    host_floor=floor,
+                    in_flight=in_flight,
+                )
+            )
+            with _kernel_copies(config, bed) as counts:
+                batches = _schedule(config, store, result, skip, found)
+                settings = dataclasses.replace(settings, kernel_copies=counts)
+                _run_trials(batches, done, settings, writer, result, found, on_row, progress)
+                result.exhausted = True
+                if config.target_ci is not None or config.budget_s is not None:
+                    result.planned = result.ran + result.skipped
+    finally:
+        writer.close()
+        result.wall_s = time.monotonic() - started
+        finished = _finished(config, _ok_rows(store), skip, result.exhausted)
+        record = store.read_manifest()
+        harness = (
+            Harness(result.median_overhead_s(), result.wall_s, result.window_s, result.ran)
+            if result.ran
+            else record.harness
+        )
+        store.write_manifest(
+            dataclasses.replace(
+                record,
+                ended_at=now_iso(),
+                complete=finished,
+                trials_sha256=store.trials_sha256() if finished else None,
+                harness=harness,
+            )
+        )
+    return result
+
+
+def _schedule(
+    config: SweepConfig,
+    store: SweepStore,
+    result: SweepResult,
+    skip: frozenset[str],
+    found: dict[Configuration, list[float]],
+) -> Iterator[list[TrialSpec]]:
+    """The sweep's design (copylab.measure.schedule), as rounds of trials; sets how many are planned."""
+    if config.target_ci is not None:
+        result.planned = len(configurations(config, skip)) * config.max_trials
+        return adaptive_rounds(config, found, skip)
+    if config.budget_s is None:
+        fixed = plan(config, skip)
+        result.planned = len(fixed)
+        return iter([fixed])
+    window = config.warmup_s + config.duration_s
+    recorded = store.recorded_trials() if store.trials_path.exists() else None
+    # The budget counts the sweep's own time, the harness's between trials included; an earlier, interrupted run
+    # counts by its trials.
+    before = float(recorded["trial_wall_s"].sum()) if recorded is not None and len(recorded) else 0.0
+    started = time.monotonic()
+
+    def progress() -> Progress:
+        rows = store.recorded_trials() if store.trials_path.exists() else pd.DataFrame(columns=["status"])
+        overhead = result.median_overhead_s()
+        trial_s = window + (overhead if overhead == overhead else DEFAULT_OVERHEAD_S)
+        return Progress(rows, before + time.monotonic() - started, trial_s)
+
+    result.planned = int(config.budget_s // (window + DEFAULT_OVERHEAD_S))
+    rounds = budgeted_rounds(config, progress, lambda ok: allocation.undecided(ok, config), skip)
+    return _numbered(rounds, 0 if recorded is None else len(recorded))
+
+
+def _numbered(rounds: Iterator[list[TrialSpec]], start: int) -> Iterator[list[TrialSpec]]:
+    """ROUNDS with order indexes that go on from START, the rows already recorded."""
+    for batch in rounds:
+        yield [dataclasses.replace(spec, order_index=start + index) for index, spec in enumerate(batch)]
+        start += len(batch)
+
+
+def _run_trials(
+    batches: Iterator[list[TrialSpec]],
+    done: set[str],
+    settings: TrialSettings,
+    writer: Any,
+    result: SweepResult,
+    found: dict[Configuration, list[float]],
+    on_row: Callable[[dict[str, Any]], None] | None,
+    progress: bool,
+) -> None:
+    """Runs every trial of BATCHES not yet DONE, writing each row the moment it ends."""
+    with tqdm(total=result.planned - len(done), disable=not progress, unit="trial", dynamic_ncols=True) as bar:
+        for batch in batches:
+            for spec in batch:
+                if spec.trial_id in done:
+                    continue
+                row = run_trial(spec, settings)
+                done.add(spec.trial_id)
+                writer.write(row)
+                window = measured_window_s(spec, settings)
+                result.ran += 1
+                result.window_s += window
+                result.overheads_s.append(row["trial_wall_s"] - window)
+                if row["status"] == "ok":
+                    result.ok += 1
+                    value = row.get(PRECISION_METRIC[spec.workload])
+                    if value is not None and not math.isnan(value):
+                        found.setdefault(configuration_of(row), []).append(float(value))
+                else:
+                    result.failed += 1
+                    result.failures.append(f"{spec.trial_id}: {row['error']}")
+                    settings.testbed.reconnect()  # an end that went away: back, or the sweep stops here
+                if on_row:
+                    on_row(row)
+                bar.update(1)

@@ -1,0 +1,196 @@
+"""Provenance of a sweep as a typed record: host, toolchain, code version, settings, and a checksum of the data.
+copylab.measure.provenance probes this host for it.
+
+Manifest.from_dict accepts every manifest copylab has written (settings a manifest predates keep their
+defaults) and rejects anything else with one line naming the key; copylab.record.store reads and writes the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from copylab.declarations.config import SweepConfig
+from copylab.errors import CopylabError
+from copylab.record.calibration import Calibration
+
+
+@dataclass(frozen=True)
+class Host:
+    hostname: str
+    kernel: str
+    cpu_model: str
+    cores: int
+    memory_gib: float
+    virtualization: str  # what systemd-detect-virt says, or whether /proc/cpuinfo names a hypervisor
+    # The TCP congestion control its connections get unless they choose one (net.ipv4.tcp_congestion_control);
+    # None: not recorded (manifests from before it was)
+    congestion_default: str | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    """The interface that carries an end's trial traffic."""
+
+    interface: str
+    driver: str | None  # ethtool -i's driver, None where ethtool is missing
+    mtu: int | None
+    offloads: dict[str, str] = field(default_factory=dict)  # ethtool -k: feature -> on/off (fixed), where present
+
+
+@dataclass(frozen=True)
+class EndRecord:
+    """One end of a sweep run between two hosts: where it ran and what carried its traffic."""
+
+    role: str  # server or client
+    target: str  # the SSH destination, USER@HOST[:PORT]
+    host: Host
+    link: Link | None
+    # Settings changed on the host for the sweep (--tune-remote) and restored after: name -> value used.
+    tuned: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    python: str
+    packages: dict[str, str | None]
+    # Program -> the first line of its version output (None: not installed): gcc, perf, wrapped tools.
+    programs: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Git:
+    commit: str
+    dirty: bool
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    available: bool
+    supported_events: list[str]
+    unsupported_events: dict[str, str]  # event -> perf's reason
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What the sweep cost beyond its measured windows."""
+
+    median_overhead_s: float
+    wall_s: float
+    window_s: float
+    trials_run: int
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """The zero-copy senders' bytes in flight as the sweep chose them from the path (copylab.measure.in_flight)."""
+
+    zc_inflight: int
+    throughput_gbps: float | None  # the measuring trial's; None when it failed
+    srtt_us: float | None
+    bandwidth_delay_bytes: int | None
+    how: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    sweep: str
+    profile: str
+    host: Host
+    toolchain: Toolchain
+    git: Git
+    parameters: SweepConfig
+    perf: PerfRecord
+    started_at: str | None = None
+    ended_at: str | None = None
+    complete: bool = False
+    trials_sha256: str | None = None
+    calibration: Calibration | None = None
+    harness: Harness | None = None
+    # The trials.csv schema it was written with (copylab.declarations.schema.SCHEMA_VERSION); manifests before it: 1.
+    schema_version: int = 1
+    # Implementations of the sweep that could not run on this host, with the reason; their trials were not run.
+    unavailable: dict[str, str] = field(default_factory=dict)
+    # What carried the trials: "veth" (two namespaces of the host above) or "network" (the two hosts of ends).
+    path: str = "veth"
+    ends: list[EndRecord] = field(default_factory=list)
+    # root, or user-namespace (an unprivileged user: copylab made the namespaces inside a user namespace)
+    privilege: str = "root"
+    # What the testbed could not do as asked (a setting, a kind of measurement), with the reason.
+    restrictions: dict[str, str] = field(default_factory=dict)
+    # The host's floor (copylab.measure.floor): pinning -> mean round trip in µs of a minimal ping-pong at one connection.
+    host_floor: dict[str, float] = field(default_factory=dict)
+    # Without --zc-inflight, for a sweep with a zero-copy sender: what it was set to from the path, and why.
+    in_flight: InFlight | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        record = dataclasses.asdict(self)
+        record["parameters"] = self.parameters.parameters()
+        record["toolchain"] = {
+            **self.toolchain.programs,
+            "python": self.toolchain.python,
+            "packages": self.toolchain.packages,
+        }
+        return record
+
+    @classmethod
+    def from_dict(cls, record: Any) -> Manifest:
+        """A manifest from its JSON; CopylabError naming the first missing, unknown or mistyped key."""
+        if not isinstance(record, dict):
+            raise CopylabError("expected a JSON object")
+        record = dict(record)
+        toolchain = record.get("toolchain")
+        if isinstance(toolchain, dict):
+            programs = {k: v for k, v in toolchain.items() if k not in ("python", "packages")}
+            record["toolchain"] = {
+                "python": toolchain.get("python"),
+                "packages": toolchain.get("packages"),
+                "programs": programs,
+            }
+        parameters = record.get("parameters")
+        if not isinstance(parameters, dict):
+            raise CopylabError("key 'parameters' missing or not an object")
+        record["parameters"] = SweepConfig.from_parameters(
+            str(record.get("sweep")), str(record.get("profile")), parameters
+        )
+        return _build(cls, record, "")
+
+
+def _build(cls: type, record: Any, where: str) -> Any:
+    """An instance of dataclass CLS from RECORD, every field checked against its annotation."""
+    if not isinstance(record, dict):
+        raise CopylabError(f"key '{where.rstrip('.')}' is not an object")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(record) - set(known))
+    if unknown:
+        raise CopylabError(f"unknown key '{where}{unknown[0]}'")
+    values = {}
+    for name, spec in known.items():
+        if name not in record:
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                raise CopylabError(f"key '{where}{name}' missing")
+            continue
+        values[name] = _value(hints[name], record[name], f"{where}{name}")
+    return cls(**values)
+
+
+def _value(hint: Any, value: Any, where: str) -> Any:
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in arguments:
+            return None
+        return _value(next(a for a in arguments if a is not type(None)), value, where)
+    if dataclasses.is_dataclass(hint):
+        return value if isinstance(value, hint) else _build(hint, value, f"{where}.")
+    if origin is list and arguments and dataclasses.is_dataclass(arguments[0]):
+        if not isinstance(value, list):
+            raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not a list")
+        return [_value(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
+    expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint) or (origin or hint,)
+    if (isinstance(value, bool) and hint is not bool) or not isinstance(value, expected):
+        raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not {getattr(hint, '__name__', hint)}")
+    return value

@@ -1,0 +1,246 @@
+"""The one owner of a sweep's files: data/NAME/* (trials, manifest, analysis tables) and figures/NAME/*.
+
+Nothing else in copylab opens them.  trials.csv is written one fsynced line per trial and read back through
+the schema (copylab.record.trials_file), manifest.json as a typed Manifest (replaced atomically), the analysis tables
+with the types copylab.record.tables declares.  Figures go to figures/ under the sweep's path relative to data/,
+so a nested sweep (data/study/run1) gets figures/study/run1, never a folder under data/.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from copylab.declarations.schema import COLUMN_NAMES
+from copylab.errors import CopylabError
+from copylab.paths import DATA, FIGURES
+from copylab.record import tables
+from copylab.record.manifest import Manifest
+from copylab.record.origin import ModifiedData, Origin
+from copylab.record.trials_file import check_manifest, decode, parse_trials
+
+if TYPE_CHECKING:  # drawing is the analysis's business: running a sweep never imports matplotlib
+    from matplotlib.figure import Figure
+
+TRIALS_FILE = "trials.csv"
+MANIFEST_FILE = "manifest.json"
+FIGURE_DPI = 200
+
+
+class TrialWriter:
+    """Appends rows to trials.csv, each line written whole, flushed and synced as it comes."""
+
+    def __init__(self, path: Path) -> None:
+        new = not path.exists() or path.stat().st_size == 0
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if new:
+            self._write_line(list(COLUMN_NAMES))
+
+    def _write_line(self, values: list[Any]) -> None:
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerow(values)
+        os.write(self.fd, buffer.getvalue().encode())
+        os.fsync(self.fd)
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        def cell(value: Any) -> Any:
+            if value is None or (isinstance(value, float) and value != value):
+                return ""
+            return value
+
+        self._write_line([cell(row.get(name)) for name in COLUMN_NAMES])
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class SweepStore:
+    """The files of the sweep in DIRECTORY, and where its figures go (under FIGURES_ROOT)."""
+
+    def __init__(self, directory: str | Path, figures_root: str | Path = FIGURES, data_root: str | Path = DATA) -> None:
+        self.directory = Path(directory).resolve()
+        self.figures_root = Path(figures_root).resolve()
+        self.data_root = Path(data_root).resolve()
+
+    def __repr__(self) -> str:
+        return f"SweepStore({str(self.directory)!r})"
+
+    @property
+    def name(self) -> str:
+        return self.directory.name
+
+    @property
+    def key(self) -> str:
+        """The sweep's path below data/ ("study/run1"), or its directory's name when it lives elsewhere."""
+        if self.directory.is_relative_to(self.data_root):
+            return self.directory.relative_to(self.data_root).as_posix()
+        return self.name
+
+    @property
+    def trials_path(self) -> Path:
+        return self.directory / TRIALS_FILE
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.directory / MANIFEST_FILE
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.figures_root / self.key
+
+    def holds_sweep(self) -> bool:
+        return self.trials_path.exists() or self.manifest_path.exists()
+
+    # ------------------------------------------------------------ manifest
+
+    def read_manifest(self) -> Manifest:
+        path = self.manifest_path
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CopylabError(f"{path}: no manifest (every sweep directory needs manifest.json)") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CopylabError(f"{path}: not valid JSON ({error})") from None
+        try:
+            return Manifest.from_dict(record)
+        except CopylabError as error:
+            raise CopylabError(f"{path}: {error}") from None
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        """Replaces the manifest atomically, so an interruption never leaves half a file."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temporary = self.manifest_path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+        os.replace(temporary, self.manifest_path)
+
+    # ------------------------------------------------------------ trials
+
+    def writer(self) -> TrialWriter:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return TrialWriter(self.trials_path)
+
+    def repair_truncated_tail(self) -> bool:
+        """Cuts a last line that a crash left unfinished; True if it had to."""
+        data = self.trials_path.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return False
+        with self.trials_path.open("r+b") as stream:
+            stream.truncate(data.rfind(b"\n") + 1)
+        return True
+
+    def trials_sha256(self) -> str:
+        digest = hashlib.sha256()
+        with self.trials_path.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def read_trials(self, require_ok: bool = True) -> pd.DataFrame:
+        """trials.csv checked against the schema and typed (see copylab.record.trials_file.parse_trials)."""
+        try:
+            data = self.trials_path.read_bytes()
+        except FileNotFoundError:
+            raise CopylabError(f"{self.trials_path}: no such file") from None
+        return parse_trials(decode(data, self.trials_path), self.trials_path, require_ok)
+
+    def recorded_trials(self) -> pd.DataFrame:
+        """The rows an interrupted sweep has written, to finish it: the file must be copylab's current format."""
+        with self.trials_path.open(newline="") as stream:
+            header = next(csv.reader(stream), [])
+        if tuple(header) != COLUMN_NAMES:
+            raise CopylabError(
+                f"{self.trials_path}: its columns are not copylab's trials.csv columns; refusing to append"
+            )
+        return self.read_trials(require_ok=False)
+
+    def load(self) -> tuple[pd.DataFrame, Manifest]:
+        """The trials and the manifest, checked against each other; a ModifiedData warning when trials.csv is
+        no longer what the sweep wrote."""
+        if not self.directory.is_dir():
+            raise CopylabError(f"{self.directory}: no such sweep directory")
+        trials = self.read_trials()
+        manifest = self.read_manifest()
+        check_manifest(trials, manifest, self.manifest_path)
+        warning = self.origin(manifest).warning()
+        if warning:
+            warnings.warn(ModifiedData(f"{self.directory}: {warning}"), stacklevel=2)
+        return trials, manifest
+
+    def origin(self, manifest: Manifest | None = None) -> Origin:
+        """Which data and code the sweep's numbers come from (copylab.record.origin)."""
+        return Origin.of(manifest or self.read_manifest(), self.trials_sha256())
+
+    # ------------------------------------------------------------ analysis tables and figures
+
+    def table_path(self, name: str) -> Path:
+        return self.directory / f"{name}.csv"
+
+    def write_table(self, name: str, frame: pd.DataFrame) -> Path:
+        path = self.table_path(name)
+        tables.typed(name, frame).to_csv(path, index=False, lineterminator="\n")
+        return path
+
+    def missing_tables(self) -> list[str]:
+        """Analysis tables not written yet, older than trials.csv (the sweep went on after the analysis), or
+        written by a copylab whose tables had other columns."""
+        written = self.trials_path.stat().st_mtime_ns if self.trials_path.exists() else 0
+        return [f"{name}.csv" for name in tables.TABLES if not self._current(name, written)]
+
+    def _current(self, name: str, trials_written_ns: int) -> bool:
+        path = self.table_path(name)
+        if not path.is_file() or path.stat().st_mtime_ns < trials_written_ns:
+            return False
+        with path.open(newline="") as file:
+            return next(csv.reader(file), []) == list(tables.TABLES[name])
+
+    def read_table(self, name: str) -> pd.DataFrame:
+        columns = tables.TABLES[name]
+        path = self.table_path(name)
+        try:
+            frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str)
+        except FileNotFoundError:
+            raise CopylabError(f"{path}: not written yet (run ./inv analyze --data {self.directory})") from None
+        if list(frame.columns) != list(columns):
+            raise CopylabError(f"{path}: its columns are not those of copylab's {name} table; analyse the sweep again")
+        typed = {}
+        for column, dtype in columns.items():
+            values = frame[column]
+            if dtype == "bool":
+                typed[column] = values.map({"True": True, "False": False}).astype("bool")
+            elif dtype == "str":
+                typed[column] = values.astype("str")
+            else:
+                typed[column] = pd.to_numeric(values).astype(dtype)
+        return pd.DataFrame(typed)
+
+    def save_figures(self, figures: Mapping[str, Figure], metadata: Mapping[str, str]) -> list[Path]:
+        """Write every figure as figures/KEY/NAME.png, METADATA in its text chunks (copylab.record.origin); return the
+        paths."""
+        return save_pngs(self.figures_dir, figures, metadata)
+
+    def figure_path(self, name: str) -> Path:
+        """A figure the analysis saved; a one-line error naming the command when it has not."""
+        path = self.figures_dir / f"{name}.png"
+        if not path.is_file():
+            raise CopylabError(f"{path}: not drawn yet (run ./inv analyze --data {self.directory})")
+        return path
+
+
+def save_pngs(directory: Path, figures: Mapping[str, Figure], metadata: Mapping[str, str]) -> list[Path]:
+    """Every figure as DIRECTORY/NAME.png with METADATA in its text chunks; the paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, figure in figures.items():
+        path = directory / f"{name}.png"
+        figure.savefig(path, dpi=FIGURE_DPI, metadata=dict(metadata))
+        paths.append(path)
+    return paths

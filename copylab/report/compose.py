@@ -1,0 +1,115 @@
+"""The report's content, in order, from its analysed sweeps: the generic sections around each experiment's parts.
+
+Setup and Method describe the main sweep (the first sweep of the main experiment); then the main experiment's
+parts; then, for every other experiment, its parts for its first sweep of each load (closed, open), or what it
+says when the report has none; then Limitations and Reproducing; then the further sweeps, each summed up by its
+experiment and compared with that experiment's first sweep of the same load (copylab.analysis.two_runs).  Figures are numbered
+here, in the order they appear.  notebooks/20_report.ipynb only displays the blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from copylab import experiments
+from copylab.analysis import two_runs
+from copylab.errors import CopylabError
+from copylab.report import comparison, sections
+from copylab.report.blocks import Block, Figure, Markdown
+from copylab.report.results import Results
+
+
+@dataclass(frozen=True)
+class ReportSweeps:
+    """A report's sweeps by role: the main one (its study parts), one per other experiment (its section), and the
+    others, summed up under "Further sweeps"."""
+
+    main: Results
+    sections: dict[tuple[str, str], Results]  # (experiment, load) -> its first sweep
+    further: list[Results]
+
+
+def arrange(sweeps: list[Results]) -> ReportSweeps:
+    """The first sweep of the main experiment is the main one, the first of every other experiment under each load
+    gets its section; the rest follow as further sweeps."""
+    main_experiment = experiments.main()
+    first: dict[tuple[str, str], Results] = {}
+    for sweep in sweeps:
+        first.setdefault(_role(sweep), sweep)
+    main = next((sweep for key, sweep in first.items() if key[0] == main_experiment.name), None)
+    if main is None:
+        raise CopylabError(
+            f"a report needs a {main_experiment.name} sweep (./inv run-sweep): its study parts describe one"
+        )
+    sections = {key: sweep for key, sweep in first.items() if sweep is not main}
+    return ReportSweeps(main, sections, [s for s in sweeps if s is not main and s not in sections.values()])
+
+
+def _role(sweep: Results) -> tuple[str, str]:
+    parameters = sweep.manifest.parameters
+    return parameters.experiment, parameters.load
+
+
+def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
+    """The whole report, figures numbered."""
+    content: list[Block] = [
+        Markdown("# Setup"),
+        Markdown(sections.front_matter(sweeps.main, generated)),
+        Markdown("# Method"),
+        Markdown(sections.method(sweeps.main)),
+    ]
+    content += _traced(
+        experiments.get(sweeps.main.manifest.parameters.experiment).parts().parts(sweeps.main), sweeps.main
+    )
+    for experiment in experiments.EXPERIMENTS.values():
+        if experiment.main:
+            continue
+        module = experiment.parts()
+        found = {load: sweep for (name, load), sweep in sweeps.sections.items() if name == experiment.name}
+        for sweep in found.values():
+            content += _traced(module.parts(sweep), sweep)
+        content += module.absent(frozenset(found))
+    content += [
+        Markdown("# Limitations"),
+        Markdown(sections.limitations(sweeps.main)),
+        Markdown("# Reproducing this report"),
+        Markdown(sections.reproduce(sweeps.main)),
+    ]
+    if sweeps.further:
+        content.append(Markdown("# Further sweeps"))
+    for other in sweeps.further:
+        experiment = other.manifest.parameters.experiment
+        summary = experiments.get(experiment).parts().summary(other)
+        content += [
+            Markdown(sections.sweep_heading(other)),
+            Markdown(summary),
+            Markdown("**Limitations.**\n\n" + sections.limitations(other)),
+        ]
+        first = sweeps.main if _role(other) == _role(sweeps.main) else sweeps.sections[_role(other)]
+        content += _compared(first, other)
+    return _numbered(content)
+
+
+def _compared(first: Results, other: Results) -> list[Block]:
+    """OTHER against the first sweep of its experiment (copylab.analysis.two_runs), its figures drawn beside the sweeps'."""
+    result = two_runs.compare_runs(first.store, other.store)
+    directory = first.store.figures_root / "comparisons" / f"{first.name}-vs-{other.name}"
+    return comparison.blocks(result, comparison.save_figures(result, directory), level=2)
+
+
+def _traced(content: list[Block], results: Results) -> list[Block]:
+    """CONTENT with every figure's caption naming the data and code it was drawn from (copylab.record.origin)."""
+    stamp = results.origin.stamp()
+    return [Figure(block.path, f"{block.caption} {stamp}") if isinstance(block, Figure) else block for block in content]
+
+
+def _numbered(content: list[Block]) -> list[Block]:
+    number = 0
+    numbered: list[Block] = []
+    for block in content:
+        if isinstance(block, Figure):
+            number += 1
+            block = Figure(block.path, f"**Figure {number}.** {block.caption}")
+        numbered.append(block)
+    return numbered

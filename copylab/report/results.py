@@ -1,0 +1,278 @@
+"""Queries over one analysed sweep: the numbers the report's prose states, never the prose itself.
+
+``load_results`` reads what the analysis wrote (copylab.record.store); every other function takes the loaded
+``Results`` and returns rows, values or facts.  The prose modules (answers, captions, sections) build
+their sentences from these and import no other prose module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from copylab.declarations import implementations
+from copylab.declarations.roles import Role
+from copylab.declarations.vocabulary import NO_LAYOUT
+from copylab.errors import CopylabError
+from copylab.formatting import code
+from copylab.record.manifest import Manifest
+from copylab.record.origin import Origin
+from copylab.record.store import SweepStore
+
+THROUGHPUT = "throughput_gbps"
+# systemd-detect-virt's names of container managers (the rest are hypervisors)
+CONTAINERS = {"docker", "podman", "lxc", "lxc-libvirt", "systemd-nspawn", "openvz", "rkt", "wsl", "proot", "pouch"}
+CACHE_EVENTS = ("L1-dcache-load-misses", "LLC-load-misses", "cache-misses", "cache-references")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """The rows of a sweep's other message layouts (--layout aligned, contiguous) and the comparisons of each
+    layout with the study's: the report's layout section reads them, nothing else does."""
+
+    trials: pd.DataFrame
+    summary: pd.DataFrame
+    comparisons: pd.DataFrame
+    crossovers: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Results:
+    """One sweep's provenance, trials and analysis tables, in the study's message layout (every statement but
+    the layout section's is about it); the other layouts' rows are in ``layouts``."""
+
+    name: str
+    manifest: Manifest
+    trials: pd.DataFrame
+    summary: pd.DataFrame
+    comparisons: pd.DataFrame
+    crossovers: pd.DataFrame
+    store: SweepStore
+    origin: Origin  # which data and code its numbers come from
+    layouts: Layouts | None = None
+
+
+def _study_layout(frame: pd.DataFrame) -> pd.Series:
+    return frame["layout"].isin([implementations.STUDY_LAYOUT, NO_LAYOUT])
+
+
+def _between_layouts(frame: pd.DataFrame) -> pd.Series:
+    mark = implementations.LAYOUT_MARK
+    return frame["challenger"].str.contains(mark, regex=False) | frame["baseline"].str.contains(mark, regex=False)
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The slice most statements describe: one pinning, a fixed thread count and a fixed stream size."""
+
+    pinning: str
+    threads: int
+    size: int
+
+
+def load_results(store: SweepStore) -> Results:
+    """A sweep's validated trials and manifest and the analysis tables next to them.
+
+    The analysis must have run: what it has not written yet is named with the command that writes it.
+    """
+    missing = store.missing_tables()
+    if missing:
+        raise CopylabError(
+            f"{store.directory}: no current {', '.join(missing)} (run ./inv analyze --data {store.directory} first)"
+        )
+    trials, manifest = store.load()
+    summary, comparisons, crossovers = (store.read_table(name) for name in ("summary", "comparisons", "crossovers"))
+    layouts = Layouts(
+        trials,
+        summary,
+        comparisons[_between_layouts(comparisons)],
+        crossovers[_between_layouts(crossovers)],
+    )
+    return Results(
+        manifest.sweep,
+        manifest,
+        trials[_study_layout(trials)],
+        summary[_study_layout(summary)],
+        comparisons[~_between_layouts(comparisons)],
+        crossovers[~_between_layouts(crossovers)],
+        store,
+        store.origin(manifest),
+        layouts,
+    )
+
+
+def select(frame: pd.DataFrame, **where: object) -> pd.DataFrame:
+    mask = pd.Series(True, index=frame.index)
+    for column, value in where.items():
+        mask &= frame[column] == value
+    return frame[mask]
+
+
+def metric_rows(results: Results, metric: str, **where: object) -> pd.DataFrame:
+    """Summary rows of one metric with a finite mean, sorted by configuration; receive defaults to copy."""
+    where.setdefault("receive", implementations.BASELINE_RECEIVE)
+    found = select(results.summary, metric=metric, **where)
+    found = found[np.isfinite(found["mean"])]
+    return found.sort_values(["implementation", "workload", "pinning", "threads", "connections", "size_bytes"])
+
+
+def measured(results: Results, metric: str) -> bool:
+    """Whether the summary holds at least one finite value of ``metric``."""
+    return not metric_rows(results, metric).empty
+
+
+Value = tuple[float, float, float]  # mean, ci_low, ci_high
+
+
+def value(
+    results: Results, metric: str, implementation: str, workload: str, size: int, threads: int, pinning: str
+) -> Value | None:
+    """(mean, ci_low, ci_high) of one configuration, or None when not measured."""
+    found = metric_rows(
+        results,
+        metric,
+        implementation=implementation,
+        workload=workload,
+        size_bytes=size,
+        threads=threads,
+        pinning=pinning,
+    )
+    if found.empty:
+        return None
+    row = found.iloc[0]
+    return float(row["mean"]), float(row["ci_low"]), float(row["ci_high"])
+
+
+def present(results: Results) -> list[str]:
+    """Implementations present in the summary, in registry order."""
+    return implementations.ordered(results.summary["implementation"])
+
+
+def study(results: Results) -> list[str]:
+    """The study's variants and the reference tools the sweep measured: what Part D and Part E are about."""
+    return [name for name in present(results) if implementations.in_study(name)]
+
+
+def other_senders(results: Results) -> list[str]:
+    """Implementations the sweep measured beyond the study's variants and the reference tools."""
+    return [name for name in present(results) if name not in study(results)]
+
+
+def receive_modes(results: Results) -> list[str]:
+    """Receive modes the sweep measured, copy first."""
+    measured = set(results.summary["receive"])
+    return [mode for mode in implementations.RECEIVE_MODES if mode in measured]
+
+
+def role(results: Results, name: Role) -> str | None:
+    """The implementation playing the study's variant NAME (A1, A2, A3), if the sweep measured it."""
+    found = implementations.by_role(name)
+    return found.name if found and found.name in present(results) else None
+
+
+def choose_focus(results: Results) -> Focus:
+    """The pinning listed first in the manifest, the fewest threads, and the largest of the stream sizes with the
+    most results (every implementation at every thread count, in a complete sweep)."""
+    stream = metric_rows(results, THROUGHPUT, workload="stream")
+    if stream.empty:
+        raise CopylabError(f"sweep {results.name}: no stream throughput in summary.csv")
+    listed = [p for p in results.manifest.parameters.pinning if p in set(stream["pinning"])]
+    pinning = listed[0] if listed else str(stream["pinning"].mode().iloc[0])
+    stream = stream[stream["pinning"] == pinning]
+    counts = stream.groupby("size_bytes").size()
+    size = max(counts[counts == counts.max()].index)
+    return Focus(pinning, int(stream["threads"].min()), int(size))
+
+
+def measured_sizes(results: Results, workload: str = "stream") -> list[int]:
+    """Message sizes with results for ``workload``."""
+    return sorted(int(s) for s in metric_rows(results, THROUGHPUT, workload=workload)["size_bytes"].unique())
+
+
+def comparison_rows(
+    results: Results, challenger: str, baseline: str, metric: str = THROUGHPUT, **where: object
+) -> pd.DataFrame:
+    """comparisons.csv rows of ``challenger`` against ``baseline``, sorted by size."""
+    found = select(results.comparisons, challenger=challenger, baseline=baseline, metric=metric, **where)
+    return found.sort_values("size_bytes")
+
+
+def verdict(row: pd.Series | tuple) -> str:
+    """'faster', 'slower' or 'not significant': a comparisons row in the metric's own direction."""
+    if not row.significant:
+        return "not significant"
+    return "faster" if row.challenger_better else "slower"
+
+
+def zero_copy_counts(trials: pd.DataFrame, implementation: str) -> dict[str, float] | None:
+    """Pooled zero-copy counters of all ok TRIALS of IMPLEMENTATION, or None when it recorded no completion."""
+    zc = trials[(trials["implementation"] == implementation) & (trials["status"] == "ok")]
+    columns = ("zc_sends", "zc_completed", "zc_copied", "zc_notifications")
+    totals = {column: float(zc[column].sum(min_count=1)) for column in columns}
+    if zc.empty or not totals["zc_completed"] > 0:
+        return None
+    return {
+        **totals,
+        "trials": float(len(zc)),
+        "copied_fraction": totals["zc_copied"] / totals["zc_completed"],
+        "notifications_per_send": totals["zc_notifications"] / totals["zc_sends"] if totals["zc_sends"] else math.nan,
+    }
+
+
+def copied_fraction_range(results: Results, implementation: str) -> tuple[float, float] | None:
+    """Smallest and largest per-configuration mean COPIED fraction of IMPLEMENTATION, from the summary."""
+    found = metric_rows(results, "zc_copied_fraction", implementation=implementation)
+    return None if found.empty else (float(found["mean"].min()), float(found["mean"].max()))
+
+
+def paired(results: Results) -> bool:
+    """Whether the sweep's comparisons pair trials within blocks (a blocked design) rather than not."""
+    return results.manifest.parameters.design == "blocked"
+
+
+def between_hosts(results: Results) -> bool:
+    """Whether the sweep ran between two hosts (a network path) rather than two namespaces of one host (veth)."""
+    return results.manifest.path == "network"
+
+
+def virtualised(results: Results) -> str | None:
+    """The virtualisation the manifest detected (systemd-detect-virt), or None on bare metal."""
+    virtualization = results.manifest.host.virtualization.strip() or "none"
+    return None if virtualization.lower().startswith("none") else virtualization
+
+
+def in_container(virtualization: str) -> bool:
+    return virtualization.lower() in CONTAINERS
+
+
+def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACHE_EVENTS) -> str:
+    """Why hardware counters are missing, from the manifest's perf section."""
+    perf = results.manifest.perf
+    if not perf.available:
+        reason = "perf was not available on this host"
+    else:
+        unsupported = perf.unsupported_events
+        listed = [event for event in events if event in unsupported] or sorted(unsupported)
+        if listed:
+            by_reason: dict[str, list[str]] = {}
+            for event in listed:
+                by_reason.setdefault(str(unsupported[event]), []).append(event)
+            reason = (
+                "the hardware counters are not supported ("
+                + "; ".join(f"perf reports {code(why)} for {', '.join(names)}" for why, names in by_reason.items())
+                + ")"
+            )
+        else:
+            reason = "the counters produced no values in this sweep"
+    virtualization = virtualised(results)
+    if virtualization and in_container(virtualization):
+        reason += (
+            f"; systemd-detect-virt named a container manager ({virtualization}), and inside a container perf "
+            "cannot open these events"
+        )
+    elif virtualization:
+        reason += f"; the host is a virtual machine ({virtualization}) whose hypervisor does not expose these events"
+    return reason

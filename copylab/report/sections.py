@@ -1,0 +1,563 @@
+"""The report's sections around the answers: setup, method, Part A, the copy limit, limitations, reproduction.
+
+Markdown computed from a sweep's Results and its typed manifest; nothing here types in a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from copylab import experiments
+from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
+from copylab.analysis.noise import spread_explained
+from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
+from copylab.declarations import implementations, settings
+from copylab.declarations.metrics import add_metrics
+from copylab.declarations.schema import COLUMN_NAMES
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
+from copylab.measure.spec import cpus_for
+from copylab.paths import ROOT
+from copylab.programs.perf import USER_MODE_ONLY
+from copylab.record.manifest import Manifest
+from copylab.report import transport_prose
+from copylab.report.results import (
+    THROUGHPUT,
+    Results,
+    between_hosts,
+    in_container,
+    metric_rows,
+    present,
+    virtualised,
+)
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return ", ".join(fmt_size(s) for s in sizes) if sizes else "none"
+
+
+def _when(iso: str) -> str:
+    return iso.replace("T", " ")[:16] + " UTC"
+
+
+def _period(manifest: Manifest) -> str:
+    started, ended = manifest.started_at, manifest.ended_at
+    if not started:
+        return "at an unrecorded time"
+    return f"from {_when(started)} to {_when(ended)}" if ended else f"from {_when(started)} (not finished)"
+
+
+def _trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
+    """How many more trials the UNSTABLE configurations' own spread says their means need, and at this sweep's
+    pace how long: what more time would buy.  None when their spread asks for none (intervals not Student-t's)."""
+    spread = unstable[(unstable["n"] >= 2) & np.isfinite(unstable["cv"])]
+    shortfalls = [
+        short
+        for cv, n in zip(spread["cv"], spread["n"], strict=True)
+        if (short := trials_for_precision(float(cv)) - int(n)) > 0
+    ]
+    if not shortfalls:
+        return None
+    more = sum(shortfalls)
+    text = (
+        "At the spread between their own trials (each configuration's CV under the Student-t interval), "
+        f"{'one of those means' if len(shortfalls) == 1 else f'{len(shortfalls)} of those means'} would need about "
+        f"{more} more successful trials to come within {fmt_pct(IMPRECISE)}"
+    )
+    m = results.manifest
+    if m.started_at and m.ended_at and len(results.trials):
+        elapsed = datetime.fromisoformat(m.ended_at) - datetime.fromisoformat(m.started_at)
+        pace = elapsed.total_seconds() / len(results.trials)
+        budgeted = m.parameters.design == "blocked" and m.parameters.budget_s is not None
+        option = settings.get("budget_s" if budgeted else "trials").option
+        lever = f"{code(f'--{option}')} " + ("sets a blocked sweep's time" if budgeted else "sets each configuration's")
+        text += (
+            f": about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial (its wall "
+            f"time over its trials; {lever})"
+        )
+    left = len(unstable) - len(spread)
+    if left:
+        text += f"; {left} with fewer than 2 successful trials show no spread to go by"
+    return text + "."
+
+
+def front_matter(results: Results, generated: date) -> str:
+    """Provenance line, host and toolchain table and sweep settings table, from the manifest."""
+    m = results.manifest
+    host, tools, params = m.host, m.toolchain, m.parameters
+    lines = [
+        f"Sweep {code(results.name)} (profile {m.profile}), measured {_period(m)}, code at commit "
+        f"{code(m.git.commit[:12])}"
+        + (" with uncommitted changes" if m.git.dirty else "")
+        + f". Report generated on {generated.isoformat()}.",
+        "",
+        "## Host and toolchain",
+        "",
+    ]
+    programs = dict(tools.programs)
+    rows = [
+        ("Host", host.hostname),
+        ("Kernel", host.kernel),
+        ("CPU", host.cpu_model),
+        ("Cores", host.cores),
+        ("Memory", f"{fmt_num(host.memory_gib)} GiB"),
+        ("Virtualisation", host.virtualization),
+        ("C compiler", programs.pop("gcc", None)),
+        ("perf", programs.pop("perf", None) or "not installed"),
+        *((name, version or "not installed") for name, version in programs.items()),
+        ("Python", tools.python),
+        ("Python packages", ", ".join(f"{k} {v}" for k, v in tools.packages.items() if v) or None),
+    ]
+    if m.path == "network":
+        rows[0] = ("Controller (ran copylab)", host.hostname)
+        rows[1:1] = _ends_rows(m)
+    origin = results.origin
+    rows.append(("trials.csv sha256", origin.grouped_sha256()))
+    if origin.modified:
+        rows.append(("Modified", f"yes: the manifest recorded sha256 {origin.recorded_sha256} when the sweep ended"))
+    lines.append(markdown_table({"Item": k, "Value": md_escape(v)} for k, v in rows if v is not None))
+    calibration = m.calibration.memcpy_gbps if m.calibration else None
+    settings = [
+        ("Implementations", ", ".join(params.implementations)),
+        ("Workloads", ", ".join(params.workloads)),
+        ("Stream message sizes", _sizes(params.sizes)),
+        ("Request/response sizes", _sizes(params.rr_sizes)),
+        ("Threads (= connections)", ", ".join(str(t) for t in params.threads)),
+        ("Trials per configuration", params.trials),
+        ("Measured window", f"{fmt_num(params.duration_s)} s"),
+        ("Warm-up before the window", f"{fmt_num(params.warmup_s)} s"),
+        ("Pinning", ", ".join(params.pinning)),
+        ("Trial order seed", params.seed),
+        ("Path", "network: two hosts over SSH" if m.path == "network" else "veth: two namespaces of one host"),
+        *(
+            (("Privilege", "none: the namespaces ran inside a user namespace copylab created (no root)"),)
+            if m.privilege == "user-namespace"
+            else ()
+        ),
+        *(
+            (("veth MTU", f"{params.mtu} B"), ("net.core.optmem_max", f"{params.optmem_max:,} B"))
+            if m.path == "veth" or params.tune_remote
+            else (("MTU and net.core.optmem_max", "the hosts' own (not changed: no --tune-remote)"),)
+        ),
+        ("TCP congestion control", transport_prose.congestion_setting(m)),
+        ("Socket buffers", transport_prose.socket_buffer_setting(m)),
+        ("Payload verification", "on" if params.verify else "off"),
+        ("Single-core memcpy (calibration)", f"{fmt_num(calibration)} Gbit/s" if calibration else None),
+    ]
+    table = markdown_table({"Setting": k, "Value": v} for k, v in settings if v is not None)
+    lines += ["", "## Sweep settings", "", table]
+    return "\n".join(lines)
+
+
+def _ends_rows(m: Manifest) -> list[tuple[str, str]]:
+    """Each host of a two-host sweep and the link that carried its traffic."""
+    rows = []
+    for end in m.ends:
+        host = end.host
+        rows.append(
+            (
+                f"{end.role.capitalize()} host",
+                f"{end.target}: {host.hostname}, Linux {host.kernel}, {host.cpu_model}, {host.cores} cores, "
+                f"{fmt_num(host.memory_gib)} GiB, {host.virtualization}",
+            )
+        )
+        link = end.link
+        if link is not None:
+            offloads = ", ".join(f"{name} {state}" for name, state in link.offloads.items()) or "not reported"
+            rows.append(
+                (
+                    f"{end.role.capitalize()} link",
+                    f"{link.interface} (driver {link.driver or 'unknown'}), MTU {link.mtu or 'unknown'}; "
+                    f"offloads: {offloads}",
+                )
+            )
+        if end.tuned:
+            rows.append(
+                (f"{end.role.capitalize()} tuned for the sweep", ", ".join(f"{k}={v}" for k, v in end.tuned.items()))
+            )
+    return rows
+
+
+def _topology(results: Results) -> str:
+    params = results.manifest.parameters
+    if not between_hosts(results):
+        return (
+            "**Topology.** The server (the variant under test; it sends) and the client (it receives) run in two "
+            f"network namespaces joined by a veth pair with an MTU of {params.mtu} B, created before the sweep and "
+            "removed after it."
+        )
+    return (
+        f"**Topology.** The server (the variant under test; it sends) runs on {code(params.server_host or '')} and "
+        f"the client (it receives) on {code(params.client_host or '')}; copylab drives both over SSH and the "
+        f"trial traffic crosses the network to {code(params.server_address or '')} (the setup table names each "
+        "host's interface, driver, MTU and offloads). For the zero-copy senders this path matters: on a NIC that "
+        "supports scatter-gather the kernel hands the pinned pages to the device, so their completions stop "
+        "carrying the COPIED flag; where the device or the path cannot use them as they are, the kernel copies "
+        "them anyway. The copied fraction below is what this path did."
+    )
+
+
+def _pinning_text(pinning: str) -> str:
+    server, client = cpus_for(pinning)
+    if server is None:
+        return f"{code(pinning)}: no affinity, the scheduler places both ends"
+    if server == client:
+        return f"{code(pinning)}: sender and receiver both on CPU {server} (taskset)"
+    return f"{code(pinning)}: sender on CPU {server}, receiver on CPU {client} (taskset)"
+
+
+def _baselines_text(results: Results) -> str:
+    by_baseline: dict[str, list[str]] = {}
+    for challenger in present(results):
+        for baseline in implementations.get(challenger).baselines:
+            if baseline in present(results):
+                by_baseline.setdefault(baseline, []).append(challenger)
+    if not by_baseline:
+        return "No implementation was measured together with its baseline."
+    against = "; ".join(
+        f"{', '.join(code(c) for c in challengers)} against {code(baseline)}"
+        for baseline, challengers in by_baseline.items()
+    )
+    if results.manifest.parameters.design != "blocked":
+        return (
+            f"Challenger against baseline ({against}): ratio of means with Fieller's 95% interval, Welch's t-test, "
+            "Holm correction over the sizes of one curve."
+        )
+    return (
+        f"Challenger against baseline ({against}), paired within blocks: the geometric mean of the ratios of the "
+        "two contenders' trials in each block they share, with the t interval of their logarithms and the paired "
+        "t-test, Holm correction over the points of one curve. On the log scale a block's effect (the speed the "
+        "host gives the guest while the block runs scales both contenders alike) is a random effect added to "
+        "both, and for two contenders the mixed model with the block as a random effect estimates their "
+        "difference by exactly this mean and interval; a bootstrap over blocks would need more blocks than a sweep "
+        "runs before its interval stops being too narrow. Where a metric is zero in some trial (retransmits, say) "
+        "the unpaired analysis stands (ratio of means, Fieller, Welch), and comparisons.csv says which was used."
+    )
+
+
+def _repetitions(results: Results) -> str:
+    """How the trials were ordered and how many each configuration got, and why."""
+    params, trials = results.manifest.parameters, results.trials
+    counted = f"{len(trials):,} trials in total ({int((trials['status'] == 'ok').sum()):,} succeeded)"
+    n = results.summary["n"]
+    per = fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else "0"
+    if params.design != "blocked":
+        return (
+            f"**Repetitions.** {counted}, {params.trials} per configuration, run in one seeded random order so that "
+            f"drift in the host does not line up with any factor. Summaries use {per} successful trials per "
+            "configuration."
+        )
+    text = (
+        f"**Repetitions.** {counted}, in blocks: a block runs every contender (implementation and receive mode) of "
+        "one point (workload, size, threads, pinning) back to back in a seeded random order, and the blocks of a "
+        "round are shuffled across points; a trial's repetition number is its block's. "
+    )
+    if params.budget_s is None:
+        return text + f"{params.trials} blocks per point; summaries use {per} successful trials per configuration."
+    pairs = implementations.deciding_pairs(experiments.get(params.experiment))
+    deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
+    return text + (
+        f"A first pass ran {params.trials} blocks of the contenders whose comparisons decide the study's "
+        f"answers ({deciding}) at every point, and of every contender at the first thread count; the rest of a "
+        f"{fmt_num(params.budget_s)} s budget went, round by round, to a block at every point where one of those "
+        "comparisons was still undecided (first where the estimate changes sign beside a significant point, then "
+        "those nearest to significance), then to a block, "
+        f"with what it is compared with, for every configuration whose mean was not yet known to within "
+        f"{fmt_pct(IMPRECISE)} (nearest first), each up to {params.max_trials} blocks, and then to the other "
+        f"contenders at the other thread counts, {params.trials} blocks a point or none. So configurations rest "
+        f"on {per} successful trials: the most where an answer was hardest to decide or a mean hardest to pin down."
+    )
+
+
+def _noise(results: Results) -> str:
+    """What explains the spread between identical trials in this sweep, measured."""
+    experiment = implementations.experiment(results.manifest.parameters.experiment)
+    complete = set(COLUMN_NAMES) <= set(results.trials.columns)
+    found = spread_explained(add_metrics(results.trials), experiment.name, experiment.workload) if complete else []
+    if not found:
+        return (
+            "**What makes identical trials differ.** The sweep has too few repeated trials with the covariates "
+            "recorded (trials.csv schema 4 and later record them) to say."
+        )
+    shares = "; ".join(f"{item.meaning}: {fmt_pct(item.share)}" for item in found)
+    names = {item.covariate for item in found}
+    text = (
+        "**What makes identical trials differ.** Of the spread of the headline metric between identical trials "
+        f"(logarithms, centred within each configuration with {MIN_SPREAD_TRIALS} or more trials, "
+        f"{found[0].configurations} configurations), the share each covariate explains: {shares}."
+    )
+    if names & {"probe_ns", "probe_copy_ns"}:
+        text += (
+            " The host's speed is probed on the trial's CPUs just before and after each trial, since a virtual CPU "
+            "slows down, for seconds, when the host gives its core or its cache to other guests, which nothing "
+            "inside the guest shows."
+        )
+    if "rcv_receive_buffer_bytes" in names:
+        text += (
+            " The kernel sized this sweep's socket buffers, and the receive buffer it grew each connection to is "
+            "recorded: its share is the transport's, which fixed buffers (`--socket-buffer`, the default) remove."
+        )
+    if "block" in names:
+        text += (
+            " What the block explains is what pairing within blocks removes from a comparison; the rest is fixed "
+            "per trial, which a longer window does not average away (`./inv bench` measures both lengths: README, "
+            "Performance), so many short trials decide more per second than few long ones: hence the short windows."
+        )
+    return text
+
+
+def _in_flight(manifest: Manifest) -> str:
+    """How many bytes the zero-copy senders kept in flight and why; "" for a sweep that set none."""
+    chosen = manifest.in_flight
+    parameters = manifest.parameters
+    if not any(implementations.uses_zero_copy(name) for name in parameters.implementations):
+        return ""
+    if chosen is None:
+        given = parameters.zc_inflight
+        return "" if given is None else f"**Zero-copy ring.** At most {fmt_size(given)} in flight (`--zc-inflight`)."
+    text = f"**Zero-copy ring.** At most {fmt_size(chosen.zc_inflight)} in flight: {chosen.how}."
+    if chosen.throughput_gbps is not None and chosen.srtt_us is not None and chosen.bandwidth_delay_bytes is not None:
+        text += (
+            f" Measured at the sweep's start: {fmt_num(chosen.throughput_gbps)} Gbit/s with a smoothed round trip of "
+            f"{fmt_num(chosen.srtt_us)} us, a bandwidth-delay product of {fmt_size(chosen.bandwidth_delay_bytes)}."
+        )
+    return text
+
+
+def method(results: Results) -> str:
+    """Topology, what one trial is, trial counts, and how intervals and crossovers are computed."""
+    params = results.manifest.parameters
+    return "\n".join(
+        [
+            _topology(results) + " Pinning of both ends: " + "; ".join(_pinning_text(p) for p in params.pinning) + ".",
+            "",
+            "**One trial.** Every trial starts a fresh server and a fresh client process. The client opens one "
+            "connection per thread; the server serves each with its own worker thread. After a warm-up of "
+            f"{fmt_num(params.warmup_s)} s the client measures a window of {fmt_num(params.duration_s)} s "
+            "(CLOCK_MONOTONIC); throughput is the bytes all client threads received in the window over its measured "
+            "length. `perf stat` runs on both processes but is enabled only inside the window, through its control "
+            "fifo, so start-up, warm-up and teardown are not counted. CPU time and context switches come from "
+            "getrusage over the same window.",
+            "",
+            transport_prose.paragraph(results.manifest),
+            "",
+            *([ring, ""] if (ring := _in_flight(results.manifest)) else []),
+            _repetitions(results),
+            "",
+            _noise(results),
+            "",
+            "**Intervals.** Every mean comes with a Student-t 95% confidence interval over its trials. A "
+            f"configuration is flagged unstable when that interval reaches more than {fmt_num(IMPRECISE * 100)}% "
+            f"either side of its mean or it has fewer than {MIN_TRIALS} successful trials: its mean is not known "
+            "well enough yet. " + _baselines_text(results),
+            "",
+            "**Crossovers.** Along message size, each size is labelled significantly better, significantly worse, or "
+            "neither. A single change from worse to better is a crossover: its size is the root of the difference "
+            "(the mean within-block log ratio, in a blocked design), interpolated linearly on log2(size) between the "
+            "bracketing sizes, and its 95% interval comes from a bootstrap that resamples the blocks (or the trials) "
+            "within each size. Otherwise the status says so (always "
+            "better, never better, indistinguishable, or multiple crossings); no size is ever extrapolated beyond "
+            "the tested range.",
+        ]
+    )
+
+
+def limitations(results: Results) -> str:
+    """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest."""
+    items = []
+    trials = results.trials
+    failed = trials[trials["status"] != "ok"]
+    if len(failed):
+        common = failed["error"].fillna("").astype(str).value_counts()
+        items.append(
+            f"{len(failed)} of {len(trials)} trials failed and are excluded"
+            + (
+                f' (most common error: "{md_escape(common.index[0])}", {common.iloc[0]} times)'
+                if common.index[0]
+                else ""
+            )
+            + "."
+        )
+    else:
+        items.append(f"All {len(trials)} trials completed; none failed.")
+    summary = results.summary
+    main = summary[
+        ((summary["workload"] == "stream") & (summary["metric"] == THROUGHPUT))
+        | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
+    ]
+    main = main[np.isfinite(main["mean"])]
+    unstable = main[main["unstable"]]
+    items.append(
+        f"{len(unstable)} of {len(main)} configurations were flagged unstable in their main metric (stream "
+        f"throughput or rr latency): a 95% interval reaching more than {fmt_pct(IMPRECISE)} either side of the "
+        f"mean, or fewer than {MIN_TRIALS} successful trials"
+        + (
+            f"; the spread between their trials reached a CV of {fmt_pct(float(unstable['cv'].max()))}."
+            if len(unstable)
+            else "."
+        )
+    )
+    settle = _trials_to_settle(unstable, results)
+    if settle:
+        items.append(settle)
+    n = main["n"]
+    if len(n):
+        items.append(
+            f"Each configuration rests on {fmt_span(str(int(n.min())), str(int(n.max())))} successful trials; "
+            "intervals are correspondingly wide."
+        )
+    perf = results.manifest.perf
+    if not perf.available or perf.unsupported_events:
+        unit = experiments.get(results.manifest.parameters.experiment).axis_unit
+        by_reason: dict[str, list[str]] = {}
+        for event, why in perf.unsupported_events.items():
+            by_reason.setdefault(str(why), []).append(event)
+        items.append(
+            "Hardware counters missing: "
+            + (
+                "; ".join(f"{', '.join(events)} (perf: {code(why)})" for why, events in by_reason.items())
+                or "perf not available"
+            )
+            + f". Cycles and cache misses per {unit} cannot be reported; CPU time per {unit} stands in for them."
+        )
+    virtualization = virtualised(results)
+    if virtualization:
+        items.append(
+            f"systemd-detect-virt names a container manager ({virtualization}), as some virtual machines also do: "
+            "other workloads of the machine share its CPUs and caches."
+            if in_container(virtualization)
+            else f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
+            "CPU time includes time stolen by the hypervisor."
+        )
+    items += experiments.get(results.manifest.parameters.experiment).parts().limitations(results)
+    retransmits = metric_rows(results, "retransmits")
+    with_retransmits = retransmits[retransmits["mean"] > 0]
+    if len(with_retransmits):
+        split = with_retransmits["pinning"] != "same_cpu"
+        text = (
+            f"{len(with_retransmits)} of {len(retransmits)} configurations saw TCP retransmits (up to "
+            f"{fmt_num(float(with_retransmits['mean'].max()))} per trial on average), which cost throughput and add "
+            "noise."
+        )
+        if between_hosts(results):
+            text += " Between two hosts they come from the network path (loss, or reordering on the link)."
+        elif split.any():
+            text += (
+                f" {int(split.sum())} of them ran with the ends free to use different CPUs, where a veth pair "
+                "reorders packets and TCP takes the reordering for loss."
+            )
+        if (~split).any() and not between_hosts(results):
+            text += (
+                f" {int((~split).sum())} ran with both ends on one CPU, where veth does not reorder; this data does "
+                "not identify their cause."
+            )
+        items.append(text)
+    if results.manifest.privilege == "user-namespace":
+        user_mode = [e for e, why in results.manifest.perf.unsupported_events.items() if why == USER_MODE_ONLY]
+        items.append(
+            "The sweep ran without root, in a user namespace."
+            + (
+                f" perf could count only user mode, so {', '.join(code(e) for e in user_mode)} are left empty."
+                if user_mode
+                else ""
+            )
+            + "".join(f" {name}: {why}." for name, why in results.manifest.restrictions.items())
+        )
+    if not results.manifest.complete:
+        items.append("The sweep did not complete; configurations after the interruption are missing.")
+    if results.manifest.git.dirty:
+        items.append("The code had uncommitted changes when the sweep ran, so the commit alone does not reproduce it.")
+    return "\n".join(f"- {item}" for item in items)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _size_option(size: int) -> str:
+    """A size as run-sweep's --sizes takes it: 65536 -> '64K'."""
+    for suffix, factor in (("M", 1 << 20), ("K", 1 << 10)):
+        if size % factor == 0:
+            return f"{size // factor}{suffix}"
+    return str(size)
+
+
+def reproduce(results: Results) -> str:
+    """The commands that re-render this report and re-measure its sweep, and the code version."""
+    params = results.manifest.parameters
+    git = results.manifest.git
+    options = [
+        ("implementations", ",".join(params.implementations)),
+        ("workloads", ",".join(params.workloads)),
+        ("sizes", ",".join(_size_option(s) for s in params.sizes)),
+        ("rr-sizes", ",".join(_size_option(s) for s in params.rr_sizes)),
+        ("threads", ",".join(str(t) for t in params.threads)),
+        ("trials", params.trials),
+        ("duration", params.duration_s),
+        ("warmup", params.warmup_s),
+        ("pinning", ",".join(params.pinning)),
+        ("seed", params.seed),
+        ("mtu", params.mtu),
+        ("optmem-max", params.optmem_max),
+        ("congestion-control", params.congestion_control),
+        ("socket-buffer", params.socket_buffer),
+    ]
+    words = [f"--{k} {v}" for k, v in options if v not in (None, "")] + (["--verify"] if params.verify else [])
+    lines = [f"./inv run-sweep --name {results.name}"]
+    for word in words:
+        if len(lines[-1]) + len(word) > 66:  # stay inside the page: verbatim text does not wrap
+            lines[-1] += " \\"
+            lines.append("    " + word)
+        else:
+            lines[-1] += " " + word
+    return "\n".join(
+        [
+            "Re-render this report from the same data (no root needed):",
+            "",
+            "```",
+            f"./inv report --data {_relative(results.store.directory)}",
+            "```",
+            "",
+            "Measure a new quick sweep and report it in one command (needs root for the namespaces):",
+            "",
+            "```",
+            "./inv report",
+            "```",
+            "",
+            "Re-measure this sweep with the same settings (root):",
+            "",
+            "```",
+            *lines,
+            "```",
+            "",
+            f"Code version: commit `{git.commit}`"
+            + (" (the working tree had uncommitted changes)." if git.dirty else "."),
+        ]
+    )
+
+
+def sweep_heading(results: Results) -> str:
+    """The heading and settings line of a further sweep in the report."""
+    params, host = results.manifest.parameters, results.manifest.host
+    grid = (
+        f"{params.experiment} experiment; response sizes {_sizes(params.rr_sizes)}; connections "
+        + ", ".join(str(c) for c in params.connections)
+        if params.connections
+        else f"sizes {_sizes(params.sizes)}"
+    )
+    return "\n".join(
+        [
+            f"## Sweep {code(results.name)}",
+            "",
+            f"Host {host.hostname} (kernel {host.kernel}, {host.cores} cores); {grid}; threads "
+            + ", ".join(str(t) for t in params.threads)
+            + f"; pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
+        ]
+    )
