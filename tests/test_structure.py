@@ -30,17 +30,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_imports(tree: ast.Module) -> Iterator[str]:
-    """Every module an import statement names, deferred ones included; imports under TYPE_CHECKING aside."""
-    type_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
+def _imports(tree: ast.Module) -> Iterator[str]:
+    """Every module an import statement names: deferred and type-only imports included."""
     for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -48,29 +40,108 @@ def _runtime_imports(tree: ast.Module) -> Iterator[str]:
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
 
 
-def test_no_import_cycle_type_only_imports_aside():
+def _import_graph() -> dict[str, set[str]]:
+    """Each copylab module and the copylab modules it imports."""
     modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
-    graph = {
+    return {
         name: {
             target
-            for target in _runtime_imports(ast.parse(path.read_text()))
+            for target in _imports(ast.parse(path.read_text()))
             # a package's submodule importing the package's __init__ is how Python loads it, not a cycle
             if target in modules and target != name and not name.startswith(target + ".")
         }
         for name, path in modules.items()
     }
+
+
+def test_no_import_cycle_at_all():
     try:
-        tuple(graphlib.TopologicalSorter(graph).static_order())
+        tuple(graphlib.TopologicalSorter(_import_graph()).static_order())
     except graphlib.CycleError as error:
         pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
 
 
-def test_modules_stay_small():
+# The packages from the bottom up: a module imports only modules of its own layer or of a layer below.  An
+# experiment's declaration (copylab/experiments/NAME/__init__.py) sits just above the basics, so that the settings
+# can list the experiments; the rest of an experiment's package (its implementations, figures, answers and report
+# parts) sits at the top, found through its declaration's "module:name" strings.
+LAYERS = (
+    ("copylab.errors", "copylab.paths", "copylab.formatting", "copylab.scratch", "copylab.experiment", "copylab.roles"),
+    ("copylab.experiments",),  # the list, and each experiment's declaration
+    ("copylab.declarations",),
+    ("copylab.record",),
+    ("copylab.analysis",),
+    ("copylab.programs",),
+    ("copylab.testbeds",),
+    ("copylab.measure",),
+    ("copylab.report",),
+    ("copylab.explore",),
+    ("copylab.cli", "copylab.__main__"),
+)
+
+
+def _experiment_of(module: str) -> str | None:
+    """The experiment whose package holds MODULE, if one does."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "experiments" else None
+
+
+def _layer(module: str) -> int:
+    if _experiment_of(module):
+        return 1 if len(module.split(".")) == 3 else len(LAYERS)  # its declaration, or one of its parts
+    if module == "copylab":
+        return 0
+    for index, prefixes in enumerate(LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    raise AssertionError(f"{module} is in no layer: add its package to LAYERS")
+
+
+def test_each_package_imports_only_the_layers_below_it():
+    upward = [
+        f"{module} (layer {_layer(module)}) imports {target} (layer {_layer(target)})"
+        for module, targets in sorted(_import_graph().items())
+        for target in sorted(targets)
+        if _layer(target) > _layer(module)
+    ]
+    assert upward == []
+
+
+def test_nothing_outside_an_experiments_package_imports_it():
+    """An experiment is a plug-in: only the list of experiments imports its declaration, and nothing else of it."""
+    leaks = [
+        f"{module} imports {target}"
+        for module, targets in sorted(_import_graph().items())
+        for target in sorted(targets)
+        if (owner := _experiment_of(target))
+        and _experiment_of(module) != owner
+        and not (module == "copylab.experiments" and target == f"copylab.experiments.{owner}")
+    ]
+    assert leaks == []
+
+
+MAX_MODULES_PER_FOLDER = 12
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_folder_holds_more_than_twelve_modules():
+    folders = [PACKAGE, *(path for path in PACKAGE.rglob("*") if path.is_dir() and path.name != "__pycache__")]
+    crowded = {
+        str(folder.relative_to(ROOT)): count
+        for folder in folders
+        if (count := len([m for m in folder.glob("*.py") if m.name != "__init__.py"])) > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}
+
+
+def test_every_function_can_be_read_whole():
     long = [
-        f"{path.relative_to(ROOT)}: {lines} lines"
-        for pattern, limit in (("copylab/**/*.py", MAX_PYTHON_LINES), ("csrc/*.c", MAX_C_LINES))
-        for path in sorted(ROOT.glob(pattern))
-        if (lines := len(path.read_text().splitlines())) > limit
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert long == []
 
@@ -96,7 +167,8 @@ def _project_sources() -> list[Path]:
 def test_no_module_outside_the_registry_names_an_implementation():
     """Adding an implementation touches the registry only: no string literal elsewhere names one."""
     names = set(implementations.names())
-    registry = {PACKAGE / "implementations.py", PACKAGE / "drivers.py"}
+    # each experiment lists its implementations; the drivers start them
+    registry = {*PACKAGE.glob("experiments/*/implementations.py"), PACKAGE / "measure" / "drivers.py"}
     # gcc's ThreadSanitizer (--sanitize thread), not the server model
     homonyms = {("build.py", "thread"), ("settings.py", "thread")}
     found = [
@@ -110,12 +182,13 @@ def test_no_module_outside_the_registry_names_an_implementation():
 
 
 def test_only_an_experiments_own_package_names_it():
-    """An experiment is a plug-in: outside copylab/NAME/__init__.py, code reaches it through the registry."""
+    """An experiment is a plug-in: outside copylab/experiments/NAME/__init__.py, code reaches it through the
+    registry."""
     found = [
         f"{path.relative_to(ROOT)}:{line} {value!r}"
         for path in _project_sources()
         for line, value in _string_constants(path)
-        if value in experiments.names() and path != PACKAGE / value / "__init__.py"
+        if value in experiments.names() and path != PACKAGE / "experiments" / value / "__init__.py"
     ]
     assert found == []
 
@@ -130,8 +203,11 @@ def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
     for setting in settings.SETTINGS:
         if setting.program is None:
             continue
-        experiment = setting.program.experiment
-        drivers = [i.driver for i in implementations.registry().values() if experiment in (None, i.experiment)]
+        drivers = [
+            i.driver
+            for i in implementations.registry().values()
+            if setting.name not in experiments.get(i.experiment).refuses
+        ]
         for role in setting.program.roles:
             programs = {getattr(d, role) for d in drivers if hasattr(d, role)}
             for program in sorted(programs):

@@ -26,7 +26,6 @@ from copylab import experiments
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import config, implementations
 from copylab.declarations.implementations import BenchGoal
-from copylab.declarations.roles import Role
 from copylab.declarations.settings import get as setting
 from copylab.errors import CopylabError
 from copylab.measure import schedule, sweep
@@ -37,6 +36,7 @@ from copylab.programs import perf
 from copylab.programs.build import require_programs
 from copylab.programs.calibration_run import measure_memcpy
 from copylab.record.store import SweepStore
+from copylab.roles import Role
 from copylab.testbeds import congestion, netns, testbed
 
 

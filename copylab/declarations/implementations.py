@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from copylab import experiments
-from copylab.declarations.roles import STUDY_BASELINE, Role
 from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.experiment import Experiment
+from copylab.roles import STUDY_BASELINE, Role
 
 
 class Driver(Protocol):

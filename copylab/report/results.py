@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.declarations.roles import Role
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.formatting import code
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
+from copylab.roles import Role
 
 THROUGHPUT = "throughput_gbps"
 # systemd-detect-virt's names of container managers (the rest are hypervisors)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from copylab.declarations.roles import Role
 from copylab.experiment import Experiment, Members
+from copylab.roles import Role
 
 
 def _sizes(low: int, high: int) -> list[int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from copylab.declarations.roles import Role
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
 from copylab.record.calibration import region_costs
 from copylab.report.prose import row_interval
@@ -23,6 +22,7 @@ from copylab.report.results import (
     zero_copy_counts,
 )
 from copylab.report.results import receive_modes as receive_modes_measured
+from copylab.roles import Role
 
 INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from copylab.declarations.implementations import BenchGoal, Copies, Implementation, UserCopy
 from copylab.declarations.limits import FIELD_COUNT
-from copylab.declarations.roles import Role
 from copylab.measure.drivers import CopylabPrograms, Iperf3
+from copylab.roles import Role
 
 # The columns every zero-copy sender fills: its sends, their completions and how many the kernel copied.
 ZERO_COPY_COLUMNS = (

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
-from copylab.declarations.roles import Role
 from copylab.experiments.copies import answers, captions, layout
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.results import Results, between_hosts, present, receive_modes, role, zero_copy_counts
+from copylab.roles import Role
 
 PART_A_INTRODUCTION = (
     "Every server sends the same message: 8 separately heap-allocated string fields that together make up the "

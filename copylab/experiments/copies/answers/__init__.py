@@ -3,12 +3,11 @@ one module per question, this one listing them in the assignment's order.
 
 Every function takes loaded ``Results`` and returns Markdown; the numbers come from copylab.report.results and
 copylab.experiments.copies.anomaly, the wording from copylab.report.prose; nothing here types in a result.  The study's variants are
-found by their role in the registry (copylab.declarations.roles), never by name.
+found by their role in the registry (copylab.roles), never by name.
 """
 
 from __future__ import annotations
 
-from copylab.declarations.roles import Role
 from copylab.experiments.copies.answers.anomalies import answer_q6
 from copylab.experiments.copies.answers.caches import answer_q2
 from copylab.experiments.copies.answers.crossovers import answer_crossover, crossover_statement
@@ -24,6 +23,7 @@ from copylab.experiments.copies.answers.senders import (
 from copylab.experiments.copies.answers.threads import answer_q3
 from copylab.experiments.copies.answers.zero_copy import answer_q1
 from copylab.report.results import Results, role
+from copylab.roles import Role
 
 __all__ = [
     "QUESTIONS",

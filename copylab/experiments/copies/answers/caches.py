@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.declarations.roles import Role
 from copylab.formatting import (
     code,
     fmt_num,
@@ -28,6 +27,7 @@ from copylab.report.results import (
     role,
     value,
 )
+from copylab.roles import Role
 
 CACHE_METRICS = {"L1 data cache": "snd_l1d_misses_per_kib", "last-level cache": "snd_llc_misses_per_kib"}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from copylab.declarations import implementations
-from copylab.declarations.roles import Role
 from copylab.declarations.schema import RECEIVE_MODES
 from copylab.formatting import (
     code,
@@ -25,6 +24,7 @@ from copylab.report.results import (
     value,
     zero_copy_counts,
 )
+from copylab.roles import Role
 
 
 def copy_evidence(results: Results) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.declarations.roles import Role
 from copylab.experiments.copies.answers.crossovers import answer_crossover
 from copylab.formatting import (
     code,
@@ -30,6 +29,7 @@ from copylab.report.results import (
     study,
     value,
 )
+from copylab.roles import Role
 
 
 def _overlap(a: pd.Series, b: pd.Series) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from copylab.declarations.roles import Role
 from copylab.experiments.copies.answers.crossovers import ratio_table
 from copylab.formatting import (
     code,
@@ -23,6 +22,7 @@ from copylab.report.results import (
     verdict,
     zero_copy_counts,
 )
+from copylab.roles import Role
 
 
 def answer_q1(results: Results) -> str:
