@@ -1347,7 +1347,7 @@ def shell_uses(source: str, filename: str) -> list[str]:
 
 
 def test_no_shell_anywhere(outcome):
-    sources = [*sorted((ROOT / "copylab").glob("*.py")), ROOT / "tasks.py"]
+    sources = [*sorted((ROOT / "copylab").rglob("*.py")), ROOT / "tasks.py"]
     outcome.update(
         area="security",
         fault="shell=True, os.system, os.popen or invoke's c.run in copylab/ or tasks.py",

@@ -1,0 +1,438 @@
+"""copylab's tasks, each a function of its options, and the table the command line and ./inv are built from.
+
+A command raises CopylabError for bad input or an unusable environment and returns its exit status otherwise;
+main.py (python -m copylab, the copylab script) and tasks.py (./inv) turn both into what the user sees.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from copylab import experiments
+from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
+from copylab.declarations import settings
+from copylab.errors import CopylabError
+from copylab.paths import DATA, NOTEBOOKS, REFERENCE_DATA, REPORT, ROOT
+from copylab.record.origin import ModifiedData
+
+REQUIRED = object()  # an option without a default is an argument the command needs
+NOTHING_COLLECTED = 5  # pytest's exit status when no test matched
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # the function's parameter; --name-with-dashes on the command line
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    run: Callable[..., int]
+    options: Sequence[Option] = ()
+    passes_on: bool = False  # takes the arguments after `--` (pytest's own options)
+
+    @property
+    def summary(self) -> str:
+        return (self.run.__doc__ or "").strip()
+
+    @property
+    def headline(self) -> str:
+        """Its summary's first paragraph on one line."""
+        return " ".join(self.summary.split("\n\n")[0].split())
+
+
+def say_if_modified(store: Any) -> None:
+    """Warn when a sweep's trials.csv changed since its sweep ended (its analysis runs in a notebook's kernel,
+    whose warnings the command line would not show)."""
+    warning = store.origin().warning()
+    if warning:
+        warnings.warn(ModifiedData(f"{store.directory}: {warning}"), stacklevel=2)
+
+
+def build(sanitize: str | None = None) -> int:
+    """Compile the C programs (gcc -O2 -Wall -Wextra -Werror) into build/bin."""
+    from copylab.programs.build import build as run_build
+
+    print(f"built {run_build(sanitize) / 'bin'}")
+    return 0
+
+
+def _pair(server: str, client: str, mtu: Any, optmem_max: Any) -> Any:
+    from copylab.declarations.namespace_pair import NamespacePair
+
+    return NamespacePair(
+        server, client, mtu=parse_number("mtu", mtu, int), optmem_max=parse_number("optmem-max", optmem_max, int)
+    )
+
+
+def netns_up(
+    server: str = "copylab_srv", client: str = "copylab_cli", mtu: int = 1500, optmem_max: int = 131072
+) -> int:
+    """Create the two namespaces and their veth link (root)."""
+    from copylab.testbeds import netns
+
+    netns.up(_pair(server, client, mtu, optmem_max))
+    for entry in netns.status():
+        print(entry)
+    return 0
+
+
+def netns_down() -> int:
+    """Remove every namespace copylab created (root); others are never touched."""
+    from copylab.testbeds import netns
+
+    netns.require_root("netns-down")
+    removed = netns.down()
+    print(f"removed: {', '.join(removed) if removed else 'nothing'}")
+    return 0
+
+
+def netns_status() -> int:
+    """Show copylab's namespaces, addresses and link state."""
+    from copylab.testbeds import netns
+
+    entries = netns.status()
+    for entry in entries:
+        print("  ".join(f"{key}={value}" for key, value in entry.items()))
+    if not entries:
+        print("no copylab namespaces")
+    return 0
+
+
+def _sweep_overrides(options: dict[str, Any]) -> dict[str, Any]:
+    """The settings run-sweep's options give (None: not given), an experiment's own word (--models) included."""
+    overrides = {s.name: setting_value(s, options.get(s.parameter)) for s in settings.SETTINGS if s.option}
+    for experiment in experiments.EXPERIMENTS.values():
+        aliased = options.get(experiment.noun) if experiment.noun != "implementations" else None
+        if aliased is None:
+            continue
+        if overrides["implementations"] is not None:
+            raise CopylabError(f"give --{experiment.noun} or --implementations, not both")
+        if overrides["experiment"] not in (None, experiment.name):
+            raise CopylabError(
+                f"--{experiment.noun}: only the {experiment.name} experiment has {experiment.noun} "
+                f"(add --experiment {experiment.name})"
+            )
+        overrides.update(implementations=parse_list(aliased), experiment=experiment.name)
+    return overrides
+
+
+def run_sweep(
+    name: str = "sweep",
+    profile: str = "quick",
+    sweep_file: str | None = None,
+    resume: bool = False,
+    analyze: bool = True,
+    **options: Any,
+) -> int:
+    """Run every configuration of a sweep in namespaces (root), in a user namespace (no root) or between two
+    hosts over SSH, writing data/NAME/trials.csv."""
+    from copylab.declarations.config import make_config
+    from copylab.measure import sweep
+    from copylab.programs.build import build as run_build
+
+    config = make_config(name, profile, Path(sweep_file) if sweep_file else None, **_sweep_overrides(options))
+    if not config.server_host:  # two hosts build on each host
+        run_build(config.sanitize)
+    result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
+    print(result.summary())
+    if analyze and (result.ok or result.skipped):  # skipped: ok rows of an earlier, interrupted run
+        analyze_directory(result.directory)
+    if result.failed:
+        print(f"copylab: {result.failed} of {result.ran} trials failed (see the error column)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_sweep_options() -> list[Option]:
+    """run-sweep's options: its own, one per setting, and each experiment's word for its implementations."""
+    own = [
+        Option("name", "sweep", "sweep name: data goes to data/NAME"),
+        Option("profile", "quick", "quick or full (docs/sweeps.md lists each experiment's profiles)"),
+        Option("sweep_file", None, "TOML file with any of the settings below, by name (docs/sweeps.md)"),
+        Option("resume", False, "run exactly the trials of data/NAME not yet recorded as ok"),
+        Option("analyze", True, "analyse the sweep when it ends (default yes)"),
+    ]
+    own += [
+        Option(s.parameter, s.default if s.kind == "bool" else None, s.help)
+        for s in settings.SETTINGS
+        if s.option and s.parameter
+    ]
+    own += [
+        Option(experiment.noun, None, f"the {experiment.name} experiment's {experiment.noun} (implies it)")
+        for experiment in experiments.EXPERIMENTS.values()
+        if experiment.noun != "implementations"
+    ]
+    return own
+
+
+def analyze_directory(data: Path) -> None:
+    from copylab.analysis.analyze_sweep import run_analysis_notebook
+    from copylab.record.store import SweepStore
+
+    store = SweepStore(data)
+    notebook = run_analysis_notebook(store)
+    print(f"analysis: {store.directory}/crossovers.csv, {store.figures_dir}/, {notebook}")
+
+
+def analyze(data: str = str(REFERENCE_DATA)) -> int:
+    """Run the analysis notebook on a sweep (statistics, crossovers, figures)."""
+    from copylab.record.store import SweepStore
+
+    say_if_modified(SweepStore(data))
+    analyze_directory(Path(data))
+    return 0
+
+
+def _sweep_stores(data: str) -> list[Any]:
+    """The sweeps a report is rendered from, each checked to be one."""
+    from copylab.record.store import SweepStore
+
+    stores = [SweepStore(directory) for directory in parse_list(data) or []]
+    for store in stores:
+        if not store.trials_path.is_file():
+            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+    return stores
+
+
+def _quick_sweeps() -> list[Any]:
+    """Runs each experiment's quick sweep under one timestamped name (the main experiment's without its name);
+    returns their stores."""
+    from copylab.declarations.config import make_config
+    from copylab.measure import sweep
+    from copylab.measure.provenance import now_iso
+    from copylab.programs.build import build as run_build
+    from copylab.record.store import SweepStore
+
+    run_build()
+    stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
+    stores = []
+    for experiment in experiments.EXPERIMENTS.values():
+        name = f"quick-{stamp}" if experiment.main else f"quick-{experiment.name}-{stamp}"
+        result = sweep.run(make_config(name, "quick", experiment=experiment.name), progress=sys.stderr.isatty())
+        print(result.summary())
+        if not result.ok:
+            raise CopylabError(f"no trial of the {experiment.name} sweep succeeded; nothing to report")
+        stores.append(SweepStore(result.directory))
+    return stores
+
+
+def report(data: str | None = None, title: str | None = None, author: str | None = None) -> int:
+    """The main job: build, run the quick sweeps of both experiments, analyse them and write report/report.pdf."""
+    from copylab.report.render import render_report
+
+    stores = _quick_sweeps() if data is None else _sweep_stores(data)
+    for store in stores:
+        say_if_modified(store)
+    stale = [store for store in stores if store.missing_tables()]
+    for store in stale:
+        print(f"analysis first: {store.directory} has no current {', '.join(store.missing_tables())}")
+    # The analyses are independent notebooks: side by side, each in a process of its own (a Jupyter client is not
+    # safe across threads), they take about the time of one.
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(analyze_directory, [store.directory for store in stale]))
+    kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
+    print(f"report: {render_report(stores, REPORT / 'report.pdf', **kwargs)}")
+    return 0
+
+
+def compare(a: str, b: str, out: str | None = None) -> int:
+    """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
+    manifest differences; prints the paths it wrote, one per line."""
+    from copylab.analysis.two_runs import compare_runs
+    from copylab.record.store import SweepStore
+    from copylab.report.comparison import write_comparison
+
+    stores = [SweepStore(directory) for directory in (a, b)]
+    for store in stores:
+        if not store.trials_path.is_file() or not store.manifest_path.is_file():
+            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
+    result = compare_runs(*stores)
+    for warning in result.warnings():
+        warnings.warn(ModifiedData(warning), stacklevel=1)
+    directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
+    for path in write_comparison(result, directory):
+        print(path)
+    return 0
+
+
+def test(k: str | None = None, x: bool = False, workers: str | None = None, passed_on: Sequence[str] = ()) -> int:
+    """Run the whole test suite (needs root for the namespace tests); pytest's own options follow `--`.
+
+    The tests run two at a time, a module per worker; then those marked serial, which measure this machine's speed,
+    run alone."""
+    count = parse_number("workers", workers, int) if workers is not None else min(2, os.cpu_count() or 1)
+    if count < 1:
+        raise CopylabError(f"--workers: {count} is out of range (1 to {os.cpu_count()})")
+    # the slowest tests named at the end: the suite has a time budget (README)
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", "--durations=12", *(["-k", k] if k else [])]
+    command += ["-x"] if x else []
+    parallel = ["-n", str(count), "--dist", "loadfile"] if count > 1 else []
+    shared = subprocess.call([*command, *parallel, "-m", "not serial", *passed_on], cwd=ROOT)
+    if shared not in (0, NOTHING_COLLECTED) and x:
+        return shared
+    alone = subprocess.call([*command, "-m", "serial", *passed_on], cwd=ROOT)
+    # a part with nothing to run (say -k picks tests of one part only) is no failure, both parts empty are
+    codes = {shared, alone} - {NOTHING_COLLECTED} or {NOTHING_COLLECTED}
+    return max(codes)
+
+
+def lab(port: int = 8888, data: str = str(REFERENCE_DATA)) -> int:
+    """Open the explorer notebook in JupyterLab on localhost; prints the URL that opens it."""
+    from copylab.explore.explorer import ENV_VAR
+
+    port = parse_port(port)
+    # A token of our own, so the printed URL can open the explorer notebook itself, not the launcher.
+    token = secrets.token_hex(24)
+    notebook = (NOTEBOOKS / "30_explore.ipynb").relative_to(ROOT).as_posix()
+    env = dict(os.environ, **{ENV_VAR: str(Path(data).resolve())})
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}"]
+    command += ["--ServerApp.port_retries=0", f"--ServerApp.root_dir={ROOT}", f"--IdentityProvider.token={token}"]
+    command += ["--allow-root"]
+    print(f"copylab explorer: http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}", flush=True)
+    return subprocess.call(command, cwd=ROOT, env=env)
+
+
+def calibrate(data: str | None = None) -> int:
+    """Measure single-core memcpy bandwidth (the copy-bound ceiling), the copy cost per byte by cache level and
+    what the copy paths found."""
+    import dataclasses
+
+    from copylab.programs.build import build as run_build
+    from copylab.programs.calibration_run import calibration
+    from copylab.record.calibration import copy_cost_table
+    from copylab.record.store import SweepStore
+
+    store = SweepStore(data) if data else None
+    record = store.read_manifest() if store else None  # a bad --data fails before anything is measured
+    run_build()
+    result = calibration()
+    print(f"memcpy: {result.memcpy_gbps:.1f} Gbit/s on CPU {result.cpu} ({result.buffer_mib} MiB buffer)")
+    caches = ", ".join(f"{level.name} {level.size_bytes >> 10} KiB" for level in result.caches) or "not in sysfs"
+    print(
+        f"caches of CPU 0: {caches}\ncopy cost per byte (memcpy as linked, median over rounds, hot buffers, "
+        f"at the cheaper placement):\n{copy_cost_table(result)}"
+    )
+    if store and record:
+        store.write_manifest(dataclasses.replace(record, calibration=result))
+        print(f"stored in {store.manifest_path}")
+    return 0
+
+
+def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool = False) -> int:
+    """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
+    from copylab.cli.bench import run_bench, table
+    from copylab.measure.provenance import host, now_iso
+    from copylab.programs.build import build as run_build
+
+    run_build()
+    figures = run_bench(
+        parse_number("pairs", pairs, int),
+        parse_number("duration", duration, float),
+        parse_number("rows", rows, int),
+        bool(smoke),
+    )
+    machine = host()
+    print(f"copylab bench, {now_iso()}, {machine.cpu_model}, {machine.cores} cores, kernel {machine.kernel}")
+    print(table(figures))
+    return 1 if any(figure.passed is False for figure in figures) else 0
+
+
+def clean() -> int:
+    """Remove builds and generated outputs (sweeps under data/ other than reference stay)."""
+    for path in (ROOT / "build", ROOT / "figures", REPORT):
+        for child in path.glob("*") if path != ROOT / "build" else [path]:
+            if child.name != ".gitkeep":
+                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+    print(f"cleaned builds and outputs; sweeps in {DATA} kept")
+    return 0
+
+
+DATA_HELP = "sweep directory, e.g. data/reference"
+COMMANDS: tuple[Command, ...] = (
+    Command("build", build, [Option("sanitize", None, "address, undefined or thread: an instrumented build")]),
+    Command(
+        "netns-up",
+        netns_up,
+        [
+            Option("server", "copylab_srv", "the server's namespace"),
+            Option("client", "copylab_cli", "the client's namespace"),
+            Option("mtu", 1500, "the link's MTU"),
+            Option("optmem_max", 131072, "net.core.optmem_max in both namespaces"),
+        ],
+    ),
+    Command("netns-down", netns_down),
+    Command("netns-status", netns_status),
+    Command("run-sweep", run_sweep, _run_sweep_options()),
+    Command("analyze", analyze, [Option("data", str(REFERENCE_DATA), DATA_HELP)]),
+    Command(
+        "report",
+        report,
+        [
+            Option(
+                "data",
+                None,
+                "render from these existing sweeps (comma list: a copies sweep, optionally a servers sweep and "
+                "more) instead of running the quick sweeps (no root needed)",
+            ),
+            Option("title", None, "report title"),
+            Option("author", None, "author line"),
+        ],
+    ),
+    Command(
+        "compare",
+        compare,
+        [
+            Option("a", REQUIRED, "the sweep directory compared against (A)"),
+            Option("b", REQUIRED, "the sweep directory compared (B), of the same experiment"),
+            Option(
+                "out",
+                None,
+                "where comparison.csv, the figures and comparison.pdf go (default: report/comparisons/A-vs-B)",
+            ),
+        ],
+    ),
+    Command(
+        "test",
+        test,
+        [
+            Option("k", None, "only tests matching this pytest expression"),
+            Option("x", False, "stop at the first failure"),
+            Option("workers", None, "tests run this many at a time (default: 2, or 1 on a single CPU)"),
+        ],
+        passes_on=True,
+    ),
+    Command(
+        "lab",
+        lab,
+        [
+            Option("port", 8888, "port on localhost"),
+            Option("data", str(REFERENCE_DATA), "default sweep shown by the explorer"),
+        ],
+    ),
+    Command("calibrate", calibrate, [Option("data", None, "also store the result in this sweep's manifest.json")]),
+    Command(
+        "bench",
+        bench,
+        [
+            Option("pairs", 5, "interleaved copylab/iperf3 pairs per comparison"),
+            Option("duration", 2.0, "seconds per trial"),
+            Option("rows", 100000, "rows of the synthetic trials.csv the analysis is timed on"),
+            Option("smoke", False, "run every part as briefly as possible (what CI runs)"),
+        ],
+    ),
+    Command("clean", clean),
+)
