@@ -192,7 +192,7 @@ def test_copylab_imports_and_papermill_runs_every_notebook_from_elsewhere(tmp_pa
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     imported = subprocess.run(
-        [sys.executable, "-c", "import copylab.report.render.render, copylab.explore.explorer; print(copylab.__file__)"],
+        [sys.executable, "-c", "import copylab.report.render, copylab.explore.explorer; print(copylab.__file__)"],
         cwd=elsewhere,
         capture_output=True,
         text=True,
