@@ -1,4 +1,5 @@
-"""What explains the spread between identical trials (copylab.analysis.noise), on synthetic trials with a known cause."""
+"""What explains the spread between identical trials (copylab.analysis.noise), on synthetic trials with a known
+cause."""
 
 from __future__ import annotations
 

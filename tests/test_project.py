@@ -19,7 +19,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from copylab.declarations.schema import COLUMN_NAMES
 from copylab.paths import NOTEBOOKS, REFERENCE_DATA, ROOT
 
 VENV_BIN = Path(sys.executable).parent

@@ -4,6 +4,7 @@ that the command line, the manifest, the rows and the C programs derive from."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import graphlib
 import json
 import subprocess
@@ -263,3 +264,30 @@ def test_a_setting_declared_once_reaches_the_command_line_config_manifest_and_ro
     assert seen["value"] == 7 and seen["parameters"] == 7
     assert seen["column"] and seen["row"] == 7
     assert seen["refused"] == "probe-depth: 12 is out of range (1 to 9)"
+
+
+def test_the_reference_pages_are_generated_from_the_code(monkeypatch):
+    from copylab.cli import reference
+
+    assert reference.stale() == [], "regenerate them: python -m copylab.cli.reference"
+    # and a changed declaration makes its page stale
+    changed = dataclasses.replace(settings.SETTINGS[0], help="a help text nobody wrote before")
+    monkeypatch.setattr(settings, "SETTINGS", (changed, *settings.SETTINGS[1:]))
+    monkeypatch.setattr(reference, "COMMANDS", reference_commands_with(changed))
+    assert "options.md" in reference.stale()
+
+
+def reference_commands_with(changed: settings.Setting) -> tuple:
+    """The command table with run-sweep's option for CHANGED's setting carrying its new help."""
+    from copylab.cli import commands
+
+    return tuple(
+        dataclasses.replace(
+            command,
+            options=[
+                dataclasses.replace(option, help=changed.help) if option.name == changed.parameter else option
+                for option in command.options
+            ],
+        )
+        for command in commands.COMMANDS
+    )

@@ -178,7 +178,8 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
 
 
 def _measured(name: str, data_root: Path, smoke: bool, **settings: Any) -> pd.DataFrame:
-    """A small sweep on the bench's own namespaces, its trials with copylab.declarations.metrics' columns.  SMOKE leaves the
+    """A small sweep on the bench's own namespaces, its trials with copylab.declarations.metrics' columns.  SMOKE
+    leaves the
     kernel's copies uncounted: no part reads them, and attaching bpftrace costs each sweep a second."""
     from copylab.declarations.metrics import add_metrics
 

@@ -75,7 +75,8 @@ def _add_command(commands: Any, command: Command) -> None:
                 _flag(option.name), action=argparse.BooleanOptionalAction, default=option.default, help=option.help
             )
         else:
-            parser.add_argument(_flag(option.name), dest=option.name, default=option.default, help=_escaped(option.help))
+            help = _escaped(option.help)
+            parser.add_argument(_flag(option.name), dest=option.name, default=option.default, help=help)
     parser.set_defaults(command=command)
 
 

@@ -1,4 +1,5 @@
-"""A sweep's settings: SweepConfig built from copylab.declarations.settings' table, the profiles (each experiment's own), a sweep
+"""A sweep's settings: SweepConfig built from copylab.declarations.settings' table, the profiles (each experiment's
+own), a sweep
 file's and the command line's overrides, and their validation.
 
 Everything is checked before anything is created, so bad input ends in one line and leaves nothing behind.

@@ -51,7 +51,8 @@ _USAGE = (
         "ctx_involuntary", "int", "count", "involuntary context switches in the window", column="{side}_ctx_involuntary"
     ),
 )
-# Both ends report it; a trial whose ends disagree, or differ from what the sweep asked, fails (copylab.measure.drivers).
+# Both ends report it; a trial whose ends disagree, or differ from what the sweep asked, fails
+# (copylab.measure.drivers).
 _CONGESTION = Key(
     "congestion_control",
     "str",

@@ -33,8 +33,6 @@ class Driver(Protocol):
     layouts: tuple[str, ...]
 
 
-
-
 @dataclass(frozen=True)
 class UserCopy:
     """How a sender copies a message into a buffer of its own before sending it."""
@@ -139,8 +137,6 @@ class Implementation:
     # per sweep at every pinning, which the report subtracts so that the host's wake-up cost is not read as a
     # model's.
     floor: bool = False
-
-
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """Constants the C programs and the Python side must agree on that are not a setting's limits.
 
-csrc/limits.h carries them, generated with the settings' limits (copylab.declarations.settings.c_header); a test holds the
+csrc/limits.h carries them, generated with the settings' limits (copylab.declarations.settings.c_header); a test holds
+the
 header to both.
 """
 

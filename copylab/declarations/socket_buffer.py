@@ -19,6 +19,7 @@ class CappedEnds(Protocol):
 
     def socket_buffer_caps(self) -> dict[str, int] | None: ...
 
+
 CAPS = {"send": "/proc/sys/net/core/wmem_max", "receive": "/proc/sys/net/core/rmem_max"}
 # What a sweep asks for unless told: over veth with both ends on one CPU it held every message size's stream
 # as fast as any larger buffer did (README: The socket buffers).

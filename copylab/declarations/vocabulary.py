@@ -1,5 +1,6 @@
 """What the trials.csv format and the sweep settings are both built from: the values of the categorical columns
-and settings, and the record that declares a column.  copylab.declarations.schema lists the columns, copylab.declarations.settings the
+and settings, and the record that declares a column.  copylab.declarations.schema lists the columns,
+copylab.declarations.settings the
 settings (a setting recorded per row declares its column there, and the schema takes it from it)."""
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 A deciding comparison is one of the experiment's deciding pairs (copylab.declarations.implementations.Experiment) on its
 metric and workload, receiving by copy, along the experiment's axis, with the analysis's own paired statistics
-(copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its points are all significant, or when it has a
+(copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its points are all significant, or when
+it has a
 crossover and no undecided point is left inside its bracket; otherwise its undecided points (and points not
 compared yet) get a block each, those next to a change of sign of the estimate beside a significant point first
 (that is where a crossover would be placed), then those nearest to significance: where a few more blocks decide

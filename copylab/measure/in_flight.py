@@ -6,7 +6,8 @@ ring, not the path, bounds the throughput.  A sweep with a zero-copy sender and 
 trial of the experiment's shared baseline (64 KiB messages, one connection, the sweep's window) and takes its
 throughput times its connection's smoothed round-trip time (TCP_INFO) as the product.  The ring gets twice that,
 as the product grows with the congestion window, and at least the floor measured over veth (FLOOR_BYTES: a
-longer ring there moved less, see copylab.declarations.settings).  The manifest records the trial's numbers and the choice;
+longer ring there moved less, see copylab.declarations.settings).  The manifest records the trial's numbers and the
+choice;
 a failed trial leaves the floor, with its reason.
 """
 

@@ -1,5 +1,6 @@
 """What a sweep's manifest records about where and with what it ran, probed on this host: the hardware and
-kernel, the toolchain's versions, the code's commit, the clock; create() assembles the manifest (copylab.record.manifest,
+kernel, the toolchain's versions, the code's commit, the clock; create() assembles the manifest
+(copylab.record.manifest,
 the record) of a sweep about to start."""
 
 from __future__ import annotations

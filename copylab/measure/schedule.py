@@ -90,7 +90,8 @@ def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
 
 def _layouts_receiving(config: SweepConfig, implementation: str, receive: str) -> list[str]:
     """The layouts IMPLEMENTATION runs in receiving by RECEIVE: the other layouts are compared with the study's
-    receiving by copy only (copylab.declarations.implementations.comparison_pairs), so beside it they receive by copy only."""
+    receiving by copy only (copylab.declarations.implementations.comparison_pairs), so beside it they receive by copy
+    only."""
     layouts = layouts_of(config, implementation)
     if receive == implementations.BASELINE_RECEIVE:
         return layouts
@@ -289,7 +290,8 @@ def deciding_contenders(config: SweepConfig) -> set[Contender]:
 
 
 def partners(contender: Contender) -> set[Contender]:
-    """What a contender is compared with (copylab.declarations.implementations.comparison_pairs): in a layout other than the
+    """What a contender is compared with (copylab.declarations.implementations.comparison_pairs): in a layout other
+    than the
     study's, itself in the study's; otherwise its baselines in its own receive mode, and itself receiving by copy."""
     name, receive, layout = contender
     if layout not in (STUDY_LAYOUT, NO_LAYOUT):

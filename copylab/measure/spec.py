@@ -53,7 +53,8 @@ class TrialSettings:
     # Counts the kernel's copies in each window (copylab.measure.kernel_copies); None: not counted.
     kernel_copies: Accounting | None = None
     experiment: str = experiments.DEFAULT.name
-    # The sweep's settings that reach its rows or its programs (copylab.declarations.settings: column, program); the others
+    # The sweep's settings that reach its rows or its programs (copylab.declarations.settings: column, program); the
+    # others
     # take their defaults.
     values: Mapping[str, Any] = field(default_factory=dict)
 

@@ -354,7 +354,8 @@ def copy_cost_at(record: Calibration, working_set: int) -> CopyCost:
     return CopyCost(region, working_set, medians[region])
 
 
-# The calibration path that measures each way a sender makes its own copy (copylab.declarations.implementations.UserCopy).
+# The calibration path that measures each way a sender makes its own copy
+# (copylab.declarations.implementations.UserCopy).
 CALL_PATHS = {"memcpy": MEMCPY, "read": READ}
 
 

@@ -20,11 +20,11 @@ from copylab.record.calibration import Calibration
 
 @dataclass(frozen=True)
 class Host:
-    hostname: str
-    kernel: str
-    cpu_model: str
-    cores: int
-    memory_gib: float
+    hostname: str  # the machine's name
+    kernel: str  # uname -r
+    cpu_model: str  # /proc/cpuinfo's model name
+    cores: int  # CPUs online
+    memory_gib: float  # memory in GiB
     virtualization: str  # what systemd-detect-virt says, or whether /proc/cpuinfo names a hypervisor
     # The TCP congestion control its connections get unless they choose one (net.ipv4.tcp_congestion_control);
     # None: not recorded (manifests from before it was)
@@ -35,9 +35,9 @@ class Host:
 class Link:
     """The interface that carries an end's trial traffic."""
 
-    interface: str
+    interface: str  # its name
     driver: str | None  # ethtool -i's driver, None where ethtool is missing
-    mtu: int | None
+    mtu: int | None  # its MTU
     offloads: dict[str, str] = field(default_factory=dict)  # ethtool -k: feature -> on/off (fixed), where present
 
 
@@ -47,8 +47,8 @@ class EndRecord:
 
     role: str  # server or client
     target: str  # the SSH destination, USER@HOST[:PORT]
-    host: Host
-    link: Link | None
+    host: Host  # the end's machine, as host.* above
+    link: Link | None  # the interface that carried its traffic
     # Settings changed on the host for the sweep (--tune-remote) and restored after: name -> value used.
     tuned: dict[str, str] = field(default_factory=dict)
 
@@ -63,14 +63,14 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class Git:
-    commit: str
-    dirty: bool
+    commit: str  # the checkout's HEAD when the sweep started
+    dirty: bool  # whether tracked files had uncommitted changes
 
 
 @dataclass(frozen=True)
 class PerfRecord:
-    available: bool
-    supported_events: list[str]
+    available: bool  # whether perf stat could count in this sweep
+    supported_events: list[str]  # the events it counted
     unsupported_events: dict[str, str]  # event -> perf's reason
 
 
@@ -78,50 +78,51 @@ class PerfRecord:
 class Harness:
     """What the sweep cost beyond its measured windows."""
 
-    median_overhead_s: float
-    wall_s: float
-    window_s: float
-    trials_run: int
+    median_overhead_s: float  # median seconds a trial spent outside its warm-up and window
+    wall_s: float  # the sweep's wall time
+    window_s: float  # the sum of its trials' warm-ups and windows
+    trials_run: int  # trials run (a resumed sweep: this run's)
 
 
 @dataclass(frozen=True)
 class InFlight:
     """The zero-copy senders' bytes in flight as the sweep chose them from the path (copylab.measure.in_flight)."""
 
-    zc_inflight: int
+    zc_inflight: int  # bytes in flight chosen
     throughput_gbps: float | None  # the measuring trial's; None when it failed
-    srtt_us: float | None
-    bandwidth_delay_bytes: int | None
-    how: str
+    srtt_us: float | None  # the measuring trial's smoothed round trip (TCP_INFO), µs
+    bandwidth_delay_bytes: int | None  # throughput times round trip, bytes
+    how: str  # how it was chosen, in words
 
 
 @dataclass(frozen=True)
 class Manifest:
-    sweep: str
-    profile: str
-    host: Host
-    toolchain: Toolchain
-    git: Git
-    parameters: SweepConfig
-    perf: PerfRecord
-    started_at: str | None = None
-    ended_at: str | None = None
-    complete: bool = False
-    trials_sha256: str | None = None
-    calibration: Calibration | None = None
-    harness: Harness | None = None
+    sweep: str  # the sweep's name (its directory under data/)
+    profile: str  # quick, full, or custom
+    host: Host  # the machine that ran it (host.* below)
+    toolchain: Toolchain  # Python, its packages and the programs' versions, flattened into this object
+    git: Git  # the code's version (git.* below)
+    parameters: SweepConfig  # every setting by name (run-sweep's options)
+    perf: PerfRecord  # what perf stat could count (perf.* below)
+    started_at: str | None = None  # ISO 8601, UTC
+    ended_at: str | None = None  # ISO 8601, UTC; empty while it runs or when interrupted
+    complete: bool = False  # whether every planned trial ran
+    trials_sha256: str | None = None  # trials.csv's checksum when the sweep ended
+    calibration: Calibration | None = None  # memcpy bandwidth and copy costs measured at the start
+    harness: Harness | None = None  # what the sweep cost beyond its windows (harness.* below)
     # The trials.csv schema it was written with (copylab.declarations.schema.SCHEMA_VERSION); manifests before it: 1.
     schema_version: int = 1
     # Implementations of the sweep that could not run on this host, with the reason; their trials were not run.
     unavailable: dict[str, str] = field(default_factory=dict)
     # What carried the trials: "veth" (two namespaces of the host above) or "network" (the two hosts of ends).
     path: str = "veth"
-    ends: list[EndRecord] = field(default_factory=list)
+    ends: list[EndRecord] = field(default_factory=list)  # between two hosts: each end (ends[].* below)
     # root, or user-namespace (an unprivileged user: copylab made the namespaces inside a user namespace)
     privilege: str = "root"
     # What the testbed could not do as asked (a setting, a kind of measurement), with the reason.
     restrictions: dict[str, str] = field(default_factory=dict)
-    # The host's floor (copylab.measure.floor): pinning -> mean round trip in µs of a minimal ping-pong at one connection.
+    # The host's floor (copylab.measure.floor): pinning -> mean round trip in µs of a minimal ping-pong at one
+    # connection.
     host_floor: dict[str, float] = field(default_factory=dict)
     # Without --zc-inflight, for a sweep with a zero-copy sender: what it was set to from the path, and why.
     in_flight: InFlight | None = None

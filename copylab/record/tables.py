@@ -1,6 +1,7 @@
 """The analysis tables written next to a sweep's trials, their columns and types declared once.
 
-copylab.analysis.stats and copylab.analysis.crossover produce them, copylab.record.store writes and reads them with these
+copylab.analysis.stats and copylab.analysis.crossover produce them, copylab.record.store writes and reads them with
+these
 types, so a boolean stays a boolean and a count an integer after a round trip through CSV.
 """
 
@@ -92,7 +93,8 @@ CROSSOVERS: dict[str, str] = {
 }
 TABLES: dict[str, dict[str, str]] = {"summary": SUMMARY, "comparisons": COMPARISONS, "crossovers": CROSSOVERS}
 
-# comparison.csv of two runs A and B of one experiment (copylab.analysis.two_runs): one row per configuration either holds
+# comparison.csv of two runs A and B of one experiment (copylab.analysis.two_runs): one row per configuration either
+# holds
 # and compared metric; the ratio is B/A.  Not one of a sweep's TABLES: it lives with the comparison.
 RUN_COMPARISON: dict[str, str] = {
     **_CONFIG_TYPES,

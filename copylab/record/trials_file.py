@@ -1,4 +1,5 @@
-"""The trials.csv format: a text checked against copylab.declarations.schema and typed, and its agreement with the manifest.
+"""The trials.csv format: a text checked against copylab.declarations.schema and typed, and its agreement with the
+manifest.
 
 Pure functions of text and frames; copylab.record.store reads the files.  Every problem is a CopylabError whose
 one line names the file and, where there is one, the line.

@@ -3,7 +3,8 @@
 Setup and Method describe the main sweep (the first sweep of the main experiment); then the main experiment's
 parts; then, for every other experiment, its parts for its first sweep of each load (closed, open), or what it
 says when the report has none; then Limitations and Reproducing; then the further sweeps, each summed up by its
-experiment and compared with that experiment's first sweep of the same load (copylab.analysis.two_runs).  Figures are numbered
+experiment and compared with that experiment's first sweep of the same load (copylab.analysis.two_runs).  Figures are
+numbered
 here, in the order they appear.  notebooks/20_report.ipynb only displays the blocks.
 """
 
@@ -92,7 +93,8 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
 
 
 def _compared(first: Results, other: Results) -> list[Block]:
-    """OTHER against the first sweep of its experiment (copylab.analysis.two_runs), its figures drawn beside the sweeps'."""
+    """OTHER against the first sweep of its experiment (copylab.analysis.two_runs), its figures drawn beside the
+    sweeps'."""
     result = two_runs.compare_runs(first.store, other.store)
     directory = first.store.figures_root / "comparisons" / f"{first.name}-vs-{other.name}"
     return comparison.blocks(result, comparison.save_figures(result, directory), level=2)

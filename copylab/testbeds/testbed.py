@@ -124,7 +124,8 @@ class Testbed(ABC):
         return {}
 
     def socket_buffer_caps(self) -> dict[str, int] | None:
-        """The caps on the socket buffers its programs may ask for, per buffer (copylab.declarations.socket_buffer); None:
+        """The caps on the socket buffers its programs may ask for, per buffer (copylab.declarations.socket_buffer);
+        None:
         they pass over them (root)."""
         return None
 

@@ -2,7 +2,8 @@
 receiver that takes them in one of three ways, compared along message size.
 
 This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.copies.figures), its
-captions and its answers to the study's questions (copylab.experiments.copies.captions, copylab.experiments.copies.answers) and its parts
+captions and its answers to the study's questions (copylab.experiments.copies.captions,
+copylab.experiments.copies.answers) and its parts
 of the report (copylab.experiments.copies.report).
 """
 

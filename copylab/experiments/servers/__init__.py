@@ -1,7 +1,8 @@
 """The servers experiment: servers that differ only in how they wait for many connections, compared along the
 number of connections.
 
-This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.servers.figures) and its
+This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.servers.figures)
+and its
 section of the report (copylab.experiments.servers.report).
 """
 

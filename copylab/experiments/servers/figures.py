@@ -58,7 +58,8 @@ def servers_figures(
     confidence: float = 0.95,
 ) -> dict[str, Figure]:
     """All plots of one servers sweep, keyed by file stem, in the report's order: along busy connections, with
-    the fewest idle connections of the sweep (copylab.experiments.servers.waiting draws the idle connections' effect)."""
+    the fewest idle connections of the sweep (copylab.experiments.servers.waiting draws the idle connections'
+    effect)."""
     setup = plotting.describe_setup(manifest)
     if manifest.parameters.load == "open":
         return {

@@ -1,7 +1,8 @@
 """The report's section "How a server waits": the servers experiment's figures' captions and its answers,
 in sentences computed from one servers sweep.
 
-Like copylab.experiments.copies.answers, every number comes from the sweep's tables through copylab.report.results; a model is found
+Like copylab.experiments.copies.answers, every number comes from the sweep's tables through copylab.report.results; a
+model is found
 through the registry (its baselines, its connection limit, its explanation), never by name.
 """
 
@@ -501,7 +502,8 @@ INTRODUCTION = (
 
 
 def parts(results: Results) -> list[Block]:
-    """The section of a report whose servers sweep RESULTS is (copylab.experiments.servers.open_load's under open load)."""
+    """The section of a report whose servers sweep RESULTS is (copylab.experiments.servers.open_load's under open
+    load)."""
     if results.manifest.parameters.load == "open":
         return open_load.parts(results)
     return [

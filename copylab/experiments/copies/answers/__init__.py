@@ -2,7 +2,8 @@
 one module per question, this one listing them in the assignment's order.
 
 Every function takes loaded ``Results`` and returns Markdown; the numbers come from copylab.report.results and
-copylab.experiments.copies.anomaly, the wording from copylab.report.prose; nothing here types in a result.  The study's variants are
+copylab.experiments.copies.anomaly, the wording from copylab.report.prose; nothing here types in a result.  The study's
+variants are
 found by their role in the registry (copylab.roles), never by name.
 """
 
