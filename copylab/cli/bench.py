@@ -287,13 +287,13 @@ def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
     return figures
 
 
-# The congestion control that paces by a timer, which the default is held against (README: Why cubic).
+# The congestion control that paces by a timer, which the default is held against (docs/method.md: Why cubic).
 PACED_CONGESTION = "bbr"
 
 
 def _transports() -> list[tuple[str, dict[str, Any]]]:
     """The default transport, and each of its settings changed to what the host would choose: a pacing
-    congestion control, socket buffers the kernel sizes as a connection goes (README: The socket buffers)."""
+    congestion control, socket buffers the kernel sizes as a connection goes (docs/method.md: The socket buffers)."""
     default = setting("congestion_control").default
     return [
         (f"congestion control {default}, socket buffers copylab's", {"congestion_control": default}),

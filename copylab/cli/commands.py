@@ -277,7 +277,7 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
     count = parse_number("workers", workers, int) if workers is not None else min(2, os.cpu_count() or 1)
     if count < 1:
         raise CopylabError(f"--workers: {count} is out of range (1 to {os.cpu_count()})")
-    # the slowest tests named at the end: the suite has a time budget (README)
+    # the slowest tests named at the end: the suite has a time budget (docs/performance.md)
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "--durations=12", *(["-k", k] if k else [])]
     command += ["-x"] if x else []
     parallel = ["-n", str(count), "--dist", "loadfile"] if count > 1 else []

@@ -316,7 +316,7 @@ COLUMN_BY_NAME: dict[str, Column] = {column.name: column for column in COLUMNS}
 
 
 def markdown() -> str:
-    """The README's table of trials.csv's columns, from COLUMNS."""
+    """The table of trials.csv's columns (docs/reference/columns.md), from COLUMNS."""
     lines = ["| column | unit | meaning |", "|---|---|---|"]
     lines += [f"| `{c.name}` | {c.unit} | {c.description} |" for c in COLUMNS]
     return "\n".join(lines)

@@ -84,7 +84,7 @@ SETTINGS: tuple[Setting, ...] = (
         "experiment",
         "str",
         experiments.DEFAULT.name,
-        "which experiment (README: the copies experiment compares how bytes leave user space, the servers "
+        "which experiment (the copies experiment compares how bytes leave user space, the servers "
         "experiment how a server waits for connections)",
         choices=experiments.names(),
     ),
@@ -197,7 +197,7 @@ SETTINGS: tuple[Setting, ...] = (
         "server_host",
         "str",
         None,
-        "two hosts: run the servers on USER@HOST[:PORT] over SSH (README: Two machines)",
+        "two hosts: run the servers on USER@HOST[:PORT] over SSH (docs/testbeds.md: Two machines over SSH)",
         optional=True,
     ),
     Setting("client_host", "str", None, "two hosts: run the clients on USER@HOST[:PORT] over SSH", optional=True),
@@ -265,7 +265,8 @@ SETTINGS: tuple[Setting, ...] = (
         "cubic",
         "TCP congestion control of every connection, set on each socket at both ends (the kernel must offer it). "
         "Default cubic, the kernel's own default: with bbr, which some hosts choose, TCP paces its sends by a "
-        "timer, and over veth that pacing, not the copies, bounded messages of 64 KiB and more (README: Why cubic)",
+        "timer, and over veth that pacing, not the copies, bounded messages of 64 KiB and more "
+        "(docs/method.md: Why cubic)",
         legacy="",  # before the setting existed every connection used the host's default, unrecorded
         column=Column(
             "congestion_control",
@@ -285,7 +286,7 @@ SETTINGS: tuple[Setting, ...] = (
         "bookkeeping and then leaves alone; 0 leaves the buffers to the kernel, which grows them as a connection "
         f"goes. Default {fmt_size(socket_buffer.PREFERRED)}, or less where an end caps it for a user without root "
         "(net.core.[rw]mem_max): the kernel's own sizing settled each connection at a size of its own for its "
-        "life, and with both ends on one CPU each size had its own throughput (README: The socket buffers)",
+        "life, and with both ends on one CPU each size had its own throughput (docs/method.md: The socket buffers)",
         low=0,
         high=1 << 29,
         optional=True,

@@ -22,7 +22,7 @@ class CappedEnds(Protocol):
 
 CAPS = {"send": "/proc/sys/net/core/wmem_max", "receive": "/proc/sys/net/core/rmem_max"}
 # What a sweep asks for unless told: over veth with both ends on one CPU it held every message size's stream
-# as fast as any larger buffer did (README: The socket buffers).
+# as fast as any larger buffer did (docs/method.md: The socket buffers).
 PREFERRED = 1 << 20
 
 

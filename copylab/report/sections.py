@@ -304,8 +304,9 @@ def _noise(results: Results) -> str:
     if "block" in names:
         text += (
             " What the block explains is what pairing within blocks removes from a comparison; the rest is fixed "
-            "per trial, which a longer window does not average away (`./inv bench` measures both lengths: README, "
-            "Performance), so many short trials decide more per second than few long ones: hence the short windows."
+            "per trial, which a longer window does not average away (`./inv bench` measures both lengths: "
+            "docs/performance.md), so many short trials decide more per second than few long ones: hence the short "
+            "windows."
         )
     return text
 

@@ -32,7 +32,7 @@ def _socket_buffers(manifest: Manifest) -> str:
     why = (
         "Left to the kernel, a connection's receive buffer grows as the connection goes and settles at a size of "
         "its own for the trial's life, and with both ends on one CPU that size set how the two ends shared it: "
-        "identical trials fell into two throughputs, one per size (README: The socket buffers; `./inv bench` "
+        "identical trials fell into two throughputs, one per size (docs/method.md: The socket buffers; `./inv bench` "
         "measures both on the host)."
     )
     if not chosen:
@@ -66,7 +66,7 @@ def paragraph(manifest: Manifest) -> str:
             " The setting is not left to the host because it changes what the sweep measures: a congestion control "
             "that paces its sends by a timer (as bbr does without a pacing qdisc) decides how many messages share a "
             "packet and how fast a stream may go, so that the pacing, not the sending paths' copies, sets the pace "
-            "(README: Why cubic, and `./inv bench`, which measures both on the host)."
+            "(docs/method.md: Why cubic, and `./inv bench`, which measures both on the host)."
         )
         + _socket_buffers(manifest)
     )

@@ -25,7 +25,7 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 # pins their pages (two_copy packs them whatever their layout).
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
-# quick is ./inv report's sweep, within its 5-minute budget (README's performance table); full is the study's
+# quick is ./inv report's sweep, within its 5-minute budget (docs/performance.md); full is the study's
 # grid, within 30 minutes: iperf3, whose windows are whole seconds (2 s a trial against 0.3 s, 9 of its minutes),
 # is left to `./inv bench`, which compares with it like for like, and to --implementations.  Both run blocked
 # designs with short windows.  The window is 0.3 s, not shorter: with four threads at
