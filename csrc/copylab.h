@@ -20,6 +20,8 @@
 /* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits;
  * FIELD_COUNT, SELECT_MAX_CONNECTIONS: constants the Python side uses too (copylab/limits.py). */
 #include "limits.h"
+/* json_begin() .. json_end(): the one JSON object a program prints (json.c). */
+#include "json.h"
 
 #define REQUEST_SIZE 8
 #define HELLO_MAGIC 0x636f70796c616231ULL /* "copylab1" */
@@ -226,19 +228,6 @@ struct histogram {
 void histogram_record(struct histogram *h, uint64_t ns);
 void histogram_merge(struct histogram *into, const struct histogram *from);
 double histogram_percentile_ns(const struct histogram *h, double percentile);
-
-/* ---- JSON output: exactly one object on stdout; copylab/contract.py declares every key (json.c) ---- */
-struct json {
-    bool first;
-};
-void json_begin(struct json *j);
-void json_str(struct json *j, const char *key, const char *value);
-void json_u64(struct json *j, const char *key, uint64_t value);
-void json_f64(struct json *j, const char *key, double value);
-void json_null(struct json *j, const char *key);
-void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
-void json_f64_or_null(struct json *j, const char *key, bool present, double value);
-void json_end(struct json *j);
 
 /* ---- the variant's sending path (send_VARIANT.c, one per binary) ---- */
 struct sender_counters {
