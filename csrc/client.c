@@ -224,10 +224,7 @@ int main(int argc, char **argv)
     json_str(&j, "congestion_control", congestion);
     json_u64(&j, "socket_buffer", socket_buffer_in_use());
     json_u64(&j, "receive_buffer_bytes", receive_buffer);
-    json_f64(&j, "cpu_user_s", used.user_s);
-    json_f64(&j, "cpu_sys_s", used.sys_s);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
+    json_usage(&j, &used);
     json_u64_or_null(&j, "rx_mapped_bytes", opt.receive == RECEIVE_MMAP, after_window.mapped - before_window.mapped);
     json_u64_or_null(&j, "rx_copied_bytes", opt.receive == RECEIVE_MMAP, after_window.copied - before_window.copied);
     json_end(&j);

@@ -264,10 +264,7 @@ int main(int argc, char **argv)
     json_u64(&j, "socket_buffer", socket_buffer_in_use());
     /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
     json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)n * squares) : NAN);
-    json_f64(&j, "cpu_user_s", used.user_s);
-    json_f64(&j, "cpu_sys_s", used.sys_s);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
+    json_usage(&j, &used);
     json_end(&j);
     free(before);
     free(after);

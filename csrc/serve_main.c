@@ -170,6 +170,17 @@ static void wait_children(void)
     }
 }
 
+/* The window's usage: this process's, and the share its forked children added as they ended. */
+static struct usage with_children(const struct usage *own)
+{
+    return (struct usage){
+        .user_s = own->user_s + (double)atomic_load(&shared->user_us) / 1e6,
+        .sys_s = own->sys_s + (double)atomic_load(&shared->sys_us) / 1e6,
+        .voluntary = own->voluntary + (long)atomic_load(&shared->voluntary),
+        .involuntary = own->involuntary + (long)atomic_load(&shared->involuntary),
+    };
+}
+
 int main(int argc, char **argv)
 {
     struct options opt;
@@ -235,10 +246,8 @@ int main(int argc, char **argv)
     json_u64(&j, "connections", connections);
     json_str(&j, "congestion_control", congestion);
     json_u64(&j, "socket_buffer", socket_buffer_in_use());
-    json_f64(&j, "cpu_user_s", used.user_s + (double)atomic_load(&shared->user_us) / 1e6);
-    json_f64(&j, "cpu_sys_s", used.sys_s + (double)atomic_load(&shared->sys_us) / 1e6);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary + atomic_load(&shared->voluntary));
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary + atomic_load(&shared->involuntary));
+    struct usage total = with_children(&used);
+    json_usage(&j, &total);
     json_end(&j);
     /* The model's loop may be blocked in accept() or recv(): the session is over, so is the process. */
     _exit(0);

@@ -154,10 +154,7 @@ int main(int argc, char **argv)
     json_u64(&j, "size", opt.size);
     json_u64(&j, "threads", n);
     json_str(&j, "layout", layout_name(opt.layout));
-    json_f64(&j, "cpu_user_s", used.user_s);
-    json_f64(&j, "cpu_sys_s", used.sys_s);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
+    json_usage(&j, &used);
     json_u64(&j, "retransmits", retransmits);
     json_f64(&j, "srtt_us", srtt_us);
     json_str(&j, "congestion_control", congestion);
