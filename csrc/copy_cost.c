@@ -18,11 +18,9 @@
  * so a disturbance spreads over the points instead of hitting one.  Each sample also says
  * which share of its wall time the thread was on a CPU: below 1, another process took it.
  * Prints JSON: per point, the ns per byte and on-CPU share of every pass. */
-#define _GNU_SOURCE
+#include "copylab.h"
+
 #include <errno.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -52,17 +50,11 @@ struct point {
     double ns_per_byte[MAX_PASSES], on_cpu[MAX_PASSES];
 };
 
-static _Noreturn void fail(int code, const char *what)
-{
-    fprintf(stderr, "copylab: error: %s%s%s\n", what, errno ? ": " : "", errno ? strerror(errno) : "");
-    exit(code);
-}
-
 static double clock_ns(clockid_t clock)
 {
     struct timespec t;
     if (clock_gettime(clock, &t) != 0)
-        fail(1, "clock_gettime");
+        die_errno("clock_gettime");
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
@@ -79,7 +71,7 @@ static char *pages(size_t bytes)
     /* Populated: every page faulted in before any timing. */
     char *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (memory == MAP_FAILED)
-        fail(1, "out of memory for a working set");
+        die("out of memory for a working set: %s", strerror(errno));
     return memory;
 }
 
@@ -99,13 +91,15 @@ static void prepare(struct point *p, const struct point *previous)
     if (p->path == PATH_READ) {
         p->file = memfd_create("copylab-copy-cost", 0);
         if (p->file < 0)
-            fail(1, "memfd_create");
+            die_errno("memfd_create");
         for (size_t done = 0; done < p->copy_bytes;) {
             ssize_t wrote = pwrite(p->file, p->from + done, p->copy_bytes - done, (off_t)done);
             if (wrote < 0 && errno == EINTR)
                 continue;
-            if (wrote <= 0)
-                fail(1, "pwrite to the page-cache file");
+            if (wrote < 0)
+                die_errno("pwrite to the page-cache file");
+            if (wrote == 0)
+                die("pwrite to the page-cache file wrote nothing");
             done += (size_t)wrote;
         }
     }
@@ -123,8 +117,10 @@ static void copy_once(const struct point *p)
         ssize_t got = pread(p->file, to + done, p->copy_bytes - done, (off_t)done);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got <= 0)
-            fail(1, "pread from the page-cache file");
+        if (got < 0)
+            die_errno("pread from the page-cache file");
+        if (got == 0)
+            die("the page-cache file ended %zu bytes early", p->copy_bytes - done);
         done += (size_t)got;
     }
 }
@@ -141,50 +137,70 @@ static void sample(struct point *p, int pass)
     p->on_cpu[pass] = cpu_ns / wall_ns;
 }
 
-int main(int argc, char **argv)
+/* The working sets in ARGS (after any --memcpy-only), which name the passes first; returns their count. */
+static int parse_arguments(int argc, char **args, unsigned long *passes, unsigned long sizes[MAX_SIZES])
 {
-    /* --memcpy-only: a run whose environment changes only libc (GLIBC_TUNABLES) has nothing to add to read. */
-    const bool memcpy_only = argc > 1 && strcmp(argv[1], "--memcpy-only") == 0;
-    char **args = argv + memcpy_only;
-    int count = argc - memcpy_only - 2;
-    unsigned long passes, sizes[MAX_SIZES];
-    if (count < 1 || count > MAX_SIZES || !parse(args[1], 1, MAX_PASSES, &passes)) {
-        fprintf(stderr,
-                "copylab: error: usage: copy_cost [--memcpy-only] PASSES(1..%d) WORKING_SET_BYTES... (at most %d)\n",
-                MAX_PASSES, MAX_SIZES);
-        return 2;
-    }
-    for (int i = 0; i < count; i++) {
-        if (!parse(args[i + 2], 256, 4ul << 30, &sizes[i])) {
-            fprintf(stderr, "copylab: error: working set %s is not a byte count from 256 to 4 GiB\n", args[i + 2]);
-            return 2;
-        }
-    }
-    static struct point points[MAX_SIZES * PATHS * OFFSET_COUNT];
+    int count = argc - 2;
+    if (count < 1 || count > MAX_SIZES || !parse(args[1], 1, MAX_PASSES, passes))
+        die_usage("usage: copy_cost [--memcpy-only] PASSES(1..%d) WORKING_SET_BYTES... (at most %d)", MAX_PASSES,
+                  MAX_SIZES);
+    for (int i = 0; i < count; i++)
+        if (!parse(args[i + 2], 256, 4ul << 30, &sizes[i]))
+            die_usage("working set %s is not a byte count from 256 to 4 GiB", args[i + 2]);
+    return count;
+}
+
+/* Every point to measure, in the order they are printed; returns how many. */
+static size_t plan(const unsigned long *sizes, int count, bool memcpy_only, struct point *points)
+{
     size_t n = 0;
     for (int i = 0; i < count; i++)
         for (int path = 0; path < PATHS; path++)
             for (size_t k = 0; k < OFFSET_COUNT; k++)
                 if (path == PATH_MEMCPY || (!memcpy_only && sizes[i] / 2 <= READ_MAX_BYTES))
                     points[n++] = (struct point){.copy_bytes = sizes[i] / 2, .path = path, .offset = OFFSETS[k]};
+    return n;
+}
+
+static void print_points(const struct point *points, size_t n, unsigned long passes)
+{
+    struct json j;
+    json_begin(&j);
+    json_u64(&j, "passes", passes);
+    json_array(&j, "points");
+    for (size_t i = 0; i < n; i++) {
+        const struct point *p = &points[i];
+        json_object(&j, NULL);
+        json_u64(&j, "working_set_bytes", 2 * p->copy_bytes);
+        json_str(&j, "path", PATH_NAMES[p->path]);
+        json_u64(&j, "offset", p->offset);
+        json_array(&j, "ns_per_byte");
+        for (unsigned long pass = 0; pass < passes; pass++)
+            json_f64(&j, NULL, p->ns_per_byte[pass]);
+        json_close(&j);
+        json_array(&j, "on_cpu");
+        for (unsigned long pass = 0; pass < passes; pass++)
+            json_f64(&j, NULL, p->on_cpu[pass]);
+        json_close(&j);
+        json_close(&j);
+    }
+    json_close(&j);
+    json_end(&j);
+}
+
+int main(int argc, char **argv)
+{
+    /* --memcpy-only: a run whose environment changes only libc (GLIBC_TUNABLES) has nothing to add to read. */
+    const bool memcpy_only = argc > 1 && strcmp(argv[1], "--memcpy-only") == 0;
+    unsigned long passes, sizes[MAX_SIZES];
+    int count = parse_arguments(argc - memcpy_only, argv + memcpy_only, &passes, sizes);
+    static struct point points[MAX_SIZES * PATHS * OFFSET_COUNT];
+    size_t n = plan(sizes, count, memcpy_only, points);
     for (size_t i = 0; i < n; i++)
         prepare(&points[i], i ? &points[i - 1] : NULL);
     for (unsigned long pass = 0; pass < passes; pass++)
         for (size_t i = 0; i < n; i++)
             sample(&points[(i + pass * n / passes) % n], (int)pass);
-
-    printf("{\"passes\": %lu, \"points\": [", passes);
-    for (size_t i = 0; i < n; i++) {
-        const struct point *p = &points[i];
-        printf("%s{\"working_set_bytes\": %zu, \"path\": \"%s\", \"offset\": %u, \"ns_per_byte\": [", i ? ", " : "",
-               2 * p->copy_bytes, PATH_NAMES[p->path], p->offset);
-        for (unsigned long pass = 0; pass < passes; pass++)
-            printf("%s%.5f", pass ? ", " : "", p->ns_per_byte[pass]);
-        printf("], \"on_cpu\": [");
-        for (unsigned long pass = 0; pass < passes; pass++)
-            printf("%s%.3f", pass ? ", " : "", p->on_cpu[pass]);
-        printf("]}");
-    }
-    printf("]}\n");
+    print_points(points, n, passes);
     return 0;
 }

@@ -20,6 +20,8 @@
 /* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits;
  * FIELD_COUNT, SELECT_MAX_CONNECTIONS: constants the Python side uses too (copylab/limits.py). */
 #include "limits.h"
+/* json_begin() .. json_end(): the one JSON object a program prints (json.c). */
+#include "json.h"
 
 #define REQUEST_SIZE 8
 #define HELLO_MAGIC 0x636f70796c616231ULL /* "copylab1" */
@@ -142,34 +144,39 @@ int listen_on(const char *address, uint16_t port, unsigned backlog);
 void raise_descriptor_limit(uint64_t needed, const char *why);
 int accept_within(int listen_fd, double timeout_s);
 int connect_within(const char *address, uint16_t port, double timeout_s);
-void set_io_timeout(int fd, double seconds);
 /* Waits until fd is ready for events; dies with "WHAT timed out after N s" otherwise. */
 void wait_fd(int fd, short events, double timeout_s, const char *what);
+
+/* ---- what is set on a TCP socket and read back from it (socket_options.c) ---- */
+/* Every TCP socket made from now on uses congestion control NAME (NULL: the kernel's default). */
+void use_congestion_control(const char *name);
+/* Every TCP socket made from now on gets send and receive buffers of BYTES, which the kernel doubles for its
+ * bookkeeping and then no longer sizes itself (0, the default: the kernel sizes them as the connection goes). */
+void use_socket_buffer(uint64_t bytes);
+/* What every socket made got (each checked to be held doubled), as use_socket_buffer() was told. */
+uint64_t socket_buffer_in_use(void);
+/* A new socket, before listen() or connect(): TCP_NODELAY, and what use_congestion_control() and
+ * use_socket_buffer() chose (dies when the kernel will not give it). */
+void socket_options_apply(int fd);
+void set_io_timeout(int fd, double seconds);
+/* A stream's data connection sends as a bulk sender does (iperf3, neper): with Nagle's algorithm, so that a
+ * message's tail waits for the next message while data is unacknowledged instead of leaving as a short
+ * packet; every other connection is made with TCP_NODELAY. */
+void stream_data(int fd);
+/* The congestion control a socket uses, as the kernel names it (TCP_CA_NAME_MAX bytes with the NUL). */
+#define CONGESTION_NAME_BYTES 16
+void congestion_control_of(int fd, char name[CONGESTION_NAME_BYTES]);
+/* A socket's send and receive buffers as the kernel holds them now. */
+struct socket_buffers {
+    uint64_t send, receive;
+};
+struct socket_buffers socket_buffers_of(int fd);
 /* What TCP_INFO says about a connection: its retransmits so far and its smoothed round-trip time (us). */
 struct tcp_report {
     uint64_t retransmits;
     uint32_t srtt_us;
 };
 struct tcp_report tcp_report(int fd);
-/* A stream's data connection sends as a bulk sender does (iperf3, neper): with Nagle's algorithm, so that a
- * message's tail waits for the next message while data is unacknowledged instead of leaving as a short
- * packet; every other connection is made with TCP_NODELAY. */
-void stream_data(int fd);
-/* Every TCP socket made from now on uses congestion control NAME (NULL: the kernel's default). */
-void use_congestion_control(const char *name);
-/* The congestion control a socket uses, as the kernel names it (TCP_CA_NAME_MAX bytes with the NUL). */
-#define CONGESTION_NAME_BYTES 16
-void congestion_control_of(int fd, char name[CONGESTION_NAME_BYTES]);
-/* Every TCP socket made from now on gets send and receive buffers of BYTES, which the kernel doubles for its
- * bookkeeping and then no longer sizes itself (0, the default: the kernel sizes them as the connection goes). */
-void use_socket_buffer(uint64_t bytes);
-/* What every socket made got (each checked to be held doubled), as use_socket_buffer() was told. */
-uint64_t socket_buffer_in_use(void);
-/* A socket's send and receive buffers as the kernel holds them now. */
-struct socket_buffers {
-    uint64_t send, receive;
-};
-struct socket_buffers socket_buffers_of(int fd);
 
 /* ---- the window's CPU time and context switches (usage.c) ---- */
 struct usage {
@@ -178,6 +185,8 @@ struct usage {
 };
 void usage_now(struct usage *out);
 void usage_delta(const struct usage *a, const struct usage *b, struct usage *out);
+/* The window's usage as the keys every program's result carries, in copylab/contract.py's order (_USAGE). */
+void json_usage(struct json *j, const struct usage *used);
 
 /* ---- perf stat --control fifo: enable/disable the counters around the window (perf_control.c) ---- */
 struct perf_control {
@@ -226,19 +235,6 @@ struct histogram {
 void histogram_record(struct histogram *h, uint64_t ns);
 void histogram_merge(struct histogram *into, const struct histogram *from);
 double histogram_percentile_ns(const struct histogram *h, double percentile);
-
-/* ---- JSON output: exactly one object on stdout; copylab/contract.py declares every key (json.c) ---- */
-struct json {
-    bool first;
-};
-void json_begin(struct json *j);
-void json_str(struct json *j, const char *key, const char *value);
-void json_u64(struct json *j, const char *key, uint64_t value);
-void json_f64(struct json *j, const char *key, double value);
-void json_null(struct json *j, const char *key);
-void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
-void json_f64_or_null(struct json *j, const char *key, bool present, double value);
-void json_end(struct json *j);
 
 /* ---- the variant's sending path (send_VARIANT.c, one per binary) ---- */
 struct sender_counters {

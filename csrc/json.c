@@ -1,4 +1,5 @@
-/* The result: exactly one JSON object on stdout, whose keys copylab/contract.py declares. */
+/* The result: exactly one JSON object on stdout, whose keys copylab/contract.py declares (the calibration
+ * programs nest their samples in it). */
 #include "copylab.h"
 
 #include <math.h>
@@ -6,14 +7,45 @@
 
 static void json_key(struct json *j, const char *key)
 {
-    printf("%s\"%s\": ", j->first ? "" : ", ", key);
-    j->first = false;
+    bool *first = &j->first[j->depth - 1];
+    if (!*first)
+        fputs(", ", stdout);
+    *first = false;
+    if (key)
+        printf("\"%s\": ", key);
+}
+
+static void json_open(struct json *j, char open, char close)
+{
+    if (j->depth == JSON_DEPTH)
+        die("a JSON result nested deeper than %d", JSON_DEPTH);
+    j->first[j->depth] = true;
+    j->close[j->depth] = close;
+    j->depth++;
+    putchar(open);
 }
 
 void json_begin(struct json *j)
 {
-    j->first = true;
-    putchar('{');
+    j->depth = 0;
+    json_open(j, '{', '}');
+}
+
+void json_object(struct json *j, const char *key)
+{
+    json_key(j, key);
+    json_open(j, '{', '}');
+}
+
+void json_array(struct json *j, const char *key)
+{
+    json_key(j, key);
+    json_open(j, '[', ']');
+}
+
+void json_close(struct json *j)
+{
+    putchar(j->close[--j->depth]);
 }
 
 void json_str(struct json *j, const char *key, const char *value)
@@ -71,8 +103,9 @@ void json_f64_or_null(struct json *j, const char *key, bool present, double valu
 
 void json_end(struct json *j)
 {
-    (void)j;
-    puts("}");
-    if (fflush(stdout) != 0)
+    json_close(j);
+    putchar('\n');
+    /* A result longer than stdout's buffer was partly written before: ferror() says whether all of it went. */
+    if (fflush(stdout) != 0 || ferror(stdout))
         die_errno("writing the result");
 }

@@ -59,5 +59,8 @@ static inline struct connection *driven(const struct driver *d, unsigned i)
 void verify_response(const char *bytes, size_t count, size_t offset, const struct connection *c);
 /* The open loop's thread (load_open.c). */
 void *drive_open(void *arg);
+/* Under open load, ends the run saying the limit was the client's when it did not keep up with the rate. */
+void check_client_kept_up(const struct options *opt, double seconds, const struct usage *used,
+                          const struct histogram *lag, const struct histogram *latency);
 
 #endif

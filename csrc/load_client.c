@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +21,7 @@
 
 #define EVENTS 64
 #define POLL_MS 50
-/* Under open load, a client whose p99 lateness in sending is this share of the round trips' p99 or more
- * measured its own delay, not the server's (stalled or starved of its CPU).  Over veth a model also makes
- * kernel work on the client's CPU: lateness from that (up to about 0.65 of the tail measured here with
- * select and poll) is the model's, and stays below it. */
-#define LAG_SHARE 0.8
+
 static void send_request(struct driver *d, struct connection *c, int phase)
 {
     uint64_t request = atomic_load_explicit(&c->completed, memory_order_relaxed);
@@ -103,32 +98,154 @@ static void *drive(void *arg)
     return NULL;
 }
 
-/* Under open load the rate is the server's to meet only if the client kept up: it had CPU to spare on the
- * CPUs it may run on, and its own lateness in sending (LAG) is not a large share of the tail it measured
- * (LATENCY), as when it was stalled or starved.  Otherwise the run ends here, saying whose limit it was. */
-static void check_client_kept_up(const struct options *opt, double seconds, const struct usage *used,
-                                 const struct histogram *lag, const struct histogram *latency)
-{
-    double lag_us = histogram_percentile_ns(lag, 99) / 1e3, tail_us = histogram_percentile_ns(latency, 99) / 1e3;
-    if (lag->count && latency->count && lag_us >= LAG_SHARE * tail_us)
-        die("the load client sent its requests late (99th percentile %.0f us, against a round-trip p99 of %.0f us): "
-            "at %llu requests/s most of the tail would be its own, a limit of the client, not of the server",
-            lag_us, tail_us, (unsigned long long)opt->rate);
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-        die_errno("sched_getaffinity");
-    unsigned cpus = (unsigned)CPU_COUNT(&allowed), usable = cpus < opt->threads ? cpus : opt->threads;
-    double busy = (used->user_s + used->sys_s) / seconds;
-    if (busy >= SATURATED * usable)
-        die("the load client was on its CPU%s %.0f%% of the window: it cannot offer %llu requests/s here without "
-            "its own wait entering the latency, a limit of the client, not of the server",
-            usable > 1 ? "s" : "", 100.0 * busy / usable, (unsigned long long)opt->rate);
-}
-
 static void snapshot(const struct connection *connections, unsigned n, uint64_t *into)
 {
     for (unsigned i = 0; i < n; i++)
         into[i] = atomic_load_explicit(&connections[i].completed, memory_order_relaxed);
+}
+
+/* One run of the load client: its connections, busy and silent, and the threads that drive the busy ones. */
+struct load {
+    const struct options *opt;
+    unsigned n, idle, threads;
+    struct connection *connections;
+    int *silent;
+    struct driver *drivers; /* [0] holds every driver's histograms and count of unanswered requests once they end */
+    _Atomic int phase;
+    _Atomic uint64_t window_end;
+};
+
+/* The measured window: its bounds, the requests each connection had completed at both, the client's usage. */
+struct window {
+    uint64_t begin_ns, end_ns;
+    uint64_t *before, *after;
+    struct usage used;
+};
+
+static void connect_all(struct load *l)
+{
+    const struct options *opt = l->opt;
+    l->connections = calloc_or_die(l->n, sizeof *l->connections);
+    l->silent = calloc_or_die(l->idle ? l->idle : 1, sizeof *l->silent);
+    /* The busy ones first: a server that serves one connection (iterative) serves a busy one. */
+    for (unsigned i = 0; i < l->n; i++)
+        l->connections[i].fd = connect_within(opt->address, opt->port, opt->timeout_s);
+    for (unsigned i = 0; i < l->idle; i++)
+        l->silent[i] = connect_within(opt->address, opt->port, opt->timeout_s);
+}
+
+static void start_drivers(struct load *l)
+{
+    const struct options *opt = l->opt;
+    l->drivers = calloc_or_die(l->threads, sizeof *l->drivers);
+    for (unsigned t = 0; t < l->threads; t++) {
+        struct driver *d = &l->drivers[t];
+        *d = (struct driver){.connections = &l->connections[t], .stride = l->threads, .size = opt->size,
+                             .phase = &l->phase, .window_end_ns = &l->window_end, .verify = opt->verify,
+                             .count = (l->n - t + l->threads - 1) / l->threads};
+        d->rate = (double)opt->rate * d->count / l->n;
+        int err = pthread_create(&d->thread, NULL, opt->rate ? drive_open : drive, d);
+        if (err)
+            die("pthread_create: %s", strerror(err));
+    }
+}
+
+/* After the warm-up, marks the window's bounds for the server and the perf counters, and takes its measures. */
+static struct window measure_window(struct load *l, int control_fd, struct perf_control *perf)
+{
+    struct window w = {.before = calloc_or_die(l->n, sizeof *w.before), .after = calloc_or_die(l->n, sizeof *w.after)};
+    struct usage start, end;
+    sleep_seconds(l->opt->warmup_s);
+    session_mark(control_fd, CONTROL_BEGIN);
+    perf_control_send(perf, "enable");
+    usage_now(&start);
+    snapshot(l->connections, l->n, w.before);
+    w.begin_ns = now_ns();
+    atomic_store(&l->phase, PHASE_MEASURE);
+
+    sleep_seconds(l->opt->duration_s);
+    w.end_ns = now_ns();
+    atomic_store(&l->window_end, w.end_ns);
+    atomic_store(&l->phase, PHASE_STOP);
+    snapshot(l->connections, l->n, w.after);
+    usage_now(&end);
+    perf_control_send(perf, "disable");
+    session_mark(control_fd, CONTROL_END);
+    usage_delta(&start, &end, &w.used);
+    return w;
+}
+
+/* Waits for the drivers (they end once the round trips begun in the window are answered) and gathers theirs. */
+static void join_drivers(struct load *l)
+{
+    struct driver *all = &l->drivers[0];
+    for (unsigned t = 0; t < l->threads; t++) {
+        int err = pthread_join(l->drivers[t].thread, NULL);
+        if (err)
+            die("pthread_join: %s", strerror(err));
+        if (t > 0) {
+            histogram_merge(&all->latency, &l->drivers[t].latency);
+            histogram_merge(&all->lag, &l->drivers[t].lag);
+            all->unanswered += l->drivers[t].unanswered;
+        }
+    }
+}
+
+static void close_connections(struct load *l)
+{
+    /* Reset, so a server blocked on a connection sees the end at once. */
+    for (unsigned i = 0; i < l->n + l->idle; i++) {
+        int fd = i < l->n ? l->connections[i].fd : l->silent[i - l->n];
+        struct linger reset = {.l_onoff = 1, .l_linger = 0};
+        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0 || close(fd) != 0)
+            die_errno("closing a connection");
+    }
+}
+
+static void print_result(const struct load *l, const struct window *w, const char *congestion)
+{
+    const struct options *opt = l->opt;
+    uint64_t requests = 0, served = 0;
+    double squares = 0;
+    for (unsigned i = 0; i < l->n; i++) {
+        uint64_t done = w->after[i] - w->before[i];
+        requests += done;
+        served += done > 0;
+        squares += (double)done * (double)done;
+    }
+    double seconds = (double)(w->end_ns - w->begin_ns) / 1e9;
+    const struct histogram *latency = &l->drivers[0].latency, *lag = &l->drivers[0].lag;
+    struct json j;
+    json_begin(&j);
+    json_str(&j, "role", "client");
+    json_u64(&j, "size", opt->size);
+    json_u64(&j, "connections", l->n);
+    json_u64(&j, "idle_connections", l->idle);
+    json_u64(&j, "offered_rate", opt->rate);
+    json_u64(&j, "threads", l->threads);
+    json_f64(&j, "measured_s", seconds);
+    json_u64(&j, "window_begin_ns", w->begin_ns);
+    json_u64(&j, "window_end_ns", w->end_ns);
+    json_u64(&j, "pid", (uint64_t)getpid());
+    json_u64(&j, "requests", requests);
+    json_f64(&j, "requests_per_s", (double)requests / seconds);
+    json_u64(&j, "bytes", requests * opt->size);
+    json_f64(&j, "throughput_gbps", (double)(requests * opt->size) * 8.0 / seconds / 1e9);
+    /* NaN prints as null: no round trip started in the window (a starved run). */
+    const bool timed = latency->count > 0;
+    json_f64(&j, "latency_mean_us", timed ? (double)latency->sum_ns / (double)latency->count / 1e3 : NAN);
+    json_f64(&j, "latency_p50_us", timed ? histogram_percentile_ns(latency, 50) / 1e3 : NAN);
+    json_f64(&j, "latency_p99_us", timed ? histogram_percentile_ns(latency, 99) / 1e3 : NAN);
+    json_f64(&j, "latency_p999_us", timed ? histogram_percentile_ns(latency, 99.9) / 1e3 : NAN);
+    json_f64(&j, "latency_max_us", timed ? (double)latency->max_ns / 1e3 : NAN);
+    json_f64(&j, "issue_lag_p99_us", lag->count ? histogram_percentile_ns(lag, 99) / 1e3 : NAN);
+    json_u64(&j, "connections_served", served);
+    json_str(&j, "congestion_control", congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
+    /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
+    json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)l->n * squares) : NAN);
+    json_usage(&j, &w->used);
+    json_end(&j);
 }
 
 int main(int argc, char **argv)
@@ -137,141 +254,41 @@ int main(int argc, char **argv)
     parse_options(ROLE_LOAD, argc, argv, &opt);
     if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
         die_errno("signal");
-    unsigned n = opt.connections, idle = opt.idle_connections, threads = opt.threads;
-    raise_descriptor_limit((uint64_t)n + idle + 64, "the client's connections");
+    struct load l = {.opt = &opt, .n = opt.connections, .idle = opt.idle_connections, .threads = opt.threads,
+                     .phase = PHASE_WARMUP};
+    raise_descriptor_limit((uint64_t)l.n + l.idle + 64, "the client's connections");
     struct perf_control perf;
     perf_control_open(&perf, opt.perf_ctl, opt.perf_ack);
 
     /* The hello's threads field carries the connections the server is to expect: it holds busy and idle alike. */
     struct hello hello = {
-        .magic = HELLO_MAGIC, .size = opt.size, .threads = n + idle, .mode = MODE_RR,
+        .magic = HELLO_MAGIC, .size = opt.size, .threads = l.n + l.idle, .mode = MODE_RR,
         .window_s = opt.warmup_s + opt.duration_s,
     };
     int control_fd = session_join(&opt, &hello);
-    struct connection *connections = calloc(n, sizeof *connections);
-    struct driver *drivers = calloc(threads, sizeof *drivers);
-    uint64_t *before = calloc(n, sizeof *before), *after = calloc(n, sizeof *after);
-    if (!connections || !drivers || !before || !after)
-        die("out of memory");
-    int *silent = calloc(idle ? idle : 1, sizeof *silent);
-    if (!silent)
-        die("out of memory");
-    /* The busy ones first: a server that serves one connection (iterative) serves a busy one. */
-    for (unsigned i = 0; i < n; i++)
-        connections[i].fd = connect_within(opt.address, opt.port, opt.timeout_s);
-    for (unsigned i = 0; i < idle; i++)
-        silent[i] = connect_within(opt.address, opt.port, opt.timeout_s);
+    connect_all(&l);
     session_wait_ready(control_fd);
-
-    _Atomic int phase = PHASE_WARMUP;
-    _Atomic uint64_t window_end = 0;
-    for (unsigned t = 0; t < threads; t++) {
-        struct driver *d = &drivers[t];
-        *d = (struct driver){.connections = &connections[t], .stride = threads, .size = opt.size, .phase = &phase,
-                             .window_end_ns = &window_end,
-                             .verify = opt.verify, .count = (n - t + threads - 1) / threads};
-        d->rate = (double)opt.rate * d->count / n;
-        int err = pthread_create(&d->thread, NULL, opt.rate ? drive_open : drive, d);
-        if (err)
-            die("pthread_create: %s", strerror(err));
-    }
-
-    sleep_seconds(opt.warmup_s);
-    session_mark(control_fd, CONTROL_BEGIN);
-    perf_control_send(&perf, "enable");
-    struct usage start, end, used;
-    usage_now(&start);
-    snapshot(connections, n, before);
-    uint64_t begin_ns = now_ns();
-    atomic_store(&phase, PHASE_MEASURE);
-
-    sleep_seconds(opt.duration_s);
-    uint64_t end_ns = now_ns();
-    atomic_store(&window_end, end_ns);
-    atomic_store(&phase, PHASE_STOP);
-    snapshot(connections, n, after);
-    usage_now(&end);
-    perf_control_send(&perf, "disable");
-    session_mark(control_fd, CONTROL_END);
-
-    for (unsigned t = 0; t < threads; t++) {
-        int err = pthread_join(drivers[t].thread, NULL);
-        if (err)
-            die("pthread_join: %s", strerror(err));
-        if (t > 0) {
-            histogram_merge(&drivers[0].latency, &drivers[t].latency);
-            histogram_merge(&drivers[0].lag, &drivers[t].lag);
-            drivers[0].unanswered += drivers[t].unanswered;
-        }
-    }
+    start_drivers(&l);
+    struct window w = measure_window(&l, control_fd, &perf);
+    join_drivers(&l);
     char congestion[CONGESTION_NAME_BYTES];
-    congestion_control_of(connections[0].fd, congestion);
-    /* Reset, so a server blocked on a connection sees the end at once. */
-    for (unsigned i = 0; i < n + idle; i++) {
-        int fd = i < n ? connections[i].fd : silent[i - n];
-        struct linger reset = {.l_onoff = 1, .l_linger = 0};
-        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0 || close(fd) != 0)
-            die_errno("closing a connection");
-    }
-    free(silent);
+    congestion_control_of(l.connections[0].fd, congestion);
+    close_connections(&l);
     if (close(control_fd) != 0)
         die_errno("close");
     perf_control_close(&perf);
 
-    uint64_t requests = 0, served = 0;
-    double squares = 0;
-    for (unsigned i = 0; i < n; i++) {
-        uint64_t done = after[i] - before[i];
-        requests += done;
-        served += done > 0;
-        squares += (double)done * (double)done;
-    }
-    usage_delta(&start, &end, &used);
-    double seconds = (double)(end_ns - begin_ns) / 1e9;
     if (opt.rate)
-        check_client_kept_up(&opt, seconds, &used, &drivers[0].lag, &drivers[0].latency);
-    if (drivers[0].unanswered)
-        die("%u requests sent in the window got no response within %.0f s of its end", drivers[0].unanswered,
+        check_client_kept_up(&opt, (double)(w.end_ns - w.begin_ns) / 1e9, &w.used, &l.drivers[0].lag,
+                             &l.drivers[0].latency);
+    if (l.drivers[0].unanswered)
+        die("%u requests sent in the window got no response within %.0f s of its end", l.drivers[0].unanswered,
             DRAIN_S);
-    const struct histogram *latency = &drivers[0].latency;
-    struct json j;
-    json_begin(&j);
-    json_str(&j, "role", "client");
-    json_u64(&j, "size", opt.size);
-    json_u64(&j, "connections", n);
-    json_u64(&j, "idle_connections", idle);
-    json_u64(&j, "offered_rate", opt.rate);
-    json_u64(&j, "threads", threads);
-    json_f64(&j, "measured_s", seconds);
-    json_u64(&j, "window_begin_ns", begin_ns);
-    json_u64(&j, "window_end_ns", end_ns);
-    json_u64(&j, "pid", (uint64_t)getpid());
-    json_u64(&j, "requests", requests);
-    json_f64(&j, "requests_per_s", (double)requests / seconds);
-    json_u64(&j, "bytes", requests * opt.size);
-    json_f64(&j, "throughput_gbps", (double)(requests * opt.size) * 8.0 / seconds / 1e9);
-    /* NaN prints as null: no round trip started in the window (a starved run). */
-    const bool timed = latency->count > 0;
-    json_f64(&j, "latency_mean_us", timed ? (double)latency->sum_ns / (double)latency->count / 1e3 : NAN);
-    json_f64(&j, "latency_p50_us", timed ? histogram_percentile_ns(latency, 50) / 1e3 : NAN);
-    json_f64(&j, "latency_p99_us", timed ? histogram_percentile_ns(latency, 99) / 1e3 : NAN);
-    json_f64(&j, "latency_p999_us", timed ? histogram_percentile_ns(latency, 99.9) / 1e3 : NAN);
-    json_f64(&j, "latency_max_us", timed ? (double)latency->max_ns / 1e3 : NAN);
-    const struct histogram *lag = &drivers[0].lag;
-    json_f64(&j, "issue_lag_p99_us", lag->count ? histogram_percentile_ns(lag, 99) / 1e3 : NAN);
-    json_u64(&j, "connections_served", served);
-    json_str(&j, "congestion_control", congestion);
-    json_u64(&j, "socket_buffer", socket_buffer_in_use());
-    /* Jain's index over the connections' completed requests: 1 when all got the same, 1/n when one got all. */
-    json_f64(&j, "fairness", requests ? (double)requests * (double)requests / ((double)n * squares) : NAN);
-    json_f64(&j, "cpu_user_s", used.user_s);
-    json_f64(&j, "cpu_sys_s", used.sys_s);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
-    json_end(&j);
-    free(before);
-    free(after);
-    free(drivers);
-    free(connections);
+    print_result(&l, &w, congestion);
+    free(w.before);
+    free(w.after);
+    free(l.silent);
+    free(l.drivers);
+    free(l.connections);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -26,6 +27,11 @@
 #define OUTSTANDING_MIN 64u
 /* Requests carry nothing the server reads: they leave from this much zeroed memory at a time. */
 #define SEND_BATCH 4096u
+/* Under open load, a client whose p99 lateness in sending is this share of the round trips' p99 or more
+ * measured its own delay, not the server's (stalled or starved of its CPU).  Over veth a model also makes
+ * kernel work on the client's CPU: lateness from that (up to about 0.65 of the tail measured here with
+ * select and poll) is the model's, and stays below it. */
+#define LAG_SHARE 0.8
 
 static void watch(int epoll_fd, struct connection *c, bool writable)
 {
@@ -211,4 +217,26 @@ void *drive_open(void *arg)
     if (close(epoll_fd) != 0)
         die_errno("close");
     return NULL;
+}
+
+/* Under open load the rate is the server's to meet only if the client kept up: it had CPU to spare on the
+ * CPUs it may run on, and its own lateness in sending (LAG) is not a large share of the tail it measured
+ * (LATENCY), as when it was stalled or starved.  Otherwise the run ends here, saying whose limit it was. */
+void check_client_kept_up(const struct options *opt, double seconds, const struct usage *used,
+                          const struct histogram *lag, const struct histogram *latency)
+{
+    double lag_us = histogram_percentile_ns(lag, 99) / 1e3, tail_us = histogram_percentile_ns(latency, 99) / 1e3;
+    if (lag->count && latency->count && lag_us >= LAG_SHARE * tail_us)
+        die("the load client sent its requests late (99th percentile %.0f us, against a round-trip p99 of %.0f us): "
+            "at %llu requests/s most of the tail would be its own, a limit of the client, not of the server",
+            lag_us, tail_us, (unsigned long long)opt->rate);
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        die_errno("sched_getaffinity");
+    unsigned cpus = (unsigned)CPU_COUNT(&allowed), usable = cpus < opt->threads ? cpus : opt->threads;
+    double busy = (used->user_s + used->sys_s) / seconds;
+    if (busy >= SATURATED * usable)
+        die("the load client was on its CPU%s %.0f%% of the window: it cannot offer %llu requests/s here without "
+            "its own wait entering the latency, a limit of the client, not of the server",
+            usable > 1 ? "s" : "", 100.0 * busy / usable, (unsigned long long)opt->rate);
 }

@@ -170,6 +170,68 @@ static void wait_children(void)
     }
 }
 
+/* The window's usage: this process's, and the share its forked children added as they ended. */
+static struct usage with_children(const struct usage *own)
+{
+    return (struct usage){
+        .user_s = own->user_s + (double)atomic_load(&shared->user_us) / 1e6,
+        .sys_s = own->sys_s + (double)atomic_load(&shared->sys_us) / 1e6,
+        .voluntary = own->voluntary + (long)atomic_load(&shared->voluntary),
+        .involuntary = own->involuntary + (long)atomic_load(&shared->involuntary),
+    };
+}
+
+/* Accepts the session's control connection; its hello must ask for what this server answers, on as many
+ * connections as the model and the descriptor limit allow. */
+static int open_session(int listen_fd, const struct options *opt, struct hello *hello)
+{
+    int control_fd = session_open(listen_fd, opt->timeout_s, hello);
+    if (hello->size != opt->size || hello->mode != MODE_RR)
+        die("the client asked for %llu-byte %s requests, the server answers %llu-byte rr",
+            (unsigned long long)hello->size, mode_name((enum mode)hello->mode), (unsigned long long)opt->size);
+    unsigned connections = hello->threads;
+    if (connections < 1 || connections > MAX_CONNECTIONS)
+        die("the client asked for %u connections", connections);
+    if (MODEL_MAX_CONNECTIONS && connections > MODEL_MAX_CONNECTIONS)
+        die_usage("a %s server holds at most %u connections, the client asked for %u", MODEL_NAME,
+                  MODEL_MAX_CONNECTIONS, connections);
+    raise_descriptor_limit(connections + 64ULL, "the server's connections");
+    return control_fd;
+}
+
+/* Starts the model's loop on CONFIG, which must outlive it, with the response every request gets. */
+static void start_model(struct model_config *config)
+{
+    char *response = malloc(config->size);
+    if (!response)
+        die("out of memory for a %llu-byte response", (unsigned long long)config->size);
+    for (uint64_t i = 0; i < config->size; i++)
+        response[i] = (char)pattern_byte(0, i);
+    config->response = response;
+    if (sem_init(&settled, 0, 0) != 0)
+        die_errno("sem_init");
+    pthread_t model;
+    int err = pthread_create(&model, NULL, model_main, config);
+    if (err)
+        die("pthread_create: %s", strerror(err));
+}
+
+static void print_result(const struct options *opt, unsigned connections, const char *congestion,
+                         const struct usage *used)
+{
+    struct json j;
+    json_begin(&j);
+    json_str(&j, "role", "server");
+    json_str(&j, "model", MODEL_NAME);
+    json_u64(&j, "size", opt->size);
+    json_u64(&j, "connections", connections);
+    json_str(&j, "congestion_control", congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
+    struct usage total = with_children(used);
+    json_usage(&j, &total);
+    json_end(&j);
+}
+
 int main(int argc, char **argv)
 {
     struct options opt;
@@ -195,51 +257,15 @@ int main(int argc, char **argv)
     char congestion[CONGESTION_NAME_BYTES];
     congestion_control_of(listen_fd, congestion);
     struct hello hello;
-    int control_fd = session_open(listen_fd, opt.timeout_s, &hello);
-    if (hello.size != opt.size || hello.mode != MODE_RR)
-        die("the client asked for %llu-byte %s requests, the server answers %llu-byte rr",
-            (unsigned long long)hello.size, mode_name((enum mode)hello.mode), (unsigned long long)opt.size);
-    unsigned connections = hello.threads;
-    if (connections < 1 || connections > MAX_CONNECTIONS)
-        die("the client asked for %u connections", connections);
-    if (MODEL_MAX_CONNECTIONS && connections > MODEL_MAX_CONNECTIONS)
-        die_usage("a %s server holds at most %u connections, the client asked for %u", MODEL_NAME,
-                  MODEL_MAX_CONNECTIONS, connections);
-    raise_descriptor_limit(connections + 64ULL, "the server's connections");
-
-    char *response = malloc(opt.size);
-    if (!response)
-        die("out of memory for a %llu-byte response", (unsigned long long)opt.size);
-    for (uint64_t i = 0; i < opt.size; i++)
-        response[i] = (char)pattern_byte(0, i);
-    struct model_config config = {
-        .listen_fd = listen_fd, .connections = connections, .size = opt.size, .response = response,
-    };
-    if (sem_init(&settled, 0, 0) != 0)
-        die_errno("sem_init");
-    pthread_t model;
-    int err = pthread_create(&model, NULL, model_main, &config);
-    if (err)
-        die("pthread_create: %s", strerror(err));
+    int control_fd = open_session(listen_fd, &opt, &hello);
+    struct model_config config = {.listen_fd = listen_fd, .connections = hello.threads, .size = opt.size};
+    start_model(&config);
     wait_settled(SETTLE_WAIT_S);
     session_ready(control_fd);
     struct usage used = session_window(control_fd, &hello, &perf, mark_phase);
     wait_children();
     perf_control_close(&perf);
-
-    struct json j;
-    json_begin(&j);
-    json_str(&j, "role", "server");
-    json_str(&j, "model", MODEL_NAME);
-    json_u64(&j, "size", opt.size);
-    json_u64(&j, "connections", connections);
-    json_str(&j, "congestion_control", congestion);
-    json_u64(&j, "socket_buffer", socket_buffer_in_use());
-    json_f64(&j, "cpu_user_s", used.user_s + (double)atomic_load(&shared->user_us) / 1e6);
-    json_f64(&j, "cpu_sys_s", used.sys_s + (double)atomic_load(&shared->sys_us) / 1e6);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary + atomic_load(&shared->voluntary));
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary + atomic_load(&shared->involuntary));
-    json_end(&j);
+    print_result(&opt, hello.threads, congestion, &used);
     /* The model's loop may be blocked in accept() or recv(): the session is over, so is the process. */
     _exit(0);
 }

@@ -59,18 +59,121 @@ __attribute__((weak)) const char *sender_unavailable(void)
     return NULL;
 }
 
+/* --probe: whether this sending path can run here, said by the exit status (and why not, on stderr). */
+static int probe(void)
+{
+    const char *why = sender_unavailable();
+    if (why)
+        die("%s is unavailable here: %s", VARIANT_NAME, why);
+    return 0;
+}
+
+/* Accepts the session's control connection; its hello must ask for what this server serves. */
+static int open_session(int listen_fd, const struct options *opt, struct hello *hello)
+{
+    int control_fd = session_open(listen_fd, opt->timeout_s, hello);
+    if (hello->size != opt->size || hello->mode != opt->mode)
+        die("the client asked for %llu-byte %s messages, the server serves %llu-byte %s",
+            (unsigned long long)hello->size, mode_name((enum mode)hello->mode),
+            (unsigned long long)opt->size, mode_name(opt->mode));
+    if (hello->threads < 1 || hello->threads > MAX_THREADS)
+        die("the client asked for %u connections", hello->threads);
+    return control_fd;
+}
+
+/* Accepts the client's data connections, a worker sending on each. */
+static struct worker *start_workers(int listen_fd, const struct options *opt, const struct hello *hello)
+{
+    struct worker *workers = calloc_or_die(hello->threads, sizeof *workers);
+    for (unsigned i = 0; i < hello->threads; i++) {
+        struct worker *w = &workers[i];
+        int fd = accept_within(listen_fd, 10.0);
+        /* A vanished or stalled peer ends the trial instead of hanging it. */
+        set_io_timeout(fd, 10.0);
+        if (opt->mode == MODE_STREAM)
+            stream_data(fd);
+        w->sender = (struct sender_config){.fd = fd, .size = opt->size, .verify = hello->verify != 0,
+                                           .file = opt->file, .layout = opt->layout, .zc_inflight = opt->zc_inflight};
+        w->mode = opt->mode;
+        int err = pthread_create(&w->thread, NULL, worker_main, w);
+        if (err)
+            die("pthread_create: %s", strerror(err));
+    }
+    return workers;
+}
+
+/* What only the sending side sees, over all its connections. */
+struct served {
+    struct sender_counters zc;
+    uint64_t retransmits;
+    double srtt_us; /* the connections' mean */
+    char congestion[CONGESTION_NAME_BYTES];
+    uint64_t send_buffer;
+};
+
+/* Waits for the workers to end (the client closed their connections) and closes the connections. */
+static struct served join_workers(struct worker *workers, unsigned n)
+{
+    struct served s = {.zc = {0}};
+    congestion_control_of(workers[0].sender.fd, s.congestion);
+    s.send_buffer = socket_buffers_of(workers[0].sender.fd).send;
+    for (unsigned i = 0; i < n; i++) {
+        int err = pthread_join(workers[i].thread, NULL);
+        if (err)
+            die("pthread_join: %s", strerror(err));
+        const struct sender_counters *c = &workers[i].counters;
+        s.zc.zero_copy = c->zero_copy;
+        s.zc.zc_sends += c->zc_sends;
+        s.zc.zc_completed += c->zc_completed;
+        s.zc.zc_copied += c->zc_copied;
+        s.zc.zc_notifications += c->zc_notifications;
+        s.zc.zc_enobufs += c->zc_enobufs;
+        s.zc.zc_messages += c->zc_messages;
+        s.zc.zc_page_pins += c->zc_page_pins;
+        s.retransmits += workers[i].tcp.retransmits;
+        s.srtt_us += workers[i].tcp.srtt_us / (double)n;
+        if (close(workers[i].sender.fd) != 0)
+            die_errno("close");
+    }
+    return s;
+}
+
+/* The client counts the window's bytes; the server reports what only the sending side sees. */
+static void print_result(const struct options *opt, unsigned n, const struct usage *used, const struct served *s)
+{
+    const struct sender_counters *zc = &s->zc;
+    struct json j;
+    json_begin(&j);
+    json_str(&j, "role", "server");
+    json_str(&j, "variant", VARIANT_NAME);
+    json_str(&j, "mode", mode_name(opt->mode));
+    json_u64(&j, "size", opt->size);
+    json_u64(&j, "threads", n);
+    json_str(&j, "layout", layout_name(opt->layout));
+    json_usage(&j, used);
+    json_u64(&j, "retransmits", s->retransmits);
+    json_f64(&j, "srtt_us", s->srtt_us);
+    json_str(&j, "congestion_control", s->congestion);
+    json_u64(&j, "socket_buffer", socket_buffer_in_use());
+    json_u64(&j, "send_buffer_bytes", s->send_buffer);
+    json_u64_or_null(&j, "zc_sends", zc->zero_copy, zc->zc_sends);
+    json_u64_or_null(&j, "zc_completed", zc->zero_copy, zc->zc_completed);
+    json_u64_or_null(&j, "zc_copied", zc->zero_copy, zc->zc_copied);
+    json_u64_or_null(&j, "zc_notifications", zc->zero_copy, zc->zc_notifications);
+    json_u64_or_null(&j, "zc_enobufs", zc->zero_copy, zc->zc_enobufs);
+    json_f64_or_null(&j, "zc_pages_per_message", zc->zero_copy && zc->zc_messages > 0,
+                     zc->zc_messages ? (double)zc->zc_page_pins / (double)zc->zc_messages : 0.0);
+    json_end(&j);
+}
+
 int main(int argc, char **argv)
 {
     struct options opt;
     parse_options(ROLE_SERVER, argc, argv, &opt);
     if (VARIANT_ONE_BUFFER)
         opt.layout = LAYOUT_CONTIGUOUS;
-    if (opt.probe) {
-        const char *why = sender_unavailable();
-        if (why)
-            die("%s is unavailable here: %s", VARIANT_NAME, why);
-        return 0;
-    }
+    if (opt.probe)
+        return probe();
     if (SENDS_FROM_FILE && !opt.file)
         die_usage("%s sends a message file: --file PATH is required", VARIANT_NAME);
     if (!SENDS_FROM_FILE && opt.file)
@@ -86,91 +189,17 @@ int main(int argc, char **argv)
         message_file_prepare(opt.file, opt.size);
 
     struct hello hello;
-    int control_fd = session_open(listen_fd, opt.timeout_s, &hello);
-    if (hello.size != opt.size || hello.mode != opt.mode)
-        die("the client asked for %llu-byte %s messages, the server serves %llu-byte %s",
-            (unsigned long long)hello.size, mode_name((enum mode)hello.mode),
-            (unsigned long long)opt.size, mode_name(opt.mode));
-    if (hello.threads < 1 || hello.threads > MAX_THREADS)
-        die("the client asked for %u connections", hello.threads);
-
-    unsigned n = hello.threads;
-    struct worker *workers = calloc(n, sizeof *workers);
-    if (!workers)
-        die("out of memory");
-    for (unsigned i = 0; i < n; i++) {
-        struct worker *w = &workers[i];
-        int fd = accept_within(listen_fd, 10.0);
-        /* A vanished or stalled peer ends the trial instead of hanging it. */
-        set_io_timeout(fd, 10.0);
-        if (opt.mode == MODE_STREAM)
-            stream_data(fd);
-        w->sender = (struct sender_config){.fd = fd, .size = opt.size, .verify = hello.verify != 0, .file = opt.file,
-                                       .layout = opt.layout, .zc_inflight = opt.zc_inflight};
-        w->mode = opt.mode;
-        int err = pthread_create(&w->thread, NULL, worker_main, w);
-        if (err)
-            die("pthread_create: %s", strerror(err));
-    }
+    int control_fd = open_session(listen_fd, &opt, &hello);
+    struct worker *workers = start_workers(listen_fd, &opt, &hello);
     if (close(listen_fd) != 0)
         die_errno("close");
     session_ready(control_fd);
     struct usage used = session_window(control_fd, &hello, &perf, NULL);
-
-    struct sender_counters zc = {0};
-    uint64_t retransmits = 0;
-    double srtt_us = 0;
-    char congestion[CONGESTION_NAME_BYTES];
-    congestion_control_of(workers[0].sender.fd, congestion);
-    uint64_t send_buffer = socket_buffers_of(workers[0].sender.fd).send;
-    for (unsigned i = 0; i < n; i++) {
-        int err = pthread_join(workers[i].thread, NULL);
-        if (err)
-            die("pthread_join: %s", strerror(err));
-        struct sender_counters *c = &workers[i].counters;
-        zc.zero_copy = c->zero_copy;
-        zc.zc_sends += c->zc_sends;
-        zc.zc_completed += c->zc_completed;
-        zc.zc_copied += c->zc_copied;
-        zc.zc_notifications += c->zc_notifications;
-        zc.zc_enobufs += c->zc_enobufs;
-        zc.zc_messages += c->zc_messages;
-        zc.zc_page_pins += c->zc_page_pins;
-        retransmits += workers[i].tcp.retransmits;
-        srtt_us += workers[i].tcp.srtt_us / (double)n;
-        if (close(workers[i].sender.fd) != 0)
-            die_errno("close");
-    }
+    struct served served = join_workers(workers, hello.threads);
     if (close(control_fd) != 0)
         die_errno("close");
     perf_control_close(&perf);
-
-    /* The client counts the window's bytes; the server reports what only the sending side sees. */
-    struct json j;
-    json_begin(&j);
-    json_str(&j, "role", "server");
-    json_str(&j, "variant", VARIANT_NAME);
-    json_str(&j, "mode", mode_name(opt.mode));
-    json_u64(&j, "size", opt.size);
-    json_u64(&j, "threads", n);
-    json_str(&j, "layout", layout_name(opt.layout));
-    json_f64(&j, "cpu_user_s", used.user_s);
-    json_f64(&j, "cpu_sys_s", used.sys_s);
-    json_u64(&j, "ctx_voluntary", (uint64_t)used.voluntary);
-    json_u64(&j, "ctx_involuntary", (uint64_t)used.involuntary);
-    json_u64(&j, "retransmits", retransmits);
-    json_f64(&j, "srtt_us", srtt_us);
-    json_str(&j, "congestion_control", congestion);
-    json_u64(&j, "socket_buffer", socket_buffer_in_use());
-    json_u64(&j, "send_buffer_bytes", send_buffer);
-    json_u64_or_null(&j, "zc_sends", zc.zero_copy, zc.zc_sends);
-    json_u64_or_null(&j, "zc_completed", zc.zero_copy, zc.zc_completed);
-    json_u64_or_null(&j, "zc_copied", zc.zero_copy, zc.zc_copied);
-    json_u64_or_null(&j, "zc_notifications", zc.zero_copy, zc.zc_notifications);
-    json_u64_or_null(&j, "zc_enobufs", zc.zero_copy, zc.zc_enobufs);
-    json_f64_or_null(&j, "zc_pages_per_message", zc.zero_copy && zc.zc_messages > 0,
-                     zc.zc_messages ? (double)zc.zc_page_pins / (double)zc.zc_messages : 0.0);
-    json_end(&j);
+    print_result(&opt, hello.threads, &used, &served);
     free(workers);
     return 0;
 }

@@ -9,9 +9,8 @@
  * CPU the whole time. Timing the same work before and after a trial tells at which speed the trial
  * probably ran. Prints JSON: the median of REPEATS runs of each, and the share of their wall time the
  * thread was on a CPU (below 1: another process took it). */
-#define _GNU_SOURCE
-#include <stdint.h>
-#include <stdio.h>
+#include "copylab.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,10 +22,8 @@
 static double clock_ns(clockid_t clock)
 {
     struct timespec t;
-    if (clock_gettime(clock, &t) != 0) {
-        perror("copylab: error: clock_gettime");
-        exit(1);
-    }
+    if (clock_gettime(clock, &t) != 0)
+        die_errno("clock_gettime");
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
@@ -39,16 +36,10 @@ static int by_value(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     (void)argv;
-    if (argc != 1) {
-        fprintf(stderr, "copylab: error: usage: speed_probe (no arguments)\n");
-        return 2;
-    }
+    if (argc != 1)
+        die_usage("usage: speed_probe (no arguments)");
     /* Page-aligned: a destination a few bytes past its source can take a slow copy path on some CPUs. */
-    char *from = aligned_alloc(4096, COPY_BYTES), *to = aligned_alloc(4096, COPY_BYTES);
-    if (!from || !to) {
-        fprintf(stderr, "copylab: error: out of memory for the speed probe's buffers\n");
-        return 1;
-    }
+    char *from = page_alloc_or_die(COPY_BYTES), *to = page_alloc_or_die(COPY_BYTES);
     memset(from, 1, COPY_BYTES);
     memcpy(to, from, COPY_BYTES);
     double ns[REPEATS], copy[REPEATS], wall_total = 0, cpu_total = 0;
@@ -70,8 +61,12 @@ int main(int argc, char **argv)
     }
     qsort(ns, REPEATS, sizeof ns[0], by_value);
     qsort(copy, REPEATS, sizeof copy[0], by_value);
-    printf("{\"ns_per_iteration\": %.5f, \"copy_ns_per_byte\": %.5f, \"on_cpu\": %.3f}\n", ns[REPEATS / 2],
-           copy[REPEATS / 2], cpu_total / wall_total);
+    struct json j;
+    json_begin(&j);
+    json_f64(&j, "ns_per_iteration", ns[REPEATS / 2]);
+    json_f64(&j, "copy_ns_per_byte", copy[REPEATS / 2]);
+    json_f64(&j, "on_cpu", cpu_total / wall_total);
+    json_end(&j);
     free(from);
     free(to);
     return 0;

@@ -1,4 +1,5 @@
-/* A process's CPU time and context switches (getrusage), snapshotted at the window's edges. */
+/* A process's CPU time and context switches (getrusage), snapshotted at the window's edges, and how a
+ * result reports them. */
 #include "copylab.h"
 
 #include <sys/resource.h>
@@ -25,4 +26,12 @@ void usage_delta(const struct usage *a, const struct usage *b, struct usage *out
     out->sys_s = b->sys_s - a->sys_s;
     out->voluntary = b->voluntary - a->voluntary;
     out->involuntary = b->involuntary - a->involuntary;
+}
+
+void json_usage(struct json *j, const struct usage *used)
+{
+    json_f64(j, "cpu_user_s", used->user_s);
+    json_f64(j, "cpu_sys_s", used->sys_s);
+    json_u64(j, "ctx_voluntary", (uint64_t)used->voluntary);
+    json_u64(j, "ctx_involuntary", (uint64_t)used->involuntary);
 }
