@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -231,3 +232,52 @@ def test_mmap_verification_catches_flipped_bytes(bin_dir, outcome, path):
     outcome["behaviour"] = f"{share} in a clean run; exit {client.returncode}: {client.stderr.strip()}"
     assert client.returncode == 1 and client.stdout == ""
     assert client.stderr == expected_failure(2 * pages)
+
+
+# ---------------------------------------------------------------- the load client (closed and open loop)
+
+LOAD_SIZE, LOAD_FLIPPED, LOAD_DAMAGED_RESPONSE = 1024, 700, 2  # the third response on a connection is damaged
+
+
+def answer_requests(size: int, damaged_response: int, flipped: int) -> Callable[[socket.socket], None]:
+    """SERVE for fake_server, as a model server answers: every 8-byte request gets the pattern of message 0, but
+    response number DAMAGED_RESPONSE on each connection has byte FLIPPED flipped."""
+    response = bytes(pattern(size, 1))
+    damaged = bytes(flip(pattern(size, 1), flipped))
+
+    def serve(connection: socket.socket) -> None:
+        pending, answered = b"", 0
+        while chunk := connection.recv(4096):
+            pending += chunk
+            while len(pending) >= REQUEST_SIZE:
+                pending = pending[REQUEST_SIZE:]
+                connection.sendall(damaged if answered == damaged_response else response)
+                answered += 1
+
+    return serve
+
+
+@pytest.mark.parametrize("loop", ["closed", "open"])
+def test_load_verification_catches_a_flipped_byte(bin_dir, outcome, loop):
+    rate = ("--rate", "2000") if loop == "open" else ()
+    record(
+        outcome,
+        f"load_client --verify in the {loop} loop fed a response with one flipped byte "
+        f"(byte {LOAD_FLIPPED} of the third response on each connection)",
+    )
+    with fake_server(answer_requests(LOAD_SIZE, LOAD_DAMAGED_RESPONSE, LOAD_FLIPPED)) as port:
+        client = run_client(
+            bin_dir / "load_client",
+            port,
+            *("--size", str(LOAD_SIZE), "--connections", "2", "--threads", "1", "--duration", "0.5", "--verify"),
+            *rate,
+        )
+    outcome["behaviour"] = f"exit {client.returncode}: {client.stderr.strip()}"
+    assert client.returncode == 1 and client.stdout == ""
+    expected, sent = pattern_byte(0, LOAD_FLIPPED), pattern_byte(0, LOAD_FLIPPED) ^ 0xFF
+    # The run ends at the first byte that differs: the message names it, its value and the pattern's.
+    assert re.fullmatch(
+        rf"copylab: error: response byte {LOAD_FLIPPED} on descriptor \d+ is 0x{sent:02x}, "
+        rf"not the pattern's 0x{expected:02x}\n",
+        client.stderr,
+    ), client.stderr
