@@ -17,11 +17,14 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import needs_root
 
 CSRC = Path(__file__).resolve().parents[1] / "csrc"
 # Every send_VARIANT.c makes a VARIANT_client (csrc/Makefile); they differ only in the file senders' period.
@@ -281,3 +284,97 @@ def test_load_verification_catches_a_flipped_byte(bin_dir, outcome, loop):
         rf"not the pattern's 0x{expected:02x}\n",
         client.stderr,
     ), client.stderr
+
+
+# ---------------------------------------------------------------- the file senders
+
+FILE_SIZE = 65536
+# Message 0, byte 5 and message 2, byte 100 of the file: sent once per pass over the file (256 MiB, 4096 messages).
+FILE_FLIPPED = (5, 2 * FILE_SIZE + 100)
+NAMESPACE = f"clverify{TAG}"
+# The link the file senders' case runs over: slow enough that no connection gets through its 256 MiB file once
+# in the run (a second pass would meet the flipped bytes again), fast enough to bring the first messages at once.
+SLOW_LINK = ("tbf", "rate", "200mbit", "burst", "256kb", "latency", "100ms")
+
+
+@pytest.fixture(scope="module")
+def damaged_file(tmp_path_factory) -> Iterator[Path]:
+    """The message file of FILE_SIZE-byte messages (message_file_messages in csrc/message_file.c: 256 MiB, at least
+    8 messages) with FILE_FLIPPED flipped; a server uses a file of the right length as it is."""
+    messages = max(-(-(256 << 20) // FILE_SIZE), 8)
+    path = tmp_path_factory.mktemp("verifiers") / f"messages-{FILE_SIZE}.bin"
+    first = bytes(pattern(FILE_SIZE, 1))
+    with open(path, "wb") as file:
+        for seq in range(messages):
+            message = bytearray(first.translate(_ADD[pattern_byte(seq, 0)]))
+            for position in FILE_FLIPPED:
+                if position // FILE_SIZE == seq:
+                    flip(message, position % FILE_SIZE)
+            file.write(message)
+    yield path
+    path.unlink()
+
+
+@contextmanager
+def slow_namespace() -> Iterator[list[str]]:
+    """A network namespace of this test's own whose loopback is SLOW_LINK; yields the prefix that runs a command in
+    it.  Removed afterwards, with whatever still runs in it."""
+    subprocess.run(["ip", "netns", "add", NAMESPACE], check=True, capture_output=True, timeout=TIMEOUT_S)
+    try:
+        for command in (
+            ["ip", "-n", NAMESPACE, "link", "set", "lo", "up"],
+            ["tc", "-n", NAMESPACE, "qdisc", "add", "dev", "lo", "root", *SLOW_LINK],
+        ):
+            subprocess.run(command, check=True, capture_output=True, timeout=TIMEOUT_S)
+        yield ["ip", "netns", "exec", NAMESPACE]
+    finally:
+        for pid in subprocess.run(
+            ["ip", "netns", "pids", NAMESPACE], capture_output=True, text=True, timeout=TIMEOUT_S
+        ).stdout.split():
+            os.kill(int(pid), 9)
+        subprocess.run(["ip", "netns", "del", NAMESPACE], check=True, capture_output=True, timeout=TIMEOUT_S)
+
+
+@needs_root
+@pytest.mark.parametrize("variant", FILE_VARIANTS)
+def test_file_sender_verification_catches_flipped_bytes_in_the_file(bin_dir, outcome, damaged_file, variant):
+    record(
+        outcome,
+        f"{variant}_server sending a message file with {len(FILE_FLIPPED)} flipped bytes to "
+        f"{variant}_client --verify, 2 connections",
+    )
+    with slow_namespace() as inside:
+        server = subprocess.Popen(
+            [
+                *inside,
+                str(bin_dir / f"{variant}_server"),
+                *("--bind", "127.0.0.1", "--port", "5499", "--size", str(FILE_SIZE), "--file", str(damaged_file)),
+                *("--timeout", str(TIMEOUT_S)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            started = time.monotonic()
+            client = subprocess.run(
+                [
+                    *inside,
+                    str(bin_dir / f"{variant}_client"),
+                    *("--connect", "127.0.0.1", "--port", "5499", "--size", str(FILE_SIZE), "--threads", "2"),
+                    *("--warmup", "0", "--duration", "0.2", "--verify"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+            )
+            elapsed = time.monotonic() - started
+            server.communicate(timeout=TIMEOUT_S)
+        finally:
+            server.kill()
+            server.wait()
+    outcome["behaviour"] = f"exit {client.returncode} after {elapsed:.1f} s: {client.stderr.strip()}"
+    # At 200 Mbit/s, 10 s carry 250 MB: no connection reached the end of its file and met the flips again.
+    assert elapsed < 10
+    assert client.returncode == 1 and client.stdout == ""
+    assert client.stderr == expected_failure(2 * len(FILE_FLIPPED))
