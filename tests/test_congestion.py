@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import config, contract, socket_buffer
+from copylab.declarations import config, contract, implementations, socket_buffer
 from copylab.measure import sweep
 from copylab.measure.drivers import CopylabPrograms, TrialFailed
 from copylab.measure.spec import TrialSettings, TrialSpec
@@ -48,7 +48,7 @@ def _result(program: str, **given: object) -> str:
 
 def test_a_trial_whose_ends_used_different_algorithms_fails():
     driver = CopylabPrograms("two_copy")
-    spec = TrialSpec("t", 0, "two_copy", "stream", 1024, 1, "same_cpu", 1)
+    spec = TrialSpec("t", 0, implementations.get("two_copy"), "stream", 1024, 1, "same_cpu", 1)
     asked = dict(variant="two_copy", mode="stream", size=1024, threads=1, layout="fields")
     server = _result("server", role="server", congestion_control="cubic", **asked)
     client = _result("client", role="client", receive="copy", congestion_control="reno", **asked)
@@ -91,6 +91,8 @@ def test_a_trial_whose_programs_were_not_told_fails_rather_than_record_the_wrong
     bed = testbed.Namespaces(pair, "cc-untold")
     settings = TrialSettings("cc-untold", bed, PerfSupport(False, None), 0.2, 0.1, values={"congestion_control": ASKED})
     monkeypatch.setattr(TrialSettings, "program_arguments", lambda self, role: [])
-    row = run_trial(TrialSpec("untold", 0, "two_copy", "stream", 16384, 1, "same_cpu", 1), settings)
+    row = run_trial(
+        TrialSpec("untold", 0, implementations.get("two_copy"), "stream", 16384, 1, "same_cpu", 1), settings
+    )
     assert row["status"] == "failed"
     assert row["error"] == f"ran congestion_control {HOST_DEFAULT!r}, the sweep asked for {ASKED!r}"

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from copylab.declarations import config
+from copylab.declarations import config, implementations
 from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import COLUMN_NAMES, PERF_EVENTS, SCHEMA_VERSION
 from copylab.errors import CopylabError
@@ -198,7 +198,7 @@ def spec_for(
     return spec.TrialSpec(
         f"{implementation}-{workload}-{size}-{threads}-same_cpu-r1",
         0,
-        implementation,
+        implementations.get(implementation),
         workload,
         size,
         threads,

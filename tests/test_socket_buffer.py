@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import config, socket_buffer
+from copylab.declarations import config, implementations, socket_buffer
 from copylab.errors import CopylabError
 from copylab.measure.drivers import _iperf3_socket_buffer
 from copylab.measure.spec import TrialSettings, TrialSpec
@@ -83,7 +83,7 @@ def _trial(pair, name: str, values: dict[str, object]) -> dict[str, object]:
     bed = testbed.Namespaces(pair, name)
     settings = TrialSettings(name, bed, PerfSupport(False, None), 0.2, 0.1, values={"socket_buffer": 0, **values})
     # the session's namespaces as they are: bed.running() would make its own and remove them after
-    return run_trial(TrialSpec(name, 0, "two_copy", "stream", 16384, 1, "same_cpu", 1), settings)
+    return run_trial(TrialSpec(name, 0, implementations.get("two_copy"), "stream", 16384, 1, "same_cpu", 1), settings)
 
 
 def test_every_connection_gets_the_size_asked_for_and_the_kernel_holds_it_doubled(pair):

@@ -78,7 +78,7 @@ def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: i
             spec = TrialSpec(
                 f"bench-{contender.label}-{size}-r{repetition}",
                 repetition,
-                contender.implementation,
+                implementations.get(contender.implementation),
                 "stream",
                 size,
                 1,

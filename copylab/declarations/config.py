@@ -18,6 +18,7 @@ from typing import Any
 
 from copylab import experiments
 from copylab.declarations import implementations, settings
+from copylab.declarations.implementations import Implementation
 from copylab.declarations.limits import SMALLEST_SOCKET_BUFFER
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import LISTS, SETTINGS, Setting
@@ -58,14 +59,29 @@ def _from_parameters(cls: type, name: str, profile: str, parameters: dict[str, A
     return validate(cls(name=name, profile=profile, **values))
 
 
+def _member(self: Any, name: str) -> Implementation:
+    """The sweep's implementation NAME, as the registry gave it when the sweep was checked."""
+    for implementation in self.members:
+        if implementation.name == name:
+            return implementation
+    raise CopylabError(f"{name!r} is not an implementation of sweep {self.name!r}")
+
+
 def _build() -> type:
-    fields = [("name", str), ("profile", str, dataclasses.field(default="quick"))]
+    fields: list[Any] = [("name", str), ("profile", str, dataclasses.field(default="quick"))]
     fields += [(s.name, _python_type(s), dataclasses.field(default=s.default)) for s in SETTINGS]
+    # Its implementations resolved once, when it is checked: the rest of a sweep reads them here, not by name.
+    fields += [("members", tuple, dataclasses.field(default=(), compare=False, repr=False))]
     return dataclasses.make_dataclass(
         "SweepConfig",
         fields,
         frozen=True,
-        namespace={"parameters": _parameters, "from_parameters": _from_parameters, "__module__": __name__},
+        namespace={
+            "parameters": _parameters,
+            "from_parameters": _from_parameters,
+            "member": _member,
+            "__module__": __name__,
+        },
     )
 
 
@@ -136,6 +152,7 @@ def validate(config: Any) -> Any:
             raise CopylabError(f"{experiment.noun}: unknown {name!r} (choose from {', '.join(members)})")
     if not config.implementations:
         raise CopylabError(f"{experiment.noun}: needs at least one value")
+    object.__setattr__(config, "members", tuple(implementations.get(name) for name in config.implementations))
     for label, value in (("workloads", config.workloads), ("pinning", config.pinning), ("receive", config.receive)):
         if not value:
             raise CopylabError(f"{label}: needs at least one value")

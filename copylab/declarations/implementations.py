@@ -138,6 +138,20 @@ class Implementation:
     # model's.
     floor: bool = False
 
+    @property
+    def fixed_layout(self) -> str | None:
+        """The layout it always runs in when its layout cannot be chosen (NO_LAYOUT: its message is not in its
+        memory); None when --layout chooses it."""
+        layouts = self.driver.layouts
+        if len(layouts) > 1:
+            return None
+        return layouts[0] if layouts else NO_LAYOUT
+
+    @property
+    def zero_copy(self) -> bool:
+        """Whether its sends are zero-copy sends whose completions it counts (the zc_* columns)."""
+        return "zc_completed" in self.columns
+
 
 @functools.cache
 def registry() -> dict[str, Implementation]:
@@ -210,12 +224,8 @@ LAYOUT_MARK = "@"
 
 
 def fixed_layout(name: str) -> str | None:
-    """The layout NAME always runs in when its layout cannot be chosen (NO_LAYOUT: its message is not in its
-    memory); None when --layout chooses it."""
-    layouts = get(name).driver.layouts
-    if len(layouts) > 1:
-        return None
-    return layouts[0] if layouts else NO_LAYOUT
+    """The layout NAME always runs in when its layout cannot be chosen (Implementation.fixed_layout)."""
+    return get(name).fixed_layout
 
 
 def contender(implementation: str, receive: str, layout: str = STUDY_LAYOUT) -> str:
@@ -262,11 +272,11 @@ def comparison_pairs(receive_modes: Iterable[str] = (BASELINE_RECEIVE,)) -> list
     return pairs
 
 
-def programs(implementations: Iterable[str]) -> list[str]:
+def programs(members: Iterable[Implementation]) -> list[str]:
     """The csrc/ programs the given implementations run."""
-    return [program for name in implementations for program in get(name).driver.programs]
+    return [program for implementation in members for program in implementation.driver.programs]
 
 
 def uses_zero_copy(name: str) -> bool:
     """Whether NAME's sends are zero-copy sends whose completions it counts (the zc_* columns)."""
-    return "zc_completed" in get(name).columns
+    return get(name).zero_copy

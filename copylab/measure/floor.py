@@ -28,7 +28,7 @@ def host_floor(experiment: str, size: int, settings: TrialSettings) -> dict[str,
     quiet = dataclasses.replace(settings, kernel_copies=None, perf=dataclasses.replace(settings.perf, available=False))
     found = {}
     for pinning in FLOOR_PINNINGS:
-        spec = TrialSpec(f"floor-{pinning}", 0, floor.name, "rr", size, 1, pinning, 1, connections=1)
+        spec = TrialSpec(f"floor-{pinning}", 0, floor, "rr", size, 1, pinning, 1, connections=1)
         row = run_trial(spec, quiet)
         latency = row.get("latency_mean_us")
         if row["status"] == "ok" and latency is not None and math.isfinite(latency):

@@ -40,7 +40,7 @@ def measure(experiment: str, settings: TrialSettings) -> InFlight:
     """One stream trial of EXPERIMENT's shared baseline with SETTINGS (no perf, no kernel copy counts)."""
     baseline = implementations.shared_baseline(experiment)
     quiet = dataclasses.replace(settings, kernel_copies=None, perf=dataclasses.replace(settings.perf, available=False))
-    spec = TrialSpec("in-flight", 0, baseline, "stream", MEASURED_SIZE, 1, "none", 1)
+    spec = TrialSpec("in-flight", 0, implementations.get(baseline), "stream", MEASURED_SIZE, 1, "none", 1)
     row = run_trial(spec, quiet)
     throughput, srtt = row.get("throughput_gbps"), row.get("srtt_us")
     if row["status"] != "ok" or not all(is_number(v) and v > 0 for v in (throughput, srtt)):

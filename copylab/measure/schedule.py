@@ -72,17 +72,17 @@ def point_of(configuration: Configuration) -> Point:
 
 
 def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
-    supported = implementations.get(implementation).driver.receive_modes
+    supported = config.member(implementation).driver.receive_modes
     everywhere = not config.receive_for or implementation in config.receive_for
     return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
 
 
 def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
     """The layouts IMPLEMENTATION runs in: the sweep's it can be asked for, its only one, or none to choose."""
-    fixed = implementations.fixed_layout(implementation)
+    fixed = config.member(implementation).fixed_layout
     if fixed is not None:
         return [fixed]
-    supported = implementations.get(implementation).driver.layouts
+    supported = config.member(implementation).driver.layouts
     everywhere = not config.layout_for or implementation in config.layout_for
     chosen = [layout for layout in config.layout if layout in supported and (layout == STUDY_LAYOUT or everywhere)]
     return chosen or [STUDY_LAYOUT]
@@ -110,7 +110,7 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
         if implementation in skip:
             continue
         for workload in config.workloads:
-            if workload not in implementations.get(implementation).driver.workloads:
+            if workload not in config.member(implementation).driver.workloads:
                 continue
             for size in config.sizes if workload == "stream" else config.rr_sizes:
                 for threads in config.threads:
@@ -153,7 +153,9 @@ def configuration_of(row: Any) -> Configuration:
     )
 
 
-def _spec(configuration: Configuration, repetition: int, order_index: int, position: int | None = None) -> TrialSpec:
+def _spec(
+    config: SweepConfig, configuration: Configuration, repetition: int, order_index: int, position: int | None = None
+) -> TrialSpec:
     c = configuration
     # A layout that is not chosen, no idle connection and no offered rate are left out of the id, so that sweeps
     # from before each was an axis resume.
@@ -163,7 +165,7 @@ def _spec(configuration: Configuration, repetition: int, order_index: int, posit
     return TrialSpec(
         f"{'-'.join(map(str, named))}-r{repetition}",
         order_index,
-        c.implementation,
+        config.member(c.implementation),
         c.workload,
         c.size_bytes,
         c.threads,
@@ -198,7 +200,7 @@ def _round(config: SweepConfig, blocks: list[tuple[Point, int, list[Configuratio
     for point, number, contenders in blocks:
         contenders = list(contenders)
         _rng(config, "block", point, number).shuffle(contenders)
-        specs += [_spec(c, number, 0, position) for position, c in enumerate(contenders)]
+        specs += [_spec(config, c, number, 0, position) for position, c in enumerate(contenders)]
     return specs
 
 
@@ -213,7 +215,7 @@ def plan(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[TrialS
         return [dataclasses.replace(spec, order_index=index) for index, spec in enumerate(specs)]
     trials = [(c, repetition) for c in grid for repetition in range(1, config.trials + 1)]
     random.Random(config.seed).shuffle(trials)
-    return [_spec(c, repetition, index) for index, (c, repetition) in enumerate(trials)]
+    return [_spec(config, c, repetition, index) for index, (c, repetition) in enumerate(trials)]
 
 
 def imprecision(values: list[float], confidence: float = 0.95) -> float:
@@ -258,7 +260,7 @@ def adaptive_rounds(
         random.Random(config.seed * 1000 + repetition).shuffle(pending)
         if not pending:
             return
-        yield [_spec(c, repetition, order + index) for index, c in enumerate(pending)]
+        yield [_spec(config, c, repetition, order + index) for index, c in enumerate(pending)]
         order += len(pending)
 
 
@@ -291,8 +293,8 @@ def deciding_contenders(config: SweepConfig) -> set[Contender]:
 
 def partners(contender: Contender) -> set[Contender]:
     """What a contender is compared with (copylab.declarations.implementations.comparison_pairs): in a layout other
-    than the
-    study's, itself in the study's; otherwise its baselines in its own receive mode, and itself receiving by copy."""
+    than the study's, itself in the study's; otherwise its baselines in its own receive mode, and itself receiving by
+    copy."""
     name, receive, layout = contender
     if layout not in (STUDY_LAYOUT, NO_LAYOUT):
         return {study_contender(name)}
@@ -376,7 +378,9 @@ def budgeted_rounds(
     # 1. The first pass.
     for number in range(1, config.trials + 1):
         ok = _ok_ids(progress().rows)
-        blocks = [(p, number, [c for c in cs if _spec(c, number, 0).trial_id not in ok]) for p, cs in first.items()]
+        blocks = [
+            (p, number, [c for c in cs if _spec(config, c, number, 0).trial_id not in ok]) for p, cs in first.items()
+        ]
         specs = _round(config, [block for block in blocks if block[2]], number)
         if specs:
             yield specs

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from copylab import experiments
 from copylab.declarations import settings
+from copylab.declarations.implementations import Implementation
 from copylab.errors import CopylabError
 from copylab.programs.perf import PerfSupport
 
@@ -22,7 +23,7 @@ PORT = 5201
 class TrialSpec:
     trial_id: str
     order_index: int
-    implementation: str
+    implementation: Implementation  # the registry's entry, resolved when the sweep was checked
     workload: str
     size_bytes: int
     threads: int

@@ -19,7 +19,6 @@ import pandas as pd
 from tqdm import tqdm
 
 from copylab import experiments
-from copylab.declarations import implementations
 from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
@@ -126,7 +125,7 @@ def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
     """Implementations of the sweep that cannot run on its server end, with the reason."""
     reasons = {}
     for name in config.implementations:
-        why = implementations.get(name).driver.unavailable(bed.server, config.sanitize)
+        why = config.member(name).driver.unavailable(bed.server, config.sanitize)
         if why:
             reasons[name] = why
     return reasons
@@ -252,7 +251,7 @@ def _run_prepared(
             )
             floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
             in_flight = record.in_flight
-            zero_copy = any(implementations.uses_zero_copy(name) for name in set(config.implementations) - skip)
+            zero_copy = any(member.zero_copy for member in config.members if member.name not in skip)
             if in_flight is None and config.zc_inflight is None and zero_copy:
                 in_flight = in_flight_from_path(config.experiment, settings)
             if in_flight is not None:

@@ -17,7 +17,6 @@ from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from copylab.declarations import implementations
 from copylab.declarations.schema import PERF_EVENTS
 from copylab.measure.drivers import GRACE_S, TrialFailed
 from copylab.measure.host_speed import trial_speed
@@ -36,7 +35,7 @@ def _pinned(cpu: str | None, command: list[str]) -> list[str]:
 
 def measured_window_s(spec: TrialSpec, settings: TrialSettings) -> float:
     """Warm-up + measured window the trial is meant to spend; the rest of its wall time is harness."""
-    return implementations.get(spec.implementation).driver.window_s(settings)
+    return spec.implementation.driver.window_s(settings)
 
 
 @contextmanager
@@ -118,9 +117,9 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     row: dict[str, Any] = {
         "sweep": settings.sweep,
         "trial_id": spec.trial_id,
-        "experiment": implementations.get(spec.implementation).experiment,
+        "experiment": spec.implementation.experiment,
         "order_index": spec.order_index,
-        "implementation": spec.implementation,
+        "implementation": spec.implementation.name,
         "workload": spec.workload,
         "size_bytes": spec.size_bytes,
         "threads": spec.threads,
@@ -138,7 +137,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         "error": "",
     }
     started = time.monotonic()
-    driver = implementations.get(spec.implementation).driver
+    driver = spec.implementation.driver
     use_perf = settings.perf.available and driver.unprofiled_reason is None
     server_cpu, client_cpu = cpus_for(spec.pinning)
     budget = driver.window_s(settings) + GRACE_S

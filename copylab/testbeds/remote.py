@@ -446,7 +446,7 @@ class Hosts(Testbed):
 
     @contextmanager
     def prepared(self) -> Iterator[Testbed]:
-        programs = implementations.programs(self.config.implementations)
+        programs = implementations.programs(self.config.members)
         try:
             self._both(lambda end: end.connect())
             for end in self.ends:

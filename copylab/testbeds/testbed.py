@@ -231,7 +231,7 @@ class Namespaces(Testbed):
             )
             if why:
                 raise CopylabError(why)
-            require_programs(implementations.programs(self.config.implementations), self.config.sanitize)
+            require_programs(implementations.programs(self.config.members), self.config.sanitize)
         require_programs(CALIBRATION_PROGRAMS)
 
     @contextmanager
