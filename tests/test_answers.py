@@ -16,13 +16,14 @@ from copylab.analysis.stats import trials_for_precision
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers, captions, figures
 from copylab.experiments.copies.anomaly import find_anomaly
+from copylab.experiments.copies.queries import Focus, choose_focus
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.record.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
 from copylab.report import sections
-from copylab.report.results import Focus, Results, choose_focus, measured_sizes
+from copylab.report.results import Results, measured_sizes
 
 SIZES = [64, 1024, 4096, 16384, 65536]
 THREADS = [1, 4]

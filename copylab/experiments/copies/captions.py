@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from copylab.experiments.copies.queries import Focus, choose_focus, role, study, zero_copy_counts
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
 from copylab.record.calibration import region_costs
 from copylab.report.prose import row_interval
 from copylab.report.results import (
     THROUGHPUT,
-    Focus,
     Results,
     between_hosts,
-    choose_focus,
     counters_unavailable_reason,
     measured,
     metric_rows,
     present,
-    role,
-    study,
-    zero_copy_counts,
 )
 from copylab.report.results import receive_modes as receive_modes_measured
 from copylab.roles import Role

@@ -22,10 +22,10 @@ from copylab.analysis import plotting
 from copylab.declarations import implementations, schema
 from copylab.declarations.metrics import METRICS
 from copylab.experiments.copies.diagram import zerocopy_path_figure
+from copylab.experiments.copies.queries import zero_copy_counts
 from copylab.formatting import fmt_size
 from copylab.record.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, Calibration
 from copylab.record.manifest import Manifest
-from copylab.report.results import zero_copy_counts
 from copylab.roles import Role
 
 # Sizes on axes and at crossovers: whole units, else three significant digits.

@@ -7,9 +7,10 @@ from __future__ import annotations
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, layout
+from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.blocks import Block, Figure, Markdown
-from copylab.report.results import Results, between_hosts, present, receive_modes, role, zero_copy_counts
+from copylab.report.results import Results, between_hosts, present, receive_modes
 from copylab.roles import Role
 
 PART_A_INTRODUCTION = (

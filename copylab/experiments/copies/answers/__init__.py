@@ -23,7 +23,8 @@ from copylab.experiments.copies.answers.senders import (
 )
 from copylab.experiments.copies.answers.threads import answer_q3
 from copylab.experiments.copies.answers.zero_copy import answer_q1
-from copylab.report.results import Results, role
+from copylab.experiments.copies.queries import role
+from copylab.report.results import Results
 from copylab.roles import Role
 
 __all__ = [

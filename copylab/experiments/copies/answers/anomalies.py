@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from copylab.declarations import implementations
 from copylab.experiments.copies.anomaly import Anomaly, expected_order, find_anomaly
+from copylab.experiments.copies.queries import choose_focus, zero_copy_counts
 from copylab.formatting import (
     code,
     fmt_interval,
@@ -15,15 +16,7 @@ from copylab.formatting import (
 )
 from copylab.record.calibration import findings_for_copy
 from copylab.report.prose import config_label, value_interval
-from copylab.report.results import (
-    Results,
-    between_hosts,
-    choose_focus,
-    measured_sizes,
-    present,
-    value,
-    zero_copy_counts,
-)
+from copylab.report.results import Results, between_hosts, measured_sizes, present, value
 
 
 def _explain(results: Results, anomaly: Anomaly) -> str:

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from copylab.declarations import implementations
+from copylab.experiments.copies.queries import Focus, choose_focus, role
 from copylab.formatting import (
     code,
     fmt_num,
@@ -17,16 +18,7 @@ from copylab.formatting import (
 )
 from copylab.record.calibration import Calibration, copy_cost_at, findings_for_copy, region_costs, region_rounds
 from copylab.report.prose import config_label, value_interval
-from copylab.report.results import (
-    Focus,
-    Results,
-    choose_focus,
-    comparison_rows,
-    counters_unavailable_reason,
-    measured_sizes,
-    role,
-    value,
-)
+from copylab.report.results import Results, comparison_rows, counters_unavailable_reason, measured_sizes, value
 from copylab.roles import Role
 
 CACHE_METRICS = {"L1 data cache": "snd_l1d_misses_per_kib", "last-level cache": "snd_llc_misses_per_kib"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from copylab.declarations import implementations
 from copylab.declarations.schema import RECEIVE_MODES
+from copylab.experiments.copies.queries import choose_focus, copied_fraction_range, role, zero_copy_counts
 from copylab.formatting import (
     code,
     fmt_interval,
@@ -13,17 +14,7 @@ from copylab.formatting import (
     fmt_span,
 )
 from copylab.report.prose import config_label
-from copylab.report.results import (
-    Results,
-    choose_focus,
-    copied_fraction_range,
-    measured,
-    metric_rows,
-    present,
-    role,
-    value,
-    zero_copy_counts,
-)
+from copylab.report.results import Results, measured, metric_rows, present, value
 from copylab.roles import Role
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 
 from copylab.declarations import implementations
 from copylab.experiments.copies.answers.crossovers import answer_crossover
+from copylab.experiments.copies.queries import choose_focus, other_senders, role, study
 from copylab.formatting import (
     code,
     fmt_interval,
@@ -18,15 +19,11 @@ from copylab.report.prose import config_label
 from copylab.report.results import (
     THROUGHPUT,
     Results,
-    choose_focus,
     measured_sizes,
     metric_rows,
-    other_senders,
     present,
     receive_modes,
-    role,
     select,
-    study,
     value,
 )
 from copylab.roles import Role

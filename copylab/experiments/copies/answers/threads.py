@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from copylab.experiments.copies.queries import choose_focus, study
 from copylab.formatting import (
     code,
     fmt_change,
@@ -10,15 +11,7 @@ from copylab.formatting import (
     markdown_table,
 )
 from copylab.report.prose import value_interval
-from copylab.report.results import (
-    THROUGHPUT,
-    Results,
-    choose_focus,
-    measured,
-    metric_rows,
-    study,
-    value,
-)
+from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, value
 
 
 def answer_q3(results: Results) -> str:

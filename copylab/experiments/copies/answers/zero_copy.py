@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from copylab.experiments.copies.answers.crossovers import ratio_table
+from copylab.experiments.copies.queries import choose_focus, role, zero_copy_counts
 from copylab.formatting import (
     code,
     fmt_num,
@@ -10,18 +11,7 @@ from copylab.formatting import (
     fmt_size,
 )
 from copylab.report.prose import config_label, not_measured, value_interval
-from copylab.report.results import (
-    Results,
-    between_hosts,
-    choose_focus,
-    comparison_rows,
-    measured_sizes,
-    paired,
-    role,
-    value,
-    verdict,
-    zero_copy_counts,
-)
+from copylab.report.results import Results, between_hosts, comparison_rows, measured_sizes, paired, value, verdict
 from copylab.roles import Role
 
 
