@@ -215,13 +215,10 @@ def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
     for setting in settings.SETTINGS:
         if setting.program is None:
             continue
-        drivers = [
-            i.driver
-            for i in implementations.registry().values()
-            if setting.name not in experiments.get(i.experiment).refuses
-        ]
+        drivers = [i.driver for i in implementations.registry().values()]
         for role in setting.program.roles:
-            programs = {getattr(d, role) for d in drivers if hasattr(d, role)}
+            programs = {d.server for d in drivers if d.server_role == role}
+            programs |= {d.client for d in drivers if d.client_role == role}
             for program in sorted(programs):
                 usage = subprocess.run([str(bin_dir / program), "--help"], capture_output=True, text=True, check=True)
                 assert setting.program.option in usage.stdout.split(), (setting.name, program)

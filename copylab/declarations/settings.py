@@ -34,11 +34,20 @@ Choices = tuple[str, ...] | Callable[[], Sequence[str]]
 
 @dataclass(frozen=True)
 class ProgramOption:
-    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs of each of ROLES
-    of every experiment that does not refuse the setting."""
+    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs that play each of
+    ROLES (copylab.declarations.contract.SIDES: the copies experiment's server and client, the servers
+    experiment's model_server and load_client)."""
 
     option: str
-    roles: tuple[Literal["server", "client"], ...]
+    roles: tuple[Literal["server", "client", "model_server", "load_client"], ...]
+
+
+EVERY_PROGRAM: tuple[Literal["server", "client", "model_server", "load_client"], ...] = (
+    "server",
+    "client",
+    "model_server",
+    "load_client",
+)
 
 
 @dataclass(frozen=True)
@@ -276,7 +285,7 @@ SETTINGS: tuple[Setting, ...] = (
             "read it back from their sockets); empty in sweeps from before it was recorded: the host's default",
             since=9,
         ),
-        program=ProgramOption("--congestion-control", ("server", "client")),
+        program=ProgramOption("--congestion-control", EVERY_PROGRAM),
     ),
     Setting(
         "socket_buffer",
@@ -302,7 +311,7 @@ SETTINGS: tuple[Setting, ...] = (
             "holds another size)",
             since=10,
         ),
-        program=ProgramOption("--socket-buffer", ("server", "client")),
+        program=ProgramOption("--socket-buffer", EVERY_PROGRAM),
     ),
     Setting(
         "design",

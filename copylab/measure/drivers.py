@@ -41,6 +41,10 @@ class Driver:
     start_delay_s: float = 0.0
     # The command that prints the version of the external tool it wraps, recorded in the manifest.
     version_command: tuple[str, ...] = ()
+    # The roles its two programs play (copylab.declarations.contract.SIDES), which say the settings' options they
+    # take; None: not copylab's programs.
+    server_role: str | None = None
+    client_role: str | None = None
 
     def window_s(self, settings: TrialSettings) -> float:
         """Warm-up + measured window the trial is meant to spend; the rest of its wall time is harness."""
@@ -90,6 +94,9 @@ def _probe(end: End, server: str) -> str | None:
 class CopylabPrograms(Driver):
     """VARIANT_server sends through csrc/send_VARIANT.c; VARIANT_client receives (the same code for every variant)."""
 
+    server_role = "server"
+    client_role = "client"
+
     variant: str
     from_file: bool = False  # it serves the message file (--file), not messages from memory
     layouts: tuple[str, ...] = LAYOUTS
@@ -120,7 +127,7 @@ class CopylabPrograms(Driver):
             server += ["--file", settings.message_file(spec.size_bytes)]
         if self.layouts:
             server += ["--layout", spec.layout]
-        server += settings.program_arguments("server")
+        server += settings.program_arguments(self.server_role)
         client = [
             settings.client_program(self.client),
             "--connect",
@@ -134,7 +141,7 @@ class CopylabPrograms(Driver):
             str(settings.warmup_s),
             "--receive",
             spec.receive,
-            *settings.program_arguments("client"),
+            *settings.program_arguments(self.client_role),
         ]
         if settings.verify:
             client.append("--verify")
@@ -261,6 +268,8 @@ class ModelPrograms(Driver):
     model: str
     workloads = ("rr",)
     receive_modes = ("copy",)
+    server_role = "model_server"
+    client_role = "load_client"
 
     @property
     def server(self) -> str:
@@ -279,7 +288,7 @@ class ModelPrograms(Driver):
         server = [
             *(settings.server_program(self.server), "--bind", address, "--port", port),
             *("--size", size, "--timeout", str(self.window_s(settings) + GRACE_S)),
-            *settings.program_arguments("server"),
+            *settings.program_arguments(self.server_role),
         ]
         client = [
             *(settings.client_program(self.client), "--connect", address, "--port", port),
@@ -287,7 +296,7 @@ class ModelPrograms(Driver):
             *("--idle-connections", str(spec.idle_connections), "--rate", str(spec.offered_rate)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
             *(["--verify"] if settings.verify else []),
-            *settings.program_arguments("client"),
+            *settings.program_arguments(self.client_role),
         ]
         return server, client
 

@@ -71,7 +71,7 @@ class TrialSettings:
         return {s.column.name: self.value(s.name) for s in settings.SETTINGS if s.column}
 
     def program_arguments(self, role: str) -> list[str]:
-        """The options the settings give this experiment's programs of ROLE (server or client)."""
+        """The options the settings give the programs that play ROLE (copylab.declarations.contract.SIDES)."""
         arguments: list[str] = []
         for s in settings.SETTINGS:
             wanted = s.program
