@@ -239,7 +239,7 @@ def report(data: str | None = None, title: str | None = None, author: str | None
         say_if_modified(store)
     stale = [store for store in stores if store.missing_tables()]
     for store in stale:
-        print(f"analysis first: {store.directory} has no current {', '.join(store.missing_tables())}")
+        print(f"analysing {store.directory} first (the report reads its {', '.join(store.missing_tables())})")
     # The analyses are independent notebooks: side by side, each in a process of its own (a Jupyter client is not
     # safe across threads), they take about the time of one.
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
