@@ -41,7 +41,7 @@ enum receive_mode { RECEIVE_COPY, RECEIVE_TRUNCATE, RECEIVE_MMAP };
 _Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die_errno(const char *what);
-/* calloc, or die saying memory ran out. */
+/* Zeroed memory for COUNT objects of SIZE bytes on a cache line's boundary, or die saying memory ran out. */
 void *calloc_or_die(size_t count, size_t size);
 /* Whole pages for a receive buffer, or die saying memory ran out: the kernel's copy into a buffer that starts a
  * few bytes past a page boundary can take a slow path (copylab calibrate's placement finding). */

@@ -49,10 +49,15 @@ void die_errno(const char *what)
 
 void *calloc_or_die(size_t count, size_t size)
 {
-    void *memory = calloc(count, size);
+    /* calloc() aligns to 16 bytes only: a type whose members sit on lines of their own (_Alignas(CACHELINE))
+     * would not be laid out as declared, which UBSan reports at every access. */
+    if (size && count > (SIZE_MAX - CACHELINE) / size)
+        die("out of memory for %zu x %zu bytes", count, size);
+    size_t bytes = (count * size + CACHELINE - 1) / CACHELINE * CACHELINE;
+    void *memory = aligned_alloc(CACHELINE, bytes ? bytes : CACHELINE);
     if (!memory)
         die("out of memory for %zu x %zu bytes", count, size);
-    return memory;
+    return memset(memory, 0, bytes);
 }
 
 void *page_alloc_or_die(size_t size)

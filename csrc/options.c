@@ -151,102 +151,97 @@ static _Noreturn void usage(enum role role, const char *program)
     exit(0);
 }
 
-void parse_options(enum role role, int argc, char **argv, struct options *out)
+/* The getopt_long() table of the options ROLE takes; its last entry is all zeros. */
+static void option_table(enum role role, struct option table[OPTION_COUNT + 1])
 {
-    const bool server = role == ROLE_SERVER;
-    struct option table[OPTION_COUNT + 1];
     size_t count = 0;
     for (const struct option_spec *spec = OPTIONS; spec < OPTIONS + OPTION_COUNT; spec++)
         if (accepts(spec, role))
             table[count++] = (struct option){spec->name, spec->value ? required_argument : no_argument, NULL,
                                              spec->id};
     table[count] = (struct option){0};
-    *out = (struct options){
-        .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
-        .timeout_s = server ? 30.0 : 3.0, .mode = MODE_STREAM, .zc_inflight = DEFAULT_ZC_INFLIGHT,
-    };
-    bool given[OPT_COUNT] = {false};
-    opterr = 0; /* one line of our own instead of getopt's message */
-    int id;
-    while ((id = getopt_long(argc, argv, ":", table, NULL)) != -1) {
-        switch (id) {
-        case OPT_BIND:
-        case OPT_CONNECT:
-            out->address = optarg;
-            break;
-        case OPT_PORT:
-            out->port = (uint16_t)parse_count("port", optarg, 1, 65535);
-            break;
-        case OPT_SIZE:
-            out->size = parse_count("size", optarg, MIN_SIZE, MAX_SIZE);
-            break;
-        case OPT_THREADS:
-            out->threads = (unsigned)parse_count("threads", optarg, 1, MAX_THREADS);
-            break;
-        case OPT_CONNECTIONS:
-            out->connections = (unsigned)parse_count("connections", optarg, 1, MAX_CONNECTIONS);
-            break;
-        case OPT_IDLE_CONNECTIONS:
-            out->idle_connections = (unsigned)parse_count("idle-connections", optarg, 0, MAX_CONNECTIONS);
-            break;
-        case OPT_RATE:
-            out->rate = parse_count("rate", optarg, 0, MAX_RATE);
-            break;
-        case OPT_DURATION:
-            out->duration_s = parse_seconds("duration", optarg, 0, MAX_DURATION, false);
-            break;
-        case OPT_WARMUP:
-            out->warmup_s = parse_seconds("warmup", optarg, 0, MAX_WARMUP, true);
-            break;
-        case OPT_TIMEOUT:
-            out->timeout_s = parse_seconds("timeout", optarg, 0, MAX_TIMEOUT_S, false);
-            break;
-        case OPT_MODE:
-            out->mode = parse_choice("mode", optarg, CHOICES(MODES), "stream or rr");
-            break;
-        case OPT_VERIFY:
-            out->verify = true;
-            break;
-        case OPT_RECEIVE:
-            out->receive = parse_choice("receive", optarg, CHOICES(RECEIVE_MODES), "copy, truncate or mmap");
-            break;
-        case OPT_FILE:
-            out->file = optarg;
-            break;
-        case OPT_LAYOUT:
-            out->layout = parse_choice("layout", optarg, CHOICES(LAYOUTS), "fields, aligned, contiguous");
-            break;
-        case OPT_ZC_INFLIGHT:
-            out->zc_inflight = parse_count("zc-inflight", optarg, MIN_ZC_INFLIGHT, MAX_ZC_INFLIGHT);
-            break;
-        case OPT_PROBE:
-            out->probe = true;
-            break;
-        case OPT_CONGESTION:
-            use_congestion_control(optarg);
-            break;
-        case OPT_SOCKET_BUFFER:
-            use_socket_buffer(parse_count("socket-buffer", optarg, MIN_SOCKET_BUFFER, MAX_SOCKET_BUFFER));
-            break;
-        case OPT_PERF_CTL:
-            out->perf_ctl = optarg;
-            break;
-        case OPT_PERF_ACK:
-            out->perf_ack = optarg;
-            break;
-        case OPT_HELP:
-            usage(role, argv[0]);
-        case ':':
-            die_usage("%s needs a value", argv[optind - 1]);
-        default:
-            die_usage("unknown option '%s' (see --help)", argv[optind - 1]);
-        }
-        given[id] = true;
+}
+
+/* Takes option ID, which getopt_long() just read (its value in optarg), into OUT. */
+static void take_option(int id, enum role role, char **argv, struct options *out)
+{
+    switch (id) {
+    case OPT_BIND:
+    case OPT_CONNECT:
+        out->address = optarg;
+        break;
+    case OPT_PORT:
+        out->port = (uint16_t)parse_count("port", optarg, 1, 65535);
+        break;
+    case OPT_SIZE:
+        out->size = parse_count("size", optarg, MIN_SIZE, MAX_SIZE);
+        break;
+    case OPT_THREADS:
+        out->threads = (unsigned)parse_count("threads", optarg, 1, MAX_THREADS);
+        break;
+    case OPT_CONNECTIONS:
+        out->connections = (unsigned)parse_count("connections", optarg, 1, MAX_CONNECTIONS);
+        break;
+    case OPT_IDLE_CONNECTIONS:
+        out->idle_connections = (unsigned)parse_count("idle-connections", optarg, 0, MAX_CONNECTIONS);
+        break;
+    case OPT_RATE:
+        out->rate = parse_count("rate", optarg, 0, MAX_RATE);
+        break;
+    case OPT_DURATION:
+        out->duration_s = parse_seconds("duration", optarg, 0, MAX_DURATION, false);
+        break;
+    case OPT_WARMUP:
+        out->warmup_s = parse_seconds("warmup", optarg, 0, MAX_WARMUP, true);
+        break;
+    case OPT_TIMEOUT:
+        out->timeout_s = parse_seconds("timeout", optarg, 0, MAX_TIMEOUT_S, false);
+        break;
+    case OPT_MODE:
+        out->mode = parse_choice("mode", optarg, CHOICES(MODES), "stream or rr");
+        break;
+    case OPT_VERIFY:
+        out->verify = true;
+        break;
+    case OPT_RECEIVE:
+        out->receive = parse_choice("receive", optarg, CHOICES(RECEIVE_MODES), "copy, truncate or mmap");
+        break;
+    case OPT_FILE:
+        out->file = optarg;
+        break;
+    case OPT_LAYOUT:
+        out->layout = parse_choice("layout", optarg, CHOICES(LAYOUTS), "fields, aligned, contiguous");
+        break;
+    case OPT_ZC_INFLIGHT:
+        out->zc_inflight = parse_count("zc-inflight", optarg, MIN_ZC_INFLIGHT, MAX_ZC_INFLIGHT);
+        break;
+    case OPT_PROBE:
+        out->probe = true;
+        break;
+    case OPT_CONGESTION:
+        use_congestion_control(optarg);
+        break;
+    case OPT_SOCKET_BUFFER:
+        use_socket_buffer(parse_count("socket-buffer", optarg, MIN_SOCKET_BUFFER, MAX_SOCKET_BUFFER));
+        break;
+    case OPT_PERF_CTL:
+        out->perf_ctl = optarg;
+        break;
+    case OPT_PERF_ACK:
+        out->perf_ack = optarg;
+        break;
+    case OPT_HELP:
+        usage(role, argv[0]);
+    case ':':
+        die_usage("%s needs a value", argv[optind - 1]);
+    default:
+        die_usage("unknown option '%s' (see --help)", argv[optind - 1]);
     }
-    if (optind < argc)
-        die_usage("unexpected argument '%s' (see --help)", argv[optind]);
-    if (out->probe)
-        return;
+}
+
+/* What no single option says: the options ROLE requires, and those that only make sense together. */
+static void check_options(enum role role, const bool given[OPT_COUNT], const struct options *out)
+{
     for (const struct option_spec *spec = OPTIONS; spec < OPTIONS + OPTION_COUNT; spec++)
         if ((spec->required & (1u << role)) && !given[spec->id])
             die_usage("--%s %s is required", spec->name, spec->value);
@@ -258,4 +253,25 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
                   out->idle_connections, (unsigned long long)MAX_CONNECTIONS);
     if (out->perf_ack && !out->perf_ctl)
         die_usage("--perf-ack needs --perf-ctl");
+}
+
+void parse_options(enum role role, int argc, char **argv, struct options *out)
+{
+    struct option table[OPTION_COUNT + 1];
+    option_table(role, table);
+    *out = (struct options){
+        .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
+        .timeout_s = role == ROLE_SERVER ? 30.0 : 3.0, .mode = MODE_STREAM, .zc_inflight = DEFAULT_ZC_INFLIGHT,
+    };
+    bool given[OPT_COUNT] = {false};
+    opterr = 0; /* one line of our own instead of getopt's message */
+    int id;
+    while ((id = getopt_long(argc, argv, ":", table, NULL)) != -1) {
+        take_option(id, role, argv, out);
+        given[id] = true;
+    }
+    if (optind < argc)
+        die_usage("unexpected argument '%s' (see --help)", argv[optind]);
+    if (!out->probe)
+        check_options(role, given, out);
 }
