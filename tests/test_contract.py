@@ -1,4 +1,4 @@
-"""The C-to-Python contract: the keys each program prints, declared once in copylab/contract.py."""
+"""The C-to-Python contract: the keys each program prints, declared once in copylab/declarations/contract.py."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from datetime import date
 
 import pytest
@@ -11,6 +12,7 @@ from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config, implementations
 from copylab.declarations.implementations import Copies, Implementation
 from copylab.experiments.copies import answers, captions
+from copylab.experiments.copies import implementations as copies_list
 from copylab.experiments.copies import report as copies_report
 from copylab.explore.explorer import Explorer
 from copylab.measure import schedule, sweep
@@ -33,10 +35,13 @@ FAKE = Implementation(
 
 
 @pytest.fixture
-def registered(monkeypatch: pytest.MonkeyPatch) -> Implementation:
-    """FAKE added the way a new implementation is: one registry entry, nothing else."""
-    monkeypatch.setitem(implementations.registry(), FAKE.name, FAKE)
-    return FAKE
+def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Implementation]:
+    """FAKE added the way a new implementation is: one entry in its experiment's list, nothing else."""
+    monkeypatch.setattr(copies_list, "IMPLEMENTATIONS", (*copies_list.IMPLEMENTATIONS, FAKE))
+    implementations.registry.cache_clear()
+    yield implementations.get(FAKE.name)
+    monkeypatch.undo()
+    implementations.registry.cache_clear()
 
 
 def test_a_registered_implementation_is_analysed_reported_and_explored(registered, tmp_path):
@@ -87,8 +92,8 @@ def test_sweep_settings_accept_it_and_plan_its_trials(registered):
         threads=[1],
         trials=2,
     )
-    assert [spec.implementation for spec in schedule.plan(settings)].count(FAKE.name) == 2
-    assert implementations.programs([FAKE.name]) == ["two_copy_server", "two_copy_client"]
+    assert [spec.implementation.name for spec in schedule.plan(settings)].count(FAKE.name) == 2
+    assert implementations.programs([registered]) == ["two_copy_server", "two_copy_client"]
 
 
 @needs_root

@@ -706,8 +706,6 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
     how = "Ctrl-C (SIGINT to the process group)" if signum == signal.SIGINT else "SIGTERM to run-sweep"
     during = {"namespace-setup": "namespace set-up", "mid-trial": "a trial", "analysis": "the analysis"}[moment]
     outcome.update(area="interruption", fault=f"{how} during {during}, at a seeded random moment")
-    if moment == "analysis" and not (ROOT / "copylab" / "analyze_sweep.py").exists():
-        skip(outcome, "copylab/analyze_sweep.py does not exist yet: run-sweep has no analysis step to interrupt")
     rng = random.Random(f"copylab-robustness-{moment}-{signum.name}")
     name = f"rob-int-{moment}-{signum.name.lower()}-{TAG}"
     data = ROOT / "data" / name
@@ -1011,7 +1009,7 @@ def test_sweeps_setting_up_the_same_namespaces_at_once_leave_one_owner(outcome):
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from copylab import netns\n"
+        "from copylab.testbeds import netns\n"
         "from copylab.errors import CopylabError\n"
         "while not Path(sys.argv[1]).exists(): time.sleep(0.001)\n"
         f"pair = netns.NamespacePair(*{PAIR_NAMES!r})\n"

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import socket_buffer, userns
+from copylab.declarations import socket_buffer
 from copylab.errors import CopylabError
 from copylab.paths import ROOT
 from copylab.programs.perf import USER_MODE_ONLY
+from copylab.testbeds import userns
 from tests.conftest import needs_root
 
 SWEEP = """

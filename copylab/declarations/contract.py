@@ -255,7 +255,7 @@ def parse(role: str, stdout: str) -> dict[str, Any]:
     keys = RESULTS[role]
     unknown = sorted(set(result) - {key.name for key in keys})
     if unknown:
-        raise ContractError(f"printed undeclared key(s) {', '.join(unknown)} (see copylab/contract.py)")
+        raise ContractError(f"printed undeclared key(s) {', '.join(unknown)} (see copylab/declarations/contract.py)")
     for key in keys:
         if key.name not in result:
             raise ContractError(f"did not print the key {key.name}")

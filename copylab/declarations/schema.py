@@ -66,7 +66,7 @@ COLUMNS: tuple[Column, ...] = (
         legacy=experiments.DEFAULT.name,
     ),
     Column("order_index", "int", "", "position in the seeded random trial order", True),
-    Column("implementation", "str", "", "the implementation under test (copylab/implementations.py)", True),
+    Column("implementation", "str", "", "the implementation under test (docs/programs.md)", True),
     Column(
         "model",
         "str",

@@ -97,7 +97,7 @@ SETTINGS: tuple[Setting, ...] = (
         "experiment how a server waits for connections)",
         choices=experiments.names(),
     ),
-    Setting("implementations", "strs", (), "comma list of the implementations (copylab/implementations.py)"),
+    Setting("implementations", "strs", (), "comma list of the implementations (docs/programs.md lists them)"),
     Setting("workloads", "strs", (), "comma list of stream,rr", choices=WORKLOADS),
     Setting("sizes", "sizes", (), "stream message sizes, e.g. 64,1K,64K", low=8, high=64 << 20, limit="MAX_SIZE"),
     Setting("rr_sizes", "sizes", (), "message sizes of the rr (request/response) workload", low=8, high=64 << 20),
