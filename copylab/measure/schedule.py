@@ -364,18 +364,35 @@ def budgeted_rounds(
     """
     assert config.budget_s is not None
     points = _points(configurations(config, skip))
+    first = _first_pass_configurations(config, points)
+    yield from _first_pass(config, progress, first)
+    yield from _undecided_rounds(config, progress, undecided, first)
+    yield from _imprecise_rounds(config, progress, points)
+    yield from _other_contenders_rounds(config, progress, points, first)
+
+
+def _budget_left(config: SweepConfig, now: Progress) -> float:
+    assert config.budget_s is not None
+    return config.budget_s - now.spent_s
+
+
+def _first_pass_configurations(
+    config: SweepConfig, points: dict[Point, list[Configuration]]
+) -> dict[Point, list[Configuration]]:
+    """Per point, what the first pass runs: the deciding contenders, and every contender at the first thread count."""
     deciding = deciding_contenders(config)
     lowest = min(config.threads)
-    first = {
+    return {
         point: kept
         for point, cs in points.items()
         if (kept := [c for c in cs if contender_of(c) in deciding or point.threads == lowest])
     }
 
-    def left(now: Progress) -> float:
-        return config.budget_s - now.spent_s
 
-    # 1. The first pass.
+def _first_pass(
+    config: SweepConfig, progress: Callable[[], Progress], first: dict[Point, list[Configuration]]
+) -> Iterator[list[TrialSpec]]:
+    """Phase 1: `trials` rounds of FIRST, leaving out the trials already recorded ok (a resumed sweep)."""
     for number in range(1, config.trials + 1):
         ok = _ok_ids(progress().rows)
         blocks = [
@@ -384,7 +401,15 @@ def budgeted_rounds(
         specs = _round(config, [block for block in blocks if block[2]], number)
         if specs:
             yield specs
-    # 2. The comparisons still undecided.
+
+
+def _undecided_rounds(
+    config: SweepConfig,
+    progress: Callable[[], Progress],
+    undecided: Callable[[pd.DataFrame], dict[Point, set[Contender]]],
+    first: dict[Point, list[Configuration]],
+) -> Iterator[list[TrialSpec]]:
+    """Phase 2: a block at every point whose deciding comparison is still UNDECIDED, while the budget lasts."""
     for round_number in range(1, config.max_trials + 1):
         now = progress()
         counts, numbers = _done(now.rows), _next_numbers(now.rows)
@@ -393,11 +418,16 @@ def budgeted_rounds(
             chosen = [c for c in first.get(point, []) if contender_of(c) in contenders]
             if chosen and all(counts.get(c, 0) < config.max_trials for c in chosen):
                 blocks.append((point, numbers.get(point, 1), chosen))
-        blocks = _affordable(blocks, left(now), now.trial_s)
+        blocks = _affordable(blocks, _budget_left(config, now), now.trial_s)
         if not blocks:
             break
         yield _round(config, blocks, ("undecided", round_number))
-    # 3. The configurations still imprecise.
+
+
+def _imprecise_rounds(
+    config: SweepConfig, progress: Callable[[], Progress], points: dict[Point, list[Configuration]]
+) -> Iterator[list[TrialSpec]]:
+    """Phase 3: a block, with its partners, for every configuration still imprecise, nearest to precise first."""
     for round_number in range(1, config.max_trials + 1):
         now = progress()
         counts, numbers = _done(now.rows), _next_numbers(now.rows)
@@ -412,32 +442,41 @@ def budgeted_rounds(
             cs = [c for c in points[point] if c in found]
             chosen = [c for c in cs if imprecision(found[c]) > IMPRECISE and counts.get(c, 0) < config.max_trials]
             blocks.append((point, numbers.get(point, 1), _with_partners(chosen, cs)))
-        blocks = _affordable(blocks, left(now), now.trial_s)
+        blocks = _affordable(blocks, _budget_left(config, now), now.trial_s)
         if not blocks:
             break
         yield _round(config, blocks, ("imprecise", round_number))
-    # 4. The other contenders elsewhere, whole points at a time.
-    rest = {}
+
+
+def _blocks_missing(config: SweepConfig, rows: pd.DataFrame, contenders: list[Configuration]) -> int:
+    """How many blocks CONTENDERS still lack of `trials`."""
+    done = _done(rows)
+    return max(config.trials - done.get(c, 0) for c in contenders)
+
+
+def _other_contenders_rounds(
+    config: SweepConfig,
+    progress: Callable[[], Progress],
+    points: dict[Point, list[Configuration]],
+    first: dict[Point, list[Configuration]],
+) -> Iterator[list[TrialSpec]]:
+    """Phase 4: the contenders the first pass left out, with their partners, whole points that the budget affords."""
+    rest = {}  # point -> (its contenders left out, those with their partners)
     for point, cs in points.items():
         theirs = [c for c in cs if c not in first.get(point, [])]
         if theirs:
             rest[point] = (theirs, _with_partners(theirs, cs))
-
-    def missing(rows: pd.DataFrame, point: Point) -> int:
-        """Blocks POINT's other contenders still lack of `trials`."""
-        done = _done(rows)
-        return max(config.trials - done.get(c, 0) for c in rest[point][0])
-
     now = progress()
-    needed = {point: missing(now.rows, point) * len(cs) for point, (_, cs) in rest.items()}
-    chosen = _affordable_points(needed, left(now), now.trial_s)
+    needed = {point: _blocks_missing(config, now.rows, rest[point][0]) * len(cs) for point, (_, cs) in rest.items()}
+    # The points are chosen once, so that each one chosen is run to a whole `trials` blocks.
+    chosen = _affordable_points(needed, _budget_left(config, now), now.trial_s)
     for number in range(1, config.trials + 1):
         now = progress()
         numbers = _next_numbers(now.rows)
         blocks = [
             (point, numbers.get(point, 1), rest[point][1])
             for point in chosen
-            if missing(now.rows, point) > config.trials - number
+            if _blocks_missing(config, now.rows, rest[point][0]) > config.trials - number
         ]
         specs = _round(config, blocks, ("others", number))
         if specs:

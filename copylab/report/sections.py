@@ -6,33 +6,25 @@ Markdown computed from a sweep's Results and its typed manifest; nothing here ty
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
 
 from copylab import experiments
 from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
 from copylab.analysis.noise import spread_explained
-from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
-from copylab.declarations import implementations, settings
+from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
+from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.measure.spec import cpus_for
 from copylab.paths import ROOT
-from copylab.programs.perf import USER_MODE_ONLY
 from copylab.record.manifest import Manifest
-from copylab.report import transport_prose
+from copylab.report import limitation, transport_prose
 from copylab.report.results import (
-    THROUGHPUT,
     Results,
     between_hosts,
-    in_container,
-    metric_rows,
     present,
-    virtualised,
 )
 
 
@@ -49,40 +41,6 @@ def _period(manifest: Manifest) -> str:
     if not started:
         return "at an unrecorded time"
     return f"from {_when(started)} to {_when(ended)}" if ended else f"from {_when(started)} (not finished)"
-
-
-def _trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
-    """How many more trials the UNSTABLE configurations' own spread says their means need, and at this sweep's
-    pace how long: what more time would buy.  None when their spread asks for none (intervals not Student-t's)."""
-    spread = unstable[(unstable["n"] >= 2) & np.isfinite(unstable["cv"])]
-    shortfalls = [
-        short
-        for cv, n in zip(spread["cv"], spread["n"], strict=True)
-        if (short := trials_for_precision(float(cv)) - int(n)) > 0
-    ]
-    if not shortfalls:
-        return None
-    more = sum(shortfalls)
-    text = (
-        "At the spread between their own trials (each configuration's CV under the Student-t interval), "
-        f"{'one of those means' if len(shortfalls) == 1 else f'{len(shortfalls)} of those means'} would need about "
-        f"{more} more successful trials to come within {fmt_pct(IMPRECISE)}"
-    )
-    m = results.manifest
-    if m.started_at and m.ended_at and len(results.trials):
-        elapsed = datetime.fromisoformat(m.ended_at) - datetime.fromisoformat(m.started_at)
-        pace = elapsed.total_seconds() / len(results.trials)
-        budgeted = m.parameters.design == "blocked" and m.parameters.budget_s is not None
-        option = settings.get("budget_s" if budgeted else "trials").option
-        lever = f"{code(f'--{option}')} " + ("sets a blocked sweep's time" if budgeted else "sets each configuration's")
-        text += (
-            f": about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial (its wall "
-            f"time over its trials; {lever})"
-        )
-    left = len(unstable) - len(spread)
-    if left:
-        text += f"; {left} with fewer than 2 successful trials show no spread to go by"
-    return text + "."
 
 
 def front_matter(results: Results, generated: date) -> str:
@@ -369,110 +327,23 @@ def method(results: Results) -> str:
 
 def limitations(results: Results) -> str:
     """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest."""
-    items = []
-    trials = results.trials
-    failed = trials[trials["status"] != "ok"]
-    if len(failed):
-        common = failed["error"].fillna("").astype(str).value_counts()
-        items.append(
-            f"{len(failed)} of {len(trials)} trials failed and are excluded"
-            + (
-                f' (most common error: "{md_escape(common.index[0])}", {common.iloc[0]} times)'
-                if common.index[0]
-                else ""
-            )
-            + "."
-        )
-    else:
-        items.append(f"All {len(trials)} trials completed; none failed.")
-    summary = results.summary
-    main = summary[
-        ((summary["workload"] == "stream") & (summary["metric"] == THROUGHPUT))
-        | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
-    ]
-    main = main[np.isfinite(main["mean"])]
+    main = limitation.main_metric(results.summary)
     unstable = main[main["unstable"]]
-    items.append(
-        f"{len(unstable)} of {len(main)} configurations were flagged unstable in their main metric (stream "
-        f"throughput or rr latency): a 95% interval reaching more than {fmt_pct(IMPRECISE)} either side of the "
-        f"mean, or fewer than {MIN_TRIALS} successful trials"
-        + (
-            f"; the spread between their trials reached a CV of {fmt_pct(float(unstable['cv'].max()))}."
-            if len(unstable)
-            else "."
-        )
-    )
-    settle = _trials_to_settle(unstable, results)
-    if settle:
-        items.append(settle)
-    n = main["n"]
-    if len(n):
-        items.append(
-            f"Each configuration rests on {fmt_span(str(int(n.min())), str(int(n.max())))} successful trials; "
-            "intervals are correspondingly wide."
-        )
-    perf = results.manifest.perf
-    if not perf.available or perf.unsupported_events:
-        unit = experiments.get(results.manifest.parameters.experiment).axis_unit
-        by_reason: dict[str, list[str]] = {}
-        for event, why in perf.unsupported_events.items():
-            by_reason.setdefault(str(why), []).append(event)
-        items.append(
-            "Hardware counters missing: "
-            + (
-                "; ".join(f"{', '.join(events)} (perf: {code(why)})" for why, events in by_reason.items())
-                or "perf not available"
-            )
-            + f". Cycles and cache misses per {unit} cannot be reported; CPU time per {unit} stands in for them."
-        )
-    virtualization = virtualised(results)
-    if virtualization:
-        items.append(
-            f"systemd-detect-virt names a container manager ({virtualization}), as some virtual machines also do: "
-            "other workloads of the machine share its CPUs and caches."
-            if in_container(virtualization)
-            else f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
-            "CPU time includes time stolen by the hypervisor."
-        )
-    items += experiments.get(results.manifest.parameters.experiment).parts().limitations(results)
-    retransmits = metric_rows(results, "retransmits")
-    with_retransmits = retransmits[retransmits["mean"] > 0]
-    if len(with_retransmits):
-        split = with_retransmits["pinning"] != "same_cpu"
-        text = (
-            f"{len(with_retransmits)} of {len(retransmits)} configurations saw TCP retransmits (up to "
-            f"{fmt_num(float(with_retransmits['mean'].max()))} per trial on average), which cost throughput and add "
-            "noise."
-        )
-        if between_hosts(results):
-            text += " Between two hosts they come from the network path (loss, or reordering on the link)."
-        elif split.any():
-            text += (
-                f" {int(split.sum())} of them ran with the ends free to use different CPUs, where a veth pair "
-                "reorders packets and TCP takes the reordering for loss."
-            )
-        if (~split).any() and not between_hosts(results):
-            text += (
-                f" {int((~split).sum())} ran with both ends on one CPU, where veth does not reorder; this data does "
-                "not identify their cause."
-            )
-        items.append(text)
-    if results.manifest.privilege == "user-namespace":
-        user_mode = [e for e, why in results.manifest.perf.unsupported_events.items() if why == USER_MODE_ONLY]
-        items.append(
-            "The sweep ran without root, in a user namespace."
-            + (
-                f" perf could count only user mode, so {', '.join(code(e) for e in user_mode)} are left empty."
-                if user_mode
-                else ""
-            )
-            + "".join(f" {name}: {why}." for name, why in results.manifest.restrictions.items())
-        )
-    if not results.manifest.complete:
-        items.append("The sweep did not complete; configurations after the interruption are missing.")
-    if results.manifest.git.dirty:
-        items.append("The code had uncommitted changes when the sweep ran, so the commit alone does not reproduce it.")
-    return "\n".join(f"- {item}" for item in items)
+    manifest = results.manifest
+    items = [
+        limitation.failed_trials(results.trials),
+        limitation.unstable_means(main, unstable),
+        limitation.trials_to_settle(unstable, results),
+        limitation.trials_per_configuration(main),
+        limitation.missing_counters(results),
+        limitation.shared_machine(results),
+        *experiments.get(manifest.parameters.experiment).parts().limitations(results),
+        limitation.retransmits_seen(results),
+        limitation.without_root(manifest),
+        limitation.interrupted(manifest),
+        limitation.uncommitted_code(manifest),
+    ]
+    return "\n".join(f"- {item}" for item in items if item is not None)
 
 
 def _relative(path: Path) -> str:
