@@ -137,7 +137,7 @@ def test_a_blocked_plan_runs_every_contender_of_a_point_back_to_back():
     contenders = {(c.implementation, c.receive) for c in schedule.configurations(settings)}
     for start in range(0, len(specs), len(contenders)):
         block = specs[start : start + len(contenders)]
-        assert {(s.implementation, s.receive) for s in block} == contenders
+        assert {(s.implementation.name, s.receive) for s in block} == contenders
         assert len({(s.size_bytes, s.threads, s.repetition) for s in block}) == 1
         assert sorted(s.block_position for s in block) == list(range(len(contenders)))
     assert schedule.plan(settings) == specs, "seeded"
@@ -156,7 +156,7 @@ def _rows(specs: list) -> pd.DataFrame:
         [
             {
                 "trial_id": s.trial_id,
-                "implementation": s.implementation,
+                "implementation": s.implementation.name,
                 "workload": s.workload,
                 "size_bytes": s.size_bytes,
                 "threads": s.threads,
@@ -181,10 +181,10 @@ LEVELS = {"two_copy": 10.0, "one_copy": 9.0, "zero_copy": 6.0, "uring_send": 8.0
 
 def _measured(specs: list) -> pd.DataFrame:
     rows = _rows(specs)
-    swing = [0.3 if (s.implementation, s.size_bytes, s.threads) == ("uring_send", 65536, 1) else 0.005 for s in specs]
+    swing = [0.3 if (s.implementation.name, s.size_bytes, s.threads) == ("uring_send", 65536, 1) else 0.005 for s in specs]
     sign = [1 if s.repetition % 2 else -1 for s in specs]
     rows["throughput_gbps"] = [
-        LEVELS[s.implementation] * (1 + w * g) for s, w, g in zip(specs, swing, sign, strict=True)
+        LEVELS[s.implementation.name] * (1 + w * g) for s, w, g in zip(specs, swing, sign, strict=True)
     ]
     return rows
 

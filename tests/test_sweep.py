@@ -318,7 +318,7 @@ def test_adaptive_rounds_repeat_only_imprecise_configurations():
         rounds.append(batch)
         for spec in batch:
             key = schedule.Configuration(
-                spec.implementation,
+                spec.implementation.name,
                 spec.workload,
                 spec.size_bytes,
                 spec.threads,
@@ -399,7 +399,7 @@ def test_receive_for_gives_the_other_receive_modes_to_some_implementations_only(
         receive=["copy", "truncate"],
         receive_for=["zero_copy"],
     )
-    planned = sorted((spec.implementation, spec.receive) for spec in schedule.plan(settings))
+    planned = sorted((spec.implementation.name, spec.receive) for spec in schedule.plan(settings))
     assert planned == [("two_copy", "copy"), ("zero_copy", "copy"), ("zero_copy", "truncate")]
     everyone = tiny("plan-all", workloads=["stream"], sizes=[1024], threads=[1], trials=1, receive=["copy", "truncate"])
     assert len(schedule.plan(everyone)) == 4, "an explicit --receive alone is for every implementation"
