@@ -181,7 +181,8 @@ LEVELS = {"two_copy": 10.0, "one_copy": 9.0, "zero_copy": 6.0, "uring_send": 8.0
 
 def _measured(specs: list) -> pd.DataFrame:
     rows = _rows(specs)
-    swing = [0.3 if (s.implementation.name, s.size_bytes, s.threads) == ("uring_send", 65536, 1) else 0.005 for s in specs]
+    noisy = ("uring_send", 65536, 1)
+    swing = [0.3 if (s.implementation.name, s.size_bytes, s.threads) == noisy else 0.005 for s in specs]
     sign = [1 if s.repetition % 2 else -1 for s in specs]
     rows["throughput_gbps"] = [
         LEVELS[s.implementation.name] * (1 + w * g) for s, w, g in zip(specs, swing, sign, strict=True)
