@@ -1,7 +1,7 @@
 """What the trials.csv format and the sweep settings are both built from: the values of the categorical columns
 and settings, and the record that declares a column.  copylab.declarations.schema lists the columns,
-copylab.declarations.settings the
-settings (a setting recorded per row declares its column there, and the schema takes it from it)."""
+copylab.declarations.settings the settings (a setting recorded per row declares its column there, and the schema
+takes it from it)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Literal
 Kind = Literal["str", "int", "float", "bool"]
 
 WORKLOADS = ("stream", "rr")
+# What each workload's trials are first judged by: how fast a stream moves, how long a request waits.
+WORKLOAD_MEASURE = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
 RECEIVE_MODES = ("copy", "truncate", "mmap")
 PINNINGS = ("none", "same_cpu", "split_cpu")
 # The pinnings that place both ends, on one CPU and across CPUs: where the host's floor is measured.

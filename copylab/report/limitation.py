@@ -14,10 +14,11 @@ import pandas as pd
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
 from copylab.declarations import settings
+from copylab.declarations.vocabulary import WORKLOAD_MEASURE
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_span, md_escape
 from copylab.programs.perf import USER_MODE_ONLY
 from copylab.record.manifest import Manifest
-from copylab.report.results import THROUGHPUT, Results, between_hosts, in_container, metric_rows, virtualised
+from copylab.report.results import Results, between_hosts, in_container, metric_rows, virtualised
 
 
 def failed_trials(trials: pd.DataFrame) -> str:
@@ -34,11 +35,8 @@ def failed_trials(trials: pd.DataFrame) -> str:
 
 
 def main_metric(summary: pd.DataFrame) -> pd.DataFrame:
-    """Each configuration's row of its workload's main metric (stream throughput, rr mean latency) that has a mean."""
-    main = summary[
-        ((summary["workload"] == "stream") & (summary["metric"] == THROUGHPUT))
-        | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
-    ]
+    """Each configuration's row of its workload's main metric (WORKLOAD_MEASURE) that has a mean."""
+    main = summary[summary["metric"] == summary["workload"].map(WORKLOAD_MEASURE)]
     return main[np.isfinite(main["mean"])]
 
 
