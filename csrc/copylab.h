@@ -18,7 +18,7 @@
 #include <sys/uio.h>
 
 /* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits;
- * FIELD_COUNT, SELECT_MAX_CONNECTIONS: constants the Python side uses too (copylab/limits.py). */
+ * FIELD_COUNT, SELECT_MAX_CONNECTIONS: constants the Python side uses too (copylab/declarations/limits.py). */
 #include "limits.h"
 /* json_begin() .. json_end(): the one JSON object a program prints (json.c). */
 #include "json.h"
