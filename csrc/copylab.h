@@ -185,7 +185,8 @@ struct usage {
 };
 void usage_now(struct usage *out);
 void usage_delta(const struct usage *a, const struct usage *b, struct usage *out);
-/* The window's usage as the keys every program's result carries, in copylab/contract.py's order (_USAGE). */
+/* The window's usage as the keys every program's result carries, in the order of _USAGE in
+ * copylab/declarations/contract.py. */
 void json_usage(struct json *j, const struct usage *used);
 
 /* ---- perf stat --control fifo: enable/disable the counters around the window (perf_control.c) ---- */

@@ -1,4 +1,4 @@
-/* The result: exactly one JSON object on stdout, whose keys copylab/contract.py declares (the calibration
+/* The result: exactly one JSON object on stdout, whose keys copylab/declarations/contract.py declares (the calibration
  * programs nest their samples in it). */
 #include "copylab.h"
 

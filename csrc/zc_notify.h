@@ -15,7 +15,7 @@
 /* Sets SO_ZEROCOPY on FD; dies with the kernel's reason when it refuses. */
 void zc_enable(int fd);
 /* How many messages of SIZE bytes a zero-copy sender keeps in flight (at least 2): a ring of IN_FLIGHT bytes
- * (--zc-inflight; copylab/settings.py says how its default was chosen). */
+ * (--zc-inflight; copylab/declarations/settings.py says how its default was chosen). */
 size_t zc_ring_slots(size_t size, size_t in_flight);
 /* The messages a MSG_ZEROCOPY sender keeps in flight: zc_ring_slots of them, each held as LAYOUT says; slot i is
  * free to be rewritten and sent again once every send id below ready_at[i] has completed. */
