@@ -91,6 +91,21 @@ class Explorer:
         found = find_sweeps(*roots)
         directories = found if sweep in found else [*found, sweep]
         self._busy = 0
+        self._build_selectors(sweep, roots, directories)
+        self._build_view_controls()
+        self._mark_for_the_browser_test()
+        self._build_outputs()
+        self.widget = self._layout()
+        self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
+        self.overlaid = pd.DataFrame()  # the overlay sweep's points in the current view
+        self.figure: Figure | None = None
+        self.png = b""
+        self.experiment = experiments.DEFAULT.name
+        self._observe_controls()
+        self.update()
+
+    def _build_selectors(self, sweep: Path, roots: Sequence[str | Path], directories: Sequence[Path]) -> None:
+        """The controls that choose what is drawn: the sweep, an overlay, and the configuration's settings."""
         self.sweep = widgets.Dropdown(
             options=[(_sweep_label(d, roots), str(d)) for d in directories], value=str(sweep), description="sweep"
         )
@@ -104,6 +119,9 @@ class Explorer:
         self.client_threads = widgets.Dropdown(description="client threads")
         self.idle_connections = widgets.Dropdown(description="idle conns")
         self.offered_rate = widgets.Dropdown(description="offered /s")
+
+    def _build_view_controls(self) -> None:
+        """The controls of how it is drawn: the axes, the interval, raw trials, the comparison, the inspected point."""
         self.x_axis = widgets.ToggleButtons(
             options=[(AXES[axis], axis) for axis in experiment_axes(experiments.DEFAULT.name)], style=_TOGGLE_STYLE
         )
@@ -116,11 +134,16 @@ class Explorer:
         self.compare = widgets.Checkbox(value=False, description="compare to baseline")
         self.baseline = widgets.Dropdown(description="baseline")
         self.inspect = widgets.Dropdown(description="inspect at")
+
+    def _mark_for_the_browser_test(self) -> None:
         # stable CSS hooks for the browser test, independent of ipywidgets' own markup
         names = ("sweep", "overlay", "workload", "metric", "pinning", "receive", "client_threads", "x_axis", "fixed")
         names = (*names, "compare")
         for name in (*names, "inspect"):
             getattr(self, name).add_class(f"copylab-{name.replace('_', '-')}")
+
+    def _build_outputs(self) -> None:
+        """The implementations' checkboxes and what each redraw fills: status, plot, flags, tables."""
         self.checkboxes: dict[str, widgets.Checkbox] = {}
         self.implementation_box = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
         self.status = widgets.HTML()
@@ -131,7 +154,10 @@ class Explorer:
         self.flag_box.add_class("copylab-flags")
         self.tables = widgets.Output()
         self.tables.add_class("copylab-tables")
-        self.widget = widgets.VBox(
+
+    def _layout(self) -> widgets.VBox:
+        """The whole explorer: the controls in rows, then the outputs."""
+        return widgets.VBox(
             [
                 widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
                 widgets.HBox([self.idle_connections, self.offered_rate]),
@@ -146,11 +172,9 @@ class Explorer:
                 self.tables,
             ]
         )
-        self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
-        self.overlaid = pd.DataFrame()  # the overlay sweep's points in the current view
-        self.figure: Figure | None = None
-        self.png = b""
-        self.experiment = experiments.DEFAULT.name
+
+    def _observe_controls(self) -> None:
+        """Every control redraws on change (the implementations' checkboxes are wired as they are made)."""
         for control in (
             self.sweep,
             self.overlay,
@@ -171,7 +195,6 @@ class Explorer:
             self.inspect,
         ):
             control.observe(self._changed, names="value")
-        self.update()
 
     @classmethod
     def from_environment(cls) -> Explorer:

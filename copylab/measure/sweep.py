@@ -44,6 +44,7 @@ from copylab.measure.spec import TrialSettings, TrialSpec
 from copylab.measure.trial import measured_window_s, run_trial
 from copylab.paths import DATA
 from copylab.programs.calibration_run import CALIBRATION_PROGRAMS, calibration
+from copylab.programs.perf import PerfSupport
 from copylab.record.calibration import Calibration
 from copylab.record.manifest import Harness
 from copylab.record.store import SweepStore
@@ -208,66 +209,18 @@ def _run_prepared(
     progress: bool,
     on_row: Callable[[dict[str, Any]], None] | None,
 ) -> SweepResult:
+    """Runs the sweep on its prepared testbed, its manifest open until the sweep ends; returns what happened."""
     support = bed.perf_support()
-    if resume and store.trials_path.exists():
-        store.repair_truncated_tail()
-        ok_rows = _ok_rows(store)
-        record = store.read_manifest()
-    else:
-        ok_rows = _ok_rows(store)
-        record = create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)
-    store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
-
+    ok_rows = _open_manifest(config, store, bed, support, resume)
     done = set(ok_rows["trial_id"])
     found = measured(ok_rows)
     result = SweepResult(store.directory, 0, skipped=len(done))
     started = time.monotonic()
-    skip: frozenset[str] = frozenset()
     writer = store.writer()
     try:
         with bed.running():
-            result.unavailable = unavailable_here(config, bed)
-            skip = frozenset(result.unavailable)
-            for name, why in result.unavailable.items():
-                print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
-            if skip >= set(config.implementations):
-                raise CopylabError("no implementation of the sweep can run here (see the lines above)")
-            record = store.read_manifest()
-            calibration = record.calibration
-            # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
-            # alone takes the CPU for about 0.4 s.
-            if calibration is None and experiments.get(config.experiment).calibrates:
-                calibration = calibration_for(config, bed)
-            settings = TrialSettings(
-                config.name,
-                bed,
-                support,
-                config.duration_s,
-                config.warmup_s,
-                config.verify,
-                config.sanitize,
-                experiment=config.experiment,
-                values=per_trial(config),
-            )
-            floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
-            in_flight = record.in_flight
-            zero_copy = any(member.zero_copy for member in config.members if member.name not in skip)
-            if in_flight is None and config.zc_inflight is None and zero_copy:
-                in_flight = in_flight_from_path(config.experiment, settings)
-            if in_flight is not None:
-                settings = dataclasses.replace(
-                    settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight}
-                )
-            store.write_manifest(
-                dataclasses.replace(
-                    record,
-                    unavailable=dict(result.unavailable),
-                    calibration=calibration,
-                    restrictions=bed.restrictions(),
-                    host_floor=floor,
-                    in_flight=in_flight,
-                )
-            )
+            skip = _leave_out_unavailable(config, bed, result)
+            settings = _measure_once(config, store, bed, support, result, skip)
             with _kernel_copies(config, bed) as counts:
                 batches = _schedule(config, store, result, skip, found)
                 settings = dataclasses.replace(settings, kernel_copies=counts)
@@ -278,23 +231,101 @@ def _run_prepared(
     finally:
         writer.close()
         result.wall_s = time.monotonic() - started
-        finished = _finished(config, _ok_rows(store), skip, result.exhausted)
-        record = store.read_manifest()
-        harness = (
-            Harness(result.median_overhead_s(), result.wall_s, result.window_s, result.ran)
-            if result.ran
-            else record.harness
-        )
-        store.write_manifest(
-            dataclasses.replace(
-                record,
-                ended_at=now_iso(),
-                complete=finished,
-                trials_sha256=store.trials_sha256() if finished else None,
-                harness=harness,
-            )
-        )
+        _close_manifest(config, store, result)
     return result
+
+
+def _open_manifest(
+    config: SweepConfig, store: SweepStore, bed: Testbed, support: PerfSupport, resume: bool
+) -> pd.DataFrame:
+    """Records the sweep as running (a new manifest, or the resumed one's); returns the rows already recorded ok."""
+    if resume and store.trials_path.exists():
+        store.repair_truncated_tail()
+        ok_rows = _ok_rows(store)
+        record = store.read_manifest()
+    else:
+        ok_rows = _ok_rows(store)
+        record = create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)
+    store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
+    return ok_rows
+
+
+def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResult) -> frozenset[str]:
+    """The implementations that cannot run here, said and kept in RESULT; refuses a sweep left with none."""
+    result.unavailable = unavailable_here(config, bed)
+    for name, why in result.unavailable.items():
+        print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
+    skip = frozenset(result.unavailable)
+    if skip >= set(config.implementations):
+        raise CopylabError("no implementation of the sweep can run here (see the lines above)")
+    return skip
+
+
+def _measure_once(
+    config: SweepConfig,
+    store: SweepStore,
+    bed: Testbed,
+    support: PerfSupport,
+    result: SweepResult,
+    skip: frozenset[str],
+) -> TrialSettings:
+    """The trials' settings, after what the sweep measures once (the calibration, the host's floor, the zero-copy
+    in-flight limit: kept from the manifest on resume) is written to its manifest."""
+    record = store.read_manifest()
+    calibration = record.calibration
+    # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
+    # alone takes the CPU for about 0.4 s.
+    if calibration is None and experiments.get(config.experiment).calibrates:
+        calibration = calibration_for(config, bed)
+    settings = TrialSettings(
+        config.name,
+        bed,
+        support,
+        config.duration_s,
+        config.warmup_s,
+        config.verify,
+        config.sanitize,
+        experiment=config.experiment,
+        values=per_trial(config),
+    )
+    floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
+    in_flight = record.in_flight
+    zero_copy = any(member.zero_copy for member in config.members if member.name not in skip)
+    if in_flight is None and config.zc_inflight is None and zero_copy:
+        in_flight = in_flight_from_path(config.experiment, settings)
+    if in_flight is not None:
+        settings = dataclasses.replace(settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight})
+    store.write_manifest(
+        dataclasses.replace(
+            record,
+            unavailable=dict(result.unavailable),
+            calibration=calibration,
+            restrictions=bed.restrictions(),
+            host_floor=floor,
+            in_flight=in_flight,
+        )
+    )
+    return settings
+
+
+def _close_manifest(config: SweepConfig, store: SweepStore, result: SweepResult) -> None:
+    """Records the sweep's end, and whether it is complete, however it ended."""
+    finished = _finished(config, _ok_rows(store), frozenset(result.unavailable), result.exhausted)
+    record = store.read_manifest()
+    harness = (
+        Harness(result.median_overhead_s(), result.wall_s, result.window_s, result.ran)
+        if result.ran
+        else record.harness
+    )
+    store.write_manifest(
+        dataclasses.replace(
+            record,
+            ended_at=now_iso(),
+            complete=finished,
+            trials_sha256=store.trials_sha256() if finished else None,
+            harness=harness,
+        )
+    )
 
 
 def _schedule(

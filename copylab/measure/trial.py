@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from copylab.declarations.schema import PERF_EVENTS
-from copylab.measure.drivers import GRACE_S, TrialFailed
+from copylab.measure.drivers import GRACE_S, Driver, TrialFailed
 from copylab.measure.host_speed import trial_speed
 from copylab.measure.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.window import Window
@@ -112,9 +112,9 @@ def _perf_unused_reason(unprofiled_reason: str | None, support: PerfSupport) -> 
     return "all: " + next(iter(support.unsupported.values()), "perf unavailable")
 
 
-def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
-    """Runs one trial and returns its row (status ok or failed, never raises TrialFailed)."""
-    row: dict[str, Any] = {
+def _row_identity(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
+    """The trial's row before it runs: what it is, the sweep's settings, when it started, and status ok."""
+    return {
         "sweep": settings.sweep,
         "trial_id": spec.trial_id,
         "experiment": spec.implementation.experiment,
@@ -136,63 +136,109 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         "status": "ok",
         "error": "",
     }
+
+
+def _commands(
+    spec: TrialSpec,
+    settings: TrialSettings,
+    driver: Driver,
+    cpus: tuple[str | None, str | None],
+    runs: dict[str, tuple[End, PerfRun]],
+    use_perf: bool,
+) -> tuple[list[str], list[str]]:
+    """The server's and the client's command lines: pinned to CPUS, and under perf stat if USE_PERF."""
+    server_cpu, client_cpu = cpus
+    server_cmd, client_cmd = driver.commands(spec, settings)
+    server_cmd, client_cmd = _pinned(server_cpu, server_cmd), _pinned(client_cpu, client_cmd)
+    if use_perf:
+        server_cmd = [*runs["snd"][1].command(settings.perf), *server_cmd, *runs["snd"][1].program_options()]
+        client_cmd = [*runs["rcv"][1].command(settings.perf), *client_cmd, *runs["rcv"][1].program_options()]
+    return server_cmd, client_cmd
+
+
+def _run_ends(
+    settings: TrialSettings,
+    driver: Driver,
+    commands: tuple[list[str], list[str]],
+    processes: _Processes,
+    budget: float,
+    started: float,
+) -> tuple[str, str]:
+    """Starts the server, then the client, and waits for both; returns their outputs, or raises TrialFailed with
+    the cause when either failed."""
+    server = processes.start(settings.testbed.server, commands[0], budget + ORPHAN_MARGIN_S)
+    time.sleep(driver.start_delay_s)
+    client = processes.start(settings.testbed.client, commands[1], budget + ORPHAN_MARGIN_S)
+    try:
+        client_out, client_err = client.wait(budget)
+    except subprocess.TimeoutExpired:
+        raise TrialFailed(f"timed out after {budget:.0f} s") from None
+    try:
+        # A failed client can leave the server waiting for it: then the client's error is the cause.
+        # Otherwise the server gets a few seconds to finish, but never beyond the trial's bound.
+        left = budget - (time.monotonic() - started)
+        wait = 1.0 if _failed(client, client_out) else min(5.0, max(1.0, left))
+        server_out, server_err = server.wait(wait)
+    except subprocess.TimeoutExpired:
+        if _failed(client, client_out):
+            raise TrialFailed(_error_line("client", client, client_err)) from None
+        raise TrialFailed(f"server: still running {wait:.0f} s after the client ended") from None
+    # Both sides' errors: whichever failed first is the cause, and either may have.
+    errors = [
+        _error_line(role, process, err)
+        for role, process, out, err in (
+            ("server", server, server_out, server_err),
+            ("client", client, client_out, client_err),
+        )
+        if _failed(process, out)
+    ]
+    if errors:
+        raise TrialFailed("; ".join(errors))
+    return server_out, client_out
+
+
+def _record_measurement(
+    row: dict[str, Any],
+    spec: TrialSpec,
+    settings: TrialSettings,
+    driver: Driver,
+    runs: dict[str, tuple[End, PerfRun]],
+    use_perf: bool,
+    outputs: tuple[str, str],
+) -> Window | None:
+    """Adds what the ends measured and perf counted to ROW, refusing a trial that ran other settings than the
+    sweep asked for; returns the measured window (what the kernel copies are counted over)."""
+    server_out, client_out = outputs
+    measured = driver.measurement(spec, server_out, client_out)
+    for name, asked in settings.columns().items():
+        if name in measured and measured[name] != asked:
+            raise TrialFailed(f"ran {name} {measured[name]!r}, the sweep asked for {asked!r}")
+    row.update(measured)
+    window = driver.window(client_out)
+    perf_values, missing = _perf_values(runs, settings.perf, use_perf)
+    row.update(perf_values)
+    row["perf_missing"] = missing if use_perf else _perf_unused_reason(driver.unprofiled_reason, settings.perf)
+    return window
+
+
+def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
+    """Runs one trial and returns its row (status ok or failed, never raises TrialFailed)."""
+    row = _row_identity(spec, settings)
     started = time.monotonic()
     driver = spec.implementation.driver
     use_perf = settings.perf.available and driver.unprofiled_reason is None
-    server_cpu, client_cpu = cpus_for(spec.pinning)
+    cpus = cpus_for(spec.pinning)
     budget = driver.window_s(settings) + GRACE_S
-    testbed = settings.testbed
     processes = _Processes()
     try:
         if settings.kernel_copies is not None:
             settings.kernel_copies.renew()
         row.update(trial_speed(spec, settings, "before"))
         with _perf_files(settings) as runs:
-            server_cmd, client_cmd = driver.commands(spec, settings)
-            server_cmd, client_cmd = _pinned(server_cpu, server_cmd), _pinned(client_cpu, client_cmd)
-            if use_perf:
-                server_cmd = [*runs["snd"][1].command(settings.perf), *server_cmd, *runs["snd"][1].program_options()]
-                client_cmd = [*runs["rcv"][1].command(settings.perf), *client_cmd, *runs["rcv"][1].program_options()]
+            commands = _commands(spec, settings, driver, cpus, runs, use_perf)
             try:
-                server = processes.start(testbed.server, server_cmd, budget + ORPHAN_MARGIN_S)
-                time.sleep(driver.start_delay_s)
-                client = processes.start(testbed.client, client_cmd, budget + ORPHAN_MARGIN_S)
-                try:
-                    client_out, client_err = client.wait(budget)
-                except subprocess.TimeoutExpired:
-                    raise TrialFailed(f"timed out after {budget:.0f} s") from None
-                try:
-                    # A failed client can leave the server waiting for it: then the client's error is the cause.
-                    # Otherwise the server gets a few seconds to finish, but never beyond the trial's bound.
-                    left = budget - (time.monotonic() - started)
-                    wait = 1.0 if _failed(client, client_out) else min(5.0, max(1.0, left))
-                    server_out, server_err = server.wait(wait)
-                except subprocess.TimeoutExpired:
-                    if _failed(client, client_out):
-                        raise TrialFailed(_error_line("client", client, client_err)) from None
-                    raise TrialFailed(f"server: still running {wait:.0f} s after the client ended") from None
-                # Both sides' errors: whichever failed first is the cause, and either may have.
-                errors = [
-                    _error_line(role, process, err)
-                    for role, process, out, err in (
-                        ("server", server, server_out, server_err),
-                        ("client", client, client_out, client_err),
-                    )
-                    if _failed(process, out)
-                ]
-                if errors:
-                    raise TrialFailed("; ".join(errors))
-                measured = driver.measurement(spec, server_out, client_out)
-                for name, asked in settings.columns().items():
-                    if name in measured and measured[name] != asked:
-                        raise TrialFailed(f"ran {name} {measured[name]!r}, the sweep asked for {asked!r}")
-                row.update(measured)
-                window = driver.window(client_out)
-                perf_values, missing = _perf_values(runs, settings.perf, use_perf)
-                row.update(perf_values)
-                row["perf_missing"] = (
-                    missing if use_perf else _perf_unused_reason(driver.unprofiled_reason, settings.perf)
-                )
+                outputs = _run_ends(settings, driver, commands, processes, budget, started)
+                window = _record_measurement(row, spec, settings, driver, runs, use_perf, outputs)
             finally:
                 processes.end_all()
         row.update(trial_speed(spec, settings, "after"))
