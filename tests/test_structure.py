@@ -141,7 +141,6 @@ LONG_FUNCTIONS_TO_SPLIT = {
     ("copylab/measure/schedule.py", "budgeted_rounds"),
     ("copylab/measure/sweep.py", "_run_prepared"),
     ("copylab/measure/trial.py", "run_trial"),
-    ("copylab/explore/explorer.py", "__init__"),
 }
 
 

@@ -36,6 +36,7 @@ from copylab.explore.data import (
     sweep_summary,
 )
 from copylab.explore.draw import crossover_text, figure_png, figure_title, make_figure, make_ratio_figure
+from copylab.explore.serve import ENV_VAR
 from copylab.explore.views import (
     AXES,
     Axis,
@@ -58,7 +59,6 @@ from copylab.paths import DATA, REFERENCE_DATA
 from copylab.record.manifest import Manifest
 
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
-ENV_VAR = "COPYLAB_EXPLORE_DATA"
 _TOGGLE_STYLE = {"button_width": "auto"}
 
 
@@ -122,7 +122,7 @@ class Explorer:
         for name in (*names, "inspect"):
             getattr(self, name).add_class(f"copylab-{name.replace('_', '-')}")
         self.checkboxes: dict[str, widgets.Checkbox] = {}
-        self.implementation_box = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
+        self.implementation_box = _row()
         self.status = widgets.HTML()
         self.status.add_class("copylab-status")
         self.plot = widgets.Output()
@@ -131,21 +131,7 @@ class Explorer:
         self.flag_box.add_class("copylab-flags")
         self.tables = widgets.Output()
         self.tables.add_class("copylab-tables")
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
-                widgets.HBox([self.idle_connections, self.offered_rate]),
-                widgets.HBox([widgets.Label("x axis"), self.x_axis, self.fixed]),
-                widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay]),
-                widgets.HBox([widgets.Label("implementations"), self.implementation_box]),
-                widgets.HBox([self.compare, self.baseline]),
-                self.status,
-                self.plot,
-                self.flag_box,
-                self.inspect,
-                self.tables,
-            ]
-        )
+        self.widget = self._layout()
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
         self.overlaid = pd.DataFrame()  # the overlay sweep's points in the current view
         self.figure: Figure | None = None
@@ -172,6 +158,27 @@ class Explorer:
         ):
             control.observe(self._changed, names="value")
         self.update()
+
+    def _layout(self) -> widgets.VBox:
+        """The controls in rows that wrap to the page's width, then the status, plot, flags and tables."""
+        layout = widgets.VBox(
+            [
+                _row(self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads),
+                _row(self.idle_connections, self.offered_rate),
+                _row(widgets.Label("x axis"), self.x_axis, self.fixed),
+                _row(self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay),
+                _row(widgets.Label("implementations"), self.implementation_box),
+                _row(self.compare, self.baseline),
+                self.status,
+                self.plot,
+                self.flag_box,
+                self.inspect,
+                self.tables,
+            ],
+            layout=widgets.Layout(width="100%"),
+        )
+        layout.add_class("copylab-explorer")
+        return layout
 
     @classmethod
     def from_environment(cls) -> Explorer:
@@ -367,6 +374,11 @@ class Explorer:
             with output:
                 clear_output()
         self.flag_box.value = ""
+
+
+def _row(*children: widgets.Widget) -> widgets.HBox:
+    """Controls side by side, wrapping onto a next line where the page is narrower than they are."""
+    return widgets.HBox(list(children), layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
 
 
 def _choose(control: widgets.DOMWidget, options: list[tuple[str, Any]], default: Any) -> None:
