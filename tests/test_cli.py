@@ -53,7 +53,14 @@ def test_every_run_sweep_option_is_a_setting_or_its_own():
 
 @pytest.mark.parametrize(
     "arguments",
-    [["run-sweep", "--name", "x", "--sizes", "1,,2"], ["run-sweep", "--name", "x", "--trials", "many"]],
+    [
+        ["run-sweep", "--name", "x", "--sizes", "1,,2"],
+        ["run-sweep", "--name", "x", "--trials", "many"],
+        ["explore", "--data", "."],  # a directory, but no sweep: no server starts
+        ["explore", "--data", "nowhere"],
+        ["explore", "--port", "70000"],
+        ["lab", "--data", "."],
+    ],
 )
 def test_bad_input_is_one_line_and_status_2_in_both_front_ends(arguments, tmp_path):
     for front in ([sys.executable, "-m", "copylab"], [sys.executable, "-m", "invoke", "--search-root", str(ROOT)]):

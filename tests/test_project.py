@@ -282,6 +282,13 @@ def test_inv_lab_prints_the_url_of_the_explorer_notebook(tmp_path):
         )
         with urllib.request.urlopen(request, timeout=5) as contents:
             assert json.loads(contents.read())["type"] == "notebook"
+        # no "get notified about official Jupyter news?" toast: copylab's default answers it with "never"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/lab/api/settings/@jupyterlab/apputils-extension:notification",
+            headers={"Authorization": f"token {token}"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as settings:
+            assert json.loads(settings.read())["schema"]["properties"]["fetchNews"]["default"] == "false"
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)

@@ -23,7 +23,7 @@ from copylab import experiments
 from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
 from copylab.declarations import settings
 from copylab.errors import CopylabError
-from copylab.paths import DATA, NOTEBOOKS, REFERENCE_DATA, REPORT, ROOT
+from copylab.paths import DATA, REFERENCE_DATA, REPORT, ROOT
 from copylab.record.origin import ModifiedData
 
 REQUIRED = object()  # an option without a default is an argument the command needs
@@ -292,18 +292,24 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
 
 def lab(port: int = 8888, data: str = str(REFERENCE_DATA)) -> int:
     """Open the explorer notebook in JupyterLab on localhost; prints the URL that opens it."""
-    from copylab.explore.explorer import ENV_VAR
+    from copylab.explore import serve
 
-    port = parse_port(port)
+    port, sweep = parse_port(port), serve.check_sweep(data)
     # A token of our own, so the printed URL can open the explorer notebook itself, not the launcher.
     token = secrets.token_hex(24)
-    notebook = (NOTEBOOKS / "30_explore.ipynb").relative_to(ROOT).as_posix()
-    env = dict(os.environ, **{ENV_VAR: str(Path(data).resolve())})
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}"]
-    command += ["--ServerApp.port_retries=0", f"--ServerApp.root_dir={ROOT}", f"--IdentityProvider.token={token}"]
-    command += ["--allow-root"]
-    print(f"copylab explorer: http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}", flush=True)
-    return subprocess.call(command, cwd=ROOT, env=env)
+    notebook = serve.NOTEBOOK.relative_to(ROOT).as_posix()
+    print(f"copylab explorer: {serve.lab_url(port, token, notebook)}", flush=True)
+    return serve.serve(serve.lab_command(port, token, ROOT), serve.environment(sweep), ROOT)
+
+
+def explore(port: int = 8866, data: str = str(REFERENCE_DATA)) -> int:
+    """Serve the explorer as an app (Voilà: its widgets and plots, no code) on localhost; prints its URL."""
+    from copylab.explore import serve
+
+    port, sweep = parse_port(port), serve.check_sweep(data)
+    token = secrets.token_hex(24)
+    print(f"copylab explorer: {serve.voila_url(port, token)}", flush=True)
+    return serve.serve(serve.voila_command(port, token), serve.environment(sweep), serve.NOTEBOOK.parent)
 
 
 def calibrate(data: str | None = None) -> int:
@@ -420,6 +426,14 @@ COMMANDS: tuple[Command, ...] = (
         lab,
         [
             Option("port", 8888, "port on localhost"),
+            Option("data", str(REFERENCE_DATA), "default sweep shown by the explorer"),
+        ],
+    ),
+    Command(
+        "explore",
+        explore,
+        [
+            Option("port", 8866, "port on localhost"),
             Option("data", str(REFERENCE_DATA), "default sweep shown by the explorer"),
         ],
     ),

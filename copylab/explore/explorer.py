@@ -36,6 +36,7 @@ from copylab.explore.data import (
     sweep_summary,
 )
 from copylab.explore.draw import crossover_text, figure_png, figure_title, make_figure, make_ratio_figure
+from copylab.explore.serve import ENV_VAR
 from copylab.explore.views import (
     AXES,
     Axis,
@@ -58,7 +59,6 @@ from copylab.paths import DATA, REFERENCE_DATA
 from copylab.record.manifest import Manifest
 
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
-ENV_VAR = "COPYLAB_EXPLORE_DATA"
 _TOGGLE_STYLE = {"button_width": "auto"}
 
 
@@ -145,7 +145,7 @@ class Explorer:
     def _build_outputs(self) -> None:
         """The implementations' checkboxes and what each redraw fills: status, plot, flags, tables."""
         self.checkboxes: dict[str, widgets.Checkbox] = {}
-        self.implementation_box = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
+        self.implementation_box = _row()
         self.status = widgets.HTML()
         self.status.add_class("copylab-status")
         self.plot = widgets.Output()
@@ -156,22 +156,25 @@ class Explorer:
         self.tables.add_class("copylab-tables")
 
     def _layout(self) -> widgets.VBox:
-        """The whole explorer: the controls in rows, then the outputs."""
-        return widgets.VBox(
+        """The controls in rows that wrap to the page's width, then the status, plot, flags and tables."""
+        layout = widgets.VBox(
             [
-                widgets.HBox([self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads]),
-                widgets.HBox([self.idle_connections, self.offered_rate]),
-                widgets.HBox([widgets.Label("x axis"), self.x_axis, self.fixed]),
-                widgets.HBox([self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay]),
-                widgets.HBox([widgets.Label("implementations"), self.implementation_box]),
-                widgets.HBox([self.compare, self.baseline]),
+                _row(self.sweep, self.workload, self.metric, self.pinning, self.receive, self.client_threads),
+                _row(self.idle_connections, self.offered_rate),
+                _row(widgets.Label("x axis"), self.x_axis, self.fixed),
+                _row(self.confidence, widgets.Label("y axis"), self.y_scale, self.show_raw, self.overlay),
+                _row(widgets.Label("implementations"), self.implementation_box),
+                _row(self.compare, self.baseline),
                 self.status,
                 self.plot,
                 self.flag_box,
                 self.inspect,
                 self.tables,
-            ]
+            ],
+            layout=widgets.Layout(width="100%"),
         )
+        layout.add_class("copylab-explorer")
+        return layout
 
     def _observe_controls(self) -> None:
         """Every control redraws on change (the implementations' checkboxes are wired as they are made)."""
@@ -390,6 +393,11 @@ class Explorer:
             with output:
                 clear_output()
         self.flag_box.value = ""
+
+
+def _row(*children: widgets.Widget) -> widgets.HBox:
+    """Controls side by side, wrapping onto a next line where the page is narrower than they are."""
+    return widgets.HBox(list(children), layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
 
 
 def _choose(control: widgets.DOMWidget, options: list[tuple[str, Any]], default: Any) -> None:
