@@ -11,9 +11,10 @@ import pytest
 
 from copylab.programs.build import build
 from copylab.testbeds import netns
-from tests.robustness_table import outcome
+from tests.robustness_table import outcome, pytest_runtest_makereport
 
-__all__ = ["outcome"]  # the robustness record's fixture, for every test module
+# the robustness record's fixture, for every test module, and the hook that tells it each test's result
+__all__ = ["outcome", "pytest_runtest_makereport"]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 

@@ -3,11 +3,18 @@
 Tests take the ``outcome`` fixture, fill it in (area, fault, behaviour, rows_lost, leftovers) and, once
 the test has ended, the entry is merged into test-artifacts/robustness.json under the test's id.
 
+Its two figures are computed, never typed in: ``rows_lost`` takes only a ``Counted`` (made by
+``rows_lost_from``, which compares the rows written before with the file afterwards, or ``rows_due``, which
+looks for a row of every trial due) or None, n/a: the case writes no rows; ``leftovers`` takes only a
+``Looked`` (made by a helper that looked, naming where) or None, n/a: the case creates nothing.  A bare
+number or list fails the test, and so does a case that ends without saying either.
+
     python -m tests.robustness_table        # test-artifacts/robustness.json -> ROBUSTNESS.md
 """
 
 from __future__ import annotations
 
+import csv
 import fcntl
 import json
 import os
@@ -15,7 +22,9 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +33,8 @@ import pytest
 
 from copylab.paths import ROOT
 
-ARTIFACT = ROOT / "test-artifacts" / "robustness.json"
+# The record; a test of this module points it elsewhere so that its made-up cases stay out of the real one.
+ARTIFACT = Path(os.environ.get("COPYLAB_ROBUSTNESS_RECORD", ROOT / "test-artifacts" / "robustness.json"))
 OUTPUT = ROOT / "ROBUSTNESS.md"
 AREAS = {
     "link": "Link faults",
@@ -41,28 +51,175 @@ AREAS = {
 }
 
 
+Row = Mapping[str, str] | str  # a trials.csv row, parsed or as its line
+
+
+@dataclass(frozen=True)
+class Counted:
+    """Rows lost, as counted: of CHECKED rows that had been written (or were due), LOST were missing or changed
+    afterwards.  Made by rows_lost_from or rows_due, never by hand."""
+
+    checked: int
+    lost: int
+
+    def __add__(self, other: Counted) -> Counted:
+        if not isinstance(other, Counted):
+            return NotImplemented
+        return Counted(self.checked + other.checked, self.lost + other.lost)
+
+
+class Looked(list[str]):
+    """Leftovers found by a helper that looked for them; WHERE says what it looked at."""
+
+    def __init__(self, found: Iterable[str], where: str) -> None:
+        super().__init__(found)
+        self.where = where
+
+    def __add__(self, other: list[str]) -> Looked:  # type: ignore[override]
+        if not isinstance(other, Looked):
+            return NotImplemented
+        return Looked([*self, *other], f"{self.where}; {other.where}")
+
+    def __iadd__(self, other: Iterable[str]) -> Looked:  # type: ignore[override]
+        if not isinstance(other, Looked):
+            raise TypeError(f"leftovers must be looked for, not typed in: {other!r}")
+        self.extend(other)
+        self.where = f"{self.where}; {other.where}"
+        return self
+
+
+def look_for_paths(*paths: Path) -> Looked:
+    """Those of PATHS (files or directories a case must not leave) that exist."""
+    found = [f"{'directory' if path.is_dir() else 'file'} {path}" for path in paths if path.exists()]
+    return Looked(found, ", ".join(str(path) for path in paths))
+
+
+def trial_rows(source: Path) -> list[dict[str, str]]:
+    """The rows of a trials.csv (SOURCE, or SOURCE/trials.csv for a sweep's directory); none if it is absent."""
+    path = source / "trials.csv" if source.is_dir() else source
+    if not path.exists():
+        return []
+    with path.open(newline="", errors="replace") as stream:
+        return list(csv.DictReader(stream))
+
+
+def trial_lines(source: Path) -> list[str]:
+    """The data lines of a trials.csv (or of a sweep's directory's), as written; none if it is absent."""
+    path = source / "trials.csv" if source.is_dir() else source
+    return path.read_text(errors="replace").splitlines()[1:] if path.exists() else []
+
+
+def _key(row: Row) -> Any:
+    return row if isinstance(row, str) else tuple(sorted(row.items()))
+
+
+def rows_lost_from(before: Iterable[Row], after: Path | Iterable[Row]) -> Counted:
+    """The rows of BEFORE (read before the fault) that AFTER (rows, or a trials.csv or sweep directory read now)
+    no longer holds unchanged.  Rows as lines are compared as lines, parsed rows as parsed rows."""
+    before = list(before)
+    if isinstance(after, Path):
+        after = trial_lines(after) if before and isinstance(before[0], str) else trial_rows(after)
+    remaining = Counter(_key(row) for row in after)
+    lost = 0
+    for row in before:
+        if remaining[_key(row)] > 0:
+            remaining[_key(row)] -= 1
+        else:
+            lost += 1
+    return Counted(len(before), lost)
+
+
+def rows_due(trial_ids: Iterable[str], after: Path | Iterable[Mapping[str, str]], status: str | None = None) -> Counted:
+    """The trials due (TRIAL_IDS) that have no row in AFTER (rows, or a trials.csv or sweep directory), or none
+    with STATUS when given."""
+    rows = trial_rows(after) if isinstance(after, Path) else list(after)
+    present = {row.get("trial_id") for row in rows if status is None or row.get("status") == status}
+    due = list(trial_ids)
+    return Counted(len(due), sum(trial_id not in present for trial_id in due))
+
+
+def _check(key: str, value: Any) -> None:
+    if key == "rows_lost" and value is not None and not isinstance(value, Counted):
+        raise TypeError(f"rows_lost must be counted (rows_lost_from, rows_due) or None (n/a), not {value!r}")
+    if key == "leftovers" and value is not None and not isinstance(value, Looked):
+        raise TypeError(f"leftovers must be looked for (a Looked from a helper) or None (n/a), not {value!r}")
+
+
+class Outcome(dict[str, Any]):
+    """A case's record: a dict that takes rows_lost and leftovers only as computed (see the module's doc)."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        _check(key, value)
+        super().__setitem__(key, value)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def unsaid(self) -> list[str]:
+        """The figures a case that ran has not given (computed, or None for n/a)."""
+        return [key for key in ("rows_lost", "leftovers") if key not in self]
+
+    def record(self) -> dict[str, Any]:
+        """The entry as JSON: rows lost with the rows counted, leftovers with where they were looked for."""
+        entry = dict(self)
+        counted = entry.get("rows_lost")
+        if isinstance(counted, Counted):
+            entry.update(rows_lost=counted.lost, rows_checked=counted.checked)
+        looked = entry.get("leftovers")
+        if isinstance(looked, Looked):
+            entry.update(leftovers=list(looked), looked_for=looked.where)
+        return entry
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keeps each phase's report on its test, for the outcome fixture to read at teardown."""
+    report = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    return report
+
+
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+def _result(item: pytest.Item, entry: Outcome) -> str:
+    reports = item.stash.get(_REPORTS, {})
+    if "skipped" in entry or any(report.skipped for report in reports.values()):
+        return "skipped"
+    return "failed" if any(report.failed for report in reports.values()) else "passed"
+
+
 @pytest.fixture
-def outcome(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    """A dict the test fills in; saved with the test's result once the test has ended."""
-    entry: dict[str, Any] = {}
-    failed_before = request.session.testsfailed
+def outcome(request: pytest.FixtureRequest) -> Iterator[Outcome]:
+    """An Outcome the test fills in; saved with the test's result once the test has ended."""
+    entry = Outcome()
     started = time.monotonic()
     yield entry
     if not entry:
         return
-    # The call phase's report is logged before teardown, so testsfailed already counts this test.
-    failed = request.session.testsfailed > failed_before
-    entry.update(
+    record = entry.record()
+    record.update(
         test=request.node.nodeid,
         seconds=round(time.monotonic() - started, 1),
-        result="skipped" if "skipped" in entry else "failed" if failed else "passed",
+        result=_result(request.node, entry),
         recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
         host=f"{platform.node()}, Linux {platform.release()}, {os.cpu_count()} CPUs",
     )
-    save(entry)
+    unsaid = entry.unsaid() if record["result"] == "passed" else []
+    if unsaid:
+        record["result"] = "failed"
+    save(record)
+    if unsaid:
+        pytest.fail(f"the case did not say its {' or '.join(unsaid)}: a computed figure, or None (n/a)")
 
 
-def skip(entry: dict[str, Any], reason: str) -> None:
+def skip(entry: Outcome, reason: str) -> None:
     """Records why the case could not be produced here, then skips the test."""
     entry["skipped"] = reason
     entry.setdefault("behaviour", f"not run: {reason}")
@@ -82,6 +239,14 @@ def save(entry: dict[str, Any], path: Path = ARTIFACT) -> None:
 
 def load(path: Path = ARTIFACT) -> dict[str, dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _rows_cell(entry: dict[str, Any]) -> str:
+    lost = entry.get("rows_lost")
+    if lost is None:
+        return "n/a"
+    # A record written before the figure was counted says so rather than pass for a measured zero.
+    return f"{lost} of {entry['rows_checked']}" if "rows_checked" in entry else f"{lost} (not counted)"
 
 
 def _cell(value: Any) -> str:
@@ -111,11 +276,13 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
         "`tests/test_verifiers.py`, `tests/test_fuzz.py`, `tests/test_kernel_copies.py`, `tests/test_remote.py`,",
         "`tests/test_rootless.py`);",
         "the table is generated from the suite's own record",
-        f"(`{ARTIFACT.relative_to(ROOT)}`) by `python -m tests.robustness_table`: rerun the suite, then that.",
+        "(`test-artifacts/robustness.json`) by `python -m tests.robustness_table`: rerun the suite, then that.",
         "",
         "*Rows lost* counts trial rows that had been written (or were due) and were missing or changed",
-        "afterwards; *leftovers* lists namespaces, veths, qdiscs, processes, fifos or temporary files of the",
-        "case that remained after it. Both must be 0; n/a where the case writes no rows or creates nothing.",
+        'afterwards, of the rows counted ("0 of 8": 8 rows read before the fault and found unchanged after it);',
+        "*leftovers* lists namespaces, veths, qdiscs, processes, fifos or temporary files of the case that",
+        "remained after it, looked for on every host the case used. Both must be 0; n/a where the case writes no",
+        "rows or creates nothing.",
         "",
         f"Recorded {recorded[0]} to {recorded[-1]} on {', '.join(hosts)}: {len(rows)} cases, "
         f"{results['passed']} passed, {results['failed']} failed, {results['skipped']} not producible here; "
@@ -135,7 +302,7 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
         for e in selected:
             behaviour = _cell(e.get("behaviour", "the test ended before recording it"))
             lines.append(
-                f"| {_cell(e['fault'])} | {behaviour} | {_cell(e.get('rows_lost'))} | "
+                f"| {_cell(e['fault'])} | {behaviour} | {_rows_cell(e)} | "
                 f"{_cell(e.get('leftovers'))} | {e['result']}, {e['seconds']} s |"
             )
     return "\n".join(lines) + "\n"

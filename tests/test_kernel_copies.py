@@ -4,16 +4,19 @@ only when the window was counted whole."""
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from copylab.declarations import config
-from copylab.measure import kernel_copies, sweep
+from copylab.measure import kernel_copies, schedule, sweep
 from copylab.measure.window import Window
 from copylab.testbeds.testbed import Completed, NamespaceEnd
 from tests.conftest import needs_root
+from tests.robustness_table import Counted, Looked, rows_due
+from tests.test_robustness import leftovers, pgrep
 from tests.test_sweep import read_rows
 
 # Counts taken in measured windows: another test loading the CPUs would stretch the windows' timing.
@@ -190,7 +193,9 @@ def test_a_late_print_empties_the_windows_it_may_have_cut(tmp_path, outcome):
     assert values[kernel_copies.COPIED_COLUMN] == 100 and "rcv_kernel" not in missing
     values, missing = counts.columns(Window(40_000_000, 50_000_000, 7, 100))
     assert "bpftrace printed its counts late" in missing and values[kernel_copies.COPIED_COLUMN] != 100
-    outcome.update(behaviour=f"the window before it counted; the window it touches empty: {missing}", rows_lost=0)
+    # Parses a file of made-up output: no row is written and nothing is created outside tmp_path.
+    behaviour = f"the window before it counted; the window it touches empty: {missing}"
+    outcome.update(behaviour=behaviour, rows_lost=None, leftovers=None)
 
 
 def test_a_flush_that_never_comes_empties_the_window_and_stops_waiting(tmp_path, outcome):
@@ -201,9 +206,8 @@ def test_a_flush_that_never_comes_empties_the_window_and_stops_waiting(tmp_path,
     started = time.monotonic()
     _, missing = counts.columns(Window(50_000_000, 60_000_000, 7, 100))
     assert "bpftrace stopped flushing its counts" in missing and time.monotonic() - started < 0.5
-    outcome.update(
-        behaviour=f"that window empty with the reason; later ones too, without waiting: {missing}", rows_lost=0
-    )
+    behaviour = f"that window empty with the reason; later ones too, without waiting: {missing}"
+    outcome.update(behaviour=behaviour, rows_lost=None, leftovers=None)  # no row written, nothing created
 
 
 @needs_root
@@ -224,13 +228,12 @@ def test_bpftrace_killed_mid_sweep_leaves_later_windows_empty_with_the_reason(tm
     for row in rows[1:]:
         assert row["rcv_kernel_copy_bytes"] == "" and "bpftrace" in row["kernel_copy_missing"], row
     reason = rows[1]["kernel_copy_missing"].split("; ")[0]
-    left = [path.name for path in Path("/tmp").glob(f"copylab-kcopy-bpfkill{TAG}-*")]
     outcome.update(
         behaviour=f"{len(rows)} trials ok; the first counted, the {len(rows) - 1} after it empty with '{reason}'",
-        rows_lost=0,
-        leftovers=left,
+        rows_lost=rows_due([spec.trial_id for spec in schedule.plan(settings)], tmp_path / f"bpfkill{TAG}"),
+        leftovers=_left(f"bpfkill{TAG}", settings.namespaces),
     )
-    assert not left
+    assert outcome["rows_lost"] == Counted(3, 0) and outcome["leftovers"] == []
 
 
 @needs_root
@@ -254,6 +257,19 @@ def test_bpftrace_ends_itself_once_its_lease_is_not_renewed(tmp_path, outcome):
             assert "bpftrace ended during the sweep" in missing
     outcome.update(
         behaviour=f"bpftrace ended itself {lived:.1f} s after its last renewal; windows after it empty with the reason",
-        rows_lost=0,
-        leftovers=[],
+        rows_lost=None,  # no sweep: no row written
+        leftovers=_left(f"lease{TAG}", (pair.server, pair.client)),
     )
+    # The same bound as its two-host twin (tests/test_remote.py): the 3 s lease, plus up to 3 s for bpftrace to
+    # notice at its next poll and exit.
+    assert lived <= 3 + 3, f"bpftrace lived {lived:.1f} s past its last renewal, beyond its 3 s lease"
+    assert outcome["leftovers"] == []
+
+
+def _left(sweep_name: str, namespaces: tuple[str, ...]) -> Looked:
+    """What a kernel copy count of sweep SWEEP_NAME left: its namespaces, scratch directories and processes
+    (the sweep's own and bpftrace's)."""
+    kcopy = f"copylab-kcopy-{sweep_name}-"
+    found = [f"directory {path}" for path in Path(tempfile.gettempdir()).glob(f"{kcopy}*")]
+    found += [f"process {pid}" for pid in pgrep(kcopy)]
+    return Looked(found, f"{tempfile.gettempdir()}/{kcopy}* and its processes") + leftovers(sweep_name, namespaces)

@@ -3,24 +3,35 @@
 tests/golden/reference_report.md (the copies sweep), reference_servers_report.md (the servers sweep) and
 reference_open_load_report.md (the servers sweep under open load) hold the Markdown of every data-driven section
 as it was; a change to the prose or the statistics shows here as a diff.
-When a change is intended, regenerate the files with
-    python -m tests.test_reference_report
-and commit them with the change that explains it.
+When a change is intended, look at what would change, then write the files, and commit them with the change that
+explains it:
+    python -m tests.test_reference_report            # the unified diff of each golden file; writes nothing
+    python -m tests.test_reference_report --write    # writes them
+A golden text is also checked against the tables it came from: every number of the copies report's answers
+(crossover sizes and intervals, ratios, verdicts, counts of trials and configurations) is the analysis tables'.
 """
 
 from __future__ import annotations
 
+import argparse
+import difflib
+import math
+import re
 import shutil
 import sys
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+
+import pandas as pd
+import pytest
 
 from copylab.analysis.analyze_sweep import analyze
 from copylab.experiments.copies import answers, captions
 from copylab.experiments.copies import report as copies_report
 from copylab.experiments.servers import open_load
 from copylab.experiments.servers import report as server_report
-from copylab.paths import REFERENCE_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SERVERS_DATA
+from copylab.paths import REFERENCE_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SERVERS_DATA, ROOT
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.results import Results, load_results
@@ -43,7 +54,11 @@ def _analysed(scratch: Path, reference: Path) -> Results:
 
 def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
     """A copies sweep's report sections (the reference's by default), as the notebook has them."""
-    results = _analysed(scratch, sweep)
+    return compose_results(_analysed(scratch, sweep))
+
+
+def compose_results(results: Results) -> str:
+    """The copies report's sections from analysed RESULTS."""
     parts = [sections.front_matter(results, date(2026, 1, 1)), sections.method(results), answers.copy_evidence(results)]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(copies_report.copy_limit(results))
@@ -69,8 +84,15 @@ def compose_open_load(scratch: Path) -> str:
     return "\n\n----\n\n".join(parts)
 
 
-def test_the_reference_report_says_what_it_said(tmp_path):
-    assert compose(tmp_path) == GOLDEN.read_text()
+@pytest.fixture(scope="module")
+def copies_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results, Path]:
+    """The copies reference analysed once for this module: its results and the directory of its tables."""
+    scratch = tmp_path_factory.mktemp("reference")
+    return _analysed(scratch, REFERENCE_DATA), scratch / "data" / REFERENCE_DATA.name
+
+
+def test_the_reference_report_says_what_it_said(copies_reference):
+    assert compose_results(copies_reference[0]) == GOLDEN.read_text()
 
 
 def test_the_servers_section_says_what_it_said(tmp_path):
@@ -81,14 +103,226 @@ def test_the_open_load_section_says_what_it_said(tmp_path):
     assert compose_open_load(tmp_path) == GOLDEN_OPEN_LOAD.read_text()
 
 
-if __name__ == "__main__":
+def test_regenerating_shows_the_diff_and_writes_only_when_asked(tmp_path, capsys):
+    golden = tmp_path / "golden.md"
+    golden.write_text("the same line\nan old line\n")
+    goldens = {golden: lambda scratch: "the same line\na new line\n"}
+    assert regenerate(False, goldens) == 1
+    shown = capsys.readouterr().out
+    assert "-an old line\n+a new line\n" in shown and "pass --write" in shown
+    assert golden.read_text() == "the same line\nan old line\n", "nothing written without --write"
+    assert regenerate(True, goldens) == 0 and golden.read_text() == "the same line\na new line\n"
+    assert regenerate(False, goldens) == 0 and "up to date" in capsys.readouterr().out.splitlines()[-1]
+
+
+# ---------------------------------------------------------------- the golden answers' numbers and the tables
+
+THROUGHPUT = "throughput_gbps"
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}
+# How a crossover sentence of the copies report (experiments/copies/answers/crossovers.py) says each status.
+_STATUS_WORDS = {
+    "crossover": r"outperforms `\w+` above about \*\*",
+    "challenger_always_better": r"outperforms `\w+` at every tested size where they differ significantly",
+    "challenger_never_better": r"never outperforms",
+    "indistinguishable": r"are indistinguishable",
+    "multiple_crossings": r"there is no single size",
+}
+_SHORT_WORDS = {
+    "crossover": r"above a crossover size [^;]*?",
+    "challenger_always_better": "better at every tested size where the difference is significant",
+    "challenger_never_better": "never better within the tested range",
+    "indistinguishable": "not distinguishable from the baseline",
+    "multiple_crossings": "better at some sizes and worse at others, with no single crossover",
+}
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under the heading '## HEADING', up to the next separator."""
+    start = text.index(f"## {heading}\n")
+    end = text.find("\n----\n", start)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _size(text: str) -> int:
+    number, unit = re.fullmatch(r"([\d,]+) (B|KiB|MiB)", text.strip()).groups()  # type: ignore[union-attr]
+    return int(number.replace(",", "")) * _UNITS[unit]
+
+
+def _close(written: str, value: float) -> bool:
+    """Whether WRITTEN (a number as the report prints it: about three significant digits) is VALUE."""
+    return math.isclose(float(written.replace(",", "")), value, rel_tol=5e-3, abs_tol=1e-12)
+
+
+def _tables(directory: Path) -> dict[str, pd.DataFrame]:
+    tables = {name: pd.read_csv(directory / f"{name}.csv") for name in ("summary", "comparisons", "crossovers")}
+    tables["trials"] = pd.read_csv(REFERENCE_DATA / "trials.csv", low_memory=False)
+    return tables
+
+
+def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challenger: str) -> int:
+    """Each bullet's configuration, status, crossover size and interval and tested range, and the short answer's
+    counts, against crossovers.csv and summary.csv; returns how many numbers and words were checked."""
+    crossovers, summary = tables["crossovers"], tables["summary"]
+    rows = crossovers[
+        (crossovers["challenger"] == challenger)
+        & (crossovers["baseline"] == "two_copy")
+        & (crossovers["metric"] == THROUGHPUT)
+        & (crossovers["workload"] == "stream")
+    ]
+    bullets = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    assert rows.shape[0] == len(bullets) > 0, (len(rows), bullets)
+    checked = 0
+    for bullet in bullets:
+        threads, pinning = re.match(r"With (\d+) threads?, pinning `([^`]+)`, ", bullet).groups()  # type: ignore[union-attr]
+        row = rows[(rows["threads"] == int(threads)) & (rows["pinning"] == pinning)]
+        assert len(row) == 1, bullet
+        row = row.iloc[0]
+        said = [status for status, words in _STATUS_WORDS.items() if re.search(words, bullet)]
+        assert said == [row["status"]], (bullet, row["status"])
+        checked += 1
+        if row["status"] == "crossover":
+            at, kib, low, high = re.search(  # type: ignore[union-attr]
+                r"above about \*\*([\d,]+) B\*\* \(([\d.,]+) KiB; 95% bootstrap CI ([\d,]+) B to ([\d,]+) B\)", bullet
+            ).groups()
+            assert [int(v.replace(",", "")) for v in (at, low, high)] == [
+                round(row[c]) for c in ("crossover_at", "ci_low", "ci_high")
+            ], bullet
+            assert _close(kib, row["crossover_at"] / 1024), bullet
+            checked += 4
+        tested = summary[
+            (summary["workload"] == "stream")
+            & (summary["metric"] == THROUGHPUT)
+            & (summary["threads"] == int(threads))
+            & (summary["pinning"] == pinning)
+        ]["size_bytes"]
+        span = re.search(r"(?:range of|tested|from) ([\d,]+ (?:B|KiB|MiB)) to ([\d,]+ (?:B|KiB|MiB))", bullet)
+        assert span and (_size(span[1]), _size(span[2])) == (tested.min(), tested.max()), (bullet, span)
+        checked += 2
+    short = text.split("\n", 3)[2]
+    assert short.startswith("**In short:**"), short
+    for status, words in _SHORT_WORDS.items():
+        found = re.search(rf"{words} in (\d+) of (\d+) configurations", short)
+        count = int((rows["status"] == status).sum())
+        assert (int(found[1]), int(found[2])) == (count, len(rows)) if found else count == 0, (status, short)
+        checked += 1
+    crossings = rows[rows["status"] == "crossover"]["crossover_at"]
+    for written in re.findall(r"about ([\d,]+) B", short):
+        assert int(written.replace(",", "")) in {round(crossings.min()), round(crossings.max())}, short
+        checked += 1
+    return checked
+
+
+def _check_ratio_table(text: str, tables: dict[str, pd.DataFrame]) -> int:
+    """The zero-copy answer's ratio table and its count of sizes faster and slower, against comparisons.csv."""
+    comparisons = tables["comparisons"]
+    threads, pinning, workload = re.search(  # type: ignore[union-attr]
+        r"`zero_copy` / `two_copy` \((\d+) threads?, pinning `([^`]+)`, (\w+)\)", text
+    ).groups()
+    rows = comparisons[
+        (comparisons["challenger"] == "zero_copy")
+        & (comparisons["baseline"] == "two_copy")
+        & (comparisons["metric"] == THROUGHPUT)
+        & (comparisons["workload"] == workload)
+        & (comparisons["threads"] == int(threads))
+        & (comparisons["pinning"] == pinning)
+    ].set_index("size_bytes")
+    lines = [line for line in text.splitlines() if re.match(r"\| [\d,]+ (B|KiB|MiB) \|", line)]
+    assert len(lines) == len(rows) > 0
+    verdicts = []
+    for line in lines:
+        size, ratio, interval, p, verdict = (cell.strip() for cell in line.strip("|").split("|"))
+        row = rows.loc[_size(size)]
+        low, high = interval.strip("[]").split(", ")
+        assert _close(ratio, row["ratio"]) and _close(low, row["ratio_ci_low"]) and _close(high, row["ratio_ci_high"])
+        assert row["p_holm"] < 0.001 if p == "<0.001" else _close(p, row["p_holm"]), (line, row["p_holm"])
+        expected = ("faster" if row["challenger_better"] else "slower") if row["significant"] else "not significant"
+        assert verdict == expected, (line, expected)
+        verdicts.append(verdict)
+    faster, of, slower = re.search(  # type: ignore[union-attr]
+        r"significantly faster at (\d+) of (\d+) sizes, significantly slower at (\d+)", text
+    ).groups()
+    assert (int(faster), int(of), int(slower)) == (verdicts.count("faster"), len(rows), verdicts.count("slower"))
+    return 5 * len(lines) + 3
+
+
+def _check_zero_copy_counts(text: str, tables: dict[str, pd.DataFrame]) -> int:
+    """The share of zero-copy sends flagged COPIED and how many completed, against trials.csv."""
+    share, completed = re.search(r"flagged ([\d.]+)% of ([\d,]+) completed zero-copy sends", text).groups()  # type: ignore[union-attr]
+    trials = tables["trials"]
+    sends = trials[(trials["implementation"] == "zero_copy") & (trials["status"] == "ok")]
+    assert int(completed.replace(",", "")) == sends["zc_completed"].sum()
+    assert _close(share, 100 * sends["zc_copied"].sum() / sends["zc_completed"].sum())
+    return 2
+
+
+def _check_limitations(text: str, tables: dict[str, pd.DataFrame]) -> int:
+    """The counts of trials, configurations flagged unstable and trials per configuration, against trials.csv and
+    summary.csv."""
+    trials, summary = tables["trials"], tables["summary"]
+    completed = re.search(r"All (\d+) trials completed; none failed", text)
+    assert completed and int(completed[1]) == len(trials) and (trials["status"] == "ok").all()
+    main = summary[
+        ((summary["workload"] == "stream") & (summary["metric"] == THROUGHPUT))
+        | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
+    ].dropna(subset=["mean"])
+    unstable, configurations = re.search(r"(\d+) of (\d+) configurations were flagged unstable", text).groups()  # type: ignore[union-attr]
+    assert (int(unstable), int(configurations)) == (int(main["unstable"].sum()), len(main))
+    cv = re.search(r"reached a CV of ([\d.]+)%", text)
+    assert cv and _close(cv[1], 100 * main.loc[main["unstable"], "cv"].max())
+    each = re.search(r"Each configuration rests on (\d+)(?: to (\d+))? successful trials", text)
+    assert each and (int(each[1]), int(each[2] or each[1])) == (main["n"].min(), main["n"].max())
+    return 6
+
+
+def test_the_golden_answers_numbers_are_the_analysis_tables(copies_reference):
+    """Each number of the golden copies report's answers (Part E) is read back from the text and found in the tables
+    the reference's analysis writes: a regenerated golden text that misstates one fails here."""
+    tables = _tables(copies_reference[1])
+    golden = GOLDEN.read_text()
+    checked = _check_crossover_answer(
+        _section(golden, "At what message size does one-copy outperform two-copy on this system?"), tables, "one_copy"
+    )
+    checked += _check_crossover_answer(
+        _section(golden, "At what message size does zero-copy outperform two-copy on this system?"), tables, "zero_copy"
+    )
+    why = _section(golden, "Why does zero-copy not always give the best throughput?")
+    checked += _check_ratio_table(why, tables) + _check_zero_copy_counts(why, tables)
+    checked += _check_limitations(golden.rsplit("\n----\n", 1)[1], tables)
+    assert checked > 50
+
+
+def regenerate(write: bool, goldens: dict[Path, Callable[[Path], str]] | None = None) -> int:
+    """Composes every golden text anew and prints the unified diff of each that changed; writes them only if
+    WRITE.  0: nothing differs, or written; 1: they differ and nothing was written."""
     import tempfile
 
-    for golden, composer in (
-        (GOLDEN, compose),
-        (GOLDEN_SERVERS, compose_servers),
-        (GOLDEN_OPEN_LOAD, compose_open_load),
-    ):
+    goldens = goldens or {GOLDEN: compose, GOLDEN_SERVERS: compose_servers, GOLDEN_OPEN_LOAD: compose_open_load}
+    changed = []
+    for golden, composer in goldens.items():
         with tempfile.TemporaryDirectory() as scratch:
-            golden.write_text(composer(Path(scratch)))
-    sys.exit(0)
+            text = composer(Path(scratch))
+        old = golden.read_text() if golden.exists() else ""
+        if text == old:
+            continue
+        changed.append(golden)
+        name = str(golden.relative_to(ROOT)) if golden.is_relative_to(ROOT) else str(golden)
+        diff = difflib.unified_diff(
+            old.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+        )
+        sys.stdout.writelines(diff)
+        if write:
+            golden.write_text(text)
+    if not changed:
+        print("the golden texts are up to date")
+        return 0
+    if write:
+        print(f"wrote {len(changed)} golden file(s): {', '.join(path.name for path in changed)}")
+        return 0
+    print(f"{len(changed)} golden file(s) differ (above); nothing written: pass --write to write them")
+    return 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="write the golden files (after reading the diff)")
+    sys.exit(regenerate(parser.parse_args().write))

@@ -24,6 +24,7 @@ from copylab.measure import schedule, sweep
 from copylab.record.store import SweepStore
 from copylab.testbeds import netns
 from tests.conftest import needs_root, path_without
+from tests.robustness_table import Looked, rows_due, rows_lost_from, trial_rows
 from tests.test_reference_report import compose
 from tests.test_robustness import pgrep, wait_for
 from tests.test_sweep import cli, read_rows
@@ -132,18 +133,40 @@ def _exited(pid: int) -> bool:
         return True
 
 
-def remote_leftovers(name: str, settle_s: float = 3.0) -> list[str]:
-    """What a sweep named NAME left on the two 'hosts': working directories and processes that have not ended.
-    An SSH session closed as the sweep ended may still be exiting (its command line already gone): what is
-    there after SETTLE_S is left behind."""
+def _scratch_patterns(name: str) -> list[str]:
+    """Where a sweep named NAME keeps files on an end: its working directory on a host, and the scratch
+    directories (trial files, kernel copy counts, message files) an end of its own would use."""
+    return [
+        f"/tmp/copylab-remote-{name}-*",
+        f"/tmp/copylab-trial-{name}-*",
+        f"/tmp/copylab-kcopy-{name}-*",
+        f"/dev/shm/copylab-files-{name}-*",
+    ]
+
+
+def remote_leftovers(name: str, settle_s: float = 3.0) -> Looked:
+    """What a sweep named NAME left on the controller and on each of the two 'hosts' (looked for from inside
+    it): working and scratch directories and files, and processes that have not ended.  An SSH session closed
+    as the sweep ended may still be exiting (its command line already gone): what is there after SETTLE_S is
+    left behind."""
     deadline = time.monotonic() + settle_s
     while (found := _leftovers(name)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return found
+    where = f"on the controller and both hosts: {', '.join(_scratch_patterns(name))}, and their processes"
+    return Looked(found, where)
+
+
+def _files_on(namespace: str | None, patterns: list[str]) -> list[str]:
+    """The paths matching PATTERNS as seen from NAMESPACE (None: the controller's)."""
+    listing = "for p in " + " ".join(patterns) + '; do [ -e "$p" ] && echo "$p"; done; true'
+    prefix = netns.exec_prefix(namespace) if namespace else []
+    return subprocess.run([*prefix, "sh", "-c", listing], capture_output=True, text=True, timeout=30).stdout.split()
 
 
 def _leftovers(name: str) -> list[str]:
-    found = [f"directory {path}" for path in Path("/tmp").glob(f"copylab-remote-{name}-*")]
+    found = []
+    for namespace, host in ((None, "the controller"), (SERVER_NS, "the server host"), (CLIENT_NS, "the client host")):
+        found += [f"{path} on {host}" for path in _files_on(namespace, _scratch_patterns(name))]
     found += [f"process {pid} ({_command(int(pid))[:60]})" for pid in pgrep(f"copylab-remote-{name}-")]
     for namespace in (SERVER_NS, CLIENT_NS):
         found += [
@@ -330,17 +353,18 @@ def _refused(hosts: Hosts, tmp_path: Path, name: str, **changes: Any) -> str:
     with pytest.raises(CopylabError) as refused:
         sweep.run(settings, data_root=tmp_path, progress=False)
     assert not (tmp_path / name).exists(), "a refused sweep writes nothing"
-    assert remote_leftovers(name) == []
+    left = remote_leftovers(name)
+    assert left == []
     message = str(refused.value)
     assert "\n" not in message
-    return message
+    return message, left
 
 
 @needs_root
 def test_an_unreachable_host_is_named_in_one_line(hosts, tmp_path, outcome):
     outcome.update(area="two hosts", fault="the client host's SSH port refuses connections")
-    message = _refused(hosts, tmp_path, f"remote-unreach-{TAG}", client_host=f"root@{CONTROL[CLIENT_NS][1]}:2222")
-    outcome.update(behaviour=message, rows_lost=0, leftovers=[])
+    message, left = _refused(hosts, tmp_path, f"remote-unreach-{TAG}", client_host=f"root@{CONTROL[CLIENT_NS][1]}:2222")
+    outcome.update(behaviour=message, rows_lost=None, leftovers=left)  # refused before any row: n/a
     assert message.startswith(f"client host root@{CONTROL[CLIENT_NS][1]}:2222: cannot connect over SSH"), message
 
 
@@ -351,14 +375,14 @@ def test_a_refused_key_and_an_unknown_host_key_are_named(hosts, tmp_path, outcom
     _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger))
     refusing = tmp_path / "refusing_config"
     refusing.write_text(hosts.ssh_config.read_text().replace(f"{hosts.keys}/id_ed25519", str(stranger)))
-    refused = _refused(hosts, tmp_path, f"remote-key-{TAG}", ssh_config=str(refusing))
+    refused, left = _refused(hosts, tmp_path, f"remote-key-{TAG}", ssh_config=str(refusing))
     (tmp_path / "empty_known_hosts").write_text("")
     unknown_config = tmp_path / "unknown_config"
     unknown_config.write_text(
         hosts.ssh_config.read_text().replace(f"{hosts.keys}/known_hosts", str(tmp_path / "empty_known_hosts"))
     )
-    unknown = _refused(hosts, tmp_path, f"remote-hostkey-{TAG}", ssh_config=str(unknown_config))
-    outcome.update(behaviour=f"{refused} | {unknown}", rows_lost=0, leftovers=[])
+    unknown, also_left = _refused(hosts, tmp_path, f"remote-hostkey-{TAG}", ssh_config=str(unknown_config))
+    outcome.update(behaviour=f"{refused} | {unknown}", rows_lost=None, leftovers=left + also_left)
     assert "refused every key offered" in refused and "never asks for a password" in refused
     assert "host key is unknown" in unknown
 
@@ -370,10 +394,10 @@ def test_a_host_without_gcc_is_named(hosts, tmp_path, outcome):
     without_gcc = _write_sshd_config(hosts.keys, SERVER_NS, hosts.keys, extra=f"SetEnv PATH={bare}\n")
     hosts.start_sshd(SERVER_NS, without_gcc)
     try:
-        message = _refused(hosts, tmp_path, f"remote-nogcc-{TAG}")
+        message, left = _refused(hosts, tmp_path, f"remote-nogcc-{TAG}")
     finally:
         hosts.start_sshd(SERVER_NS)
-    outcome.update(behaviour=message, rows_lost=0, leftovers=[])
+    outcome.update(behaviour=message, rows_lost=None, leftovers=left)
     assert message.startswith(f"server host {hosts.server_host}: gcc not found"), message
 
 
@@ -422,14 +446,16 @@ def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_pa
     outcome.update(
         behaviour=f"failed row: {failed[0]['error'] if failed else 'none'}; sweep stopped: {stopped.value}; "
         f"--resume ran {resumed.ran} trials",
-        rows_lost=0 if after[: len(rows)] == rows else len(rows),
+        # The rows written before the host went away kept, and every trial due run to an ok row.
+        rows_lost=rows_lost_from(rows, after)
+        + rows_due([spec.trial_id for spec in schedule.plan(settings)], after, status="ok"),
         leftovers=left,
     )
     assert rows[0]["status"] == "ok" and len(failed) == 1, rows
     assert "SSH" in failed[0]["error"] or "client" in failed[0]["error"], failed[0]
     assert ok == {spec.trial_id for spec in schedule.plan(settings)} and resumed.failed == 0
     assert SweepStore(tmp_path / name).read_manifest().complete
-    assert left == []
+    assert outcome["rows_lost"].lost == 0 and left == []
 
 
 @needs_root
@@ -452,16 +478,23 @@ def test_ctrl_c_during_a_remote_trial_leaves_nothing_on_either_host(hosts, outco
         *args,
     )
     try:
+        # Once the first trial's row is written, the signal lands in the second trial's measured window.
+        wait_for(lambda: trial_rows(data), 120, 0.02, process)
         wait_for(
             lambda: any("two_copy_client" in _command(pid) for pid in namespace_pids(CLIENT_NS)), 60, 0.02, process
         )
         time.sleep(0.5)
+        before = trial_rows(data)
         os.killpg(process.pid, signal.SIGINT)
         _, stderr = process.communicate(timeout=90)
         left = remote_leftovers(name)
-        outcome.update(behaviour=f"exit {process.returncode}: {stderr.strip()[-200:]}", rows_lost=0, leftovers=left)
+        outcome.update(
+            behaviour=f"exit {process.returncode} with {len(before)} rows written: {stderr.strip()[-200:]}",
+            rows_lost=rows_lost_from(before, data),
+            leftovers=left,
+        )
         assert process.returncode == 130 and "copylab: interrupted" in stderr, stderr[-2000:]
-        assert left == []
+        assert before and outcome["rows_lost"].lost == 0 and left == []
     finally:
         if process.poll() is None:
             process.kill()
@@ -534,6 +567,10 @@ def test_bpftrace_on_a_host_whose_controller_is_gone_ends_within_its_lease(hosts
     finally:
         end.connect()
         end.remove_work()
-    left = [f"process {pid} ({_command(pid)[:60]})" for pid in namespace_pids(CLIENT_NS) if "bpftrace" in _command(pid)]
-    outcome.update(behaviour=f"bpftrace ended by itself {lived:.1f} s after the connection was lost", leftovers=left)
+    bpftrace = [
+        f"process {pid} ({_command(pid)[:60]})" for pid in namespace_pids(CLIENT_NS) if "bpftrace" in _command(pid)
+    ]
+    left = Looked(bpftrace, "bpftrace processes on the client host") + remote_leftovers(f"lease-{TAG}")
+    behaviour = f"bpftrace ended by itself {lived:.1f} s after the connection was lost"
+    outcome.update(behaviour=behaviour, rows_lost=None, leftovers=left)
     assert lived <= 3 + 3 and not left

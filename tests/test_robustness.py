@@ -46,7 +46,15 @@ from copylab.record.manifest import Manifest
 from copylab.record.store import SweepStore, TrialWriter
 from copylab.testbeds import netns, testbed
 from tests.conftest import needs_root, path_without, run_in
-from tests.robustness_table import skip
+from tests.robustness_table import (
+    Counted,
+    Looked,
+    look_for_paths,
+    rows_due,
+    rows_lost_from,
+    skip,
+    trial_lines,
+)
 from tests.synthetic import HARDWARE_EVENTS, SIDES, load_trials, make_trials, write_sweep
 from tests.test_programs import DRIVERS, FILES, VARIANTS, run_pair
 from tests.test_sweep import cli, read_rows
@@ -93,10 +101,13 @@ def pgrep(pattern: str) -> list[str]:
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
 
 
-def leftovers(
-    sweep_name: str | None, namespaces: tuple[str, ...] = PAIR_NAMES, files: tuple[Path, ...] = ()
-) -> list[str]:
+def leftovers(sweep_name: str | None, namespaces: tuple[str, ...] = PAIR_NAMES, files: tuple[Path, ...] = ()) -> Looked:
     """Namespaces (with their veths and qdiscs), markers, processes, fifos and temporary files left behind."""
+    where = [f"namespaces and markers {', '.join(namespaces)}", f"a {netns.INTERFACE} veth in the host namespace"]
+    if sweep_name:
+        where.append(f"processes and scratch directories of sweep {sweep_name}")
+    if files:
+        where.append(f"{len(files)} files")
     found = []
     present = netns.existing_namespaces()
     found += [f"namespace {name}" for name in namespaces if name in present]
@@ -109,7 +120,7 @@ def leftovers(
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     if re.search(rf"^\d+: {netns.INTERFACE}[@:]", links, re.MULTILINE):
         found.append(f"veth {netns.INTERFACE} in the host namespace")
-    return found
+    return Looked(found, "; ".join(where))
 
 
 def _stat(pid: int) -> tuple[int, int, str] | None:
@@ -167,14 +178,15 @@ class Descendants(threading.Thread):
         with self.lock:
             return [command for _, command in self.seen.values()]
 
-    def survivors(self) -> list[str]:
+    def survivors(self) -> Looked:
         with self.lock:
             seen = dict(self.seen)
-        return [
+        found = [
             f"process {pid} ({command[:70]})"
             for pid, (start, command) in seen.items()
             if (stat := _stat(pid)) and stat[1] == start
         ]
+        return Looked(found, f"the {len(seen)} processes seen below process {self.root}")
 
     def kernel_files(self) -> list[Path]:
         """Connection files of the notebook kernels it started (temporary files of the analysis)."""
@@ -222,15 +234,16 @@ def describe(row: dict[str, Any]) -> str:
     return f"{row['workload']}: ok, {measured}, {row['retransmits']} retransmits, {row['trial_wall_s']:.1f} s"
 
 
-def lost(rows: list[dict[str, Any]]) -> int:
-    """Rows that carry neither a measurement nor the cause of their failure."""
-    return sum(
+def lost(rows: list[dict[str, Any]]) -> Counted:
+    """Of the rows due (one per trial run), those that carry neither a measurement nor the cause of their failure."""
+    carried = sum(
         not (
             (row["status"] == "ok" and math.isfinite(row.get("throughput_gbps") or math.nan))
             or (row["status"] == "failed" and row["error"].strip())
         )
         for row in rows
     )
+    return Counted(len(rows), carried)
 
 
 def check_recorded(row: dict[str, Any], settings: spec.TrialSettings) -> None:
@@ -576,6 +589,7 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
     rows = read_rows(trials_csv)
     failed = [row for row in rows if row["status"] == "failed"]
     before = trials_csv.read_bytes()
+    written = trial_lines(trials_csv)
     complete_before = SweepStore(tmp_path / name).read_manifest().complete
     outcome["leftovers"] = leftovers(name)
     # Resume re-runs exactly the failed trial; nothing written before changes.
@@ -583,7 +597,7 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
     after = trials_csv.read_bytes()
     outcome["leftovers"] += leftovers(name)
     ok_ids = {row["trial_id"] for row in read_rows(trials_csv) if row["status"] == "ok"}
-    outcome["rows_lost"] = 0 if after.startswith(before) else len(rows)
+    outcome["rows_lost"] = rows_lost_from(written, trials_csv)
     try:
         load_trials(trials_csv)
         loadable = "the resumed file loads"
@@ -609,7 +623,7 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
     assert after.startswith(before) and resumed.ran == 1 and resumed.ok == 1
     assert ok_ids == {spec.trial_id for spec in schedule.plan(config)}
     assert SweepStore(tmp_path / name).read_manifest().complete
-    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(3, 0) and outcome["leftovers"] == []
 
 
 @needs_root
@@ -626,24 +640,23 @@ def test_a_message_file_that_cannot_be_written_fails_its_trials_with_the_cause(t
 
     monkeypatch.setattr(testbed, "message_files", tiny_tmpfs)
     name = f"rob-fullfs-{TAG}"
+    config = small_config(name, implementations=["two_copy", "sendfile"], trials=1)
     try:
-        result = sweep.run(
-            small_config(name, implementations=["two_copy", "sendfile"], trials=1), data_root=tmp_path, progress=False
-        )
+        result = sweep.run(config, data_root=tmp_path, progress=False)
         rows = {row["implementation"]: row for row in read_rows(tmp_path / name / "trials.csv")}
-        left = [path.name for path in full.iterdir()]
+        left = Looked([path.name for path in full.iterdir()], "files in the full tmpfs")
     finally:
         subprocess.run(["umount", str(full)], check=True)
     error = rows["sendfile"]["error"]
     outcome.update(
         behaviour=f"sendfile row failed: {error}; two_copy row {rows['two_copy']['status']}; files left in "
         f"the tmpfs: {left or 'none'}",
-        rows_lost=result.planned - len(rows),
+        rows_lost=rows_due([spec.trial_id for spec in schedule.plan(config)], tmp_path / name),
         leftovers=leftovers(name) + left,
     )
     assert rows["sendfile"]["status"] == "failed" and rows["two_copy"]["status"] == "ok"
     assert "cannot write the message file" in error and "No space left on device" in error, error
-    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(result.planned, 0) and outcome["leftovers"] == []
 
 
 def test_resumed_failed_trial_leaves_a_loadable_file(tmp_path, outcome):
@@ -664,10 +677,13 @@ def test_resumed_failed_trial_leaves_a_loadable_file(tmp_path, outcome):
     csv.writer(buffer, lineterminator="\n").writerow(failed.values())
     path.write_text(header + buffer.getvalue() + first + "".join(rest))
     loaded = load_trials(path)
+    attempts = lambda rows: [{"trial_id": str(t), "status": str(s)} for t, s in rows]  # noqa: E731
+    written = attempts((row["trial_id"], row["status"]) for row in read_rows(path))
     outcome.update(
         behaviour=f"loads all {len(loaded)} rows; the failed attempt is kept and excluded from statistics",
-        rows_lost=len(trials) + 1 - len(loaded),
+        rows_lost=rows_lost_from(written, attempts(loaded[["trial_id", "status"]].itertuples(index=False))),
     )
+    assert outcome["rows_lost"] == Counted(len(trials) + 1, 0)
     assert len(loaded) == len(trials) + 1
     assert (loaded["status"] == "ok").sum() == len(trials)
 
@@ -750,7 +766,9 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
         after = trials_csv.read_bytes() if trials_csv.exists() else b""
         rows = read_rows(trials_csv) if trials_csv.exists() else []
         outcome["leftovers"] = left
-        outcome["rows_lost"] = 0 if after.startswith(written) else len(written.splitlines())
+        before = written.decode(errors="replace").splitlines()
+        outcome["rows_lost"] = rows_lost_from(before[1:], trials_csv)  # the rows written before the signal
+        kept = _complete_lines(trials_csv).decode(errors="replace").splitlines()[1:]
         loaded = len(load_trials(trials_csv)) if any(row["status"] == "ok" for row in rows) else None
 
         assert process.returncode == 130 and "copylab: interrupted" in stderr, stderr[-2000:]
@@ -775,7 +793,8 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
         ok = [row["trial_id"] for row in final if row["status"] == "ok"]
         outcome["leftovers"] += leftovers(name, files=(data / "manifest.json.tmp", *watcher.kernel_files()))
         outcome["leftovers"] += watcher.survivors()
-        outcome["rows_lost"] += sum(row not in final for row in rows)
+        # Every row written before the signal or by the interrupted run, unchanged after --resume.
+        outcome["rows_lost"] = rows_lost_from([*before[1:], *(line for line in kept if line not in before)], trials_csv)
         outcome["behaviour"] = (
             f"signal {phase}: exit {process.returncode}, 'interrupted'; {len(rows)} rows kept intact"
             f"{' (then half a line appended, which the loader named and --resume cut)' if crash else ''}; "
@@ -788,7 +807,7 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
         assert load_trials(trials_csv)["trial_id"].is_unique
         if moment == "analysis":
             assert (data / "crossovers.csv").exists() and outputs[1].exists(), "--resume ran the analysis"
-        assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+        assert outcome["rows_lost"] == Counted(len(rows), 0) and outcome["leftovers"] == []
     finally:
         shutil.rmtree(data, ignore_errors=True)
         shutil.rmtree(outputs[0], ignore_errors=True)
@@ -810,7 +829,7 @@ def test_perf_missing_rows_still_measured(tmp_path, monkeypatch, outcome):
     stored = SweepStore(tmp_path / name).read_manifest()
     perf_columns = [f"{side}_{suffix}" for side in SIDES for suffix in PERF_EVENTS.values()]
     outcome.update(
-        rows_lost=result.planned - len(rows),
+        rows_lost=rows_due([spec.trial_id for spec in schedule.plan(config)], tmp_path / name),
         leftovers=leftovers(name),
         behaviour=(
             f"{result.ok} of {result.planned} rows ok with throughput and CPU times; perf columns empty; "
@@ -844,7 +863,7 @@ def test_unsupported_hardware_events_are_missing_not_zero(tmp_path, support, out
         f"{side}_{PERF_EVENTS[event]}" for side in SIDES for event in PERF_EVENTS if event not in HARDWARE_EVENTS
     ]
     outcome.update(
-        rows_lost=1 - len(read_rows(tmp_path / "trials.csv")),
+        rows_lost=rows_due([row["trial_id"]], tmp_path / "trials.csv"),
         leftovers=leftovers(name),
         behaviour=(
             f"row {row['status']}; {len(hardware)} hardware columns empty, each named in perf_missing with perf's "
@@ -901,7 +920,7 @@ def test_not_root_is_refused_in_one_line_before_touching_anything(outcome, task)
     data = ROOT / "data" / f"rob-nobody-{TAG}"
     outcome.update(
         behaviour=f"exit {result.returncode}: {result.stderr.strip()}",
-        leftovers=leftovers(None) + ([f"data directory {data}"] if data.exists() else []),
+        leftovers=leftovers(None) + look_for_paths(data),
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("copylab: error: "), result.stderr
@@ -928,12 +947,10 @@ def test_foreign_namespace_of_the_same_name_is_not_clobbered(outcome):
             netns.up(netns.NamespacePair(*PAIR_NAMES))
         still_there = os.stat(f"/run/netns/{foreign}").st_ino == identity
         lo_up = "UP" in in_ns(foreign, "ip", "-o", "link", "show", "lo").stdout
-        created = (ROOT / "data" / name).exists()
         outcome.update(
             behaviour=f"exit {process.returncode}: {stderr.strip()}; the namespace left as it was",
-            leftovers=[f"namespace {PAIR_NAMES[1]}"] * (PAIR_NAMES[1] in netns.existing_namespaces())
-            + [f"marker for {foreign}"] * (netns.MARKERS / foreign).exists()
-            + [f"data directory {ROOT / 'data' / name}"] * created,
+            leftovers=leftovers(name, namespaces=(PAIR_NAMES[1],))
+            + look_for_paths(netns.MARKERS / foreign, ROOT / "data" / name),
         )
         assert process.returncode == 2 and stderr.count("\n") == 1, stderr
         assert f"namespace {foreign} exists and was not created by copylab" in stderr
@@ -977,22 +994,23 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
             ),
             60,
         )
+        before = trial_lines(ROOT / "data" / first)
         intruder = cli("run-sweep", "--name", second, *common, "--duration", "0.3")
         _, intruder_err = intruder.communicate(timeout=60)
         _, running_err = running.communicate(timeout=120)
         rows = read_rows(ROOT / "data" / first / "trials.csv")
+        due = [spec.trial_id for spec in schedule.plan(SweepStore(ROOT / "data" / first).read_manifest().parameters)]
         outcome.update(
-            rows_lost=4 - sum(row["status"] == "ok" for row in rows),
-            leftovers=leftovers(first)
-            + leftovers(second)
-            + [f"data directory {second}"] * (ROOT / "data" / second).exists(),
+            # The rows written before the intrusion kept, and every trial due run to an ok row.
+            rows_lost=rows_lost_from(before, ROOT / "data" / first) + rows_due(due, rows, status="ok"),
+            leftovers=leftovers(first) + leftovers(second) + look_for_paths(ROOT / "data" / second),
             behaviour=f"second sweep exit {intruder.returncode}: {intruder_err.strip()}; the running "
             f"sweep finished with {len(rows)} rows, exit {running.returncode}",
         )
         assert intruder.returncode == 2 and intruder_err.count("\n") == 1, intruder_err
         assert "is in use by copylab process" in intruder_err
         assert running.returncode == 0, running_err
-        assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+        assert len(due) == 4 and outcome["rows_lost"].lost == 0 and outcome["leftovers"] == []
     finally:
         shutil.rmtree(ROOT / "data" / first, ignore_errors=True)
         shutil.rmtree(ROOT / "data" / second, ignore_errors=True)
@@ -1083,18 +1101,19 @@ def test_finished_sweep_is_not_overwritten_without_resume(outcome):
         trials = make_trials(sweep=name, sizes=(1024, 4096), rr_sizes=(64,), threads=(1,), trials=3, seed=7)
         write_sweep(directory, trials, {"parameters": {"namespaces": list(PAIR_NAMES)}})
         digests = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in directory.iterdir()}
+        before = trial_lines(directory)
         process = cli("run-sweep", "--name", name, "--namespaces", ",".join(PAIR_NAMES), "--no-analyze")
         _, stderr = process.communicate(timeout=60)
         after = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in directory.iterdir()}
         outcome.update(
             behaviour=f"exit {process.returncode}: {stderr.strip()}",
-            rows_lost=len(trials) - len(read_rows(directory / "trials.csv")) + (after != digests) * len(trials),
+            rows_lost=rows_lost_from(before, directory),
             leftovers=leftovers(name),
         )
         assert process.returncode == 2 and stderr.count("\n") == 1, stderr
         assert "already holds a sweep: pass --resume" in stderr
         assert after == digests, "both files byte for byte as they were"
-        assert outcome["leftovers"] == []
+        assert outcome["rows_lost"] == Counted(len(trials), 0) and outcome["leftovers"] == []
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -1123,17 +1142,17 @@ def test_resume_with_a_damaged_manifest(outcome, damage):
         (directory / "manifest.json").write_text(BAD_MANIFESTS[damage].replace('"x"', json.dumps(name)))
         trials = make_trials(sweep=name, sizes=(1024,), workloads=("stream",), threads=(1,), trials=2, seed=1)
         trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
-        before = (directory / "trials.csv").read_bytes()
+        before = trial_lines(directory)
         process = cli("run-sweep", "--name", name, "--resume", "--no-analyze")
         _, stderr = process.communicate(timeout=60)
         outcome.update(
             behaviour=f"exit {process.returncode}: {stderr.strip()}",
-            rows_lost=0 if (directory / "trials.csv").read_bytes() == before else len(trials),
+            rows_lost=rows_lost_from(before, directory),
             leftovers=leftovers(name),
         )
         assert process.returncode == 2, stderr
         assert stderr.count("\n") == 1 and stderr.startswith("copylab: error: "), stderr
-        assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+        assert outcome["rows_lost"] == Counted(len(trials), 0) and outcome["leftovers"] == []
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -1150,17 +1169,17 @@ def test_resume_refuses_to_append_to_foreign_columns(tmp_path, outcome):
         sweep=name, sizes=(4096,), workloads=("stream",), implementations=("two_copy",), threads=(1,), trials=2, seed=2
     ).rename(columns={"throughput_gbps": "goodput_gbps"})
     trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
-    before = (directory / "trials.csv").read_bytes()
+    before = trial_lines(directory)
     with pytest.raises(CopylabError, match="refusing to append") as refused:
         sweep.run(config, data_root=tmp_path, resume=True, progress=False)
     with pytest.raises(CopylabError, match=r"(missing|unknown) column") as loader:
         load_trials(directory / "trials.csv")
     outcome.update(
         behaviour=f"resume: {refused.value}; loader: {str(loader.value).split(': ', 1)[1]}",
-        rows_lost=0 if (directory / "trials.csv").read_bytes() == before else len(trials),
+        rows_lost=rows_lost_from(before, directory),
         leftovers=leftovers(name),
     )
-    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(len(trials), 0) and outcome["leftovers"] == []
 
 
 @needs_root
@@ -1175,15 +1194,15 @@ def test_resume_refuses_a_sweep_of_an_older_schema(tmp_path, outcome):
         sweep=name, sizes=(4096,), workloads=("stream",), implementations=("two_copy",), threads=(1,), trials=2, seed=2
     )
     trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
-    before = (directory / "trials.csv").read_bytes()
+    before = trial_lines(directory)
     with pytest.raises(CopylabError, match="schema version 1 \\(this one writes") as refused:
         sweep.run(config, data_root=tmp_path, resume=True, progress=False)
     outcome.update(
         behaviour=f"resume refused: {refused.value}",
-        rows_lost=0 if (directory / "trials.csv").read_bytes() == before else len(trials),
+        rows_lost=rows_lost_from(before, directory),
         leftovers=leftovers(name),
     )
-    assert outcome["rows_lost"] == 0 and outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(len(trials), 0) and outcome["leftovers"] == []
 
 
 # ---------------------------------------------------------------- correctness under stress
@@ -1427,10 +1446,10 @@ def test_analysis_and_explorer_need_no_root(outcome):
             behaviour=f"as uid {report['euid']}: {report['trials']} trials loaded, {report['summary']} "
             f"summary rows, {report['crossovers']} crossover rows, {report['written']} files "
             f"written, explorer table of {report['explorer']} rows",
-            leftovers=[],
+            leftovers=Looked([f"process {pid}" for pid in pgrep(str(directory))], f"processes naming {directory}"),
         )
         assert report["euid"] == nobody.pw_uid != 0
         assert report["trials"] == len(trials) and report["summary"] > 0 and report["written"] > 3
-        assert report["explorer"] > 0
+        assert report["explorer"] > 0 and outcome["leftovers"] == []
     finally:
         shutil.rmtree(home, ignore_errors=True)

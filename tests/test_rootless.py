@@ -13,22 +13,32 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import socket_buffer
+from copylab.declarations import config, socket_buffer
 from copylab.errors import CopylabError
+from copylab.measure import schedule
 from copylab.paths import ROOT
 from copylab.programs.perf import USER_MODE_ONLY
 from copylab.testbeds import userns
 from tests.conftest import needs_root
+from tests.robustness_table import Counted, Looked, Outcome, rows_due
 
+SETTINGS = dict(
+    implementations=["two_copy", "zero_copy"],
+    workloads=["stream"],
+    sizes=[65536],
+    threads=[1],
+    trials=1,
+    duration_s=0.3,
+    warmup_s=0.05,
+    receive=["copy"],
+    pinning=["same_cpu"],
+)
 SWEEP = """
 import csv, json, sys
 from pathlib import Path
 from copylab.declarations import config
 from copylab.measure import sweep
-settings = config.make_config(
-    "rootless", "quick", implementations=["two_copy", "zero_copy"], workloads=["stream"], sizes=[65536],
-    threads=[1], trials=1, duration_s=0.3, warmup_s=0.05, receive=["copy"], pinning=["same_cpu"],
-)
+settings = config.make_config("rootless", "quick", **json.loads(sys.argv[2]))
 result = sweep.run(settings, data_root=Path(sys.argv[1]), progress=False)
 print(json.dumps({"ran": result.ran, "failed": result.failures, "uid": __import__("os").geteuid()}))
 """
@@ -37,36 +47,58 @@ print(json.dumps({"ran": result.ran, "failed": result.failures, "uid": __import_
 @needs_root
 def test_a_sweep_runs_as_nobody_in_a_user_namespace_and_leaves_nothing(bin_dir, outcome):
     outcome.update(area="privilege", fault="run-sweep as the unprivileged user nobody (setpriv)")
-    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    if not site.is_relative_to(ROOT):
-        pytest.skip(f"the Python environment {sys.prefix} is not the project's .venv")
-    # nobody may not reach this interpreter or this checkout (e.g. under /root): show both to it through bind
-    # mounts of a private mount namespace, in a directory it can reach (pytest's own are root's only).
+    # nobody may not reach this interpreter, its environment (the project's .venv, a conda env) or this checkout
+    # (e.g. under /root): show them to it through bind mounts of a private mount namespace, in a directory it can
+    # reach (pytest's own are root's only).
     scratch = Path(tempfile.mkdtemp(prefix="copylab-rootless-"))
     try:
-        _sweep_as_nobody(scratch, site, outcome)
+        _sweep_as_nobody(scratch, outcome)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _sweep_as_nobody(tmp_path: Path, site: Path, outcome: dict[str, object]) -> None:
-    seen = tmp_path / "seen"
-    python, repo, data = seen / "python", seen / "repo", tmp_path / "data"
-    for directory in (python, repo, data):
+class Shown:
+    """The directories this Python runs from (its interpreter's installation, its environment, every directory
+    on its sys.path, this checkout), each bind-mounted under SEEN for another user to reach."""
+
+    def __init__(self, seen: Path) -> None:
+        interpreter = Path(sys.executable).resolve()
+        wanted = [ROOT, Path(sys.base_prefix), Path(sys.prefix), interpreter.parent.parent]
+        wanted += [Path(entry).resolve() for entry in sys.path if entry and Path(entry).is_dir()]
+        self.roots: dict[Path, Path] = {}
+        for directory in sorted({path.resolve() for path in wanted}, key=lambda path: len(path.parts)):
+            if not any(directory.is_relative_to(root) for root in self.roots):
+                self.roots[directory] = seen / str(len(self.roots))
+        self.interpreter = self.seen_as(interpreter)
+        # The same module search path as here, the checkout first: whatever the environment, copylab and its
+        # packages are imported from where this process imports them.
+        self.path = [self.seen_as(ROOT), *(self.seen_as(Path(e)) for e in sys.path if e and Path(e).is_dir())]
+
+    def seen_as(self, path: Path) -> Path:
+        path = path.resolve()
+        root = next(root for root in self.roots if path.is_relative_to(root))
+        return self.roots[root] / path.relative_to(root)
+
+    def mounts(self) -> str:
+        return " && ".join(f"mount --bind {root} {seen}" for root, seen in self.roots.items())
+
+
+def _sweep_as_nobody(tmp_path: Path, outcome: Outcome) -> None:
+    seen, data = tmp_path / "seen", tmp_path / "data"
+    shown = Shown(seen)
+    for directory in (*shown.roots.values(), data):
         directory.mkdir(parents=True)
-    for directory in (tmp_path, seen, python, repo):
+    for directory in (tmp_path, seen, *shown.roots.values()):
         directory.chmod(0o755)
     data.chmod(0o777)
-    interpreter = python / Path(sys.executable).resolve().relative_to(sys.base_prefix)
-    setup = f"mount --bind {sys.base_prefix} {python} && mount --bind {ROOT} {repo}"
-    run_as_nobody = [
+    nobody = [
         *("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"),
         *("env", "-i", f"PATH={os.environ['PATH']}", f"HOME={data}", f"MPLCONFIGDIR={data}"),
-        f"PYTHONPATH={repo}:{repo / site.relative_to(ROOT)}",
-        *(str(interpreter), "-c", SWEEP, str(data)),
+        f"PYTHONPATH={':'.join(map(str, shown.path))}",
+        *(str(shown.interpreter), "-c", SWEEP, str(data), json.dumps(SETTINGS)),
     ]
     result = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{setup} && exec "$@"', "sh", *run_as_nobody],
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{shown.mounts()} && exec "$@"', "sh", *nobody],
         capture_output=True,
         text=True,
         timeout=300,
@@ -77,11 +109,13 @@ def _sweep_as_nobody(tmp_path: Path, site: Path, outcome: dict[str, object]) -> 
     manifest = json.loads((data / "rootless" / "manifest.json").read_text())
     rows = _rows(data / "rootless" / "trials.csv")
     left = subprocess.run(["pgrep", "-u", "nobody", "-a"], capture_output=True, text=True).stdout.strip()
+    due = [spec.trial_id for spec in schedule.plan(config.make_config("rootless", "quick", **SETTINGS))]
     outcome.update(
         behaviour=f"{summary['ran']} trials as uid {summary['uid']}, privilege {manifest['privilege']}, "
-        f"context switches: {manifest['perf']['unsupported_events'].get('context-switches', 'counted')}",
-        rows_lost=0,
-        leftovers=[left] if left else [],
+        f"context switches: {manifest['perf']['unsupported_events'].get('context-switches', 'counted')}; "
+        f"Python from {sys.prefix}",
+        rows_lost=rows_due(due, rows),
+        leftovers=Looked(left.splitlines(), "processes of the user nobody"),
     )
     assert summary["uid"] != 0 and summary["ran"] == 2 and summary["failed"] == []
     assert all(row["status"] == "ok" for row in rows) and len(rows) == 2
@@ -93,7 +127,7 @@ def _sweep_as_nobody(tmp_path: Path, site: Path, outcome: dict[str, object]) -> 
     buffer = socket_buffer.within(socket_buffer.caps_here())
     assert {row["socket_buffer_bytes"] for row in rows} == {str(buffer)}
     assert {row["rcv_receive_buffer_bytes"] for row in rows} == {str(2 * buffer)}
-    assert left == "", left
+    assert outcome["rows_lost"] == Counted(2, 0) and left == "", left
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

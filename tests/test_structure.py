@@ -165,6 +165,33 @@ def _project_sources() -> list[Path]:
     return [*sorted(PACKAGE.rglob("*.py")), ROOT / "tasks.py", *sorted(NOTEBOOKS.glob("*.ipynb"))]
 
 
+def _early_returns(tree: ast.Module) -> Iterator[int]:
+    """Lines of a test function's own `return` statements (not those of functions nested in it)."""
+
+    def own(node: ast.AST) -> Iterator[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                yield child
+                yield from own(child)
+
+    for function in tree.body:
+        if isinstance(function, ast.FunctionDef) and function.name.startswith("test_"):
+            yield from (node.lineno for node in own(function) if isinstance(node, ast.Return))
+
+
+def test_no_test_returns_early_as_a_pass():
+    """A test whose comparison cannot be made skips with the reason (pytest.skip), or fails: a `return` in a test
+    would pass it having checked nothing."""
+    planted = ast.parse("def test_x(a):\n    if a:\n        return\n    def inner():\n        return 1\n    assert a\n")
+    assert list(_early_returns(planted)) == [3]
+    found = [
+        f"{path.name}:{line}"
+        for path in sorted((ROOT / "tests").glob("test_*.py"))
+        for line in _early_returns(ast.parse(path.read_text()))
+    ]
+    assert found == [], found
+
+
 def test_no_module_outside_the_registry_names_an_implementation():
     """Adding an implementation touches the registry only: no string literal elsewhere names one."""
     names = set(implementations.names())
