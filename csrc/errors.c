@@ -50,7 +50,7 @@ void die_errno(const char *what)
 void *calloc_or_die(size_t count, size_t size)
 {
     void *memory = calloc(count, size);
-    if (!memory)
+    if (!memory && count && size)
         die("out of memory for %zu x %zu bytes", count, size);
     return memory;
 }

@@ -20,4 +20,6 @@
 #define SELECT_MAX_CONNECTIONS 1008
 #define SATURATED 0.95
 #define SMALLEST_SOCKET_BUFFER 4096
+#define SINK_DEVICE "cl_sink"
+#define SINK_ADDRESS "10.203.1.2"
 #endif

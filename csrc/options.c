@@ -34,6 +34,8 @@ const char *layout_name(enum layout layout)
     return LAYOUTS[layout];
 }
 
+static const char *const PATHS[] = {"veth", "sink"};
+
 #define CHOICES(names) names, sizeof names / sizeof *names
 /* The index of TEXT among the COUNT NAMES that --OPTION takes (LISTED in words). */
 static unsigned parse_choice(const char *option, const char *text, const char *const *names, size_t count,
@@ -49,7 +51,7 @@ enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
     OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_RATE,
-    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_COUNT
+    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_PATH, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -102,6 +104,8 @@ static const struct option_spec OPTIONS[] = {
      "TCP congestion control of every connection (default: the kernel's)"},
     {"socket-buffer", OPT_SOCKET_BUFFER, FOR_ALL, 0, "BYTES",
      "send and receive buffer of every connection, K, M suffixes (default: the kernel sizes them)"},
+    {"path", OPT_PATH, FOR_SERVER | FOR_CLIENT, 0, "veth|sink",
+     "to the client, or UDP datagrams the sink device drops once built (the client counts them)"},
     {"timeout", OPT_TIMEOUT, FOR_ALL, 0, "SECONDS",
      "server: how long to wait for the client; client: how long to retry connecting"},
     {"perf-ctl", OPT_PERF_CTL, FOR_ALL, 0, "FIFO",
@@ -228,6 +232,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
         case OPT_SOCKET_BUFFER:
             use_socket_buffer(parse_count("socket-buffer", optarg, MIN_SOCKET_BUFFER, MAX_SOCKET_BUFFER));
             break;
+        case OPT_PATH:
+            out->sink = parse_choice("path", optarg, CHOICES(PATHS), "veth or sink") == 1;
+            break;
         case OPT_PERF_CTL:
             out->perf_ctl = optarg;
             break;
@@ -256,6 +263,9 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     if (out->connections + (uint64_t)out->idle_connections > MAX_CONNECTIONS)
         die_usage("--idle-connections: %u busy and %u idle connections are more than %llu", out->connections,
                   out->idle_connections, (unsigned long long)MAX_CONNECTIONS);
+    if (out->sink && (out->mode != MODE_STREAM || out->receive != RECEIVE_COPY))
+        die_usage("--path sink: the sink takes a stream of datagrams, counted, not received (mode stream, receive "
+                  "copy)");
     if (out->perf_ack && !out->perf_ctl)
         die_usage("--perf-ack needs --perf-ctl");
 }

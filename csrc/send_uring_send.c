@@ -37,9 +37,11 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
         message_fill(&s->message, seq);
     struct iovec iov[FIELD_COUNT];
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)message_iov(&s->message, iov)};
+    struct iovec part[FIELD_COUNT];
     /* One request in flight: TCP must see the bytes in order, short sends included. */
     while (mh.msg_iovlen > 0) {
-        io_uring_prep_sendmsg(uring_sqe(&s->ring), s->fd, &mh, MSG_NOSIGNAL);
+        struct msghdr piece = msg_piece(&mh, part);
+        io_uring_prep_sendmsg(uring_sqe(&s->ring), s->fd, &piece, MSG_NOSIGNAL);
         uring_submit(&s->ring);
         struct io_uring_cqe *cqe = uring_next(&s->ring);
         int sent = cqe->res;

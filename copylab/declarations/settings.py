@@ -22,7 +22,7 @@ from copylab import experiments
 from copylab.declarations import socket_buffer
 from copylab.declarations.limits import CONSTANTS
 from copylab.declarations.socket_buffer import CappedEnds
-from copylab.declarations.vocabulary import LAYOUTS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
+from copylab.declarations.vocabulary import LAYOUTS, PATHS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
 from copylab.formatting import fmt_size
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
@@ -150,6 +150,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("seed", "int", 1, "seed of the trial order", low=0, high=2**63 - 1),
     Setting("verify", "bool", False, "check every byte received against its pattern"),
     Setting("mtu", "int", 1500, "the veth pair's MTU", low=68, high=65535),
+    Setting(
+        "path",
+        "str",
+        "veth",
+        "where the sender's bytes go: veth (over the veth pair to the client, which receives them) or sink (UDP "
+        "datagrams into a device of the server's namespace whose blackhole qdisc drops them once the stack has built "
+        "them: no local delivery, so MSG_ZEROCOPY completes uncopied; --mtu is the device's, and datagrams over it "
+        "are segmented with UDP_SEGMENT, never fragmented; stream and receive copy only; docs/method.md: The sink)",
+        choices=PATHS,
+        column=Column(
+            "path",
+            "str",
+            "",
+            "where the sender's bytes went: veth (to the client over the veth pair) or sink (UDP datagrams dropped by "
+            "a blackhole qdisc once built; the client then counts the device's drops instead of receiving)",
+            since=11,
+        ),
+        program=ProgramOption("--path", ("server", "client")),
+    ),
     Setting(
         "optmem_max",
         "int",
@@ -353,9 +372,13 @@ def c_header() -> str:
                 lines.append(f"#define MIN_{name} {int(setting.low or 0)}ULL")
             if setting.kind == "int" and setting.default is not None:
                 lines.append(f"#define DEFAULT_{name} {int(setting.default)}ULL")
-    lines += [f"#define {name} {value}" for name, value in CONSTANTS.items()]
+    lines += [f"#define {name} {_literal(value)}" for name, value in CONSTANTS.items()]
     lines += ["#endif"]
     return "\n".join(lines) + "\n"
+
+
+def _literal(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def upgraded(parameters: dict[str, Any]) -> dict[str, Any]:
