@@ -74,6 +74,7 @@ struct options {
     enum layout layout;        /* server: how the message is held in memory */
     size_t zc_inflight;        /* server: bytes a zero-copy sender keeps in flight */
     bool sink;                 /* --path sink: the server sends datagrams to the sink, the client counts them */
+    size_t distinct;           /* server: distinct messages a sender cycles through (--distinct-messages) */
     const char *perf_ctl;
     const char *perf_ack;
 };
@@ -97,6 +98,10 @@ struct message {
  * allocation starting on a page boundary; LAYOUT_CONTIGUOUS: the fields back to back in one page-aligned buffer. */
 void message_alloc(struct message *msg, size_t size, enum layout layout);
 void message_free(struct message *msg);
+/* COUNT messages of SIZE bytes held as LAYOUT says: a sender cycles through them (--distinct-messages), so with
+ * many its source is cold in the caches, as a server's data would be; with one, hot. */
+struct message *messages_alloc(size_t count, size_t size, enum layout layout);
+void messages_free(struct message *messages, size_t count);
 /* Writes the verification pattern of message number seq into the fields. */
 void message_fill(struct message *msg, uint64_t seq);
 /* The byte the receiver expects at offset within message number seq. */
@@ -276,6 +281,7 @@ struct sender_config {
     const char *file; /* the prepared message file (file-sending variants) */
     enum layout layout;
     size_t zc_inflight; /* zero-copy senders: bytes of messages kept in flight */
+    size_t distinct;    /* messages cycled through (zero-copy senders: at least their ring's) */
 };
 extern const char *const VARIANT_NAME;
 /* True: the variant always sends its message from one buffer, whatever --layout says (server.c's default:

@@ -51,7 +51,7 @@ enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
     OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_RATE,
-    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_PATH, OPT_COUNT
+    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_PATH, OPT_DISTINCT, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -100,6 +100,8 @@ static const struct option_spec OPTIONS[] = {
      "the message's 8 fields: each allocated apart, each on a page boundary, or in one buffer"},
     {"zc-inflight", OPT_ZC_INFLIGHT, FOR_SERVER, 0, "BYTES",
      "zero-copy senders: bytes of messages kept in flight (K, M suffixes)"},
+    {"distinct-messages", OPT_DISTINCT, FOR_SERVER, 0, "N",
+     "messages a sender cycles through: 1 hot, many cold (zero-copy senders: at least their ring)"},
     {"congestion-control", OPT_CONGESTION, FOR_ALL, 0, "NAME",
      "TCP congestion control of every connection (default: the kernel's)"},
     {"socket-buffer", OPT_SOCKET_BUFFER, FOR_ALL, 0, "BYTES",
@@ -168,6 +170,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     *out = (struct options){
         .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
         .timeout_s = server ? 30.0 : 3.0, .mode = MODE_STREAM, .zc_inflight = DEFAULT_ZC_INFLIGHT,
+        .distinct = DEFAULT_DISTINCT_MESSAGES,
     };
     bool given[OPT_COUNT] = {false};
     opterr = 0; /* one line of our own instead of getopt's message */
@@ -231,6 +234,10 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
             break;
         case OPT_SOCKET_BUFFER:
             use_socket_buffer(parse_count("socket-buffer", optarg, MIN_SOCKET_BUFFER, MAX_SOCKET_BUFFER));
+            break;
+        case OPT_DISTINCT:
+            out->distinct = (size_t)parse_count("distinct-messages", optarg, MIN_DISTINCT_MESSAGES,
+                                                MAX_DISTINCT_MESSAGES);
             break;
         case OPT_PATH:
             out->sink = parse_choice("path", optarg, CHOICES(PATHS), "veth or sink") == 1;

@@ -140,7 +140,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     zc_completions_init(&s->zc, &s->counters);
     uring_init(&s->ring, QUEUE_DEPTH);
-    s->count = zc_ring_slots(config->size, config->zc_inflight);
+    s->count = zc_ring_slots(config->size, config->zc_inflight, config->distinct);
     s->slots = calloc_or_die(s->count, sizeof *s->slots);
     for (size_t i = 0; i < s->count; i++)
         message_alloc(&s->slots[i].message, config->size, config->layout);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +42,15 @@ static void serve_rr(struct worker *w, struct sender *s)
     }
 }
 
+/* Posted by each worker once its sender holds its messages: their set-up stays out of the window. */
+static sem_t senders_created;
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct sender *s = sender_create(&w->sender);
+    if (sem_post(&senders_created) != 0)
+        die_errno("sem_post");
     if (w->mode == MODE_RR)
         serve_rr(w, s);
     else
@@ -90,6 +96,8 @@ static int open_session(int listen_fd, const struct options *opt, struct hello *
 static struct worker *start_workers(int listen_fd, const struct options *opt, const struct hello *hello)
 {
     struct worker *workers = calloc_or_die(hello->threads, sizeof *workers);
+    if (sem_init(&senders_created, 0, 0) != 0)
+        die_errno("sem_init");
     for (unsigned i = 0; i < hello->threads; i++) {
         struct worker *w = &workers[i];
         int fd = opt->sink ? sink_socket(opt->size) : accept_within(listen_fd, 10.0);
@@ -99,12 +107,17 @@ static struct worker *start_workers(int listen_fd, const struct options *opt, co
             stream_data(fd);
         w->sink = opt->sink;
         w->sender = (struct sender_config){.fd = fd, .size = opt->size, .verify = hello->verify != 0,
-                                           .file = opt->file, .layout = opt->layout, .zc_inflight = opt->zc_inflight};
+                                           .file = opt->file, .layout = opt->layout, .zc_inflight = opt->zc_inflight,
+                                           .distinct = opt->distinct};
         w->mode = opt->mode;
         int err = pthread_create(&w->thread, NULL, worker_main, w);
         if (err)
             die("pthread_create: %s", strerror(err));
     }
+    for (unsigned i = 0; i < hello->threads; i++)
+        while (sem_wait(&senders_created) != 0)
+            if (errno != EINTR)
+                die_errno("sem_wait");
     return workers;
 }
 

@@ -99,7 +99,7 @@ def test_a_profile_on_the_sink_streams_and_receives_by_copy():
 def test_path_reaches_the_command_line_toml_manifest_row_and_programs(tmp_path):
     import tasks
 
-    assert "sink" in tasks.run_sweep.help["path"]
+    assert "blackhole" in tasks.run_sweep.help["path"]
     toml = tmp_path / "sweep.toml"
     toml.write_text('path = "sink"\nimplementations = ["zero_copy"]\n')
     chosen = config.make_config("x", "quick", sweep_file=toml)
@@ -112,3 +112,36 @@ def test_path_reaches_the_command_line_toml_manifest_row_and_programs(tmp_path):
         assert arguments[arguments.index("--path") + 1] == "sink"
     # On the sink both programs run in the server's namespace, where the sink device is.
     assert bed.client.namespace == bed.server.namespace == "a"
+
+
+def test_distinct_messages_reaches_the_command_line_toml_manifest_row_and_the_server(tmp_path):
+    import tasks
+
+    assert "cycles through" in (
+        tasks.run_sweep.help.get("distinct-messages") or tasks.run_sweep.help["distinct_messages"]
+    )
+    toml = tmp_path / "sweep.toml"
+    toml.write_text("distinct_messages = 4096\n")
+    chosen = config.make_config("x", "quick", sweep_file=toml)
+    assert chosen.distinct_messages == 4096 and chosen.parameters()["distinct_messages"] == 4096
+    assert config.make_config("x", "quick").distinct_messages == settings.get("distinct_messages").default == 1
+    bed = testbed.Namespaces(netns.NamespacePair("a", "b"), "x")
+    trial = TrialSettings("x", bed, None, 1.0, 0.3, values=settings.per_trial(chosen))  # type: ignore[arg-type]
+    assert trial.columns()["distinct_messages"] == 4096
+    server = trial.program_arguments("server")
+    assert server[server.index("--distinct-messages") + 1] == "4096"
+    assert "--distinct-messages" not in trial.program_arguments("client")
+    with pytest.raises(CopylabError, match="distinct-messages: 0 is out of range"):
+        config.make_config("x", "quick", distinct_messages=0)
+
+
+@needs_root
+def test_cold_messages_run_verified_on_both_paths(tmp_path):
+    cold = dict(implementations=["two_copy", "zero_copy"], sizes=[4096], distinct_messages=64, verify=True)
+    cold.update(workloads=["stream"], receive=["copy"])
+    for path in ("veth", "sink"):
+        name = f"cold-{path}"
+        result = sweep.run(sink_sweep(name, path=path, **cold), data_root=tmp_path, progress=False)
+        rows = rows_of(tmp_path / name / "trials.csv")
+        assert result.ok == len(rows) == 2, [row["error"] for row in rows]
+        assert {row["distinct_messages"] for row in rows} == {"64"}

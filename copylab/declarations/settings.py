@@ -279,6 +279,27 @@ SETTINGS: tuple[Setting, ...] = (
         program=ProgramOption("--zc-inflight", ("server",)),
     ),
     Setting(
+        "distinct_messages",
+        "int",
+        1,
+        "distinct messages each sender cycles through, each held as --layout says: 1 keeps its source hot in the "
+        "caches, thousands make it cold, as a server's data would be (zero-copy senders: at least the messages "
+        "their ring keeps in flight; at most 1 GiB of messages)",
+        low=1,
+        high=65536,
+        limit="MAX_DISTINCT_MESSAGES",
+        legacy=1,  # before the setting existed the copying senders sent one message, the zero-copy ones their ring
+        column=Column(
+            "distinct_messages",
+            "int",
+            "count",
+            "distinct messages each sender cycled through (--distinct-messages; zero-copy senders: at least their "
+            "ring's); 1 in sweeps from before it was recorded",
+            since=11,
+        ),
+        program=ProgramOption("--distinct-messages", ("server",)),
+    ),
+    Setting(
         "congestion_control",
         "str",
         "cubic",

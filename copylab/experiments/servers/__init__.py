@@ -75,6 +75,7 @@ SERVERS = Experiment(
     implementations="copylab.experiments.servers.implementations:IMPLEMENTATIONS",
     refuses={
         "zc_inflight": "the servers experiment has no zero-copy sender",
+        "distinct_messages": "the servers experiment's responses are one buffer",
         "path": "the servers experiment answers requests over the veth pair; the sink path is the copies experiment's",
     },
     allows={
