@@ -22,7 +22,7 @@ struct receiver {
     struct histogram *latency; /* rr only */
     /* Read by the main thread at the window's edges. */
     _Alignas(CACHELINE) _Atomic uint64_t bytes;
-    _Atomic uint64_t mapped, copied; /* receive mmap: of those, mapped pages and recv() bytes */
+    _Atomic uint64_t mapped, copied, copybuf; /* receive mmap: mapped, recv()'d, copied inside the call */
     _Atomic uint64_t calls;          /* receive system calls */
     _Alignas(CACHELINE) char pad;
 };
@@ -32,6 +32,7 @@ static void publish(struct receiver *r)
 {
     atomic_store_explicit(&r->mapped, r->io.mapped, memory_order_relaxed);
     atomic_store_explicit(&r->copied, r->io.copied, memory_order_relaxed);
+    atomic_store_explicit(&r->copybuf, r->io.copybuf, memory_order_relaxed);
     atomic_store_explicit(&r->calls, r->io.calls, memory_order_relaxed);
     atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
 }
@@ -92,12 +93,12 @@ static void *receiver_main(void *arg)
 }
 
 struct totals {
-    uint64_t bytes, mapped, copied, calls, datagrams;
+    uint64_t bytes, mapped, copied, copybuf, calls, datagrams;
 };
 
 static struct totals totals_now(struct receiver *receivers, unsigned n, struct sink_meter *sink)
 {
-    struct totals sum = {0, 0, 0, 0, 0};
+    struct totals sum = {0};
     if (sink) { /* the sink's datagrams, counted by its device, are the bytes */
         sum.datagrams = sink_meter_drops(sink);
         sum.bytes = sum.datagrams * sink->size / sink->per_message;
@@ -106,6 +107,7 @@ static struct totals totals_now(struct receiver *receivers, unsigned n, struct s
         sum.bytes += atomic_load_explicit(&receivers[i].bytes, memory_order_relaxed);
         sum.mapped += atomic_load_explicit(&receivers[i].mapped, memory_order_relaxed);
         sum.copied += atomic_load_explicit(&receivers[i].copied, memory_order_relaxed);
+        sum.copybuf += atomic_load_explicit(&receivers[i].copybuf, memory_order_relaxed);
         sum.calls += atomic_load_explicit(&receivers[i].calls, memory_order_relaxed);
     }
     return sum;
@@ -249,6 +251,7 @@ static void print_result(const struct client *c, const struct window *w, const s
     const bool mapped = opt->receive == RECEIVE_MMAP;
     json_u64_or_null(&j, "rx_mapped_bytes", mapped, w->after.mapped - w->before.mapped);
     json_u64_or_null(&j, "rx_copied_bytes", mapped, w->after.copied - w->before.copied);
+    json_u64_or_null(&j, "rx_copybuf_bytes", mapped, w->after.copybuf - w->before.copybuf);
     json_u64_or_null(&j, "sink_datagrams", opt->sink, w->after.datagrams - w->before.datagrams);
     json_end(&j);
 }

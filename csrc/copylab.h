@@ -313,6 +313,7 @@ struct receiver_io {
     uint64_t position; /* bytes consumed so far: where the next byte sits in the pattern */
     uint64_t mismatches;
     uint64_t mapped, copied; /* mmap: bytes that arrived as mapped pages, and by recv() */
+    uint64_t copybuf;        /* mmap: bytes TCP_ZEROCOPY_RECEIVE copied into its copy buffer in the same call */
     uint64_t calls;          /* receive system calls made (recv(), TCP_ZEROCOPY_RECEIVE) */
 };
 void receiver_io_open(struct receiver_io *io, int fd, const struct options *opt, uint64_t period);

@@ -184,6 +184,15 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             "rx_copied_bytes",
         ),
         Key(
+            "rx_copybuf_bytes",
+            "int",
+            "B",
+            "bytes TCP_ZEROCOPY_RECEIVE copied into its copy buffer inside the call, what it could not map (null "
+            "unless receive mmap)",
+            True,
+            "rx_copybuf_bytes",
+        ),
+        Key(
             "sink_datagrams",
             "int",
             "count",

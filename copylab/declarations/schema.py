@@ -216,6 +216,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
     Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),
     Column(
+        "rx_copybuf_bytes",
+        "int",
+        "B",
+        "bytes TCP_ZEROCOPY_RECEIVE copied into the client's copy buffer in the same call, what it could not map "
+        "(receive mmap only; before schema 11 the client had no copy buffer and recv() copied them)",
+        since=11,
+    ),
+    Column(
         "sink_datagrams",
         "int",
         "count",
