@@ -22,7 +22,7 @@ struct receiver {
     struct histogram *latency; /* rr only */
     /* Read by the main thread at the window's edges. */
     _Alignas(CACHELINE) _Atomic uint64_t bytes;
-    _Atomic uint64_t mapped, copied; /* receive mmap: of those, mapped pages and recv() bytes */
+    _Atomic uint64_t mapped, copied, copybuf; /* receive mmap: mapped, recv()'d, copied inside the call */
     _Atomic uint64_t calls;          /* receive system calls */
     _Alignas(CACHELINE) char pad;
 };
@@ -32,6 +32,7 @@ static void publish(struct receiver *r)
 {
     atomic_store_explicit(&r->mapped, r->io.mapped, memory_order_relaxed);
     atomic_store_explicit(&r->copied, r->io.copied, memory_order_relaxed);
+    atomic_store_explicit(&r->copybuf, r->io.copybuf, memory_order_relaxed);
     atomic_store_explicit(&r->calls, r->io.calls, memory_order_relaxed);
     atomic_store_explicit(&r->bytes, r->io.position, memory_order_relaxed);
 }
@@ -92,16 +93,21 @@ static void *receiver_main(void *arg)
 }
 
 struct totals {
-    uint64_t bytes, mapped, copied, calls;
+    uint64_t bytes, mapped, copied, copybuf, calls, datagrams;
 };
 
-static struct totals totals_now(struct receiver *receivers, unsigned n)
+static struct totals totals_now(struct receiver *receivers, unsigned n, struct sink_meter *sink)
 {
-    struct totals sum = {0, 0, 0, 0};
+    struct totals sum = {0};
+    if (sink) { /* the sink's datagrams, counted by its device, are the bytes */
+        sum.datagrams = sink_meter_drops(sink);
+        sum.bytes = sum.datagrams * sink->size / sink->per_message;
+    }
     for (unsigned i = 0; i < n; i++) {
         sum.bytes += atomic_load_explicit(&receivers[i].bytes, memory_order_relaxed);
         sum.mapped += atomic_load_explicit(&receivers[i].mapped, memory_order_relaxed);
         sum.copied += atomic_load_explicit(&receivers[i].copied, memory_order_relaxed);
+        sum.copybuf += atomic_load_explicit(&receivers[i].copybuf, memory_order_relaxed);
         sum.calls += atomic_load_explicit(&receivers[i].calls, memory_order_relaxed);
     }
     return sum;
@@ -114,6 +120,7 @@ struct client {
     _Atomic int phase;
     struct receiver *receivers;
     struct histogram *latency; /* rr: [i + 1] receiver i's, [0] all of them once they ended; otherwise NULL */
+    struct sink_meter *sink;   /* --path sink: the sink's counter (no receivers: n is 0) */
 };
 
 /* The measured window: when it began and ended, the receivers' totals and the process's usage over it. */
@@ -165,14 +172,14 @@ static struct window measure_window(struct client *c, int control_fd, struct per
     session_mark(control_fd, CONTROL_BEGIN);
     perf_control_send(perf, "enable");
     usage_now(&before);
-    w.before = totals_now(c->receivers, c->n);
+    w.before = totals_now(c->receivers, c->n, c->sink);
     w.begin_ns = now_ns();
     atomic_store(&c->phase, PHASE_MEASURE);
 
     sleep_seconds(c->opt->duration_s);
     atomic_store(&c->phase, PHASE_STOP);
     w.end_ns = now_ns();
-    w.after = totals_now(c->receivers, c->n);
+    w.after = totals_now(c->receivers, c->n, c->sink);
     usage_now(&after);
     perf_control_send(perf, "disable");
     session_mark(control_fd, CONTROL_END);
@@ -220,7 +227,7 @@ static void print_result(const struct client *c, const struct window *w, const s
     json_str(&j, "variant", VARIANT_NAME);
     json_str(&j, "mode", mode_name(opt->mode));
     json_u64(&j, "size", opt->size);
-    json_u64(&j, "threads", c->n);
+    json_u64(&j, "threads", opt->threads);
     json_str(&j, "receive", receive_mode_name(opt->receive));
     json_f64(&j, "measured_s", seconds);
     json_u64(&j, "window_begin_ns", w->begin_ns);
@@ -244,6 +251,8 @@ static void print_result(const struct client *c, const struct window *w, const s
     const bool mapped = opt->receive == RECEIVE_MMAP;
     json_u64_or_null(&j, "rx_mapped_bytes", mapped, w->after.mapped - w->before.mapped);
     json_u64_or_null(&j, "rx_copied_bytes", mapped, w->after.copied - w->before.copied);
+    json_u64_or_null(&j, "rx_copybuf_bytes", mapped, w->after.copybuf - w->before.copybuf);
+    json_u64_or_null(&j, "sink_datagrams", opt->sink, w->after.datagrams - w->before.datagrams);
     json_end(&j);
 }
 
@@ -261,16 +270,21 @@ int main(int argc, char **argv)
         .verify = opt.verify, .window_s = opt.warmup_s + opt.duration_s,
     };
     int control_fd = session_join(&opt, &hello);
-    struct client c = {.opt = &opt, .n = opt.threads, .phase = PHASE_WARMUP};
+    struct sink_meter sink;
+    if (opt.sink)
+        sink_meter_open(&sink, opt.size);
+    struct client c = {.opt = &opt, .n = opt.sink ? 0 : opt.threads, .phase = PHASE_WARMUP,
+                       .sink = opt.sink ? &sink : NULL};
     connect_receivers(&c);
     /* The server may first write its message file: a few seconds at most. */
     session_wait_ready(control_fd);
     start_receivers(&c);
     struct window w = measure_window(&c, control_fd, &perf);
 
-    struct transport t;
-    congestion_control_of(c.receivers[0].fd, t.congestion);
-    t.receive_buffer = socket_buffers_of(c.receivers[0].fd).receive;
+    struct transport t; /* the sink's client receives nothing: its control connection's */
+    int first = opt.sink ? control_fd : c.receivers[0].fd;
+    congestion_control_of(first, t.congestion);
+    t.receive_buffer = socket_buffers_of(first).receive;
     uint64_t verify_errors = close_receivers(&c);
     if (close(control_fd) != 0)
         die_errno("close");

@@ -73,6 +73,8 @@ struct options {
     bool probe;                /* server: only say whether this sending path can run here */
     enum layout layout;        /* server: how the message is held in memory */
     size_t zc_inflight;        /* server: bytes a zero-copy sender keeps in flight */
+    bool sink;                 /* --path sink: the server sends datagrams to the sink, the client counts them */
+    size_t distinct;           /* server: distinct messages a sender cycles through (--distinct-messages) */
     const char *perf_ctl;
     const char *perf_ack;
 };
@@ -96,6 +98,10 @@ struct message {
  * allocation starting on a page boundary; LAYOUT_CONTIGUOUS: the fields back to back in one page-aligned buffer. */
 void message_alloc(struct message *msg, size_t size, enum layout layout);
 void message_free(struct message *msg);
+/* COUNT messages of SIZE bytes held as LAYOUT says: a sender cycles through them (--distinct-messages), so with
+ * many its source is cold in the caches, as a server's data would be; with one, hot. */
+struct message *messages_alloc(size_t count, size_t size, enum layout layout);
+void messages_free(struct message *messages, size_t count);
 /* Writes the verification pattern of message number seq into the fields. */
 void message_fill(struct message *msg, uint64_t seq);
 /* The byte the receiver expects at offset within message number seq. */
@@ -136,6 +142,14 @@ bool peer_gone(int err);
  * gone (IO_PEER_CLOSED), or the trial cannot go on (dies naming CALL and the cause). */
 enum io_status send_failure(int err, const char *call);
 enum io_status send_all(int fd, const void *buf, size_t len);
+/* From now on each send call carries one datagram of BYTES of what is left of a message, or all of it when that is
+ * at most BYTES + TAIL (0, the default: a stream, any length); so a message's datagrams depend on its size alone. */
+void use_datagrams(size_t bytes, size_t tail);
+/* What one send call carries of LEFT bytes. */
+size_t send_piece(size_t left);
+/* The part of MH's iovec one send call carries: all of it on a stream, else its first datagram's bytes as PART's
+ * entries (PART must outlive the call). */
+struct msghdr msg_piece(const struct msghdr *mh, struct iovec part[FIELD_COUNT]);
 enum io_status recv_exact(int fd, void *buf, size_t len);
 
 /* ---- connections: set up within a bound (connection.c) ---- */
@@ -158,6 +172,8 @@ uint64_t socket_buffer_in_use(void);
 /* A new socket, before listen() or connect(): TCP_NODELAY, and what use_congestion_control() and
  * use_socket_buffer() chose (dies when the kernel will not give it). */
 void socket_options_apply(int fd);
+/* A datagram socket: only its send buffer, as use_socket_buffer() chose. */
+void send_buffer_apply(int fd);
 void set_io_timeout(int fd, double seconds);
 /* A stream's data connection sends as a bulk sender does (iperf3, neper): with Nagle's algorithm, so that a
  * message's tail waits for the next message while data is unacknowledged instead of leaving as a short
@@ -177,6 +193,21 @@ struct tcp_report {
     uint32_t srtt_us;
 };
 struct tcp_report tcp_report(int fd);
+
+/* ---- the sink path, --path sink (sink.c) ---- */
+/* Server: a UDP socket connected to SINK_ADDRESS through SINK_DEVICE that never fragments (IP_PMTUDISC_DO); its
+ * datagrams are at most what the MTU carries, or UDP_SEGMENT segments of it; sets use_datagrams(). */
+int sink_socket(uint64_t size);
+/* The UDP_SEGMENT size sink_socket() chose, 0 for none. */
+uint64_t sink_segment_bytes(void);
+/* Client: the sink device's count of datagrams its root qdisc dropped, through rtnetlink. */
+struct sink_meter {
+    int fd, ifindex;
+    uint32_t seq;
+    uint64_t size, per_message; /* the trial's message size, and the datagrams a message leaves as */
+};
+void sink_meter_open(struct sink_meter *m, uint64_t size);
+uint64_t sink_meter_drops(struct sink_meter *m);
 
 /* ---- the window's CPU time and context switches (usage.c) ---- */
 struct usage {
@@ -251,6 +282,7 @@ struct sender_config {
     const char *file; /* the prepared message file (file-sending variants) */
     enum layout layout;
     size_t zc_inflight; /* zero-copy senders: bytes of messages kept in flight */
+    size_t distinct;    /* messages cycled through (zero-copy senders: at least their ring's) */
 };
 extern const char *const VARIANT_NAME;
 /* True: the variant always sends its message from one buffer, whatever --layout says (server.c's default:
@@ -282,6 +314,7 @@ struct receiver_io {
     uint64_t position; /* bytes consumed so far: where the next byte sits in the pattern */
     uint64_t mismatches;
     uint64_t mapped, copied; /* mmap: bytes that arrived as mapped pages, and by recv() */
+    uint64_t copybuf;        /* mmap: bytes TCP_ZEROCOPY_RECEIVE copied into its copy buffer in the same call */
     uint64_t calls;          /* receive system calls made (recv(), TCP_ZEROCOPY_RECEIVE) */
 };
 void receiver_io_open(struct receiver_io *io, int fd, const struct options *opt, uint64_t period);

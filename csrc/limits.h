@@ -13,6 +13,9 @@
 #define MAX_WARMUP 600.0 /* setting warmup_s */
 #define MAX_ZC_INFLIGHT 1073741824ULL /* setting zc_inflight */
 #define MIN_ZC_INFLIGHT 4096ULL
+#define MAX_DISTINCT_MESSAGES 65536ULL /* setting distinct_messages */
+#define MIN_DISTINCT_MESSAGES 1ULL
+#define DEFAULT_DISTINCT_MESSAGES 1ULL
 #define MAX_SOCKET_BUFFER 536870912ULL /* setting socket_buffer */
 #define MIN_SOCKET_BUFFER 0ULL
 #define FIELD_COUNT 8
@@ -20,4 +23,6 @@
 #define SELECT_MAX_CONNECTIONS 1008
 #define SATURATED 0.95
 #define SMALLEST_SOCKET_BUFFER 4096
+#define SINK_DEVICE "cl_sink"
+#define SINK_ADDRESS "10.203.1.2"
 #endif

@@ -36,6 +36,23 @@ void message_alloc(struct message *msg, size_t size, enum layout layout)
     message_fill(msg, 0);
 }
 
+struct message *messages_alloc(size_t count, size_t size, enum layout layout)
+{
+    if (count > 1 && size > (1ULL << 30) / count)
+        die_usage("--distinct-messages: %zu messages of %zu bytes are more than 1 GiB", count, size);
+    struct message *messages = calloc_or_die(count, sizeof *messages);
+    for (size_t i = 0; i < count; i++)
+        message_alloc(&messages[i], size, layout);
+    return messages;
+}
+
+void messages_free(struct message *messages, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        message_free(&messages[i]);
+    free(messages);
+}
+
 void message_free(struct message *msg)
 {
     for (int i = 0; i < FIELD_COUNT && !msg->block; i++)

@@ -34,6 +34,8 @@ const char *layout_name(enum layout layout)
     return LAYOUTS[layout];
 }
 
+static const char *const PATHS[] = {"veth", "sink"};
+
 #define CHOICES(names) names, sizeof names / sizeof *names
 /* The index of TEXT among the COUNT NAMES that --OPTION takes (LISTED in words). */
 static unsigned parse_choice(const char *option, const char *text, const char *const *names, size_t count,
@@ -49,7 +51,7 @@ enum option_id {
     OPT_BIND = 1, OPT_CONNECT, OPT_PORT, OPT_SIZE, OPT_THREADS, OPT_DURATION,
     OPT_WARMUP, OPT_TIMEOUT, OPT_MODE, OPT_VERIFY, OPT_PERF_CTL, OPT_PERF_ACK, OPT_HELP,
     OPT_RECEIVE, OPT_FILE, OPT_PROBE, OPT_CONNECTIONS, OPT_LAYOUT, OPT_ZC_INFLIGHT, OPT_IDLE_CONNECTIONS, OPT_RATE,
-    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_COUNT
+    OPT_CONGESTION, OPT_SOCKET_BUFFER, OPT_PATH, OPT_DISTINCT, OPT_COUNT
 };
 
 #define FOR_SERVER (1u << ROLE_SERVER)
@@ -100,8 +102,12 @@ static const struct option_spec OPTIONS[] = {
      "zero-copy senders: bytes of messages kept in flight (K, M suffixes)"},
     {"congestion-control", OPT_CONGESTION, FOR_ALL, 0, "NAME",
      "TCP congestion control of every connection (default: the kernel's)"},
+    {"distinct-messages", OPT_DISTINCT, FOR_SERVER, 0, "N",
+     "messages a sender cycles through: 1 hot, many cold (zero-copy senders: at least their ring)"},
     {"socket-buffer", OPT_SOCKET_BUFFER, FOR_ALL, 0, "BYTES",
      "send and receive buffer of every connection, K, M suffixes (default: the kernel sizes them)"},
+    {"path", OPT_PATH, FOR_SERVER | FOR_CLIENT, 0, "veth|sink",
+     "to the client, or UDP datagrams the sink device drops once built (the client counts them)"},
     {"timeout", OPT_TIMEOUT, FOR_ALL, 0, "SECONDS",
      "server: how long to wait for the client; client: how long to retry connecting"},
     {"perf-ctl", OPT_PERF_CTL, FOR_ALL, 0, "FIFO",
@@ -221,6 +227,12 @@ static void take_option(int id, enum role role, char **argv, struct options *out
     case OPT_CONGESTION:
         use_congestion_control(optarg);
         break;
+    case OPT_DISTINCT:
+        out->distinct = (size_t)parse_count("distinct-messages", optarg, MIN_DISTINCT_MESSAGES, MAX_DISTINCT_MESSAGES);
+        break;
+    case OPT_PATH:
+        out->sink = parse_choice("path", optarg, CHOICES(PATHS), "veth or sink") == 1;
+        break;
     case OPT_SOCKET_BUFFER:
         use_socket_buffer(parse_count("socket-buffer", optarg, MIN_SOCKET_BUFFER, MAX_SOCKET_BUFFER));
         break;
@@ -251,6 +263,9 @@ static void check_options(enum role role, const bool given[OPT_COUNT], const str
     if (out->connections + (uint64_t)out->idle_connections > MAX_CONNECTIONS)
         die_usage("--idle-connections: %u busy and %u idle connections are more than %llu", out->connections,
                   out->idle_connections, (unsigned long long)MAX_CONNECTIONS);
+    if (out->sink && (out->mode != MODE_STREAM || out->receive != RECEIVE_COPY))
+        die_usage("--path sink: the sink takes a stream of datagrams, counted, not received (mode stream, receive "
+                  "copy)");
     if (out->perf_ack && !out->perf_ctl)
         die_usage("--perf-ack needs --perf-ctl");
 }
@@ -262,6 +277,7 @@ void parse_options(enum role role, int argc, char **argv, struct options *out)
     *out = (struct options){
         .threads = 1, .duration_s = 2.0, .warmup_s = 0.5,
         .timeout_s = role == ROLE_SERVER ? 30.0 : 3.0, .mode = MODE_STREAM, .zc_inflight = DEFAULT_ZC_INFLIGHT,
+        .distinct = DEFAULT_DISTINCT_MESSAGES,
     };
     bool given[OPT_COUNT] = {false};
     opterr = 0; /* one line of our own instead of getopt's message */

@@ -4,9 +4,10 @@
  *             to user space; with --verify they are first looked at with
  *             MSG_PEEK (a copy), so verified runs measure more than plain ones;
  *   mmap      TCP_ZEROCOPY_RECEIVE maps whole, page-aligned payload pages into
- *             a region mapped on the socket; what cannot be mapped (a partial
- *             page, data the kernel says to skip) is read with recv() and
- *             counted apart.
+ *             a region mapped on the socket and, given a copy buffer (Linux
+ *             5.11+, as neper's tcp_stream -z), copies what cannot be mapped
+ *             (a partial page, less than a page queued) in the same call; what
+ *             is left is read with recv(); the three are counted apart.
  * Every byte that arrives, mapped or copied, can be checked against the pattern. */
 #include "copylab.h"
 
@@ -22,6 +23,18 @@
 #define STREAM_CHUNK (256u << 10)
 #define MAP_BYTES (2u << 20)
 #define IDLE_TIMEOUT_MS 10000
+
+/* linux/tcp.h's struct tcp_zerocopy_receive (glibc's stops at recv_skip_hint): the copy buffer is Linux 5.11's. */
+struct zerocopy_receive {
+    uint64_t address;
+    uint32_t length, recv_skip_hint, inq;
+    int32_t err;
+    uint64_t copybuf_address;
+    int32_t copybuf_len;
+    uint32_t flags;
+    uint64_t msg_control, msg_controllen;
+    uint32_t msg_flags, reserved;
+};
 
 void receiver_io_open(struct receiver_io *io, int fd, const struct options *opt, uint64_t period)
 {
@@ -52,12 +65,12 @@ void receiver_io_close(struct receiver_io *io)
     io->map = NULL;
 }
 
-/* Counts the bytes of data[0..len) that differ from the pattern at the current position. */
-static void check(struct receiver_io *io, const uint8_t *data, size_t len)
+/* Counts the bytes of data[0..len) that differ from the pattern AHEAD bytes past the current position. */
+static void check_ahead(struct receiver_io *io, uint64_t ahead, const uint8_t *data, size_t len)
 {
     if (!io->verify)
         return;
-    uint64_t seq = io->position / io->size, offset = io->position % io->size;
+    uint64_t at = io->position + ahead, seq = at / io->size, offset = at % io->size;
     uint64_t wrong = 0;
     for (size_t i = 0; i < len; i++) {
         uint64_t message = io->period ? seq % io->period : seq;
@@ -68,6 +81,12 @@ static void check(struct receiver_io *io, const uint8_t *data, size_t len)
         }
     }
     io->mismatches += wrong;
+}
+
+/* The same at the current position. */
+static void check(struct receiver_io *io, const uint8_t *data, size_t len)
+{
+    check_ahead(io, 0, data, len);
 }
 
 /* recv() that survives EINTR; 0 when the peer closed the stream. */
@@ -124,7 +143,9 @@ static size_t receive_mapped(struct receiver_io *io, size_t want)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t whole_pages = (want < io->map_bytes ? want : io->map_bytes) / page * page;
     for (bool waited = false; whole_pages > 0;) {
-        struct tcp_zerocopy_receive zc = {.address = (uint64_t)(uintptr_t)io->map, .length = (uint32_t)whole_pages};
+        struct zerocopy_receive zc = {.address = (uint64_t)(uintptr_t)io->map, .length = (uint32_t)whole_pages,
+                                      .copybuf_address = (uint64_t)(uintptr_t)io->buffer,
+                                      .copybuf_len = (int32_t)io->capacity};
         socklen_t len = sizeof zc;
         io->calls++;
         if (getsockopt(io->fd, IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, &zc, &len) != 0) {
@@ -134,13 +155,20 @@ static size_t receive_mapped(struct receiver_io *io, size_t want)
                 return 0;
             die("TCP_ZEROCOPY_RECEIVE: %s", strerror(errno));
         }
-        if (zc.length > 0) {
+        if (zc.err && peer_gone(-zc.err))
+            return 0;
+        if (zc.err || zc.copybuf_len < 0)
+            die("TCP_ZEROCOPY_RECEIVE: %s", strerror(zc.err ? -zc.err : -zc.copybuf_len));
+        if (zc.length > 0 || zc.copybuf_len > 0) {
+            /* The mapped pages come first in the stream, then what the call copied. */
             check(io, io->map, zc.length);
+            check_ahead(io, zc.length, io->buffer, (size_t)zc.copybuf_len);
             /* Unmap now rather than at the next call: the pages go back to the socket's memory. */
-            if (madvise(io->map, zc.length, MADV_DONTNEED) != 0)
+            if (zc.length > 0 && madvise(io->map, zc.length, MADV_DONTNEED) != 0)
                 die_errno("madvise");
             io->mapped += zc.length;
-            return zc.length;
+            io->copybuf += (uint64_t)zc.copybuf_len;
+            return zc.length + (size_t)zc.copybuf_len;
         }
         if (zc.recv_skip_hint > 0) {
             size_t got = recv_some(io, zc.recv_skip_hint < want ? zc.recv_skip_hint : want, 0);

@@ -10,7 +10,8 @@ const bool SENDS_FROM_FILE = false;
 struct sender {
     int fd;
     bool verify;
-    struct message message;
+    struct message *messages;
+    size_t count;
     char *packed;
 };
 
@@ -19,7 +20,8 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    message_alloc(&s->message, config->size, config->layout);
+    s->count = config->distinct;
+    s->messages = messages_alloc(s->count, config->size, config->layout);
     s->packed = malloc(config->size);
     if (!s->packed)
         die("out of memory for a %zu-byte buffer", config->size);
@@ -28,7 +30,7 @@ struct sender *sender_create(const struct sender_config *config)
 
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
-    struct message *m = &s->message;
+    struct message *m = &s->messages[seq % s->count];
     if (s->verify)
         message_fill(m, seq);
     message_pack(m, s->packed); /* the user-space copy */
@@ -38,7 +40,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
 void sender_destroy(struct sender *s, struct sender_counters *counters)
 {
     counters->zero_copy = false;
-    message_free(&s->message);
+    messages_free(s->messages, s->count);
     free(s->packed);
     free(s);
 }

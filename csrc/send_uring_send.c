@@ -12,7 +12,8 @@ const bool SENDS_FROM_FILE = false;
 struct sender {
     int fd;
     bool verify;
-    struct message message;
+    struct message *messages;
+    size_t count;
     struct io_uring ring;
 };
 
@@ -26,20 +27,24 @@ struct sender *sender_create(const struct sender_config *config)
     struct sender *s = calloc_or_die(1, sizeof *s);
     s->fd = config->fd;
     s->verify = config->verify;
-    message_alloc(&s->message, config->size, config->layout);
+    s->count = config->distinct;
+    s->messages = messages_alloc(s->count, config->size, config->layout);
     uring_init(&s->ring, 4);
     return s;
 }
 
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
+    struct message *m = &s->messages[seq % s->count];
     if (s->verify)
-        message_fill(&s->message, seq);
+        message_fill(m, seq);
     struct iovec iov[FIELD_COUNT];
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)message_iov(&s->message, iov)};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)message_iov(m, iov)};
+    struct iovec part[FIELD_COUNT];
     /* One request in flight: TCP must see the bytes in order, short sends included. */
     while (mh.msg_iovlen > 0) {
-        io_uring_prep_sendmsg(uring_sqe(&s->ring), s->fd, &mh, MSG_NOSIGNAL);
+        struct msghdr piece = msg_piece(&mh, part);
+        io_uring_prep_sendmsg(uring_sqe(&s->ring), s->fd, &piece, MSG_NOSIGNAL);
         uring_submit(&s->ring);
         struct io_uring_cqe *cqe = uring_next(&s->ring);
         int sent = cqe->res;
@@ -58,6 +63,6 @@ void sender_destroy(struct sender *s, struct sender_counters *counters)
 {
     counters->zero_copy = false;
     io_uring_queue_exit(&s->ring);
-    message_free(&s->message);
+    messages_free(s->messages, s->count);
     free(s);
 }

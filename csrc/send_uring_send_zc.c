@@ -22,7 +22,9 @@ const bool SENDS_FROM_FILE = false;
 struct slot {
     struct message message;
     struct iovec iov[FIELD_COUNT];
-    struct msghdr mh; /* must outlive the request: the kernel may read it when it issues */
+    struct msghdr mh;
+    struct iovec part[FIELD_COUNT];
+    struct msghdr piece; /* what one request sends of mh; must outlive it: the kernel may read it when it issues */
     unsigned pending; /* completions (result or notification) still to come */
 };
 
@@ -138,7 +140,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     zc_completions_init(&s->zc, &s->counters);
     uring_init(&s->ring, QUEUE_DEPTH);
-    s->count = zc_ring_slots(config->size, config->zc_inflight);
+    s->count = zc_ring_slots(config->size, config->zc_inflight, config->distinct);
     s->slots = calloc_or_die(s->count, sizeof *s->slots);
     for (size_t i = 0; i < s->count; i++)
         message_alloc(&s->slots[i].message, config->size, config->layout);
@@ -158,7 +160,8 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
     /* One send in flight at a time keeps the stream in order, short sends included;
      * notifications of earlier sends arrive meanwhile. */
     while (slot->mh.msg_iovlen > 0) {
-        prep_send(&s->ring, s->fd, &slot->mh, index);
+        slot->piece = msg_piece(&slot->mh, slot->part);
+        prep_send(&s->ring, s->fd, &slot->piece, index);
         slot->pending += 2; /* its result and its notification */
         uring_submit(&s->ring);
         int sent = 0;

@@ -57,7 +57,7 @@ struct sender *sender_create(const struct sender_config *config)
     s->verify = config->verify;
     zc_completions_init(&s->zc, &s->counters);
     zc_enable(s->fd);
-    zc_ring_init(&s->ring, config->size, config->zc_inflight, LAYOUT_CONTIGUOUS);
+    zc_ring_init(&s->ring, config->size, config->zc_inflight, LAYOUT_CONTIGUOUS, config->distinct);
     return s;
 }
 

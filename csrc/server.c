@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +18,15 @@ struct worker {
     enum mode mode;
     struct sender_counters counters;
     struct tcp_report tcp;
+    bool sink;
 };
+
+/* Set once the session is over: a sink's datagrams meet no peer that could close. */
+static _Atomic bool session_over;
 
 static void serve_stream(struct sender *s)
 {
-    for (uint64_t seq = 0;; seq++)
+    for (uint64_t seq = 0; !atomic_load_explicit(&session_over, memory_order_relaxed); seq++)
         if (sender_send(s, seq) == IO_PEER_CLOSED)
             return;
 }
@@ -37,16 +42,22 @@ static void serve_rr(struct worker *w, struct sender *s)
     }
 }
 
+/* Posted by each worker once its sender holds its messages: their set-up stays out of the window. */
+static sem_t senders_created;
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct sender *s = sender_create(&w->sender);
+    if (sem_post(&senders_created) != 0)
+        die_errno("sem_post");
     if (w->mode == MODE_RR)
         serve_rr(w, s);
     else
         serve_stream(s);
     sender_destroy(s, &w->counters);
-    w->tcp = tcp_report(w->sender.fd);
+    if (!w->sink)
+        w->tcp = tcp_report(w->sender.fd);
     return NULL;
 }
 
@@ -85,20 +96,28 @@ static int open_session(int listen_fd, const struct options *opt, struct hello *
 static struct worker *start_workers(int listen_fd, const struct options *opt, const struct hello *hello)
 {
     struct worker *workers = calloc_or_die(hello->threads, sizeof *workers);
+    if (sem_init(&senders_created, 0, 0) != 0)
+        die_errno("sem_init");
     for (unsigned i = 0; i < hello->threads; i++) {
         struct worker *w = &workers[i];
-        int fd = accept_within(listen_fd, 10.0);
+        int fd = opt->sink ? sink_socket(opt->size) : accept_within(listen_fd, 10.0);
         /* A vanished or stalled peer ends the trial instead of hanging it. */
         set_io_timeout(fd, 10.0);
-        if (opt->mode == MODE_STREAM)
+        if (opt->mode == MODE_STREAM && !opt->sink)
             stream_data(fd);
+        w->sink = opt->sink;
         w->sender = (struct sender_config){.fd = fd, .size = opt->size, .verify = hello->verify != 0,
-                                           .file = opt->file, .layout = opt->layout, .zc_inflight = opt->zc_inflight};
+                                           .file = opt->file, .layout = opt->layout, .zc_inflight = opt->zc_inflight,
+                                           .distinct = opt->distinct};
         w->mode = opt->mode;
         int err = pthread_create(&w->thread, NULL, worker_main, w);
         if (err)
             die("pthread_create: %s", strerror(err));
     }
+    for (unsigned i = 0; i < hello->threads; i++)
+        while (sem_wait(&senders_created) != 0)
+            if (errno != EINTR)
+                die_errno("sem_wait");
     return workers;
 }
 
@@ -111,11 +130,12 @@ struct served {
     uint64_t send_buffer;
 };
 
-/* Waits for the workers to end (the client closed their connections) and closes the connections. */
-static struct served join_workers(struct worker *workers, unsigned n)
+/* Waits for the workers to end (the client closed their connections, or the session ended) and closes the
+ * connections; TCP_FD says which congestion control they used (a sink's datagrams: the control connection's). */
+static struct served join_workers(struct worker *workers, unsigned n, int tcp_fd)
 {
     struct served s = {.zc = {0}};
-    congestion_control_of(workers[0].sender.fd, s.congestion);
+    congestion_control_of(tcp_fd, s.congestion);
     s.send_buffer = socket_buffers_of(workers[0].sender.fd).send;
     for (unsigned i = 0; i < n; i++) {
         int err = pthread_join(workers[i].thread, NULL);
@@ -163,6 +183,7 @@ static void print_result(const struct options *opt, unsigned n, const struct usa
     json_u64_or_null(&j, "zc_enobufs", zc->zero_copy, zc->zc_enobufs);
     json_f64_or_null(&j, "zc_pages_per_message", zc->zero_copy && zc->zc_messages > 0,
                      zc->zc_messages ? (double)zc->zc_page_pins / (double)zc->zc_messages : 0.0);
+    json_u64_or_null(&j, "sink_segment_bytes", opt->sink, sink_segment_bytes());
     json_end(&j);
 }
 
@@ -195,7 +216,13 @@ int main(int argc, char **argv)
         die_errno("close");
     session_ready(control_fd);
     struct usage used = session_window(control_fd, &hello, &perf, NULL);
-    struct served served = join_workers(workers, hello.threads);
+    atomic_store(&session_over, true);
+    struct served served = join_workers(workers, hello.threads, opt.sink ? control_fd : workers[0].sender.fd);
+    /* The sink delivers nothing: a copied completion means the path copied what it exists not to. */
+    if (opt.sink && served.zc.zc_copied)
+        die("the sink copied %llu of %llu zero-copy sends (SO_EE_CODE_ZEROCOPY_COPIED): its datagrams were "
+            "delivered or fragmented, not dropped once built",
+            (unsigned long long)served.zc.zc_copied, (unsigned long long)served.zc.zc_completed);
     if (close(control_fd) != 0)
         die_errno("close");
     perf_control_close(&perf);

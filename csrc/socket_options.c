@@ -88,6 +88,12 @@ void socket_options_apply(int fd)
     }
 }
 
+void send_buffer_apply(int fd)
+{
+    if (socket_buffer)
+        set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, "send", "wmem_max");
+}
+
 void set_io_timeout(int fd, double seconds)
 {
     struct timeval tv = {.tv_sec = (time_t)seconds,

@@ -34,12 +34,47 @@ void iov_advance(struct msghdr *mh, size_t sent)
     }
 }
 
+static size_t datagram_bytes, datagram_tail;
+
+void use_datagrams(size_t bytes, size_t tail)
+{
+    datagram_bytes = bytes;
+    datagram_tail = tail;
+}
+
+size_t send_piece(size_t left)
+{
+    return !datagram_bytes || left <= datagram_bytes + datagram_tail ? left : datagram_bytes;
+}
+
+struct msghdr msg_piece(const struct msghdr *mh, struct iovec part[FIELD_COUNT])
+{
+    struct msghdr piece = *mh;
+    if (!datagram_bytes)
+        return piece;
+    size_t all = 0, n = 0;
+    for (size_t i = 0; i < mh->msg_iovlen; i++)
+        all += mh->msg_iov[i].iov_len;
+    size_t left = send_piece(all);
+    for (; n < mh->msg_iovlen && n < FIELD_COUNT && left > 0; n++) {
+        part[n] = mh->msg_iov[n];
+        if (part[n].iov_len > left)
+            part[n].iov_len = left;
+        left -= part[n].iov_len;
+    }
+    piece.msg_iov = part;
+    piece.msg_iovlen = n;
+    return piece;
+}
+
 enum io_status sendmsg_all(int fd, struct iovec *iov, int iovcnt, int flags,
                            void (*on_enobufs)(void *ctx), void *ctx, uint64_t *calls)
 {
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
+    struct iovec part[FIELD_COUNT];
     while (mh.msg_iovlen > 0) {
-        ssize_t sent = sendmsg(fd, &mh, flags | MSG_NOSIGNAL);
+        struct msghdr piece = msg_piece(&mh, part);
+        ssize_t sent = sendmsg(fd, &piece, flags | MSG_NOSIGNAL);
         if (sent < 0) {
             if (errno == ENOBUFS && on_enobufs) {
                 on_enobufs(ctx);
@@ -61,7 +96,7 @@ enum io_status send_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t sent = send(fd, p, len, MSG_NOSIGNAL);
+        ssize_t sent = send(fd, p, send_piece(len), MSG_NOSIGNAL);
         if (sent < 0) {
             if (send_failure(errno, "send") == IO_PEER_CLOSED)
                 return IO_PEER_CLOSED;

@@ -18,27 +18,24 @@ void zc_enable(int fd)
         die("the kernel refuses SO_ZEROCOPY: %s", strerror(errno));
 }
 
-size_t zc_ring_slots(size_t size, size_t in_flight)
+size_t zc_ring_slots(size_t size, size_t in_flight, size_t distinct)
 {
     const size_t most = 1024; /* tiny messages: bound the ring's bookkeeping, not its bytes */
     size_t slots = in_flight / size;
-    return slots < 2 ? 2 : slots > most ? most : slots;
+    slots = slots < 2 ? 2 : slots > most ? most : slots;
+    return distinct > slots ? distinct : slots;
 }
 
-void zc_ring_init(struct zc_ring *ring, size_t size, size_t in_flight, enum layout layout)
+void zc_ring_init(struct zc_ring *ring, size_t size, size_t in_flight, enum layout layout, size_t distinct)
 {
-    ring->slots = zc_ring_slots(size, in_flight);
-    ring->message = calloc_or_die(ring->slots, sizeof *ring->message);
+    ring->slots = zc_ring_slots(size, in_flight, distinct);
+    ring->message = messages_alloc(ring->slots, size, layout);
     ring->ready_at = calloc_or_die(ring->slots, sizeof *ring->ready_at);
-    for (size_t i = 0; i < ring->slots; i++)
-        message_alloc(&ring->message[i], size, layout);
 }
 
 void zc_ring_free(struct zc_ring *ring)
 {
-    for (size_t i = 0; i < ring->slots; i++)
-        message_free(&ring->message[i]);
-    free(ring->message);
+    messages_free(ring->message, ring->slots);
     free(ring->ready_at);
     *ring = (struct zc_ring){0};
 }

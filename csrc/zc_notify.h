@@ -15,8 +15,9 @@
 /* Sets SO_ZEROCOPY on FD; dies with the kernel's reason when it refuses. */
 void zc_enable(int fd);
 /* How many messages of SIZE bytes a zero-copy sender keeps in flight (at least 2): a ring of IN_FLIGHT bytes
- * (--zc-inflight; copylab/declarations/settings.py says how its default was chosen). */
-size_t zc_ring_slots(size_t size, size_t in_flight);
+ * (--zc-inflight; copylab/declarations/settings.py says how its default was chosen), or DISTINCT
+ * when more (--distinct-messages). */
+size_t zc_ring_slots(size_t size, size_t in_flight, size_t distinct);
 /* The messages a MSG_ZEROCOPY sender keeps in flight: zc_ring_slots of them, each held as LAYOUT says; slot i is
  * free to be rewritten and sent again once every send id below ready_at[i] has completed. */
 struct zc_ring {
@@ -24,7 +25,7 @@ struct zc_ring {
     struct message *message;
     uint64_t *ready_at;
 };
-void zc_ring_init(struct zc_ring *ring, size_t size, size_t in_flight, enum layout layout);
+void zc_ring_init(struct zc_ring *ring, size_t size, size_t in_flight, enum layout layout, size_t distinct);
 void zc_ring_free(struct zc_ring *ring);
 
 /* Which sends the kernel has let go of, counted into a sender's zc_sends, zc_completed, zc_copied and

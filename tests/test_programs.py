@@ -120,9 +120,11 @@ def check_results(
     else:
         assert client["latency_p50_us"] is None
     if receive == "mmap":
-        assert client["rx_mapped_bytes"] + client["rx_copied_bytes"] > 0
+        taken = client["rx_mapped_bytes"] + client["rx_copied_bytes"] + client["rx_copybuf_bytes"]
+        assert taken > 0 and (mode == "rr" or taken == client["bytes"])
     else:
         assert client["rx_mapped_bytes"] is None and client["rx_copied_bytes"] is None
+        assert client["rx_copybuf_bytes"] is None
     if variant in ZERO_COPY:
         assert server["zc_sends"] >= client["messages"] > 0
         assert server["zc_completed"] == server["zc_sends"], "every zero-copy send must be completed"

@@ -354,5 +354,11 @@ def make_config(
         values["receive_for"] = [name for name in values["receive_for"] if name in values["implementations"]]
         if not values["receive_for"]:
             values["receive"] = ["copy"]
+    if values.get("path") == "sink":
+        # A profile's request/response and receive modes have no place on the sink (copylab.testbeds.sink refuses
+        # them when asked for).
+        values.update(
+            {key: only for key, only in (("workloads", ["stream"]), ("receive", ["copy"])) if key not in given}
+        )
     values = {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()}
     return validate(SweepConfig(**{**values, "name": name, "profile": values.get("profile", profile)}))

@@ -131,6 +131,14 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             True,
             "zc_pages_per_message",
         ),
+        Key(
+            "sink_segment_bytes",
+            "int",
+            "B",
+            "the UDP_SEGMENT size of its datagrams, 0: none (null unless --path sink)",
+            True,
+            "sink_segment_bytes",
+        ),
     ),
     "client": (
         *_IDENTITY,
@@ -174,6 +182,24 @@ RESULTS: dict[str, tuple[Key, ...]] = {
             "bytes received by recv() in the window (null unless receive mmap)",
             True,
             "rx_copied_bytes",
+        ),
+        Key(
+            "rx_copybuf_bytes",
+            "int",
+            "B",
+            "bytes TCP_ZEROCOPY_RECEIVE copied into its copy buffer inside the call, what it could not map (null "
+            "unless receive mmap)",
+            True,
+            "rx_copybuf_bytes",
+        ),
+        Key(
+            "sink_datagrams",
+            "int",
+            "count",
+            "datagrams the sink device's qdisc dropped in the window; bytes are counted from them (null unless --path "
+            "sink)",
+            True,
+            "sink_datagrams",
         ),
     ),
 }

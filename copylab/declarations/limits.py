@@ -25,10 +25,18 @@ DEFAULT_ZC_INFLIGHT = 256 << 10
 # and raises what is asked below it, so --socket-buffer asks for this much at least (or 0: the kernel sizes them).
 SMALLEST_SOCKET_BUFFER = 4096
 
+# The sink path (--path sink; copylab.testbeds.sink): the device in the server's namespace whose root qdisc drops
+# every packet once the stack has built it, and the neighbour the sender's datagrams are addressed to (a permanent
+# neighbour entry, so nothing waits on ARP).
+SINK_DEVICE = "cl_sink"
+SINK_ADDRESS = "10.203.1.2"
+
 CONSTANTS = {
     "FIELD_COUNT": FIELD_COUNT,
     "DEFAULT_ZC_INFLIGHT": DEFAULT_ZC_INFLIGHT,
     "SELECT_MAX_CONNECTIONS": SELECT_MAX_CONNECTIONS,
     "SATURATED": SATURATED,
     "SMALLEST_SOCKET_BUFFER": SMALLEST_SOCKET_BUFFER,
+    "SINK_DEVICE": SINK_DEVICE,
+    "SINK_ADDRESS": SINK_ADDRESS,
 }

@@ -20,6 +20,7 @@ class NamespacePair:
     prefix_length: int = 30
     mtu: int = 1500
     optmem_max: int = 131072
+    sink: bool = False  # the server's namespace also holds the sink device (copylab.testbeds.sink)
 
     def __post_init__(self) -> None:
         for name in (self.server, self.client):

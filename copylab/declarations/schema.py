@@ -16,7 +16,7 @@ from copylab.declarations.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, W
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # perf events recorded per side: perf's event name -> column suffix.
 PERF_EVENTS: dict[str, str] = {
@@ -215,6 +215,30 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column("rx_mapped_bytes", "int", "B", "bytes the client received as mapped pages (receive mmap only)", since=2),
     Column("rx_copied_bytes", "int", "B", "bytes the client still copied with recv() (receive mmap only)", since=2),
+    Column(
+        "rx_copybuf_bytes",
+        "int",
+        "B",
+        "bytes TCP_ZEROCOPY_RECEIVE copied into the client's copy buffer in the same call, what it could not map "
+        "(receive mmap only; before schema 11 the client had no copy buffer and recv() copied them)",
+        since=11,
+    ),
+    Column(
+        "sink_datagrams",
+        "int",
+        "count",
+        "path sink: the datagrams the sink device's blackhole qdisc dropped in the window, from its own counter (a "
+        "datagram UDP_SEGMENT splits counts once: the qdisc drops it before it is segmented)",
+        since=11,
+    ),
+    Column(
+        "sink_segment_bytes",
+        "int",
+        "B",
+        "path sink: the UDP_SEGMENT size the sender's datagrams carried (the device's MTU less 28 B of IPv4 and UDP "
+        "headers), 0 when every datagram fit the MTU whole",
+        since=11,
+    ),
     # The settings recorded per row (copylab.declarations.settings declares their columns).
     *(setting.column for setting in SETTINGS if setting.column),
     Column(

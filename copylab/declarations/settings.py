@@ -22,7 +22,7 @@ from copylab import experiments
 from copylab.declarations import socket_buffer
 from copylab.declarations.limits import CONSTANTS
 from copylab.declarations.socket_buffer import CappedEnds
-from copylab.declarations.vocabulary import LAYOUTS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
+from copylab.declarations.vocabulary import LAYOUTS, PATHS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
 from copylab.formatting import fmt_size
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
@@ -160,6 +160,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("verify", "bool", False, "check every byte received against its pattern"),
     Setting("mtu", "int", 1500, "the veth pair's MTU", low=68, high=65535),
     Setting(
+        "path",
+        "str",
+        "veth",
+        "where the sender's bytes go: veth (over the veth pair to the client, which receives them) or sink (UDP "
+        "datagrams into a device of the server's namespace whose blackhole qdisc drops them once the stack has built "
+        "them: no local delivery, so MSG_ZEROCOPY completes uncopied; --mtu is the device's, and datagrams over it "
+        "are segmented with UDP_SEGMENT, never fragmented; stream and receive copy only; docs/method.md: The sink)",
+        choices=PATHS,
+        column=Column(
+            "path",
+            "str",
+            "",
+            "where the sender's bytes went: veth (to the client over the veth pair) or sink (UDP datagrams dropped by "
+            "a blackhole qdisc once built; the client then counts the device's drops instead of receiving)",
+            since=11,
+        ),
+        program=ProgramOption("--path", ("server", "client")),
+    ),
+    Setting(
         "optmem_max",
         "int",
         131072,
@@ -269,6 +288,27 @@ SETTINGS: tuple[Setting, ...] = (
         program=ProgramOption("--zc-inflight", ("server",)),
     ),
     Setting(
+        "distinct_messages",
+        "int",
+        1,
+        "distinct messages each sender cycles through, each held as --layout says: 1 keeps its source hot in the "
+        "caches, thousands make it cold, as a server's data would be (zero-copy senders: at least the messages "
+        "their ring keeps in flight; at most 1 GiB of messages)",
+        low=1,
+        high=65536,
+        limit="MAX_DISTINCT_MESSAGES",
+        legacy=1,  # before the setting existed the copying senders sent one message, the zero-copy ones their ring
+        column=Column(
+            "distinct_messages",
+            "int",
+            "count",
+            "distinct messages each sender cycled through (--distinct-messages; zero-copy senders: at least their "
+            "ring's); 1 in sweeps from before it was recorded",
+            since=11,
+        ),
+        program=ProgramOption("--distinct-messages", ("server",)),
+    ),
+    Setting(
         "congestion_control",
         "str",
         "cubic",
@@ -362,9 +402,13 @@ def c_header() -> str:
                 lines.append(f"#define MIN_{name} {int(setting.low or 0)}ULL")
             if setting.kind == "int" and setting.default is not None:
                 lines.append(f"#define DEFAULT_{name} {int(setting.default)}ULL")
-    lines += [f"#define {name} {value}" for name, value in CONSTANTS.items()]
+    lines += [f"#define {name} {_literal(value)}" for name, value in CONSTANTS.items()]
     lines += ["#endif"]
     return "\n".join(lines) + "\n"
+
+
+def _literal(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def upgraded(parameters: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,8 @@ LAYOUTS = ("fields", "aligned", "contiguous")
 # The layout of senders whose message is not in their memory (a file) or not theirs to choose (a tool).
 NO_LAYOUT = "none"
 STATUSES = ("ok", "failed")
+# Where the sender's bytes go: over the veth pair to the client, or into a device that drops them once built.
+PATHS = ("veth", "sink")
 
 
 @dataclass(frozen=True)

@@ -65,10 +65,14 @@ class Driver:
         return None
 
 
-def _client_window(client_out: str) -> Window:
+def _client_window(client_out: str) -> Window | None:
     result = contract.json_object(client_out)
-    mapped = result.get("rx_mapped_bytes") or 0
-    return Window(result["window_begin_ns"], result["window_end_ns"], result["pid"], result["bytes"] - mapped)
+    if result.get("sink_datagrams") is not None:
+        return None  # the sink's client counts a device's drops: it receives nothing the kernel could copy
+
+    # What the receive calls took (sock_recv_length): neither the mapped pages nor TCP_ZEROCOPY_RECEIVE's copies.
+    taken = result["bytes"] - (result.get("rx_mapped_bytes") or 0) - (result.get("rx_copybuf_bytes") or 0)
+    return Window(result["window_begin_ns"], result["window_end_ns"], result["pid"], taken)
 
 
 def _merged(row: dict[str, Any], columns: dict[str, Any], side: str) -> None:

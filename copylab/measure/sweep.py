@@ -48,7 +48,7 @@ from copylab.programs.perf import PerfSupport
 from copylab.record.calibration import Calibration
 from copylab.record.manifest import Harness
 from copylab.record.store import SweepStore
-from copylab.testbeds import testbed
+from copylab.testbeds import sink, testbed
 from copylab.testbeds.testbed import Testbed
 
 
@@ -92,6 +92,9 @@ def _testbed(config: Any, directory: Path) -> Testbed:
     """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here (in a
     user namespace of the sweep's own without root). DIRECTORY: where the sweep's data goes (what marks the
     hosts' temporary directories as its own)."""
+    why = sink.refusal(config)
+    if why:
+        raise CopylabError(why)
     if config.server_host:
         from copylab.testbeds.remote import Hosts
 

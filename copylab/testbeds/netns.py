@@ -19,6 +19,7 @@ from pathlib import Path
 
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
+from copylab.testbeds import sink
 
 MARKERS = Path(os.environ.get("COPYLAB_RUN_DIR", "/run/copylab")) / "netns"
 INTERFACE = "cl0"
@@ -108,8 +109,8 @@ OPTMEM_SETTING = "net.core.optmem_max"
 
 
 def setup_commands(pair: NamespacePair) -> list[list[str]]:
-    """What creates the pair: both namespaces, the veth between them, addresses, links up, then each
-    namespace's optmem_max (it bounds outstanding zero-copy notifications)."""
+    """What creates the pair: both namespaces, the veth between them, addresses, links up, the sink device when
+    asked for, then each namespace's optmem_max (it bounds outstanding zero-copy notifications)."""
     commands = [["ip", "netns", "add", pair.server], ["ip", "netns", "add", pair.client]]
     commands.append(
         [
@@ -124,6 +125,8 @@ def setup_commands(pair: NamespacePair) -> list[list[str]]:
             [*inside, "ip", "link", "set", "lo", "up"],
             [*inside, "ip", "link", "set", INTERFACE, "up"],
         ]
+    if pair.sink:
+        commands += sink.setup_commands(exec_prefix(pair.server), pair.mtu)
     commands += [
         [*exec_prefix(name), "sysctl", "-q", "-w", f"{OPTMEM_SETTING}={pair.optmem_max}"]
         for name in (pair.server, pair.client)

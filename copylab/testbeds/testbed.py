@@ -208,12 +208,15 @@ class Namespaces(Testbed):
         self.name = name  # the sweep's, in the names of its temporary files
         self.config = config
         self.server = NamespaceEnd("server", pair.server)
-        self.client = NamespaceEnd("client", pair.client)
+        # On the sink path the client counts the sink device's drops, in the server's namespace.
+        self.client = NamespaceEnd("client", pair.server if pair.sink else pair.client)
         self.server_address = pair.server_address
 
     @classmethod
     def for_sweep(cls, config: SweepConfig) -> Namespaces:
-        pair = netns.NamespacePair(*config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max)
+        pair = netns.NamespacePair(
+            *config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max, sink=config.path == "sink"
+        )
         return cls(pair, config.name, config)
 
     @contextmanager

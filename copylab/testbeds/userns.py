@@ -107,7 +107,7 @@ class UserNamespaces(Namespaces):
         super().__init__(pair, name, config)
         self.userns = UserNamespace()
         self.server = UserNamespaceEnd("server", pair.server, self.userns)
-        self.client = UserNamespaceEnd("client", pair.client, self.userns)
+        self.client = UserNamespaceEnd("client", self.client.namespace, self.userns)
         self._restrictions: dict[str, str] = {}
 
     @contextmanager

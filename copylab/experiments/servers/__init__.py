@@ -73,6 +73,10 @@ SERVERS = Experiment(
     figures="copylab.experiments.servers.figures:servers_figures",
     report="copylab.experiments.servers.report",
     implementations="copylab.experiments.servers.implementations:IMPLEMENTATIONS",
+    refuses={
+        "distinct_messages": "the servers experiment's responses are one buffer",
+        "path": "the servers experiment answers requests over the veth pair; the sink path is the copies experiment's",
+    },
     allows={
         "workloads": (("rr",), "the servers experiment runs request/response (rr) only"),
         "receive": (("copy",), "the servers experiment's load client receives by copy only"),
