@@ -545,7 +545,7 @@ def run_bench(
     netns.require_root("bench")
     if not (reference / "trials.csv").exists():
         raise CopylabError(f"{reference} holds no sweep to replay")
-    require_programs(implementations.programs(implementations.names()))
+    require_programs(implementations.programs(implementations.registry().values()))
     with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
         figures = (
             goal_comparisons(1, 1.0, beside=False, sizes=(65536,)) if smoke else goal_comparisons(pairs, duration_s)
