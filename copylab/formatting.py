@@ -73,13 +73,21 @@ def threads_text(threads: int) -> str:
 
 
 def code(name: str) -> str:
-    """An identifier (implementation, flag, syscall) or a tool's literal output, set in monospace."""
-    return f"`{name}`"
+    """An identifier (implementation, flag, syscall) or a tool's literal output, set in monospace.
+
+    A code span prints everything literally except a run of backticks as long as its fence: the fence is one
+    longer than the longest run inside, and padded with spaces when the text starts or ends with one."""
+    runs = [len(run) for run in re.findall(r"`+", name)]
+    if not runs:
+        return f"`{name}`"
+    fence = "`" * (max(runs) + 1)
+    return f"{fence} {name} {fence}"
 
 
 def md_escape(text: object) -> str:
-    """Free text (an error message, a CPU model) made literal in Markdown: '<x>' would vanish as raw HTML."""
-    return re.sub(r"([\\`*_{}\[\]<>#|~^$])", r"\\\1", str(text)).replace("\n", " ")
+    """Free text (an error message, a CPU model) made literal in Markdown: '<x>' would vanish as raw HTML, '&amp;'
+    would print as '&', '$x$' as mathematics."""
+    return re.sub(r"([\\`*_{}\[\]<>#|~^$&])", r"\\\1", str(text)).replace("\n", " ")
 
 
 def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:

@@ -127,11 +127,11 @@ def shared_machine(results: Results) -> str | None:
         return None
     if in_container(virtualization):
         return (
-            f"systemd-detect-virt names a container manager ({virtualization}), as some virtual machines also do: "
-            "other workloads of the machine share its CPUs and caches."
+            f"systemd-detect-virt names a container manager ({md_escape(virtualization)}), as some virtual machines "
+            "also do: other workloads of the machine share its CPUs and caches."
         )
     return (
-        f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
+        f"The host is virtualised ({md_escape(virtualization)}): other guests share the physical CPUs and caches, and "
         "CPU time includes time stolen by the hypervisor."
     )
 

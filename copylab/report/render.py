@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 from nbconvert import PDFExporter
 from nbconvert.exporters.pdf import LatexFailed
+from nbconvert.filters import escape_latex
 
 from copylab import experiments
 from copylab.analysis.notebooks import execute
@@ -35,7 +36,8 @@ def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author
     """Export an executed notebook to PDF through LaTeX, without code, prompts or stderr."""
     nb = nbformat.read(executed, as_version=4)
     nb.metadata["title"] = title
-    nb.metadata["authors"] = [{"name": author}]
+    # nbconvert's template escapes the title and the date but puts the authors' names into LaTeX as they are
+    nb.metadata["authors"] = [{"name": escape_latex(author)}]
     nb.metadata["date"] = date.today().isoformat()
     for cell in nb.cells:
         # warnings belong in the executed notebook for whoever debugs, not in the paper

@@ -48,7 +48,7 @@ def front_matter(results: Results, generated: date) -> str:
     m = results.manifest
     host, tools, params = m.host, m.toolchain, m.parameters
     lines = [
-        f"Sweep {code(results.name)} (profile {m.profile}), measured {_period(m)}, code at commit "
+        f"Sweep {code(results.name)} (profile {md_escape(m.profile)}), measured {_period(m)}, code at commit "
         f"{code(m.git.commit[:12])}"
         + (" with uncommitted changes" if m.git.dirty else "")
         + f". Report generated on {generated.isoformat()}.",
@@ -428,7 +428,7 @@ def sweep_heading(results: Results) -> str:
         [
             f"## Sweep {code(results.name)}",
             "",
-            f"Host {host.hostname} (kernel {host.kernel}, {host.cores} cores); {grid}; threads "
+            f"Host {md_escape(host.hostname)} (kernel {md_escape(host.kernel)}, {host.cores} cores); {grid}; threads "
             + ", ".join(str(t) for t in params.threads)
             + f"; pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
         ]
