@@ -62,6 +62,11 @@ def _between_layouts(frame: pd.DataFrame) -> pd.Series:
     return frame["challenger"].str.contains(mark, regex=False) | frame["baseline"].str.contains(mark, regex=False)
 
 
+def every_trial(results: Results) -> pd.DataFrame:
+    """Every trial the sweep ran, its other message layouts' included (Results.trials holds the study's)."""
+    return results.trials if results.layouts is None else results.layouts.trials
+
+
 def load_results(store: SweepStore) -> Results:
     """A sweep's validated trials and manifest and the analysis tables next to them.
 
