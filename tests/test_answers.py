@@ -15,7 +15,7 @@ from copylab import formatting
 from copylab.analysis.stats import trials_for_precision
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers, captions, figures
-from copylab.experiments.copies.anomaly import find_anomaly
+from copylab.experiments.copies.anomaly import answered_by_q1, find_anomaly
 from copylab.experiments.copies.queries import Focus, choose_focus
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.record.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
@@ -303,10 +303,11 @@ def test_q1_when_the_kernel_did_not_copy():
 
 def test_q2_without_counters_says_not_measurable_and_why():
     text = answers.answer_q2(make_sweep(counters=False))
-    assert text.startswith(
+    assert text.startswith("**In short:** not answered here: this host cannot count cache misses")
+    assert (
         "Not measurable on this host, because the hardware counters are not supported "
         "(perf reports `<not supported>` for L1-dcache-load-misses, LLC-load-misses)"
-    )
+    ) in text
     assert "the host is a virtual machine (kvm)" in text
     assert "largest reduction" not in text
     assert "no copy cost by cache level either" in text
@@ -327,7 +328,12 @@ def _calibrated(sweep: Results, memory_ns: float) -> Results:
 def test_q2_without_counters_derives_an_answer_from_the_calibration():
     sweep = _calibrated(make_sweep(counters=False), memory_ns=0.12)
     text = answers.answer_q2(sweep)
-    assert text.startswith("Not measurable on this host")
+    short, _, rest = text.partition("\n\n")
+    level = short.removeprefix("**In short:** ").split(",")[0]
+    assert rest.startswith("Not measurable on this host") and level in ("L1d", "L2", "L3", "memory")
+    # one answer: the level named in short is the one the derivation names, and no other is said to gain most
+    assert f"gains most from one copy less is {level}" in rest or f"works inside {level}" in rest
+    assert "saves most" not in text
     assert "Derived from the copy counts and the calibration, not from miss counters" in text
     sizes = measured_sizes(sweep)
     largest = max(sizes)
@@ -390,7 +396,10 @@ def test_q3_reports_thread_scaling_numbers_and_missing_counters():
     text = answers.answer_q3(make_sweep())
     # two_copy at 64 KiB: 26.0 Gbit/s with 1 thread, 20.8 with 4
     assert "- `two_copy`, 1 to 4 threads: throughput 26.0 to 20.8 Gbit/s (-20.0%)" in text
-    assert "The host has 2 cores, so beyond 2 threads" in text
+    assert text.startswith("**In short:** from 1 to 4 threads every implementation spent more CPU time per byte")
+    assert "**How sure:** in " in text
+    # every thread was pinned to CPU 0: they take turns on one CPU, whatever the host's cores
+    assert "Every thread of both ends was pinned to CPU 0" in text and "cores" not in text
     assert "not measurable on this host" in text
     assert "Sender LLC misses/KiB" not in text
     assert "Sender LLC misses/KiB" in answers.answer_q3(make_sweep(counters=True))
@@ -403,9 +412,12 @@ def test_q6_finds_the_zero_copy_reversal_in_the_fixture():
     # largest gap in the upper half of sizes: one_copy 16 vs zero_copy 9 Gbit/s at 4 KiB, each +-3%
     assert anomaly.observed[0] == "one_copy" and anomaly.size == 4096
     assert anomaly.score == pytest.approx(16 * 0.97 / (9 * 1.03) - 1)
+    # question 1 explains zero-copy's losses: question 6 picks the most surprising result beyond them
     text = answers.answer_q6(sweep)
-    assert "deferred" in text and "`one_copy` reached 16.0 [15.5, 16.5] Gbit/s" in text
-    assert "the lower bound of the higher result is 1.67 times the upper bound of the lower one" in text
+    beyond = find_anomaly(sweep, beyond_q1=True)
+    assert beyond is not None and not answered_by_q1(beyond)
+    assert "left to question 1" in text and "`one_copy` reached 16.0 [15.5, 16.5] Gbit/s" not in text
+    assert "**How sure:**" in text
 
 
 def test_q6_prefers_a_bigger_drop_in_a_curve():
