@@ -103,7 +103,10 @@ def _copy_path_finding(results: Results) -> str | None:
         cost_text = "; ".join(
             f"{fmt_size(size)} {value_interval(found, 'ns')}" for size, found in measured_cost if found
         )
+        sizes_text = ", ".join(fmt_size(size) for size in affected)
         return (
+            f"**In short:** on this host, {finding.describe(record.cpu_flags)}, and {code(name)} makes such copies at "
+            f"{sizes_text}. **How sure:** the calibration measured it directly when the sweep started.\n\n"
             "Selection rule: a copy that costs more than twice another way of copying the same bytes is reported "
             "before any throughput anomaly, because the calibration measures it directly instead of inferring it "
             f"from throughput. On this host, {finding.describe(record.cpu_flags)}. {code(name)} makes such copies "
@@ -169,7 +172,8 @@ def answer_q6(results: Results) -> str:
             "not a significant anomaly."
         )
     return (
+        f"**In short:** {finding} {separation}\n\n"
         f"Selection rule: among all stream throughput results, {rule} was the highest-scoring of three kinds of "
         "broken expectation (ordering, size, thread scaling); zero-copy's losses to the copying senders are left to "
-        f"question 1, which explains them. {finding} {separation}\n\n{_explain(results, anomaly)}"
+        f"question 1, which explains them.\n\n{_explain(results, anomaly)}"
     )

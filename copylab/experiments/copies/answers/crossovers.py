@@ -182,8 +182,8 @@ def _how_sure(stabilities: list[tuple[str, float] | None]) -> str:
     known = [found[1] for found in stabilities if found is not None]
     if not known:
         return (
-            " **How sure:** each verdict rests on the Holm-corrected tests at each size; the design has no blocks to "
-            "redraw, so how often a second run agrees is not estimated."
+            " **How sure:** decided by Holm-corrected tests at each size; how often a second run would agree is not "
+            "estimated (a blocked sweep estimates it)."
         )
     unsettled = sum(stability < SETTLED for stability in known)
     if not unsettled:

@@ -83,7 +83,12 @@ def _conclusion(changes: list[Change], first: int, last: int) -> str:
         return "**In short:** CPU time per byte was not measured at both thread counts, so nothing is concluded."
     span = fmt_span(f"{min(c for c, _ in changes) * 100:+.1f}%", f"{max(c for c, _ in changes) * 100:+.1f}%")
     clear = sum(beyond for _, beyond in changes)
-    sure = f"in {clear} of {len(changes)} implementations the change lies beyond both 95% intervals"
+    sure = (
+        f"decided; in each of the {clear} implementations the change lies beyond both 95% intervals"
+        if clear == len(changes)
+        else f"not settled; only in {clear} of {len(changes)} implementations does the change lie beyond both 95% "
+        "intervals, and more trials at both thread counts would decide the rest"
+    )
     if all(change > 0 for change, _ in changes):
         return (
             f"**In short:** from {first} to {last} threads every implementation spent more CPU time per byte "
