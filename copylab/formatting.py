@@ -90,11 +90,40 @@ def md_escape(text: object) -> str:
     return re.sub(r"([\\`*_{}\[\]<>#|~^$&])", r"\\\1", str(text)).replace("\n", " ")
 
 
+# What a line of the PDF's text holds, in characters of its monospace font, and the dashes a wide table's separator
+# shares out among its columns (pandoc sizes the columns of a table wider than a line by their dashes).
+LINE_CHARACTERS = 78
+WIDE_TABLE_DASHES = 200
+NO_BREAK = "\u00a0"
+
+
+def _unbreakable(text: str) -> int:
+    """The longest run of TEXT that a line cannot break: a word, a code span or an interval, without its markup."""
+    return max((len(word.strip("`*")) for word in text.split(" ")), default=0)
+
+
+def _dashes(header: list[str], body: list[list[str]]) -> list[int]:
+    """Each column's dashes: as wide as its widest cell (10..40) where the table fits a line; otherwise shares of
+    WIDE_TABLE_DASHES that give every column at least its longest unbreakable run, the rest after its width."""
+    widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
+    wanted = [min(max(w, 10), 40) for w in widths]
+    if sum(widths) + 3 * len(widths) + 1 <= 72:
+        return wanted
+    needs = [
+        (max(_unbreakable(name), *(_unbreakable(line[i]) for line in body)) + 2.5) / LINE_CHARACTERS
+        for i, name in enumerate(header)
+    ]
+    spare = max(0.0, 1 - sum(needs))
+    shares = [need + spare * want / sum(wanted) for need, want in zip(needs, wanted, strict=True)]
+    return [max(1, round(share / sum(shares) * WIDE_TABLE_DASHES)) for share in shares]
+
+
 def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
     """A Markdown pipe table from row dicts (all rows share the first row's keys).
 
-    The separator's dashes follow each column's widest cell, clamped to 10..40 so that one long cell does not
-    squeeze the others: when a table is wider than a line, pandoc sizes the columns by them.
+    A table that fits a line is set at its cells' widths; a wider one fills the text width, its columns sized by
+    the separator's dashes (_dashes) so that no word, code span or interval runs into the next column.  An
+    interval's two bounds are joined by a no-break space: a line never breaks inside '[low, high]'.
     """
     rows = list(rows)
     if not rows:
@@ -102,10 +131,10 @@ def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
     header = list(rows[0])
 
     def cell(value: object) -> str:
-        return re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
+        text = re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
+        return re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text)
 
     body = [[cell(row[key]) for key in header] for row in rows]
-    widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * min(max(w, 10), 40) for w in widths) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * d for d in _dashes(header, body)) + "|"]
     lines += ["| " + " | ".join(line) + " |" for line in body]
     return "\n".join(lines)
