@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import itertools
 import os
 import re
 import shutil
 import subprocess
 from datetime import date
 
+import nbformat
 import pytest
 from PIL import Image
 
@@ -19,7 +22,7 @@ from copylab.experiments.copies.answers import QUESTIONS
 from copylab.formatting import fmt_bytes
 from copylab.record.store import SweepStore
 from copylab.report import sections
-from copylab.report.render import render_report
+from copylab.report.render import export_pdf, render_report
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
 
@@ -196,3 +199,63 @@ def test_a_failing_notebook_cell_is_one_line_error(rendered, tmp_path):
         r"report notebook failed in cell \d+: CopylabError: crossovers.csv: unknown status 'maybe'", message
     )
     assert (tmp_path / "report" / "report.ipynb").is_file() and not (tmp_path / "report" / "report.pdf").exists()
+
+
+@pytest.mark.skipif(shutil.which("pdftohtml") is None, reason="needs poppler-utils")
+@needs_latex
+def test_no_figure_runs_over_the_page_number(rendered):
+    pdf, _, _ = rendered
+    subprocess.run(["pdftohtml", "-xml", "-q", str(pdf), str(pdf.parent / "layout")], check=True)
+    xml = (pdf.parent / "layout.xml").read_text()
+    checked = 0
+    for page in re.split(r"<page ", xml)[1:]:
+        height = int(re.search(r'height="(\d+)"', page).group(1))
+        footer = [int(top) for top, text in re.findall(r'<text top="(\d+)"[^>]*>(\d+)</text>', page)]
+        footer = [top for top in footer if top > 0.85 * height]
+        for top, size in re.findall(r'<image top="(\d+)" left="\d+" width="\d+" height="(\d+)"', page):
+            checked += 1
+            assert int(top) + int(size) < min(footer, default=height), f"a figure reaches the footer: {page[:40]}"
+    assert checked >= 5
+
+
+@needs_latex
+def test_adjacent_table_cells_never_run_together(rendered):
+    """Two cells of a row set so close that pdftotext reads them as one word ('ImplementationReceive',
+    'thread94,461') means a column ran into the next."""
+    pdf, text, _ = rendered
+    executed = nbformat.read(pdf.with_suffix(".ipynb"), as_version=4)
+    outputs = [o for cell in executed.cells for o in cell.get("outputs", []) if "data" in o]
+    rows = [
+        [cell.strip().strip("`*") for cell in line.strip().strip("|").split(" | ")]
+        for output in outputs
+        for line in output["data"].get("text/markdown", "").splitlines()
+        if line.startswith("| ")
+    ]
+    pairs = {
+        left.split()[-1] + right.split()[0]
+        for row in rows
+        for left, right in itertools.pairwise(row)
+        if left.split() and right.split() and re.match(r"[A-Za-z_]{3}", left.split()[-1])
+    }
+    assert len(rows) >= 10 and pairs
+    assert not [joined for joined in pairs if joined in text], "cells run together"
+
+
+@pytest.mark.skipif(shutil.which("pdftohtml") is None, reason="needs poppler-utils")
+@needs_latex
+def test_a_tall_figure_stays_above_the_page_number(tmp_path):
+    """nbconvert bounds figures by 0.9 of the paper's height, more than the text's: a tall one (the servers
+    section's four rows of panels) ran over the page number."""
+    Image.new("RGB", (300, 1500), "navy").save(tmp_path / "tall.png")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Before the figure.")])
+    nb.cells.append(nbformat.v4.new_code_cell("", outputs=[]))
+    with open(tmp_path / "tall.png", "rb") as png:
+        data = {"image/png": base64.b64encode(png.read()).decode()}
+    nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data=data)]
+    nbformat.write(nb, tmp_path / "tall.ipynb")
+    pdf = export_pdf(tmp_path / "tall.ipynb", tmp_path / "tall.pdf")
+    subprocess.run(["pdftohtml", "-xml", "-q", str(pdf), str(tmp_path / "layout")], check=True)
+    page = next(page for page in (tmp_path / "layout.xml").read_text().split("<page ")[1:] if "<image " in page)
+    top, size = (int(v) for v in re.search(r'<image top="(\d+)" left="\d+" width="\d+" height="(\d+)"', page).groups())
+    footer = min(int(t) for t, _ in re.findall(r'<text top="(\d+)"[^>]*>(\d+)</text>', page))
+    assert top + size < footer

@@ -10,9 +10,10 @@ import shutil
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import nbformat
-from nbconvert import PDFExporter
+from nbconvert import LatexExporter, PDFExporter
 from nbconvert.exporters.pdf import LatexFailed
 from nbconvert.filters import escape_latex
 
@@ -32,6 +33,26 @@ def _latex_error(log: str) -> str:
     return errors[0] if errors else "see the LaTeX log"
 
 
+# nbconvert bounds a figure by 0.9 of the paper's height, which is more than the text's: a tall figure ran over the
+# page number.  A bound inside the text height leaves room for the figure's caption below it too.
+PAPER_BOUND = r"{0.9\paperheight}"
+TEXT_BOUND = r"{0.72\textheight}"
+
+
+class _FittingLatex(LatexExporter):
+    """nbconvert's LaTeX with every figure bounded by the text height (TEXT_BOUND)."""
+
+    def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> tuple[str, Any]:
+        latex, resources = super().from_notebook_node(nb, resources=resources, **kw)
+        if PAPER_BOUND not in latex:
+            raise CopylabError("nbconvert's LaTeX template no longer bounds figures as copylab expects")
+        return latex.replace(PAPER_BOUND, TEXT_BOUND), resources
+
+
+class _PaperExporter(PDFExporter, _FittingLatex):
+    """PDFExporter typesetting _FittingLatex's LaTeX (it comes between PDFExporter and LatexExporter)."""
+
+
 def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author: str = DEFAULT_AUTHOR) -> Path:
     """Export an executed notebook to PDF through LaTeX, without code, prompts or stderr."""
     nb = nbformat.read(executed, as_version=4)
@@ -43,7 +64,7 @@ def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author
         # warnings belong in the executed notebook for whoever debugs, not in the paper
         outputs = cell.get("outputs", [])
         cell["outputs"] = [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
-    exporter = PDFExporter()
+    exporter = _PaperExporter()
     # Tables (longtable) settle their column widths in a second pass; a third, nbconvert's default, changes nothing.
     exporter.latex_count = 2
     exporter.exclude_input = True
