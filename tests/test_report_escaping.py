@@ -5,6 +5,8 @@ mathtext would read as markup is analysed and typeset; pdftotext must find each 
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 import subprocess
 import unicodedata
@@ -46,3 +48,9 @@ def test_every_given_string_prints_literally(tmp_path):
     text = _printed(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout)
     for given in (TITLE, AUTHOR, *HOST.values(), f"gcc {SPECIALS}"):
         assert " ".join(given.split()) in text, given
+    # the web page beside it: markup in a string would vanish into tags; printed, it survives their removal
+    page = pdf.with_suffix(".html").read_text()
+    body = page[page.index("<body") :]
+    shown = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+    for given in (TITLE, AUTHOR, *HOST.values(), f"gcc {SPECIALS}"):
+        assert " ".join(given.split()) in shown, given

@@ -259,3 +259,45 @@ def test_a_tall_figure_stays_above_the_page_number(tmp_path):
     top, size = (int(v) for v in re.search(r'<image top="(\d+)" left="\d+" width="\d+" height="(\d+)"', page).groups())
     footer = min(int(t) for t, _ in re.findall(r'<text top="(\d+)"[^>]*>(\d+)</text>', page))
     assert top + size < footer
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
+@pytest.mark.timeout(120)
+@needs_latex
+def test_the_web_page_is_whole_on_its_own(rendered):
+    """report.html beside the PDF, in headless Chromium: every image loads, every link leads somewhere, nothing is
+    fetched from the network, and it says what the PDF says."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    pdf, text, _ = rendered
+    page_file = pdf.with_suffix(".html")
+    fetched: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("request", lambda r: fetched.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+            page.goto(page_file.as_uri())
+            images = page.eval_on_selector_all("img", "els => els.map(e => [e.complete, e.naturalWidth])")
+            links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+            ids = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+            body = " ".join(page.inner_text("body").split())
+        finally:
+            browser.close()
+    assert len(images) >= 5 and all(complete and width > 0 for complete, width in images), images
+    broken = [href for href in links if href.startswith("#") and href[1:] not in ids]
+    broken += [href for href in links if not href.startswith(("#", "http")) and not (page_file.parent / href).exists()]
+    assert not broken and not fetched, (broken, fetched)
+    assert "Synthetic test report" in body and "Answers at a glance" in body and "Appendix D: Glossary" in body
+    for question in QUESTIONS:
+        assert question in body and question in text

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from nbconvert import LatexExporter, PDFExporter
+from nbconvert import HTMLExporter, LatexExporter, PDFExporter
 from nbconvert.exporters.pdf import LatexFailed
 from nbconvert.filters import escape_latex
 
 from copylab import experiments
 from copylab.analysis.notebooks import execute
 from copylab.errors import CopylabError
+from copylab.formatting import md_escape
 from copylab.paths import FIGURES, NOTEBOOKS, ROOT
 from copylab.record.store import SweepStore
 
@@ -79,13 +80,37 @@ def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author
     return out_pdf
 
 
+HTML_TEMPLATE = Path(__file__).with_name("report.html.j2")
+
+
+def export_html(executed: Path, out_html: Path, title: str = DEFAULT_TITLE, author: str = DEFAULT_AUTHOR) -> Path:
+    """The executed notebook as one web page beside the PDF, with the same content: its figures embedded and no
+    script fetched from the network, the title and author escaped as every other string."""
+    nb = nbformat.read(executed, as_version=4)
+    nb.metadata["title"] = title  # the page's <title>: nbconvert escapes it for HTML
+    heading = f"# {md_escape(title)}\n\n{md_escape(author)}, {date.today().isoformat()}"
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(heading))
+    for cell in nb.cells:
+        outputs = cell.get("outputs", [])
+        cell["outputs"] = [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    exporter = HTMLExporter(template_name="lab", template_file=str(HTML_TEMPLATE))
+    exporter.embed_images = True
+    exporter.exclude_input = True
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": out_html.stem}})
+    out_html.write_text(body, encoding="utf-8")
+    return out_html
+
+
 def render_report(
     stores: Sequence[SweepStore],
     out_pdf: str | Path,
     title: str = DEFAULT_TITLE,
     author: str = DEFAULT_AUTHOR,
 ) -> Path:
-    """Execute the report notebook on analysed sweeps and write ``out_pdf``.
+    """Execute the report notebook on analysed sweeps and write ``out_pdf``, and the same report as a web page beside
+    it (same stem, .html).
 
     The first copies sweep is the main one, the first servers sweep gets the section "How a server waits"; the
     executed notebook is kept next to the PDF (same stem, .ipynb).
@@ -118,4 +143,6 @@ def render_report(
         "author": author,
     }
     execute(NOTEBOOK, executed, parameters, ROOT, "report")
-    return export_pdf(executed, out_pdf, title or DEFAULT_TITLE, author or DEFAULT_AUTHOR)
+    pdf = export_pdf(executed, out_pdf, title or DEFAULT_TITLE, author or DEFAULT_AUTHOR)
+    export_html(executed, out_pdf.with_suffix(".html"), title or DEFAULT_TITLE, author or DEFAULT_AUTHOR)
+    return pdf
