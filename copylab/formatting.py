@@ -102,6 +102,14 @@ def _unbreakable(text: str) -> int:
     return max((len(word.strip("`*")) for word in text.split(" ")), default=0)
 
 
+def _needs(header: list[str], body: list[list[str]]) -> list[float]:
+    """The share of a line each column needs for its longest unbreakable run, with its padding."""
+    return [
+        (max(_unbreakable(name), *(_unbreakable(line[i]) for line in body)) + 2.5) / LINE_CHARACTERS
+        for i, name in enumerate(header)
+    ]
+
+
 def _dashes(header: list[str], body: list[list[str]]) -> list[int]:
     """Each column's dashes: as wide as its widest cell (10..40) where the table fits a line; otherwise shares of
     WIDE_TABLE_DASHES that give every column at least its longest unbreakable run, the rest after its width."""
@@ -109,10 +117,7 @@ def _dashes(header: list[str], body: list[list[str]]) -> list[int]:
     wanted = [min(max(w, 10), 40) for w in widths]
     if sum(widths) + 3 * len(widths) + 1 <= 72:
         return wanted
-    needs = [
-        (max(_unbreakable(name), *(_unbreakable(line[i]) for line in body)) + 2.5) / LINE_CHARACTERS
-        for i, name in enumerate(header)
-    ]
+    needs = _needs(header, body)
     spare = max(0.0, 1 - sum(needs))
     shares = [need + spare * want / sum(wanted) for need, want in zip(needs, wanted, strict=True)]
     return [max(1, round(share / sum(shares) * WIDE_TABLE_DASHES)) for share in shares]
@@ -123,18 +128,21 @@ def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
 
     A table that fits a line is set at its cells' widths; a wider one fills the text width, its columns sized by
     the separator's dashes (_dashes) so that no word, code span or interval runs into the next column.  An
-    interval's two bounds are joined by a no-break space: a line never breaks inside '[low, high]'.
+    interval's two bounds are joined by a no-break space, so that a line never breaks inside '[low, high]', unless
+    the table has more of them than a line holds: then they may break after the comma rather than overlap.
     """
     rows = list(rows)
     if not rows:
         raise CopylabError("a table needs at least one row")
     header = list(rows[0])
 
-    def cell(value: object) -> str:
+    def cell(value: object, joined: bool = True) -> str:
         text = re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
-        return re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text)
+        return re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text) if joined else text
 
     body = [[cell(row[key]) for key in header] for row in rows]
+    if sum(_needs(header, body)) > 1:  # too many whole intervals for a line: they may break after their comma
+        body = [[cell(row[key], joined=False) for key in header] for row in rows]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * d for d in _dashes(header, body)) + "|"]
     lines += ["| " + " | ".join(line) + " |" for line in body]
     return "\n".join(lines)
