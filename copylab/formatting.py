@@ -73,31 +73,76 @@ def threads_text(threads: int) -> str:
 
 
 def code(name: str) -> str:
-    """An identifier (implementation, flag, syscall) or a tool's literal output, set in monospace."""
-    return f"`{name}`"
+    """An identifier (implementation, flag, syscall) or a tool's literal output, set in monospace.
+
+    A code span prints everything literally except a run of backticks as long as its fence: the fence is one
+    longer than the longest run inside, and padded with spaces when the text starts or ends with one."""
+    runs = [len(run) for run in re.findall(r"`+", name)]
+    if not runs:
+        return f"`{name}`"
+    fence = "`" * (max(runs) + 1)
+    return f"{fence} {name} {fence}"
 
 
 def md_escape(text: object) -> str:
-    """Free text (an error message, a CPU model) made literal in Markdown: '<x>' would vanish as raw HTML."""
-    return re.sub(r"([\\`*_{}\[\]<>#|~^$])", r"\\\1", str(text)).replace("\n", " ")
+    """Free text (an error message, a CPU model) made literal in Markdown: '<x>' would vanish as raw HTML, '&amp;'
+    would print as '&', '$x$' as mathematics."""
+    return re.sub(r"([\\`*_{}\[\]<>#|~^$&])", r"\\\1", str(text)).replace("\n", " ")
+
+
+# What a line of the PDF's text holds, in characters of its monospace font, and the dashes a wide table's separator
+# shares out among its columns (pandoc sizes the columns of a table wider than a line by their dashes).
+LINE_CHARACTERS = 78
+WIDE_TABLE_DASHES = 200
+NO_BREAK = "\u00a0"
+
+
+def _unbreakable(text: str) -> int:
+    """The longest run of TEXT that a line cannot break: a word, a code span or an interval, without its markup."""
+    return max((len(word.strip("`*")) for word in text.split(" ")), default=0)
+
+
+def _needs(header: list[str], body: list[list[str]]) -> list[float]:
+    """The share of a line each column needs for its longest unbreakable run, with its padding."""
+    return [
+        (max(_unbreakable(name), *(_unbreakable(line[i]) for line in body)) + 2.5) / LINE_CHARACTERS
+        for i, name in enumerate(header)
+    ]
+
+
+def _dashes(header: list[str], body: list[list[str]]) -> list[int]:
+    """Each column's dashes: as wide as its widest cell (10..40) where the table fits a line; otherwise shares of
+    WIDE_TABLE_DASHES that give every column at least its longest unbreakable run, the rest after its width."""
+    widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
+    wanted = [min(max(w, 10), 40) for w in widths]
+    if sum(widths) + 3 * len(widths) + 1 <= 72:
+        return wanted
+    needs = _needs(header, body)
+    spare = max(0.0, 1 - sum(needs))
+    shares = [need + spare * want / sum(wanted) for need, want in zip(needs, wanted, strict=True)]
+    return [max(1, round(share / sum(shares) * WIDE_TABLE_DASHES)) for share in shares]
 
 
 def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
     """A Markdown pipe table from row dicts (all rows share the first row's keys).
 
-    The separator's dashes follow each column's widest cell, clamped to 10..40 so that one long cell does not
-    squeeze the others: when a table is wider than a line, pandoc sizes the columns by them.
+    A table that fits a line is set at its cells' widths; a wider one fills the text width, its columns sized by
+    the separator's dashes (_dashes) so that no word, code span or interval runs into the next column.  An
+    interval's two bounds are joined by a no-break space, so that a line never breaks inside '[low, high]', unless
+    the table has more of them than a line holds: then they may break after the comma rather than overlap.
     """
     rows = list(rows)
     if not rows:
         raise CopylabError("a table needs at least one row")
     header = list(rows[0])
 
-    def cell(value: object) -> str:
-        return re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
+    def cell(value: object, joined: bool = True) -> str:
+        text = re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
+        return re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text) if joined else text
 
     body = [[cell(row[key]) for key in header] for row in rows]
-    widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * min(max(w, 10), 40) for w in widths) + "|"]
+    if sum(_needs(header, body)) > 1:  # too many whole intervals for a line: they may break after their comma
+        body = [[cell(row[key], joined=False) for key in header] for row in rows]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * d for d in _dashes(header, body)) + "|"]
     lines += ["| " + " | ".join(line) + " |" for line in body]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from copylab import formatting
 from copylab.analysis.stats import trials_for_precision
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers, captions, figures
-from copylab.experiments.copies.anomaly import find_anomaly
+from copylab.experiments.copies.anomaly import answered_by_q1, find_anomaly
 from copylab.experiments.copies.queries import Focus, choose_focus
 from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.record.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
@@ -235,8 +235,13 @@ def test_formatting_is_exact():
     assert fmt_pct(0.973) == "97.3%"
     assert formatting.fmt_span("3", "3") == "3" and formatting.fmt_span("3", "5") == "3 to 5"
     assert formatting.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|----------|----------|\n| 1 | x\\|y |"
-    wide = formatting.markdown_table([{"a": "x" * 12, "b": "y" * 100}])
-    assert wide.splitlines()[1] == "|" + "-" * 12 + "|" + "-" * 40 + "|"
+    wide = formatting.markdown_table([{"a": "`" + "x" * 12 + "`", "b": "y " * 50, "c": "9.99 [1.00, 10.0] µs"}])
+    dashes = [len(part) for part in wide.splitlines()[1].strip("|").split("|")]
+    assert sum(dashes) == formatting.WIDE_TABLE_DASHES  # wider than a line: fills the text width
+    # every column gets at least its longest unbreakable run: the code span, the interval (kept whole)
+    assert dashes[0] / sum(dashes) >= 12 / formatting.LINE_CHARACTERS
+    assert dashes[2] / sum(dashes) >= len("[1.00, 10.0]") / formatting.LINE_CHARACTERS
+    assert "[1.00,\u00a010.0]" in wide.splitlines()[2]
     assert formatting.md_escape("<not supported> a_b") == "\\<not supported\\> a\\_b"
 
 
@@ -291,7 +296,7 @@ def test_q1_uses_copied_fraction_notifications_and_ratios():
     assert "copied anyway on delivery" in text
     assert "0.0500 error-queue notifications" in text
     ratio = 20.0 / 26.0
-    assert f"| 64 KiB | {fmt_num(ratio)} | [{fmt_num(ratio * 0.96)}, {fmt_num(ratio * 1.04)}]" in text
+    assert f"| 64 KiB | {fmt_num(ratio)} | [{fmt_num(ratio * 0.96)},\u00a0{fmt_num(ratio * 1.04)}]" in text
     assert "significantly faster at 0 of 5 sizes, significantly slower at 5" in text
     # CPU per byte at the smallest and largest size, both implementations
     assert fmt_num(8 / 20.0) in text and fmt_num(8 / 0.55) in text
@@ -303,10 +308,11 @@ def test_q1_when_the_kernel_did_not_copy():
 
 def test_q2_without_counters_says_not_measurable_and_why():
     text = answers.answer_q2(make_sweep(counters=False))
-    assert text.startswith(
+    assert text.startswith("**In short:** not answered here: this host cannot count cache misses")
+    assert (
         "Not measurable on this host, because the hardware counters are not supported "
         "(perf reports `<not supported>` for L1-dcache-load-misses, LLC-load-misses)"
-    )
+    ) in text
     assert "the host is a virtual machine (kvm)" in text
     assert "largest reduction" not in text
     assert "no copy cost by cache level either" in text
@@ -327,7 +333,12 @@ def _calibrated(sweep: Results, memory_ns: float) -> Results:
 def test_q2_without_counters_derives_an_answer_from_the_calibration():
     sweep = _calibrated(make_sweep(counters=False), memory_ns=0.12)
     text = answers.answer_q2(sweep)
-    assert text.startswith("Not measurable on this host")
+    short, _, rest = text.partition("\n\n")
+    level = short.removeprefix("**In short:** ").split(",")[0]
+    assert rest.startswith("Not measurable on this host") and level in ("L1d", "L2", "L3", "memory")
+    # one answer: the level named in short is the one the derivation names, and no other is said to gain most
+    assert f"gains most from one copy less is {level}" in rest or f"works inside {level}" in rest
+    assert "saves most" not in text
     assert "Derived from the copy counts and the calibration, not from miss counters" in text
     sizes = measured_sizes(sweep)
     largest = max(sizes)
@@ -372,10 +383,11 @@ def test_q2_names_no_level_for_sizes_whose_removed_copy_a_finding_touches():
 def test_q6_reports_the_copy_path_finding_before_any_throughput_anomaly():
     sweep = _with_finding(_calibrated(make_sweep(counters=False), memory_ns=0.12))
     text = answers.answer_q6(sweep)
-    assert text.startswith("Selection rule: a copy that costs more than twice another way")
+    assert text.startswith("**In short:** on this host, glibc's memcpy copies")
+    assert "\n\nSelection rule: a copy that costs more than twice another way" in text
     assert "`two_copy` makes such copies" in text and "`rep movsb`" in text
     assert "sender's user-space CPU time per byte there" in text
-    assert answers.answer_q6(make_sweep()).startswith("Selection rule: among all stream throughput results")
+    assert "\n\nSelection rule: among all stream throughput results" in answers.answer_q6(make_sweep())
 
 
 @pytest.mark.parametrize(("gain", "level"), [((0.4, 0.1), "L1 data cache"), ((0.1, 0.5), "last-level cache")])
@@ -390,7 +402,10 @@ def test_q3_reports_thread_scaling_numbers_and_missing_counters():
     text = answers.answer_q3(make_sweep())
     # two_copy at 64 KiB: 26.0 Gbit/s with 1 thread, 20.8 with 4
     assert "- `two_copy`, 1 to 4 threads: throughput 26.0 to 20.8 Gbit/s (-20.0%)" in text
-    assert "The host has 2 cores, so beyond 2 threads" in text
+    assert text.startswith("**In short:** from 1 to 4 threads every implementation spent more CPU time per byte")
+    assert "**How sure:** decided; in each of the 3 implementations" in text
+    # every thread was pinned to CPU 0: they take turns on one CPU, whatever the host's cores
+    assert "Every thread of both ends was pinned to CPU 0" in text and "cores" not in text
     assert "not measurable on this host" in text
     assert "Sender LLC misses/KiB" not in text
     assert "Sender LLC misses/KiB" in answers.answer_q3(make_sweep(counters=True))
@@ -403,9 +418,12 @@ def test_q6_finds_the_zero_copy_reversal_in_the_fixture():
     # largest gap in the upper half of sizes: one_copy 16 vs zero_copy 9 Gbit/s at 4 KiB, each +-3%
     assert anomaly.observed[0] == "one_copy" and anomaly.size == 4096
     assert anomaly.score == pytest.approx(16 * 0.97 / (9 * 1.03) - 1)
+    # question 1 explains zero-copy's losses: question 6 picks the most surprising result beyond them
     text = answers.answer_q6(sweep)
-    assert "deferred" in text and "`one_copy` reached 16.0 [15.5, 16.5] Gbit/s" in text
-    assert "the lower bound of the higher result is 1.67 times the upper bound of the lower one" in text
+    beyond = find_anomaly(sweep, beyond_q1=True)
+    assert beyond is not None and not answered_by_q1(beyond)
+    assert "left to question 1" in text and "`one_copy` reached 16.0 [15.5, 16.5] Gbit/s" not in text
+    assert "**How sure:**" in text
 
 
 def test_q6_prefers_a_bigger_drop_in_a_curve():
@@ -555,10 +573,10 @@ def test_other_ways_to_send_ranks_senders_with_ties_and_prices_the_receivers_cop
     sweep = _with_receiver_side(make_sweep())
     table = answers.best_sender_table(sweep)
     # 64 KiB, 1 thread: two_copy 26.0 +-3%, sendfile 25.9 +-3% overlap; 4 KiB: one_copy 16 alone
-    assert "| 64 KiB | `two_copy` 26.0 [25.2, 26.8] | `sendfile` |" in table  # one_copy 24.0 [23.3, 24.7]: apart
-    assert "| 4 KiB | `one_copy` 16.0 [15.5, 16.5] | none: the best alone |" in table
+    assert "| 64 KiB | `two_copy` 26.0 [25.2,\u00a026.8] | `sendfile` |" in table  # one_copy 24.0 [23.3, 24.7]: apart
+    assert "| 4 KiB | `one_copy` 16.0 [15.5,\u00a016.5] | none: the best alone |" in table
     cost = answers.receiver_copy_cost(sweep)
-    assert "| `two_copy` | 64 KiB | 2.00 [1.94, 2.06] | 1.50 [1.46, 1.54] | 0.500 |" in cost
+    assert "| `two_copy` | 64 KiB | 2.00 [1.94,\u00a02.06] | 1.50 [1.46,\u00a01.54] | 0.500 |" in cost
     most = answers.which_copy_costs_most(sweep)
     # packing 0.52 - 0.22 = 0.30 ns/B against the receiver's 2.0 - 1.5 = 0.50 ns/B
     assert "makes 3 copies of each byte" in most and "the packing copy costs 0.300 ns per byte" in most

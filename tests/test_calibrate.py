@@ -15,7 +15,16 @@ import pytest
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.programs import calibration_run
 from copylab.record import calibration
-from copylab.record.calibration import MEMCPY, READ, VECTOR, CacheLevel, Calibration, CopyCost, CopyPoint
+from copylab.record.calibration import (
+    MEMCPY,
+    READ,
+    VECTOR,
+    CacheLevel,
+    Calibration,
+    CopyCost,
+    CopyPoint,
+    ratio_range,
+)
 
 # The calibration measures this machine's copy speed: another test sharing the CPUs would disturb it.
 pytestmark = pytest.mark.serial
@@ -228,3 +237,14 @@ def test_copy_cost_refuses_bad_arguments_in_one_line(bin_dir, arguments):
     result = subprocess.run([str(bin_dir / "copy_cost"), *arguments], capture_output=True, text=True)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("copylab: error: ") and result.stderr.count("\n") == 1
+
+
+def test_an_effect_whose_rounds_straddle_the_threshold_is_no_finding():
+    """The copy paths' ratio is a finding only when every round clears FINDING_RATIO: at 2.4x in one round and
+    1.8x in another, noise would decide from run to run whether the report claims it."""
+    fast = CopyPoint(8192, VECTOR, 16, [[0.010] * 3, [0.010] * 3], [[1, 1, 1]] * 2)
+    straddling = CopyPoint(8192, MEMCPY, 16, [[0.024] * 3, [0.018] * 3], [[1, 1, 1]] * 2)
+    assert ratio_range(straddling, fast) == pytest.approx((1.8, 2.4))
+    assert calibration.find([fast, straddling]) == []
+    clear = CopyPoint(8192, MEMCPY, 16, [[0.024] * 3, [0.022] * 3], [[1, 1, 1]] * 2)
+    assert [f.kind for f in calibration.find([fast, clear])] == ["string_instruction"]

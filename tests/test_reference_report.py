@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
-from copylab.experiments.copies import answers, captions
+from copylab.experiments.copies import answers, captions, glance
 from copylab.experiments.copies import report as copies_report
 from copylab.experiments.servers import open_load
 from copylab.experiments.servers import report as server_report
@@ -59,7 +59,12 @@ def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
 
 def compose_results(results: Results) -> str:
     """The copies report's sections from analysed RESULTS."""
-    parts = [sections.front_matter(results, date(2026, 1, 1)), sections.method(results), answers.copy_evidence(results)]
+    parts = [glance.at_a_glance(results), glance.part_b(results), glance.part_c(results)]
+    parts += [
+        sections.front_matter(results, date(2026, 1, 1)),
+        sections.method(results),
+        answers.copy_evidence(results),
+    ]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(copies_report.copy_limit(results))
     parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results)]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import itertools
 import os
 import re
 import shutil
 import subprocess
 from datetime import date
 
+import nbformat
 import pytest
 from PIL import Image
 
@@ -19,7 +22,7 @@ from copylab.experiments.copies.answers import QUESTIONS
 from copylab.formatting import fmt_bytes
 from copylab.record.store import SweepStore
 from copylab.report import sections
-from copylab.report.render import render_report
+from copylab.report.render import export_pdf, render_report
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
 
@@ -146,11 +149,15 @@ def test_reproduce_gives_the_sweep_command_from_the_manifest(tmp_path):
     sweep = dataclasses.replace(sweep, store=SweepStore(tmp_path / "elsewhere" / "fixture"))
     text = sections.reproduce(sweep)
     command = " ".join(text.replace("\\\n", " ").split())
-    assert (
-        "./inv run-sweep --name fixture --implementations two_copy,one_copy,zero_copy --workloads stream,rr "
-        "--sizes 64,1K,4K,16K,64K --rr-sizes 64 --threads 1,4 --trials 5 --duration 1.0 --warmup 0.3 "
-        "--pinning same_cpu --seed 1 --mtu 1500 --optmem-max 131072"
-    ) in command
+    assert command.count("./inv run-sweep --name fixture-again ") == 1  # a new name: run-sweep refuses an old one
+    for words in (
+        "--implementations two_copy,one_copy,zero_copy --workloads stream,rr --sizes 64,1K,4K,16K,64K --rr-sizes 64 "
+        "--threads 1,4",
+        "--trials 5 --duration 1.0 --warmup 0.3 --pinning same_cpu",
+        "--seed 1 --mtu 1500 --optmem-max 131072",
+    ):
+        assert words in command, words
+    assert not re.search(r"needs root|\(root\)|root for", text)  # none of it needs root: a user namespace does
     assert f"./inv report --data {tmp_path / 'elsewhere' / 'fixture'}" in text  # outside the project: absolute
     assert all(len(line) <= 72 for line in text.splitlines() if line.startswith(("./inv run-sweep", "    --")))
     assert "commit `abc`" in text
@@ -192,3 +199,105 @@ def test_a_failing_notebook_cell_is_one_line_error(rendered, tmp_path):
         r"report notebook failed in cell \d+: CopylabError: crossovers.csv: unknown status 'maybe'", message
     )
     assert (tmp_path / "report" / "report.ipynb").is_file() and not (tmp_path / "report" / "report.pdf").exists()
+
+
+@pytest.mark.skipif(shutil.which("pdftohtml") is None, reason="needs poppler-utils")
+@needs_latex
+def test_no_figure_runs_over_the_page_number(rendered):
+    pdf, _, _ = rendered
+    subprocess.run(["pdftohtml", "-xml", "-q", str(pdf), str(pdf.parent / "layout")], check=True)
+    xml = (pdf.parent / "layout.xml").read_text()
+    checked = 0
+    for page in re.split(r"<page ", xml)[1:]:
+        height = int(re.search(r'height="(\d+)"', page).group(1))
+        footer = [int(top) for top, text in re.findall(r'<text top="(\d+)"[^>]*>(\d+)</text>', page)]
+        footer = [top for top in footer if top > 0.85 * height]
+        for top, size in re.findall(r'<image top="(\d+)" left="\d+" width="\d+" height="(\d+)"', page):
+            checked += 1
+            assert int(top) + int(size) < min(footer, default=height), f"a figure reaches the footer: {page[:40]}"
+    assert checked >= 5
+
+
+@needs_latex
+def test_adjacent_table_cells_never_run_together(rendered):
+    """Two cells of a row set so close that pdftotext reads them as one word ('ImplementationReceive',
+    'thread94,461') means a column ran into the next."""
+    pdf, text, _ = rendered
+    executed = nbformat.read(pdf.with_suffix(".ipynb"), as_version=4)
+    outputs = [o for cell in executed.cells for o in cell.get("outputs", []) if "data" in o]
+    rows = [
+        [cell.strip().strip("`*") for cell in line.strip().strip("|").split(" | ")]
+        for output in outputs
+        for line in output["data"].get("text/markdown", "").splitlines()
+        if line.startswith("| ")
+    ]
+    pairs = {
+        left.split()[-1] + right.split()[0]
+        for row in rows
+        for left, right in itertools.pairwise(row)
+        if left.split() and right.split() and re.match(r"[A-Za-z_]{3}", left.split()[-1])
+    }
+    assert len(rows) >= 10 and pairs
+    assert not [joined for joined in pairs if joined in text], "cells run together"
+
+
+@pytest.mark.skipif(shutil.which("pdftohtml") is None, reason="needs poppler-utils")
+@needs_latex
+def test_a_tall_figure_stays_above_the_page_number(tmp_path):
+    """nbconvert bounds figures by 0.9 of the paper's height, more than the text's: a tall one (the servers
+    section's four rows of panels) ran over the page number."""
+    Image.new("RGB", (300, 1500), "navy").save(tmp_path / "tall.png")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Before the figure.")])
+    nb.cells.append(nbformat.v4.new_code_cell("", outputs=[]))
+    with open(tmp_path / "tall.png", "rb") as png:
+        data = {"image/png": base64.b64encode(png.read()).decode()}
+    nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data=data)]
+    nbformat.write(nb, tmp_path / "tall.ipynb")
+    pdf = export_pdf(tmp_path / "tall.ipynb", tmp_path / "tall.pdf")
+    subprocess.run(["pdftohtml", "-xml", "-q", str(pdf), str(tmp_path / "layout")], check=True)
+    page = next(page for page in (tmp_path / "layout.xml").read_text().split("<page ")[1:] if "<image " in page)
+    top, size = (int(v) for v in re.search(r'<image top="(\d+)" left="\d+" width="\d+" height="(\d+)"', page).groups())
+    footer = min(int(t) for t, _ in re.findall(r'<text top="(\d+)"[^>]*>(\d+)</text>', page))
+    assert top + size < footer
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
+@pytest.mark.timeout(120)
+@needs_latex
+def test_the_web_page_is_whole_on_its_own(rendered):
+    """report.html beside the PDF, in headless Chromium: every image loads, every link leads somewhere, nothing is
+    fetched from the network, and it says what the PDF says."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    pdf, text, _ = rendered
+    page_file = pdf.with_suffix(".html")
+    fetched: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("request", lambda r: fetched.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+            page.goto(page_file.as_uri())
+            images = page.eval_on_selector_all("img", "els => els.map(e => [e.complete, e.naturalWidth])")
+            links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+            ids = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+            body = " ".join(page.inner_text("body").split())
+        finally:
+            browser.close()
+    assert len(images) >= 5 and all(complete and width > 0 for complete, width in images), images
+    broken = [href for href in links if href.startswith("#") and href[1:] not in ids]
+    broken += [href for href in links if not href.startswith(("#", "http")) and not (page_file.parent / href).exists()]
+    assert not broken and not fetched, (broken, fetched)
+    assert "Synthetic test report" in body and "Answers at a glance" in body and "Appendix D: Glossary" in body
+    for question in QUESTIONS:
+        assert question in body and question in text

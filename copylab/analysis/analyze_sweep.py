@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from copylab import experiments
+from copylab.analysis import plotting
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.notebooks import execute
 from copylab.analysis.stats import compare, summarize
@@ -71,7 +72,8 @@ def analyze(
     measured = add_metrics(trials)
     summary = summarize(measured, confidence=confidence)
     comparisons, crossovers = comparison_tables(measured, manifest, pairs, metrics, confidence, n_resamples, seed)
-    figures = experiments.get(manifest.parameters.experiment).draw()(trials, summary, crossovers, manifest, confidence)
+    draw = plotting.literal_text(experiments.get(manifest.parameters.experiment).draw())
+    figures = draw(trials, summary, crossovers, manifest, confidence)
     written: list[Path] = []
     if write:
         for name, frame in (("summary", summary), ("comparisons", comparisons), ("crossovers", crossovers)):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import papermill
+from jupyter_client import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from papermill.exceptions import PapermillExecutionError
+from traitlets import Unicode
 from traitlets.config import Config
 
 from copylab.errors import CopylabError
@@ -16,14 +19,43 @@ from copylab.scratch import private_directory
 KERNEL = "python3"
 
 
+class LoggedKernelManager(AsyncKernelManager):
+    """A kernel whose own stderr (ipykernel's log) goes to a file rather than the console.
+
+    jupyter_client interrupts the kernel when it stops it, and ipykernel logs that as
+    "ERROR | KeyboardInterrupt caught in kernel" on every run; the file is shown only when the notebook fails."""
+
+    stderr_path = Unicode("", help="where the kernel's stderr goes; empty: the console").tag(config=True)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        if not self.stderr_path:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        with open(self.stderr_path, "ab") as log:  # the child keeps its own descriptor
+            return await super()._async_launch_kernel(kernel_cmd, **kw, stderr=log)
+
+
+def _show(log: Path) -> None:
+    """The kernel's stderr, on the console, after a failure."""
+    text = log.read_text(errors="replace").strip() if log.is_file() else ""
+    if text:
+        print(f"kernel log:\n{text}", file=sys.stderr)
+
+
 def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path, label: str) -> None:
     """Run notebook into output; label ("analysis", "report") names it in the error."""
     # An IPC socket instead of TCP ports on localhost: nothing else on the host can reach the kernel
     # (and ipykernel stops warning about unencrypted TCP in every task's output).
     # Configured rather than passed as a ready kernel manager, so that nbclient still owns and stops the kernel.
-    # The sockets go to a private directory of this run: two notebooks at once never share them.
+    # The sockets and the kernel's log go to a private directory of this run: two notebooks at once never share them.
     with private_directory("copylab-kernel-") as sockets:
-        kernel_config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
+        log = sockets / "kernel-stderr.log"
+        kernel_config = Config(
+            {
+                "NotebookClient": {"kernel_manager_class": LoggedKernelManager},
+                "KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")},
+                "LoggedKernelManager": {"stderr_path": str(log)},
+            }
+        )
         try:
             papermill.execute_notebook(
                 str(notebook),
@@ -41,4 +73,5 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
                 f"{lines[0] if lines else 'no message'} (see {output})"
             ) from None
         except (CellTimeoutError, DeadKernelError) as error:
+            _show(log)
             raise CopylabError(f"{label} notebook did not finish ({type(error).__name__}; see {output})") from None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -19,6 +20,15 @@ from copylab.declarations.metrics import METRICS
 
 if TYPE_CHECKING:
     from copylab.record.manifest import Manifest
+
+Drawn = TypeVar("Drawn", bound=Callable[..., Any])
+
+
+def literal_text(function: Drawn) -> Drawn:
+    """FUNCTION, drawing with its text printed as it is: a sweep's strings (host, CPU, sweep name) reach titles
+    and labels, and a '$' in one must print, not start matplotlib's mathtext."""
+    return matplotlib.rc_context({"text.parse_math": False})(function)
+
 
 PINNING_STYLES = {"none": "-", "same_cpu": "--", "split_cpu": ":"}  # only used when a sweep has several
 NO_DATA_COLOR = "0.35"

@@ -245,7 +245,8 @@ def report(data: str | None = None, title: str | None = None, author: str | None
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(analyze_directory, [store.directory for store in stale]))
     kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
-    print(f"report: {render_report(stores, REPORT / 'report.pdf', **kwargs)}")
+    pdf = render_report(stores, REPORT / "report.pdf", **kwargs)
+    print(f"report: {pdf} (and as a web page: {pdf.with_suffix('.html')})")
     return 0
 
 

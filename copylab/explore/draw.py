@@ -38,6 +38,7 @@ def crossover_text(axis: Axis, value: float) -> str:
     return fmt_bytes(value) if axis == "size_bytes" else f"{fmt_num(value)} {AXES[axis]}"
 
 
+@plotting.literal_text
 def make_figure(
     data: pd.DataFrame,
     metric: str,
@@ -86,6 +87,7 @@ def make_figure(
     return fig
 
 
+@plotting.literal_text
 def make_ratio_figure(
     ratios: pd.DataFrame,
     crossovers: pd.DataFrame,

@@ -171,11 +171,19 @@ def _by_path(points: list[CopyPoint]) -> dict[tuple[str, int], dict[int, CopyPoi
     return grouped
 
 
+def ratio_range(slow: CopyPoint, fast: CopyPoint) -> tuple[float, float]:
+    """The ratio of SLOW to FAST over the calibration's rounds, at its least and at its most: SLOW's cheapest round
+    median over FAST's dearest, and the other way round."""
+    slow_rounds, fast_rounds = slow.round_medians() or [slow.median], fast.round_medians() or [fast.median]
+    return min(slow_rounds) / max(fast_rounds), max(slow_rounds) / min(fast_rounds)
+
+
 def _slower(slow: CopyPoint, fast: CopyPoint) -> float | None:
-    """SLOW's median over FAST's when every sample of SLOW exceeds every sample of FAST by FINDING_RATIO in
-    the median; None otherwise."""
+    """SLOW's median over FAST's when the whole range of that ratio over the rounds clears FINDING_RATIO and every
+    sample of SLOW exceeds every sample of FAST; None otherwise.  An effect whose rounds straddle the threshold is
+    not a finding: on one host, noise alone would decide from run to run whether it is claimed."""
     ratio = slow.median / fast.median
-    if ratio > FINDING_RATIO and min(slow.samples) > max(fast.samples):
+    if ratio_range(slow, fast)[0] > FINDING_RATIO and min(slow.samples) > max(fast.samples):
         return ratio
     return None
 

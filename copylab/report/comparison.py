@@ -55,6 +55,7 @@ def _contender(row: pd.Series) -> str:
     return implementations.contender(*(row[key] for key in CONTENDER_KEYS))
 
 
+@plotting.literal_text
 def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
     """Per compared metric with a compared configuration: B/A with its interval along the experiment's axis, one
     panel per combination of the other settings, filled markers where the change is significant."""

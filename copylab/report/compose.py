@@ -1,11 +1,11 @@
 """The report's content, in order, from its analysed sweeps: the generic sections around each experiment's parts.
 
-Setup and Method describe the main sweep (the first sweep of the main experiment); then the main experiment's
-parts; then, for every other experiment, its parts for its first sweep of each load (closed, open), or what it
-says when the report has none; then Limitations and Reproducing; then the further sweeps, each summed up by its
-experiment and compared with that experiment's first sweep of the same load (copylab.analysis.two_runs).  Figures are
-numbered
-here, in the order they appear.  notebooks/20_report.ipynb only displays the blocks.
+The main experiment's front (the answers at a glance) and parts come first; then, for every other experiment, its
+parts for its first sweep of each load (closed, open), or what it says when the report has none; then Limitations;
+then the further sweeps, each summed up by its experiment and compared with that experiment's first sweep of the
+same load (copylab.analysis.two_runs); then the appendices on the main sweep: its setup, method, how to reproduce
+it, and the glossary.  Figures are numbered here, in the order they appear.  notebooks/20_report.ipynb only displays
+the blocks.
 """
 
 from __future__ import annotations
@@ -54,15 +54,9 @@ def _role(sweep: Results) -> tuple[str, str]:
 
 def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
     """The whole report, figures numbered."""
-    content: list[Block] = [
-        Markdown("# Setup"),
-        Markdown(sections.front_matter(sweeps.main, generated)),
-        Markdown("# Method"),
-        Markdown(sections.method(sweeps.main)),
-    ]
-    content += _traced(
-        experiments.get(sweeps.main.manifest.parameters.experiment).parts().parts(sweeps.main), sweeps.main
-    )
+    main = experiments.get(sweeps.main.manifest.parameters.experiment).parts()
+    content: list[Block] = list(main.front(sweeps.main)) if hasattr(main, "front") else []
+    content += _traced(main.parts(sweeps.main), sweeps.main)
     for experiment in experiments.EXPERIMENTS.values():
         if experiment.main:
             continue
@@ -71,12 +65,24 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         for sweep in found.values():
             content += _traced(module.parts(sweep), sweep)
         content += module.absent(frozenset(found))
+    content += [Markdown("# Limitations"), Markdown(sections.limitations(sweeps.main))]
+    content += _further(sweeps)
     content += [
-        Markdown("# Limitations"),
-        Markdown(sections.limitations(sweeps.main)),
-        Markdown("# Reproducing this report"),
+        Markdown("# Appendix A: Setup"),
+        Markdown(sections.front_matter(sweeps.main, generated)),
+        Markdown("# Appendix B: Method"),
+        Markdown(sections.method(sweeps.main)),
+        Markdown("# Appendix C: Reproducing this report"),
         Markdown(sections.reproduce(sweeps.main)),
     ]
+    if hasattr(main, "back"):
+        content += [Markdown("# Appendix D: Glossary"), *main.back()]
+    return _numbered(content)
+
+
+def _further(sweeps: ReportSweeps) -> list[Block]:
+    """Every further sweep, summed up by its experiment and compared with the first sweep of its role."""
+    content: list[Block] = []
     if sweeps.further:
         content.append(Markdown("# Further sweeps"))
     for other in sweeps.further:
@@ -89,7 +95,7 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         ]
         first = sweeps.main if _role(other) == _role(sweeps.main) else sweeps.sections[_role(other)]
         content += _compared(first, other)
-    return _numbered(content)
+    return content
 
 
 def _compared(first: Results, other: Results) -> list[Block]:

@@ -18,7 +18,14 @@ from copylab.declarations.vocabulary import WORKLOAD_MEASURE
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_span, md_escape
 from copylab.programs.perf import USER_MODE_ONLY
 from copylab.record.manifest import Manifest
-from copylab.report.results import Results, between_hosts, in_container, metric_rows, virtualised
+from copylab.report.results import (
+    Results,
+    between_hosts,
+    every_trial,
+    in_container,
+    metric_rows,
+    virtualised,
+)
 
 
 def failed_trials(trials: pd.DataFrame) -> str:
@@ -72,9 +79,10 @@ def trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
         f"{more} more successful trials to come within {fmt_pct(IMPRECISE)}"
     )
     m = results.manifest
-    if m.started_at and m.ended_at and len(results.trials):
+    ran = len(every_trial(results))  # the wall time went to every layout's trials
+    if m.started_at and m.ended_at and ran:
         elapsed = datetime.fromisoformat(m.ended_at) - datetime.fromisoformat(m.started_at)
-        pace = elapsed.total_seconds() / len(results.trials)
+        pace = elapsed.total_seconds() / ran
         budgeted = m.parameters.design == "blocked" and m.parameters.budget_s is not None
         option = settings.get("budget_s" if budgeted else "trials").option
         lever = f"{code(f'--{option}')} " + ("sets a blocked sweep's time" if budgeted else "sets each configuration's")
@@ -125,13 +133,16 @@ def shared_machine(results: Results) -> str | None:
         return None
     if in_container(virtualization):
         return (
-            f"systemd-detect-virt names a container manager ({virtualization}), as some virtual machines also do: "
-            "other workloads of the machine share its CPUs and caches."
+            f"systemd-detect-virt names a container manager ({md_escape(virtualization)}), as some virtual machines "
+            "also do: other workloads of the machine share its CPUs and caches."
         )
     return (
-        f"The host is virtualised ({virtualization}): other guests share the physical CPUs and caches, and "
+        f"The host is virtualised ({md_escape(virtualization)}): other guests share the physical CPUs and caches, and "
         "CPU time includes time stolen by the hypervisor."
     )
+
+
+WORKLOAD_WORDS = {"stream": "stream", "rr": "request/response"}
 
 
 def retransmits_seen(results: Results) -> str | None:
@@ -141,8 +152,20 @@ def retransmits_seen(results: Results) -> str | None:
     if not len(with_retransmits):
         return None
     split = with_retransmits["pinning"] != "same_cpu"
+    workloads = retransmits["workload"].unique()
+    by_workload = (
+        " ("
+        + ", ".join(
+            f"{int((with_retransmits['workload'] == w).sum())} of {int((retransmits['workload'] == w).sum())} "
+            f"{WORKLOAD_WORDS.get(w, w)}"
+            for w in workloads
+        )
+        + ")"
+        if len(workloads) > 1
+        else ""
+    )
     text = (
-        f"{len(with_retransmits)} of {len(retransmits)} configurations saw TCP retransmits (up to "
+        f"{len(with_retransmits)} of {len(retransmits)} configurations{by_workload} saw TCP retransmits (up to "
         f"{fmt_num(float(with_retransmits['mean'].max()))} per trial on average), which cost throughput and add "
         "noise."
     )

@@ -15,7 +15,7 @@ import pandas as pd
 from copylab.declarations import implementations
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
-from copylab.formatting import code
+from copylab.formatting import code, md_escape
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
@@ -60,6 +60,11 @@ def _study_layout(frame: pd.DataFrame) -> pd.Series:
 def _between_layouts(frame: pd.DataFrame) -> pd.Series:
     mark = implementations.LAYOUT_MARK
     return frame["challenger"].str.contains(mark, regex=False) | frame["baseline"].str.contains(mark, regex=False)
+
+
+def every_trial(results: Results) -> pd.DataFrame:
+    """Every trial the sweep ran, its other message layouts' included (Results.trials holds the study's)."""
+    return results.trials if results.layouts is None else results.layouts.trials
 
 
 def load_results(store: SweepStore) -> Results:
@@ -198,19 +203,21 @@ def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACH
             by_reason: dict[str, list[str]] = {}
             for event in listed:
                 by_reason.setdefault(str(unsupported[event]), []).append(event)
+            reasons = by_reason.items()
             reason = (
                 "the hardware counters are not supported ("
-                + "; ".join(f"perf reports {code(why)} for {', '.join(names)}" for why, names in by_reason.items())
+                + "; ".join(f"perf reports {code(why)} for {md_escape(', '.join(names))}" for why, names in reasons)
                 + ")"
             )
         else:
             reason = "the counters produced no values in this sweep"
     virtualization = virtualised(results)
+    shown = md_escape(virtualization)
     if virtualization and in_container(virtualization):
         reason += (
-            f"; systemd-detect-virt named a container manager ({virtualization}), and inside a container perf "
-            "cannot open these events"
+            f"; systemd-detect-virt named a container manager ({shown}), and inside a container perf cannot open "
+            "these events"
         )
     elif virtualization:
-        reason += f"; the host is a virtual machine ({virtualization}) whose hypervisor does not expose these events"
+        reason += f"; the host is a virtual machine ({shown}) whose hypervisor does not expose these events"
     return reason

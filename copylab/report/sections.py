@@ -13,9 +13,10 @@ from copylab import experiments
 from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
 from copylab.analysis.noise import spread_explained
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
-from copylab.declarations import implementations
+from copylab.declarations import implementations, settings
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
+from copylab.declarations.settings import LISTS as LIST_KINDS
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.measure.spec import cpus_for
 from copylab.paths import ROOT
@@ -24,6 +25,7 @@ from copylab.report import limitation, transport_prose
 from copylab.report.results import (
     Results,
     between_hosts,
+    every_trial,
     present,
 )
 
@@ -48,7 +50,7 @@ def front_matter(results: Results, generated: date) -> str:
     m = results.manifest
     host, tools, params = m.host, m.toolchain, m.parameters
     lines = [
-        f"Sweep {code(results.name)} (profile {m.profile}), measured {_period(m)}, code at commit "
+        f"Sweep {code(results.name)} (profile {md_escape(m.profile)}), measured {_period(m)}, code at commit "
         f"{code(m.git.commit[:12])}"
         + (" with uncommitted changes" if m.git.dirty else "")
         + f". Report generated on {generated.isoformat()}.",
@@ -199,8 +201,15 @@ def _baselines_text(results: Results) -> str:
 
 def _repetitions(results: Results) -> str:
     """How the trials were ordered and how many each configuration got, and why."""
-    params, trials = results.manifest.parameters, results.trials
+    params, trials = results.manifest.parameters, every_trial(results)
     counted = f"{len(trials):,} trials in total ({int((trials['status'] == 'ok').sum()):,} succeeded)"
+    arms = len(trials) - len(results.trials)
+    if arms:
+        others = sorted(set(trials["layout"]) - set(results.trials["layout"]))
+        counted += (
+            f"; {arms:,} of them held the message in another layout ({', '.join(code(o) for o in others)}), "
+            f"which only the section on message layouts compares, so the other sections rest on {len(results.trials):,}"
+        )
     n = results.summary["n"]
     per = fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else "0"
     if params.design != "blocked":
@@ -246,8 +255,14 @@ def _noise(results: Results) -> str:
     text = (
         "**What makes identical trials differ.** Of the spread of the headline metric between identical trials "
         f"(logarithms, centred within each configuration with {MIN_SPREAD_TRIALS} or more trials, "
-        f"{found[0].configurations} configurations), the share each covariate explains: {shares}."
+        f"{found[0].configurations} configurations), the share each covariate explains alone: {shares}."
     )
+    if len(found) > 1:
+        text += (
+            " Each share is that covariate's own (its squared correlation with the metric, or for the block the "
+            "share of the spread between blocks); the covariates move together, so the shares overlap and need not "
+            "add up to 100%."
+        )
     if names & {"probe_ns", "probe_copy_ns"}:
         text += (
             " The host's speed is probed on the trial's CPUs just before and after each trial, since a virtual CPU "
@@ -255,10 +270,7 @@ def _noise(results: Results) -> str:
             "inside the guest shows."
         )
     if "rcv_receive_buffer_bytes" in names:
-        text += (
-            " The kernel sized this sweep's socket buffers, and the receive buffer it grew each connection to is "
-            "recorded: its share is the transport's, which fixed buffers (`--socket-buffer`, the default) remove."
-        )
+        text += _receive_buffer_share(results.manifest)
     if "block" in names:
         text += (
             " What the block explains is what pairing within blocks removes from a comparison; the rest is fixed "
@@ -267,6 +279,21 @@ def _noise(results: Results) -> str:
             "windows."
         )
     return text
+
+
+def _receive_buffer_share(manifest: Manifest) -> str:
+    """What the receive buffer's share means: the kernel's sizing (--socket-buffer 0), or what is left of it when
+    the sweep fixed the buffers."""
+    chosen = manifest.parameters.socket_buffer
+    if not chosen:
+        return (
+            " The kernel sized this sweep's socket buffers, and the receive buffer it grew each connection to is "
+            "recorded: its share is the transport's, which fixed buffers (`--socket-buffer`, the default) remove."
+        )
+    return (
+        f" This sweep fixed the socket buffers at {fmt_size(chosen)} (`--socket-buffer`); the receive buffer each "
+        "connection reported is recorded all the same, and its share is what still varied with it."
+    )
 
 
 def _in_flight(manifest: Manifest) -> str:
@@ -331,7 +358,7 @@ def limitations(results: Results) -> str:
     unstable = main[main["unstable"]]
     manifest = results.manifest
     items = [
-        limitation.failed_trials(results.trials),
+        limitation.failed_trials(every_trial(results)),
         limitation.unstable_means(main, unstable),
         limitation.trials_to_settle(unstable, results),
         limitation.trials_per_configuration(main),
@@ -361,34 +388,58 @@ def _size_option(size: int) -> str:
     return str(size)
 
 
-def reproduce(results: Results) -> str:
-    """The commands that re-render this report and re-measure its sweep, and the code version."""
-    params = results.manifest.parameters
-    git = results.manifest.git
-    options = [
-        ("implementations", ",".join(params.implementations)),
-        ("workloads", ",".join(params.workloads)),
-        ("sizes", ",".join(_size_option(s) for s in params.sizes)),
-        ("rr-sizes", ",".join(_size_option(s) for s in params.rr_sizes)),
-        ("threads", ",".join(str(t) for t in params.threads)),
-        ("trials", params.trials),
-        ("duration", params.duration_s),
-        ("warmup", params.warmup_s),
-        ("pinning", ",".join(params.pinning)),
-        ("seed", params.seed),
-        ("mtu", params.mtu),
-        ("optmem-max", params.optmem_max),
-        ("congestion-control", params.congestion_control),
-        ("socket-buffer", params.socket_buffer),
-    ]
-    words = [f"--{k} {v}" for k, v in options if v not in (None, "")] + (["--verify"] if params.verify else [])
-    lines = [f"./inv run-sweep --name {results.name}"]
+# What the printed command never repeats: the namespaces' names are the run's own (a second run picks free ones).
+NOT_REPEATED = frozenset({"namespaces"})
+
+
+def _option_word(setting: settings.Setting, value: object) -> str | None:
+    """SETTING at VALUE as run-sweep takes it ('--sizes 64,1K'); None where the option would say nothing."""
+    if value is None or value == "" or (isinstance(value, (list, tuple)) and not value):
+        return None
+    if setting.kind == "bool":
+        if value == setting.default:
+            return None
+        return f"--{setting.option}" if value else f"--no-{setting.option}"
+    if setting.kind == "sizes":
+        return f"--{setting.option} {','.join(_size_option(int(v)) for v in value)}"  # type: ignore[attr-defined]
+    if setting.kind in LIST_KINDS:
+        return f"--{setting.option} {','.join(str(v) for v in value)}"  # type: ignore[attr-defined]
+    return f"--{setting.option} {value}"
+
+
+def remeasure_command(results: Results) -> list[str]:
+    """run-sweep's words that measure this sweep's grid again, under a new name (run-sweep refuses an existing one):
+    every setting the manifest records, its budget and layout and receive arms included, so that the command plans
+    the same configurations."""
+    parameters = results.manifest.parameters.parameters()
+    words = [f"--name {results.name}-again"]
+    if results.manifest.profile in experiments.get(parameters["experiment"]).profiles:
+        words.append(f"--profile {results.manifest.profile}")
+    study_layout_only = list(parameters["layout"]) == [implementations.STUDY_LAYOUT] and not parameters["layout_for"]
+    for setting in settings.SETTINGS:
+        if setting.option is None or setting.name in NOT_REPEATED or (setting.name == "layout" and study_layout_only):
+            continue
+        word = _option_word(setting, parameters[setting.name])
+        if word is not None:
+            words.append(word)
+    return words
+
+
+def _wrapped(words: list[str], first: str) -> list[str]:
+    """A shell command's words on lines of at most 66 characters (verbatim text does not wrap), continued by '\\'."""
+    lines = [first]
     for word in words:
-        if len(lines[-1]) + len(word) > 66:  # stay inside the page: verbatim text does not wrap
+        if len(lines[-1]) + len(word) > 66:
             lines[-1] += " \\"
             lines.append("    " + word)
         else:
             lines[-1] += " " + word
+    return lines
+
+
+def reproduce(results: Results) -> str:
+    """The commands that re-render this report and re-measure its sweep, and the code version."""
+    git = results.manifest.git
     return "\n".join(
         [
             "Re-render this report from the same data (no root needed):",
@@ -397,16 +448,18 @@ def reproduce(results: Results) -> str:
             f"./inv report --data {_relative(results.store.directory)}",
             "```",
             "",
-            "Measure a new quick sweep and report it in one command (needs root for the namespaces):",
+            "Measure a new quick sweep of each experiment and report them in one command (no root needed: without "
+            "root copylab creates the namespaces inside a user namespace):",
             "",
             "```",
             "./inv report",
             "```",
             "",
-            "Re-measure this sweep with the same settings (root):",
+            "Measure this sweep's configurations again, with every setting it recorded, under a new name (no root "
+            "needed either):",
             "",
             "```",
-            *lines,
+            *_wrapped(remeasure_command(results), "./inv run-sweep"),
             "```",
             "",
             f"Code version: commit `{git.commit}`"
@@ -428,7 +481,7 @@ def sweep_heading(results: Results) -> str:
         [
             f"## Sweep {code(results.name)}",
             "",
-            f"Host {host.hostname} (kernel {host.kernel}, {host.cores} cores); {grid}; threads "
+            f"Host {md_escape(host.hostname)} (kernel {md_escape(host.kernel)}, {host.cores} cores); {grid}; threads "
             + ", ".join(str(t) for t in params.threads)
             + f"; pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
         ]

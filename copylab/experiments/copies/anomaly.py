@@ -98,8 +98,14 @@ def _curve_candidates(summary: pd.DataFrame) -> list[Anomaly]:
     return found
 
 
-def find_anomaly(results: Results) -> Anomaly | None:
-    """The most surprising stream-throughput result of the study's variants (see the module docstring).
+def answered_by_q1(anomaly: Anomaly) -> bool:
+    """Whether ANOMALY is zero-copy losing to a copying sender: question 1's subject, so question 6 looks further."""
+    return anomaly.kind == "ordering_reversal" and implementations.uses_zero_copy(anomaly.implementation)
+
+
+def find_anomaly(results: Results, beyond_q1: bool = False) -> Anomaly | None:
+    """The most surprising stream-throughput result of the study's variants (see the module docstring); BEYOND_Q1,
+    the most surprising one that question 1 does not already explain.
 
     The score is the lower 95% bound of the side that came out higher over the upper bound of the side
     expected higher, minus one, so it is positive only when the intervals do not overlap.
@@ -113,5 +119,5 @@ def find_anomaly(results: Results) -> Anomaly | None:
     middle = (math.log2(sizes[0]) + math.log2(sizes[-1])) / 2
     large = [s for s in sizes if math.log2(s) >= middle]
     candidates = _ordering_candidates(stream, large, order) + _curve_candidates(stream)
-    candidates = [c for c in candidates if math.isfinite(c.score)]
+    candidates = [c for c in candidates if math.isfinite(c.score) and not (beyond_q1 and answered_by_q1(c))]
     return max(candidates, key=lambda c: c.score) if candidates else None

@@ -241,7 +241,8 @@ def retransmits(results: Results, focus: Focus) -> str:
         )
     return (
         f"TCP retransmits per stream trial (mean over trials), one panel per implementation. {zero} of {len(rows)} "
-        f"configurations had none; the most, {fmt_num(worst['mean'])} per trial, occurred for "
+        f"stream configurations had none and {len(rows) - zero} saw some; the most, {fmt_num(worst['mean'])} per "
+        "trial, occurred for "
         f"{code(worst['implementation'])} at "
         f"{fmt_size(worst['size_bytes'])} with {threads_text(int(worst['threads']))} and pinning "
         f"{code(worst['pinning'])}."

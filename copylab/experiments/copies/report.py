@@ -1,12 +1,13 @@
-"""The copies experiment's parts of the report (copylab.report.compose puts them between Method and Limitations): where
-the copies happen (Part A), the study's plots (Part D), how far each sender is from its copy bound, the answers to
+"""The copies experiment's parts of the report (copylab.report.compose puts them after the answers at a glance and
+before Limitations): where the copies happen (Part A), what was measured (Part B), the one command (Part C), the
+study's plots (Part D), how far each sender is from its copy bound, the answers to
 the study's questions (Part E) and the other ways to send."""
 
 from __future__ import annotations
 
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
-from copylab.experiments.copies import answers, captions, layout
+from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.blocks import Block, Figure, Markdown
@@ -78,6 +79,10 @@ def parts(results: Results) -> list[Block]:
         Markdown(part_a(results)),
         Markdown(answers.copy_evidence(results)),
         _figure(results, captions.PART_A_FIGURE),
+        Markdown("# Part B: what was measured"),
+        Markdown(glance.part_b(results)),
+        Markdown("# Part C: one command, one CSV"),
+        Markdown(glance.part_c(results)),
         Markdown("# Part D: measurements"),
         *(_figure(results, name) for name in captions.PART_D_FIGURES),
         Markdown("## How far from the limit"),
@@ -90,6 +95,16 @@ def parts(results: Results) -> list[Block]:
         *(_figure(results, name) for name in captions.OTHER_SENDERS_FIGURES),
         Markdown(answers.other_ways_to_send(results)),
     ]
+
+
+def front(results: Results) -> list[Block]:
+    """What the report opens with: the answers at a glance."""
+    return [Markdown("# Answers at a glance"), Markdown(glance.at_a_glance(results))]
+
+
+def back() -> list[Block]:
+    """What the report's appendices end with: the glossary."""
+    return [Markdown(glance.glossary())]
 
 
 def absent(loads: frozenset[str] = frozenset()) -> list[Block]:

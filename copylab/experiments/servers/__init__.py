@@ -12,7 +12,7 @@ from typing import Any
 
 from copylab.experiment import Experiment, Members
 
-# The seed material's set-up: server on CPU 0, client on CPU 1 (taskset), many connections at once.
+# The set-up of the study's related exercise: server on CPU 0, client on CPU 1 (taskset), many connections at once.
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(),

@@ -495,9 +495,9 @@ def answers(results: Results) -> list[tuple[str, str]]:
 
 HEADING = "# How a server waits"
 INTRODUCTION = (
-    "The seed material's other question: not how bytes leave user space, but how a server waits for many "
-    "connections at once: one at a time, a thread or a process per connection, or one thread multiplexing them "
-    "with `select`, `poll` or `epoll`."
+    "The study's related exercises ask a second question: not how bytes leave user space, but how a server waits "
+    "for many connections at once: one at a time, a thread or a process per connection, or one thread "
+    "multiplexing them with `select`, `poll` or `epoll`."
 )
 
 

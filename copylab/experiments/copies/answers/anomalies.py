@@ -14,6 +14,7 @@ from copylab.formatting import (
     fmt_size,
     threads_text,
 )
+from copylab.measure.spec import cpus_for
 from copylab.record.calibration import findings_for_copy
 from copylab.report.prose import config_label, value_interval
 from copylab.report.results import Results, between_hosts, measured_sizes, present, value
@@ -58,10 +59,17 @@ def _explain(results: Results, anomaly: Anomaly) -> str:
             "L2 cache, so every copy now misses to the shared cache or memory; or a message larger than the socket "
             "send buffer makes the sender block and wait for the receiver, adding context switches and wake-ups." + zc
         )
+    server, client = cpus_for(anomaly.pinning)
     cores = results.manifest.host.cores
-    core_text = f" on {cores} cores" if cores else ""
+    sharing = (
+        f"Every thread of both ends was pinned to CPU {server}, so the threads cannot run in parallel: they take "
+        "turns on that one CPU."
+        if server is not None and server == client
+        else f"More threads than cores{f' on {cores} cores' if cores else ''} cannot run in parallel; they take "
+        "turns on the CPUs."
+    )
     return (
-        f"More threads than cores{core_text} cannot run in parallel; they time-share the CPUs. Every context switch "
+        f"{sharing} Every context switch "
         "costs the scheduler's work and evicts the previous thread's socket buffers and message fields from the L1/L2 "
         "caches; the extra connections also add lock contention on the link and the receive path (softirq) work "
         "competes with the application threads for the same CPUs."
@@ -95,7 +103,10 @@ def _copy_path_finding(results: Results) -> str | None:
         cost_text = "; ".join(
             f"{fmt_size(size)} {value_interval(found, 'ns')}" for size, found in measured_cost if found
         )
+        sizes_text = ", ".join(fmt_size(size) for size in affected)
         return (
+            f"**In short:** on this host, {finding.describe(record.cpu_flags)}, and {code(name)} makes such copies at "
+            f"{sizes_text}. **How sure:** the calibration measured it directly when the sweep started.\n\n"
             "Selection rule: a copy that costs more than twice another way of copying the same bytes is reported "
             "before any throughput anomaly, because the calibration measures it directly instead of inferring it "
             f"from throughput. On this host, {finding.describe(record.cpu_flags)}. {code(name)} makes such copies "
@@ -119,9 +130,12 @@ def answer_q6(results: Results) -> str:
     copy_path = _copy_path_finding(results)
     if copy_path is not None:
         return copy_path
-    anomaly = find_anomaly(results)
+    anomaly = find_anomaly(results, beyond_q1=True)
     if anomaly is None:
-        return "The sweep has no stream throughput results to search for unexpected results."
+        return (
+            "Beyond zero-copy's losses, which question 1 explains, the sweep's stream throughput holds no result "
+            "to search for unexpected ones."
+        )
     where = f"{config_label(anomaly.threads, anomaly.pinning)}, stream"
     exp, obs = anomaly.expected, anomaly.observed
     if anomaly.kind == "ordering_reversal":
@@ -149,14 +163,17 @@ def answer_q6(results: Results) -> str:
         rule = "the largest loss of throughput from the fewest to the most threads"
     if anomaly.score > 0:
         separation = (
-            f"The 95% intervals do not overlap: the lower bound of the higher result is {fmt_num(1 + anomaly.score)} "
-            "times the upper bound of the lower one."
+            "**How sure:** the 95% intervals do not overlap: the lower bound of the higher result is "
+            f"{fmt_num(1 + anomaly.score)} times the upper bound of the lower one."
         )
     else:
         separation = (
-            "No candidate had non-overlapping 95% intervals, so this is the closest call, not a significant anomaly."
+            "**How sure:** not settled; no candidate had non-overlapping 95% intervals, so this is the closest call, "
+            "not a significant anomaly."
         )
     return (
+        f"**In short:** {finding} {separation}\n\n"
         f"Selection rule: among all stream throughput results, {rule} was the highest-scoring of three kinds of "
-        f"broken expectation (ordering, size, thread scaling). {finding} {separation}\n\n{_explain(results, anomaly)}"
+        "broken expectation (ordering, size, thread scaling); zero-copy's losses to the copying senders are left to "
+        f"question 1, which explains them.\n\n{_explain(results, anomaly)}"
     )

@@ -47,23 +47,24 @@ def _cache_reductions(results: Results, focus: Focus, challengers: list[str], ba
     return pd.DataFrame.from_records(records, columns=["level", "challenger", "size", "reduction", "low", "high"])
 
 
-def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str | None) -> str:
+def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str | None) -> tuple[str, str | None]:
     """Derived, not counted: where each message size's removed copy works and what one copy costs there, from a
-    calibration that is consistent, naming no level where a finding or a disagreement of its rounds decides."""
+    calibration that is consistent, naming no level where a finding or a disagreement of its rounds decides; and
+    the level it names, if any."""
     record = results.manifest.calibration
     if record is None or not record.copy_cost:
         return (
             " This sweep's manifest has no copy cost by cache level either (it predates that calibration; "
             "`./inv calibrate --data DIR` adds it), so the question stays open here."
-        )
+        ), None
     if record.inconsistent:
         return (
             " The sweep's copy-cost calibration cannot stand in for them either: it is inconsistent "
             f"({md_escape(record.inconsistent)}), so no cache level is derived from it, and none is named."
-        )
+        ), None
     sizes = measured_sizes(results)
     if not sizes or not baseline or not one_copy:
-        return ""
+        return "", None
     saved = implementations.get(baseline).copies.per_byte() - implementations.get(one_copy).copies.per_byte()
     times = "time" if saved == 1 else "times"
     removed = implementations.get(baseline).copies.user_copy
@@ -102,14 +103,25 @@ def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str |
         cheapest = min(medians, key=lambda region: medians[region])
         text += (
             f" Beyond the last-level cache a copied byte costs {fmt_num(medians['memory'])} ns, "
-            f"{fmt_num(medians['memory'] / medians[cheapest])} times the cost inside {cheapest}"
-            + (
-                ": there a removed copy saves most, because it streams from and to memory."
-                if max(medians, key=lambda region: medians[region]) == "memory"
-                else "."
-            )
+            f"{fmt_num(medians['memory'] / medians[cheapest])} times the cost inside {cheapest}; no tested "
+            "message of this sweep reached that far, so it names no level here."
+            if "memory" not in {cost.region for cost in at.values()}
+            else f"{fmt_num(medians['memory'] / medians[cheapest])} times the cost inside {cheapest}."
         )
-    return text
+    return text, _costliest(record, {cost.region for cost in at.values()})
+
+
+def _costliest(record: Calibration, regions: set[str]) -> str | None:
+    """The one of REGIONS where a copied byte costs most in every round of the calibration; None if none is."""
+    if len(regions) == 1:
+        return next(iter(regions))
+    if not regions or "disagree" in _costliest_level(record, regions):
+        return None
+    rounds = region_rounds(record)
+    if not all(region in rounds for region in regions):
+        medians = region_costs(record)
+        return max(regions, key=lambda region: medians[region])
+    return max(regions, key=lambda region: rounds[region][0])
 
 
 def _costliest_level(record: Calibration, regions: set[str]) -> str:
@@ -139,11 +151,20 @@ def answer_q2(results: Results) -> str:
     challengers = [name for name in (one_copy, role(results, Role.ZERO_COPY)) if name]
     reductions = _cache_reductions(results, focus, challengers, baseline)
     if reductions.empty:
+        derived, level = _q2_from_calibration(results, baseline, one_copy)
+        short = (
+            f"**In short:** {level}, derived from the copy-cost calibration rather than counted: this host cannot "
+            "count cache misses. **How sure:** every round of the calibration agrees on it; a host with miss "
+            "counters would decide it by counting."
+            if level
+            else "**In short:** not answered here: this host cannot count cache misses, and nothing else in the "
+            "sweep names a level. **How sure:** open; a host whose perf counts L1 and LLC misses would decide it."
+        )
         text = (
-            "Not measurable on this host, because "
+            f"{short}\n\nNot measurable on this host, because "
             + counters_unavailable_reason(results)
-            + ". The L1 and last-level cache miss columns are empty for every trial, so no level's reduction can "
-            "be computed, and none is claimed." + _q2_from_calibration(results, baseline, one_copy)
+            + ". The L1 and last-level cache miss columns are empty for every trial, so no level's reduction is "
+            "counted." + derived
         )
         one = {
             impl: value(results, "snd_cpu_ns_per_byte", impl, "stream", focus.size, focus.threads, focus.pinning)

@@ -124,39 +124,76 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
             "sweep, so the question cannot be answered from it."
         )
     found = found.sort_values(["pinning", "threads"])
+    stabilities = [_stability(results, row) for _, row in found.iterrows()]
     lines = [
-        f"**In short:** {_short_answer(found)} Metric: stream throughput; method: root of the mean difference "
+        f"**In short:** {_short_answer(found)}{_how_sure(stabilities)} Metric: stream throughput; method: root of "
+        "the mean difference "
         + (
             "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
             if paired(results)
             else "interpolated on log2(size), interval from resampling trials within each size."
         )
     ]
-    lines += [""] + [f"- {crossover_statement(results, row)}{_evidence(results, row)}" for _, row in found.iterrows()]
+    lines += [""] + [
+        f"- {crossover_statement(results, row)}{_evidence(stability)}"
+        for (_, row), stability in zip(found.iterrows(), stabilities, strict=True)
+    ]
     return "\n".join(lines)
 
 
-def _evidence(results: Results, row: pd.Series) -> str:
-    """For a blocked design: how many blocks the curve's comparisons rest on, and how often its verdict comes out
-    again when its blocks are drawn anew (a second run's chance of the same verdict)."""
+# A verdict that a fresh draw of the blocks reproduces less often than this is reported as not settled.
+SETTLED = 0.8
+
+
+def _stability(results: Results, row: pd.Series) -> tuple[str, float] | None:
+    """For a blocked design: the blocks per size the curve's comparisons rest on, and the share of 400 resamples
+    of those blocks that give its verdict again (a second run's chance of the same verdict); None otherwise."""
     if not paired(results):
-        return ""
+        return None
     where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
-    rows = comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
-    rows = rows[rows["method"] == "paired"]
-    if rows.empty or len(rows) < len(
-        comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
-    ):
-        return ""
+    every = comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
+    rows = every[every["method"] == "paired"]
+    if rows.empty or len(rows) < len(every):
+        return None
     blocks = fmt_span(str(int(rows["n_pairs"].min())), str(int(rows["n_pairs"].max())))
     trials = select(results.trials, **where, connections=int(row["connections"]))
     advantages = curve_advantages(
         trials, row["challenger"], row["baseline"], row["metric"], "size_bytes", rows["size_bytes"]
     )
-    stability = verdict_stability(advantages, row["status"], seed=results.manifest.parameters.seed)
-    return (
+    return blocks, verdict_stability(advantages, row["status"], seed=results.manifest.parameters.seed)
+
+
+def _evidence(found: tuple[str, float] | None) -> str:
+    """How many blocks a verdict rests on and how often it comes out again; whether that settles it."""
+    if found is None:
+        return ""
+    blocks, stability = found
+    text = (
         f" It rests on {blocks} blocks per size (more where the comparison was still undecided after the first "
-        f"pass); drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples."
+        f"pass); drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples"
+    )
+    if stability < SETTLED:
+        return text + ", so it is **not settled**: more blocks at these sizes would decide it."
+    return text + "."
+
+
+def _how_sure(stabilities: list[tuple[str, float] | None]) -> str:
+    """One sentence: how many of the verdicts a fresh draw of their blocks reproduces at least SETTLED of the time."""
+    known = [found[1] for found in stabilities if found is not None]
+    if not known:
+        return (
+            " **How sure:** decided by Holm-corrected tests at each size; how often a second run would agree is not "
+            "estimated (a blocked sweep estimates it)."
+        )
+    unsettled = sum(stability < SETTLED for stability in known)
+    if not unsettled:
+        return (
+            f" **How sure:** decided; each of the {len(known)} verdicts comes out again in at least "
+            f"{fmt_pct(SETTLED)} of redraws of its blocks."
+        )
+    return (
+        f" **How sure:** {unsettled} of the {len(known)} verdicts are not settled (they come out again in fewer than "
+        f"{fmt_pct(SETTLED)} of redraws of their blocks); more blocks at those sizes would decide them."
     )
 
 

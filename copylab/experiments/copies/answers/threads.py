@@ -8,8 +8,10 @@ from copylab.formatting import (
     fmt_change,
     fmt_num,
     fmt_size,
+    fmt_span,
     markdown_table,
 )
+from copylab.measure.spec import cpus_for
 from copylab.report.prose import value_interval
 from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, value
 
@@ -22,6 +24,7 @@ def answer_q3(results: Results) -> str:
     hi = threads[-1]
     llc = measured(results, "snd_llc_misses_per_kib")
     rows, sentences = [], []
+    changes: list[Change] = []
     for impl in study(results):
         values = {
             (metric, t): value(results, metric, impl, "stream", focus.size, t, focus.pinning)
@@ -52,23 +55,16 @@ def answer_q3(results: Results) -> str:
             cpu0, cpu1 = values[("cpu_ns_per_byte", first)], values[("cpu_ns_per_byte", last)]
             if cpu0 and cpu1:
                 text += f", CPU per byte {fmt_num(cpu0[0])} to {fmt_num(cpu1[0])} ns ({fmt_change(cpu0[0], cpu1[0])})"
+                changes.append((cpu1[0] / cpu0[0] - 1, cpu1[1] > cpu0[2] or cpu1[2] < cpu0[1]))
             cs0, cs1 = values[("ctx_switches_per_msg", first)], values[("ctx_switches_per_msg", last)]
             if cs0 and cs1:
                 text += f", context switches per message {fmt_num(cs0[0])} to {fmt_num(cs1[0])}"
             sentences.append(f"- {text}.")
     if not rows:
         return "The sweep has no stream results at the focus size, so the question cannot be answered from it."
-    cores = results.manifest.host.cores
-    intro = f"At {fmt_size(focus.size)} per message (stream, pinning {code(focus.pinning)}):\n\n"
-    intro += "\n".join(sentences) + "\n\n"
-    if cores and hi > int(cores):
-        intro += (
-            f"The host has {cores} cores, so beyond {cores} threads the connections time-share cores: every switch "
-            "between threads replaces the working set (socket buffers, message fields) in the private L1 and L2 "
-            "caches, and the threads compete for the shared last-level cache."
-        )
-    if focus.pinning == "same_cpu":
-        intro += " With both ends pinned to one CPU, all threads of sender and receiver share that CPU's caches."
+    intro = f"{_conclusion(changes, threads[0], hi)}\n\nAt {fmt_size(focus.size)} per message (stream, pinning "
+    intro += f"{code(focus.pinning)}):\n\n" + "\n".join(sentences) + "\n\n"
+    intro += _where_threads_ran(focus.pinning, results.manifest.host.cores, hi)
     if not llc:
         intro += (
             " Cache contention itself cannot be observed here: the L1 and LLC miss counters are not measurable on "
@@ -76,3 +72,59 @@ def answer_q3(results: Results) -> str:
             "CPU per byte at constant work means more stalls or scheduling overhead per byte."
         )
     return intro + "\n\n" + markdown_table(rows)
+
+
+Change = tuple[float, bool]  # relative change of CPU per byte from the fewest to the most threads; beyond the CIs
+
+
+def _conclusion(changes: list[Change], first: int, last: int) -> str:
+    """The answer in one sentence: what adding threads did to CPU time per byte, and how sure that is."""
+    if not changes:
+        return "**In short:** CPU time per byte was not measured at both thread counts, so nothing is concluded."
+    span = fmt_span(f"{min(c for c, _ in changes) * 100:+.1f}%", f"{max(c for c, _ in changes) * 100:+.1f}%")
+    clear = sum(beyond for _, beyond in changes)
+    sure = (
+        f"decided; in each of the {clear} implementations the change lies beyond both 95% intervals"
+        if clear == len(changes)
+        else f"not settled; only in {clear} of {len(changes)} implementations does the change lie beyond both 95% "
+        "intervals, and more trials at both thread counts would decide the rest"
+    )
+    if all(change > 0 for change, _ in changes):
+        return (
+            f"**In short:** from {first} to {last} threads every implementation spent more CPU time per byte "
+            f"({span}): the threads add switching and cache refills, not parallelism. **How sure:** {sure}."
+        )
+    if all(change < 0 for change, _ in changes):
+        return (
+            f"**In short:** from {first} to {last} threads every implementation spent less CPU time per byte "
+            f"({span}): more connections amortised the per-message cost, and no contention shows. "
+            f"**How sure:** {sure}."
+        )
+    return (
+        f"**In short:** from {first} to {last} threads CPU time per byte moved both ways ({span}), so no "
+        f"interaction with the caches is shown. **How sure:** {sure}."
+    )
+
+
+def _where_threads_ran(pinning: str, cores: int | None, most: int) -> str:
+    """Which CPUs the threads shared, from the pinning, and so which caches they contended for."""
+    server, client = cpus_for(pinning)
+    if server is not None and server == client:
+        return (
+            f"Every thread of both ends was pinned to CPU {server}, so no two of them ever ran at once: from 2 "
+            "threads on they take turns on that one CPU. Each switch between them replaces the working set (socket "
+            "buffers, message fields) in its L1 and L2 caches, so contention here is for one core's caches."
+        )
+    if server is not None:
+        return (
+            f"The sender's threads were pinned to CPU {server} and the receiver's to CPU {client}: the threads of "
+            "one end take turns on their CPU and refill its L1 and L2 caches at each switch, and the two ends "
+            "share the last-level cache."
+        )
+    if cores and most > int(cores):
+        return (
+            f"The host has {cores} cores and the threads were not pinned, so beyond {cores} threads they take turns "
+            "on the cores: every switch replaces the working set in the private L1 and L2 caches, and the threads "
+            "compete for the shared last-level cache."
+        )
+    return "The threads were not pinned and had a core each, so they compete only for the shared last-level cache."

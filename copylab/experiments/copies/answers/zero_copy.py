@@ -46,6 +46,7 @@ def answer_q1(results: Results) -> str:
         verdicts = [verdict(row) for row in comparisons.itertuples()]
         faster = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "faster"]
         slower = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "slower"]
+        parts.insert(0, _in_short(zero_copy, baseline, len(faster), len(slower), len(comparisons), counts))
         parts.append(
             f"Throughput ratio {code(zero_copy)} / {code(baseline)} ({config_label(focus.threads, focus.pinning)}, "
             f"stream), {'within-block geometric mean and t' if paired(results) else 'mean and Fieller'} 95% CI: "
@@ -75,3 +76,25 @@ def answer_q1(results: Results) -> str:
             "receiver that does not copy: a remote peer behind a NIC, not a local one."
         )
     return "\n\n".join(parts)
+
+
+def _in_short(zero_copy: str, baseline: str, faster: int, slower: int, sizes: int, counts: dict | None) -> str:
+    """The answer in one sentence, and how sure it is: the Holm-corrected verdicts at each size."""
+    copied = counts is not None and counts["copied_fraction"] >= 0.5
+    why = (
+        f"the kernel still copied {fmt_pct(counts['copied_fraction'])} of its sends, so it saved no copy but paid "
+        "for pinning pages and reading completions"
+        if copied and counts is not None
+        else "pinning pages and reading completions cost more than the copy it saves at small messages"
+    )
+    head = (
+        f"**In short:** {code(zero_copy)} was significantly slower than {code(baseline)} at {slower} of {sizes} "
+        f"sizes and faster at {faster}, because {why}."
+    )
+    undecided = sizes - faster - slower
+    return head + (
+        " **How sure:** decided at every size (Holm-corrected tests)."
+        if not undecided
+        else f" **How sure:** decided at {faster + slower} of {sizes} sizes; at the other {undecided} no difference "
+        "is shown, and more trials there would decide it."
+    )

@@ -1,0 +1,113 @@
+"""The copies experiment's front of the report: the answers at a glance, Part B (what was measured, on which side,
+in which window) and Part C (the one command and the files it writes), and the glossary at the back.
+
+The answers at a glance are each answer's own first paragraph ("In short", "How sure"), so the two never differ."""
+
+from __future__ import annotations
+
+from copylab.analysis.stats import IMPRECISE
+from copylab.declarations.schema import COLUMN_NAMES
+from copylab.experiments.copies import answers
+from copylab.formatting import code, fmt_pct, markdown_table
+from copylab.record.tables import CONFIG_KEYS
+from copylab.report.results import Results, every_trial
+
+# Where each question's evidence is, in the order of answers.QUESTIONS.
+EVIDENCE = (
+    "the throughput figure of Part D and the ratio table under question 1",
+    "the cache-miss figure of Part D (or what it draws in its place) and question 2",
+    "the latency figure of Part D and the table under question 3",
+    "the throughput figure of Part D and crossovers.csv",
+    "the throughput figure of Part D and crossovers.csv",
+    "question 6",
+)
+SHORT = "**In short:** "
+
+
+def _short(answer: str) -> str:
+    """An answer's first paragraph without its label and its method note, or a pointer to the full answer."""
+    first = answer.split("\n\n")[0]
+    if not first.startswith(SHORT):
+        return "see the answer in Part E."
+    short = first.removeprefix(SHORT).split(" Metric: ")[0]
+    return short[:1].upper() + short[1:]
+
+
+def at_a_glance(results: Results) -> str:
+    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is."""
+    items = [
+        f"{number}. **{question}** {_short(answer)} *Evidence:* {EVIDENCE[number - 1]}."
+        for number, (question, answer) in enumerate(answers.answers(results), start=1)
+    ]
+    return (
+        "The study's six questions (Part E) and this sweep's answers, each with how sure it is. Each is argued in "
+        "full, with its numbers, in Part E.\n\n" + "\n".join(items)
+    )
+
+
+def _counted(results: Results, events: tuple[str, ...]) -> str:
+    perf = results.manifest.perf
+    if perf is not None and perf.available and all(event in perf.supported_events for event in events):
+        return "perf stat, on each end"
+    return "not countable on this host (see Limitations); CPU time stands in"
+
+
+def part_b(results: Results) -> str:
+    """What each metric is, on which side it is measured and over which window."""
+    window = "the measured window only"
+    rows = [
+        ("Throughput (Gbit/s)", "client (receiver)", "bytes all client threads received, over the window's length"),
+        ("Latency (µs)", "client", "round trip of each request of the request/response workload: mean, 99th pct"),
+        ("CPU cycles", "both ends", _counted(results, ("cycles",))),
+        (
+            "L1 and last-level cache misses",
+            "both ends",
+            _counted(results, ("L1-dcache-load-misses", "LLC-load-misses")),
+        ),
+        ("Context switches", "both ends", "getrusage, voluntary and involuntary"),
+        ("CPU time (user, system)", "both ends", "getrusage"),
+    ]
+    table = markdown_table({"Metric": m, "Side": side, "How": how, "When": window} for m, side, how in rows)
+    return (
+        "The server sends and the client receives; the variants differ only on the sending side, so every counter "
+        "is taken on both ends and reported per side (`snd_` and `rcv_` columns). perf is enabled only inside the "
+        "window, through its control fifo: start-up, warm-up and teardown are not counted.\n\n" + table
+    )
+
+
+def part_c(results: Results) -> str:
+    """The one command and the files it writes, with this sweep's counts."""
+    trials = every_trial(results)
+    configurations = len(trials[list(CONFIG_KEYS)].drop_duplicates())
+    directory = results.store.directory.name
+    return (
+        f"One command, `./inv report`, compiles the C programs, runs every configuration of both experiments' "
+        "quick sweeps, analyses them and writes this report; it needs no manual step and no root. This sweep's "
+        f"files, in `data/{directory}/`:\n\n"
+        f"- {code('trials.csv')}: one row per trial, {len(trials):,} rows of {len(COLUMN_NAMES)} columns;\n"
+        f"- {code('summary.csv')}: one row per configuration and metric, with its mean and 95% interval, over "
+        f"{configurations:,} configurations: the study's CSV with a row per configuration;\n"
+        f"- {code('manifest.json')}: the host, the toolchain, every setting and the calibration, so that the sweep "
+        "can be measured again (Appendix C gives the command)."
+    )
+
+
+GLOSSARY = (
+    ("block", "one trial of every contender at one setting, run back to back; comparisons pair trials within it"),
+    ("configuration", "one implementation at one setting: message size, threads, pinning, receive mode, layout"),
+    ("crossover", "the message size from which one sender is significantly better than another"),
+    ("Fieller interval", "a confidence interval for a ratio of two means"),
+    ("Holm correction", "adjusts p-values for testing many sizes at once, so that few false verdicts slip through"),
+    ("LLC", "last-level cache: the largest cache, shared by the cores"),
+    ("MSG_ZEROCOPY", "a send flag: the kernel pins the user pages instead of copying them, and reports completion"),
+    ("namespace, veth", "an isolated copy of the network stack; a virtual cable joining two of them"),
+    ("rep movsb", "the x86 string-copy instruction that memcpy uses for many sizes"),
+    ("skb", "socket buffer: the kernel's structure holding a packet's data"),
+    ("trial, window", "one fresh server and client process; the measured part of it, after a warm-up"),
+    ("unstable", f"a mean whose 95% interval reaches more than {fmt_pct(IMPRECISE)} either side of it"),
+)
+
+
+def glossary() -> str:
+    """The words of the report a reader may not know, each in one line."""
+    return markdown_table({"Word": word, "Meaning": meaning} for word, meaning in GLOSSARY)
