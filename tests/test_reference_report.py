@@ -237,7 +237,7 @@ def _check_ratio_table(text: str, tables: dict[str, pd.DataFrame]) -> int:
     for line in lines:
         size, ratio, interval, p, verdict = (cell.strip() for cell in line.strip("|").split("|"))
         row = rows.loc[_size(size)]
-        low, high = interval.strip("[]").split(", ")
+        low, high = re.split(r",\s+", interval.strip("[]"))  # the bounds are joined by a no-break space
         assert _close(ratio, row["ratio"]) and _close(low, row["ratio_ci_low"]) and _close(high, row["ratio_ci_high"])
         assert row["p_holm"] < 0.001 if p == "<0.001" else _close(p, row["p_holm"]), (line, row["p_holm"])
         expected = ("faster" if row["challenger_better"] else "slower") if row["significant"] else "not significant"

@@ -154,7 +154,7 @@ def test_reproduce_gives_the_sweep_command_from_the_manifest(tmp_path):
         "--implementations two_copy,one_copy,zero_copy --workloads stream,rr --sizes 64,1K,4K,16K,64K --rr-sizes 64 "
         "--threads 1,4",
         "--trials 5 --duration 1.0 --warmup 0.3 --pinning same_cpu",
-        "--seed 1 --mtu 1500 --optmem-max 131072",
+        "--seed 1 --mtu 1500 --path veth --optmem-max 131072",
     ):
         assert words in command, words
     assert not re.search(r"needs root|\(root\)|root for", text)  # none of it needs root: a user namespace does
