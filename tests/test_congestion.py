@@ -74,6 +74,7 @@ def test_every_connection_of_a_sweep_uses_the_algorithm_it_asked_for(tmp_path):
         receive=["copy"],
         namespaces=list(NAMESPACES),
         congestion_control=ASKED,
+        calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
     result = sweep.run(settings, data_root=tmp_path, progress=False)
     trials, manifest = SweepStore(tmp_path / "cc").load()

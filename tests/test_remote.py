@@ -417,6 +417,7 @@ def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_pa
             duration_s=1.0,
             warmup_s=0.05,
             pinning=["same_cpu"],
+            calibrate=False,  # not under test here: it costs each sweep about 10 s
         ),
     )
     trials_csv = tmp_path / name / "trials.csv"
@@ -475,6 +476,7 @@ def test_ctrl_c_during_a_remote_trial_leaves_nothing_on_either_host(hosts, outco
         "--trials=3",
         "--duration=2",
         "--no-analyze",
+        "--no-calibrate",
         *args,
     )
     try:
@@ -530,6 +532,7 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
             mtu=4000,
             optmem_max=1048576,
             tune_remote=True,
+            calibrate=False,  # not under test here: it costs each sweep about 10 s
         ),
     )
     seen: list[list[str]] = []

@@ -274,12 +274,6 @@ def support() -> perf.PerfSupport:
     return perf.detect()
 
 
-@pytest.fixture
-def no_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Calibration is not under test here; it would add a second of memory-bandwidth load per sweep.
-    monkeypatch.setattr(sweep, "calibration_for", lambda config, bed: None)
-
-
 # ---------------------------------------------------------------- link faults
 
 # Classic BPF for cls_bpf: A = a random u32 (SKF_AD_OFF + SKF_AD_RANDOM); A <= T takes the second return.
@@ -539,6 +533,7 @@ def small_config(name: str, **changes: Any) -> SweepConfig:
         pinning=["same_cpu"],
         namespaces=list(PAIR_NAMES),
         receive=["copy"],
+        calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
     settings.update(changes)
     return config.make_config(name, "quick", **settings)
@@ -560,7 +555,6 @@ def replace_once(monkeypatch: pytest.MonkeyPatch, directory: Path, role: str, sn
 
 
 @needs_root
-@pytest.mark.usefixtures("no_calibration")
 @pytest.mark.parametrize("fault", list(PROCESS_FAULTS))
 def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, outcome, fault):
     what, role, snippet, expected = PROCESS_FAULTS[fault]
@@ -627,7 +621,6 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
 
 
 @needs_root
-@pytest.mark.usefixtures("no_calibration")
 def test_a_message_file_that_cannot_be_written_fails_its_trials_with_the_cause(tmp_path, monkeypatch, outcome):
     outcome.update(area="environment", fault="the tmpfs for sendfile's message file is full (a 1 MiB tmpfs)")
     full = tmp_path / "full"
@@ -707,6 +700,7 @@ INTERRUPT_ARGS = (
     "0.15",
     "--warmup",
     "0.05",
+    "--no-calibrate",  # the calibration is not under test here: it costs each sweep about 10 s
 )
 
 
@@ -818,7 +812,6 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
 
 
 @needs_root
-@pytest.mark.usefixtures("no_calibration")
 def test_perf_missing_rows_still_measured(tmp_path, monkeypatch, outcome):
     outcome.update(area="environment", fault="perf is not installed (not on PATH)")
     monkeypatch.setenv("PATH", str(path_without(tmp_path / "bin", ("perf",))))
@@ -988,6 +981,7 @@ def test_namespaces_of_a_running_sweep_are_not_taken_over(outcome):
         "--namespaces",
         ",".join(PAIR_NAMES),
         "--no-analyze",
+        "--no-calibrate",
     )
     try:
         # Long enough that the second one starts (a Python process) while it still runs.

@@ -32,6 +32,7 @@ def sink_sweep(name: str, **changes) -> SweepConfig:
         duration_s=0.2,
         warmup_s=0.1,
         namespaces=list(NAMESPACES),
+        calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
     given.update(changes)
     return config.make_config(name, "quick", **given)

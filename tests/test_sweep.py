@@ -46,6 +46,7 @@ def tiny(name: str, **changes) -> SweepConfig:
         warmup_s=0.1,
         namespaces=list(NAMESPACES),
         receive=["copy"],
+        calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
     settings.update(changes)
     return config.make_config(name, "quick", **settings)
@@ -137,6 +138,7 @@ def test_interrupt_then_resume(signum):
         name,
         "--implementations",
         "one_copy,two_copy",
+        "--no-calibrate",  # the calibration is not under test here: it costs each sweep about 10 s
         "--workloads",
         "stream",
         "--sizes",

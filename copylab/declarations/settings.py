@@ -251,6 +251,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("kernel_copies", "bool", True, "count the bytes the kernel copies in each window with bpftrace"),
     Setting(
+        "calibrate",
+        "bool",
+        True,
+        "measure memcpy bandwidth and the copy cost by working set on the sending CPU before the trials (about 10 s; "
+        "the report's copy bound and calibration finding read it, and ./inv calibrate --data adds it later)",
+    ),
+    Setting(
         "layout",
         "strs",
         ("fields",),

@@ -39,7 +39,9 @@ def copy_limit(results: Results) -> str:
     calibration = results.manifest.calibration
     if calibration is None:
         return (
-            "The sweep's manifest holds no memcpy calibration (`./inv calibrate --data DIR` adds one), so the "
+            f"The sweep's manifest holds no memcpy calibration"
+            f"{' (it ran with --no-calibrate)' if not results.manifest.parameters.calibrate else ''}; "
+            "`./inv calibrate --data DIR` adds one. Without it, the "
             "distance to the copy-bound limit cannot be stated."
         )
     memcpy = calibration.memcpy_gbps

@@ -53,8 +53,10 @@ def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str |
     the level it names, if any."""
     record = results.manifest.calibration
     if record is None or not record.copy_cost:
+        skipped = not results.manifest.parameters.calibrate
+        why = "it ran with --no-calibrate" if skipped else "it predates that calibration"
         return (
-            " This sweep's manifest has no copy cost by cache level either (it predates that calibration; "
+            f" This sweep's manifest has no copy cost by cache level either ({why}; "
             "`./inv calibrate --data DIR` adds it), so the question stays open here."
         ), None
     if record.inconsistent:
