@@ -19,7 +19,7 @@ from copylab.analysis.analyze_sweep import analyze
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers
 from copylab.experiments.copies.answers import QUESTIONS
-from copylab.formatting import fmt_bytes
+from copylab.formatting import code, fmt_bytes, markdown_table
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.render import export_pdf, render_report
@@ -225,20 +225,73 @@ def test_adjacent_table_cells_never_run_together(rendered):
     pdf, text, _ = rendered
     executed = nbformat.read(pdf.with_suffix(".ipynb"), as_version=4)
     outputs = [o for cell in executed.cells for o in cell.get("outputs", []) if "data" in o]
+    tables = [output["data"].get("text/markdown", "") for output in outputs]
+    assert sum(line.startswith("| ") for table in tables for line in table.splitlines()) >= 10
+    assert not _joined_cells(tables, text), "cells run together"
+
+
+def _joined_cells(tables: list[str], text: str) -> list[str]:
+    """The last word of a cell and the first of the next, written as one word, that TEXT holds: a column that ran
+    into the next.  Only pairs of word characters count, and only where TEXT has them as a whole word."""
     rows = [
         [cell.strip().strip("`*") for cell in line.strip().strip("|").split(" | ")]
-        for output in outputs
-        for line in output["data"].get("text/markdown", "").splitlines()
+        for table in tables
+        for line in table.splitlines()
         if line.startswith("| ")
     ]
     pairs = {
         left.split()[-1] + right.split()[0]
         for row in rows
         for left, right in itertools.pairwise(row)
-        if left.split() and right.split() and re.match(r"[A-Za-z_]{3}", left.split()[-1])
+        if left.split() and right.split() and re.search(r"[A-Za-z_]{3}$", left.split()[-1])
     }
-    assert len(rows) >= 10 and pairs
-    assert not [joined for joined in pairs if joined in text], "cells run together"
+    return sorted(joined for joined in pairs if re.search(rf"(?<![\w,.]){re.escape(joined)}(?!\w)", text))
+
+
+SERVER_MODELS = ("iterative", "thread", "fork", "select", "poll", "epoll", "uring")
+
+
+def _server_tables() -> list[str]:
+    """Tables shaped like the servers section's on a quick sweep: a model per row, one-digit cells under connection
+    counts as headers, verdict words, and a row of intervals and ratios too many for one line."""
+    counts = (1, 2, 4, 8, 16, 32, 64, 100, 1000)
+    return [
+        markdown_table(
+            {"model": code(m), **{str(c): str((i + j) % 10) for j, c in enumerate(counts)}}
+            for i, m in enumerate(SERVER_MODELS)
+        ),
+        markdown_table({"model": code(m), "1": "5", "10": "better", "100": "never better"} for m in SERVER_MODELS),
+        markdown_table(
+            {
+                "model": code(m),
+                **{f"metric {k} against `thread`": f"94,461 [93,{k}00, 95,{k}00]" for k in range(3)},
+                **{f"ratio {k}": f"1.0{k} [0.9{k}, 1.1{k}] x" for k in range(3)},
+            }
+            for m in SERVER_MODELS
+        ),
+    ]
+
+
+@needs_latex
+def test_narrow_server_columns_never_run_together_nor_break_an_interval(tmp_path):
+    """A table that fits a line was padded to ten dashes a column, so pandoc sized its columns by the dashes: a
+    one-digit column took the width 'iterative' needed, which ran into the next cell ('iterative0', 'select1',
+    'thread5').  A row of intervals too many for a line broke them after their comma; now it becomes two tables."""
+    tables = _server_tables()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Tables.")])
+    for table in tables:
+        cell = nbformat.v4.new_code_cell("")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": table, "text/plain": ""})]
+        nb.cells.append(cell)
+    nbformat.write(nb, tmp_path / "tables.ipynb")
+    pdf = export_pdf(tmp_path / "tables.ipynb", tmp_path / "tables.pdf")
+    lines = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    lines = lines.replace("\u00a0", " ")
+    assert not _joined_cells(tables, " ".join(lines.split())), "cells run together"
+    intervals = {match for table in tables for match in re.findall(r"\[[^\]]*\] x|\[[^\]]*\]", table)}
+    assert len(intervals) >= 6
+    broken = [interval for interval in intervals if interval.replace("\u00a0", " ") not in lines]
+    assert not broken, f"broken inside a cell: {broken}"
 
 
 @pytest.mark.skipif(shutil.which("pdftohtml") is None, reason="needs poppler-utils")
