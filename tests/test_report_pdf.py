@@ -20,11 +20,13 @@ from copylab.errors import CopylabError
 from copylab.experiments.copies import answers
 from copylab.experiments.copies.answers import QUESTIONS
 from copylab.formatting import code, fmt_bytes, markdown_table
+from copylab.record import calibration
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.render import export_pdf, render_report
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
+from tests.test_calibrate import LEVELS, _host_with_rep_movsb_penalty
 
 needs_latex = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in ("xelatex", "pandoc", "pdftotext", "pdfimages")),
@@ -354,3 +356,18 @@ def test_the_web_page_is_whole_on_its_own(rendered):
     assert "Synthetic test report" in body and "Answers at a glance" in body and "Appendix D: Glossary" in body
     for question in QUESTIONS:
         assert question in body and question in text
+
+
+def test_the_method_shows_the_copy_calibration_ratios_with_their_spread():
+    """Appendix B gives every ratio the calibration weighs, at every size, with its least and most over the rounds,
+    and says a finding needs the least to clear the threshold; a manifest without copy samples gives no table."""
+    sweep = make_sweep()
+    record = calibration.derive(128, 7, 60.0, 32 << 20, "0", LEVELS, _host_with_rep_movsb_penalty(), ["erms"])
+    sweep = dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, calibration=record))
+    text = sections.method(sweep)
+    assert "**The copy calibration.**" in text and "in 3 rounds" in text and "exceeds 2.00" in text
+    assert "this calibration has 2 findings" in text
+    table = text[text.index("| Copy size") :]
+    assert table.count("\n| ") == len({p.working_set_bytes for p in record.copy_points})
+    assert "finding" in table and "[" in table
+    assert "The copy calibration" not in sections.method(make_sweep())
