@@ -10,12 +10,13 @@ import re
 import shutil
 import subprocess
 from datetime import date
+from urllib.parse import unquote
 
 import nbformat
 import pytest
 from PIL import Image
 
-from copylab.analysis.analyze_sweep import analyze
+from copylab.analysis.analyze_sweep import run_analysis_notebook
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers
 from copylab.experiments.copies.answers import QUESTIONS
@@ -37,18 +38,22 @@ SWEEP = f"pdftest{os.getpid()}"
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    """(pdf path, its text with whitespace collapsed, the sweep's store) for an analysed synthetic sweep."""
+    """(pdf path, its text with whitespace collapsed, the sweep's store) for a synthetic sweep analysed as ./inv
+    analyze does it: through the analysis notebook, kept where the report's web page links it (removed after)."""
     base = tmp_path_factory.mktemp("report")
     trials = make_trials(sweep=SWEEP, sizes=(64, 1024, 4096, 16384, 65536), rr_sizes=(1024,), threads=(1, 2), trials=3)
     data = write_sweep(
         base / "data" / SWEEP, trials, {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}}
     )
     store = SweepStore(data, figures_root=base / "figures")
-    analyze(store)
-    out = base / "report" / "report.pdf"
-    pdf = render_report([store], out, title="Synthetic test report", author="pytest")
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    return pdf, " ".join(text.split()), store
+    notebook = run_analysis_notebook(store)
+    try:
+        out = base / "report" / "report.pdf"
+        pdf = render_report([store], out, title="Synthetic test report", author="pytest")
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        yield pdf, " ".join(text.split()), store
+    finally:
+        notebook.unlink(missing_ok=True)
 
 
 @needs_latex
@@ -234,7 +239,7 @@ def test_adjacent_table_cells_never_run_together(rendered):
 
 def _joined_cells(tables: list[str], text: str) -> list[str]:
     """The last word of a cell and the first of the next, written as one word, that TEXT holds: a column that ran
-    into the next.  Only pairs of word characters count, and only where TEXT has them as a whole word."""
+    into the next.  Only pairs whose left cell ends in a word count, and only where no word of TEXT runs into them."""
     rows = [
         [cell.strip().strip("`*") for cell in line.strip().strip("|").split(" | ")]
         for table in tables
@@ -247,7 +252,7 @@ def _joined_cells(tables: list[str], text: str) -> list[str]:
         for left, right in itertools.pairwise(row)
         if left.split() and right.split() and re.search(r"[A-Za-z_]{3}$", left.split()[-1])
     }
-    return sorted(joined for joined in pairs if re.search(rf"(?<![\w,.]){re.escape(joined)}(?!\w)", text))
+    return sorted(joined for joined in pairs if re.search(rf"(?<![\w,.]){re.escape(joined)}", text))
 
 
 SERVER_MODELS = ("iterative", "thread", "fork", "select", "poll", "epoll", "uring")
@@ -327,6 +332,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+# The links of each item of the list that follows the heading "Answers at a glance".
+GLANCE_LINKS = """() => {
+  const heading = [...document.querySelectorAll('h1')].find(h => h.textContent.startsWith('Answers at a glance'));
+  const items = [...document.querySelectorAll('ol > li')].filter(li => heading.compareDocumentPosition(li) & 4);
+  return items.slice(0, 6).map(li => [...li.querySelectorAll('a[href]')].map(a => a.getAttribute('href')));
+}"""
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
 @pytest.mark.timeout(120)
 @needs_latex
@@ -346,13 +359,23 @@ def test_the_web_page_is_whole_on_its_own(rendered):
             images = page.eval_on_selector_all("img", "els => els.map(e => [e.complete, e.naturalWidth])")
             links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
             ids = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+            glance = page.evaluate(GLANCE_LINKS)
             body = " ".join(page.inner_text("body").split())
         finally:
             browser.close()
     assert len(images) >= 5 and all(complete and width > 0 for complete, width in images), images
     broken = [href for href in links if href.startswith("#") and href[1:] not in ids]
-    broken += [href for href in links if not href.startswith(("#", "http")) and not (page_file.parent / href).exists()]
+    files = [href for href in links if not href.startswith(("#", "http"))]
+    broken += [href for href in files if href.startswith("/") or not (page_file.parent / unquote(href)).is_file()]
     assert not broken and not fetched, (broken, fetched)
+    # every figure leads to the data it was drawn from and the executed notebook that drew it, relatively
+    for name in ("trials.csv", "manifest.json", "summary.csv", f"{SWEEP}.ipynb"):
+        assert sum(href.endswith(f"/{name}") for href in files) >= len(images) - 1, name  # the diagram has no data
+    figure_ids = [i for i in ids if i.startswith("figure-")]
+    assert len(figure_ids) >= len(images) - 1
+    # every answer at a glance leads to its evidence: a figure, its question's answer or a data file
+    assert len(glance) == len(QUESTIONS) and all(glance), glance
+    assert {f"#question-{n}" for n in range(1, len(QUESTIONS) + 1)} <= {h for hrefs in glance for h in hrefs}
     assert "Synthetic test report" in body and "Answers at a glance" in body and "Appendix D: Glossary" in body
     for question in QUESTIONS:
         assert question in body and question in text
