@@ -343,10 +343,10 @@ def method(results: Results) -> str:
             "well enough yet. " + _baselines_text(results),
             "",
             "**Crossovers.** Along message size, each size is labelled significantly better, significantly worse, or "
-            "neither. A single change from worse to better is a crossover: its size is the root of the difference "
-            "(the mean within-block log ratio, in a blocked design), interpolated linearly on log2(size) between the "
-            "bracketing sizes, and its 95% interval comes from a bootstrap that resamples the blocks (or the trials) "
-            "within each size. Otherwise the status says so (always "
+            "neither. A single change from worse to better is a crossover. Its size is where the difference (the mean "
+            "within-block log ratio, in a blocked design) crosses zero, interpolated linearly on log2(size) between "
+            "the sizes on either side. Its 95% interval comes from a bootstrap that resamples the blocks (or the "
+            "trials) within each size. Otherwise the status says so (always "
             "better, never better, indistinguishable, or multiple crossings); no size is ever extrapolated beyond "
             "the tested range.",
             *(["", calibration] if (calibration := _calibration(results)) else []),
