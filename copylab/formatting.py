@@ -90,9 +90,12 @@ def md_escape(text: object) -> str:
     return re.sub(r"([\\`*_{}\[\]<>#|~^$&])", r"\\\1", str(text)).replace("\n", " ")
 
 
-# What a line of the PDF's text holds, in characters of its monospace font, and the dashes a wide table's separator
-# shares out among its columns (pandoc sizes the columns of a table wider than a line by their dashes).
+# What a line of the PDF's text holds, in characters of its monospace font (a safe bound: about 89 fit), the gap
+# LaTeX sets between two columns (2\\tabcolsep = 12pt) in those characters, and the dashes a wide table's separator
+# shares out among its columns (pandoc sizes the columns of a table wider than PANDOC_COLUMNS by their dashes).
 LINE_CHARACTERS = 78
+COLUMN_GAP = 2
+PANDOC_COLUMNS = 72
 WIDE_TABLE_DASHES = 200
 NO_BREAK = "\u00a0"
 
@@ -103,24 +106,60 @@ def _unbreakable(text: str) -> int:
 
 
 def _needs(header: list[str], body: list[list[str]]) -> list[float]:
-    """The share of a line each column needs for its longest unbreakable run, with its padding."""
+    """The share of a wide table's column space each column needs for its longest unbreakable run.
+
+    pandoc gives a column SHARE * (text width - the gaps between columns), so the gaps come off the line first; half
+    a character more absorbs the difference between the estimate and the font."""
+    room = LINE_CHARACTERS - COLUMN_GAP * (len(header) - 1)
     return [
-        (max(_unbreakable(name), *(_unbreakable(line[i]) for line in body)) + 2.5) / LINE_CHARACTERS
+        (max(_unbreakable(name), *(_unbreakable(line[i]) for line in body)) + 0.5) / room
         for i, name in enumerate(header)
     ]
 
 
-def _dashes(header: list[str], body: list[list[str]]) -> list[int]:
-    """Each column's dashes: as wide as its widest cell (10..40) where the table fits a line; otherwise shares of
-    WIDE_TABLE_DASHES that give every column at least its longest unbreakable run, the rest after its width."""
+def _fits(header: list[str], body: list[list[str]]) -> bool:
+    """Whether every line of the table fits PANDOC_COLUMNS: then pandoc sets its columns at their natural widths
+    (LaTeX's 'l'), which never overlap."""
     widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
+    return sum(widths) + 3 * len(widths) + 1 <= PANDOC_COLUMNS
+
+
+def _dashes(header: list[str], body: list[list[str]]) -> list[int]:
+    """Each column's dashes.  A table that fits a line gets its cells' widths, so that the separator is no longer
+    than its rows: a longer one makes pandoc size the columns by their dashes, and a one-digit column padded to
+    ten dashes took the width a code span needed, which then ran into the next cell ('iterative0').  A wider table
+    gets shares of WIDE_TABLE_DASHES that give every column at least its longest unbreakable run, the rest after
+    its width."""
+    widths = [max(len(name), *(len(line[i]) for line in body)) for i, name in enumerate(header)]
+    if _fits(header, body):
+        return [max(w, 3) for w in widths]
     wanted = [min(max(w, 10), 40) for w in widths]
-    if sum(widths) + 3 * len(widths) + 1 <= 72:
-        return wanted
     needs = _needs(header, body)
     spare = max(0.0, 1 - sum(needs))
     shares = [need + spare * want / sum(wanted) for need, want in zip(needs, wanted, strict=True)]
-    return [max(1, round(share / sum(shares) * WIDE_TABLE_DASHES)) for share in shares]
+    # rounded up, then the largest share gives back what rounding added: no column falls below its need
+    dashes = [max(1, math.ceil(share / sum(shares) * WIDE_TABLE_DASHES)) for share in shares]
+    dashes[dashes.index(max(dashes))] -= sum(dashes) - WIDE_TABLE_DASHES
+    return dashes
+
+
+def _split(header: list[str], body: list[list[str]]) -> list[list[int]]:
+    """The columns of each table a table too wide for a line becomes, each starting with the first column (the
+    row's name): as many columns as fit together, so that no interval or code span has to break inside a cell."""
+    groups: list[list[int]] = []
+    for i in range(1, len(header)):
+        candidate = [*groups[-1], i] if groups else [0, i]
+        if groups and sum(_needs([header[c] for c in candidate], [[line[c] for c in candidate] for line in body])) <= 1:
+            groups[-1] = candidate
+        else:
+            groups.append([0, i])
+    return groups or [[0]]
+
+
+def _joined(text: str) -> str:
+    """TEXT with an interval's bounds, and a ratio's 'x' after its number or interval, joined by no-break spaces."""
+    text = re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text)
+    return re.sub(r"([\d\]]) x\b", rf"\1{NO_BREAK}x", text)
 
 
 def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
@@ -128,21 +167,19 @@ def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
 
     A table that fits a line is set at its cells' widths; a wider one fills the text width, its columns sized by
     the separator's dashes (_dashes) so that no word, code span or interval runs into the next column.  An
-    interval's two bounds are joined by a no-break space, so that a line never breaks inside '[low, high]', unless
-    the table has more of them than a line holds: then they may break after the comma rather than overlap.
+    interval's two bounds are joined by a no-break space, and so is a ratio's 'x', so that a line never breaks
+    inside '[low, high] x'.  A table whose unbreakable runs do not fit one line side by side becomes several
+    tables, each with the first column and as many of the others as fit (_split).
     """
     rows = list(rows)
     if not rows:
         raise CopylabError("a table needs at least one row")
     header = list(rows[0])
-
-    def cell(value: object, joined: bool = True) -> str:
-        text = re.sub(r"(?<!\\)\|", r"\\|", str(value)).replace("\n", " ")
-        return re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text) if joined else text
-
-    body = [[cell(row[key]) for key in header] for row in rows]
-    if sum(_needs(header, body)) > 1:  # too many whole intervals for a line: they may break after their comma
-        body = [[cell(row[key], joined=False) for key in header] for row in rows]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * d for d in _dashes(header, body)) + "|"]
-    lines += ["| " + " | ".join(line) + " |" for line in body]
-    return "\n".join(lines)
+    body = [[_joined(re.sub(r"(?<!\\)\|", r"\\|", str(row[key])).replace("\n", " ")) for key in header] for row in rows]
+    groups = [list(range(len(header)))] if sum(_needs(header, body)) <= 1 else _split(header, body)
+    tables = []
+    for group in groups:
+        names, cells = [header[c] for c in group], [[line[c] for c in group] for line in body]
+        lines = ["| " + " | ".join(names) + " |", "|" + "|".join("-" * d for d in _dashes(names, cells)) + "|"]
+        tables.append("\n".join(lines + ["| " + " | ".join(line) + " |" for line in cells]))
+    return "\n\n".join(tables)

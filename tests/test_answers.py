@@ -234,7 +234,8 @@ def test_formatting_is_exact():
     assert fmt_interval(1.0, 0.5, 1.5, "ns") == "1.00 [0.500, 1.50] ns"
     assert fmt_pct(0.973) == "97.3%"
     assert formatting.fmt_span("3", "3") == "3" and formatting.fmt_span("3", "5") == "3 to 5"
-    assert formatting.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|----------|----------|\n| 1 | x\\|y |"
+    # a table that fits a line: its separator no longer than its rows, so pandoc sets the columns at their widths
+    assert formatting.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|---|----|\n| 1 | x\\|y |"
     wide = formatting.markdown_table([{"a": "`" + "x" * 12 + "`", "b": "y " * 50, "c": "9.99 [1.00, 10.0] µs"}])
     dashes = [len(part) for part in wide.splitlines()[1].strip("|").split("|")]
     assert sum(dashes) == formatting.WIDE_TABLE_DASHES  # wider than a line: fills the text width
@@ -242,6 +243,11 @@ def test_formatting_is_exact():
     assert dashes[0] / sum(dashes) >= 12 / formatting.LINE_CHARACTERS
     assert dashes[2] / sum(dashes) >= len("[1.00, 10.0]") / formatting.LINE_CHARACTERS
     assert "[1.00,\u00a010.0]" in wide.splitlines()[2]
+    # more whole intervals than a line holds: two tables, each led by the first column; a ratio keeps its 'x'
+    ratios = formatting.markdown_table([{"m": "`epoll`", **{f"r{k}": f"1.0{k} [0.9{k}, 1.1{k}] x" for k in range(8)}}])
+    parts = ratios.split("\n\n")
+    assert len(parts) == 2 and all(part.startswith("| m | r") for part in parts)
+    assert "1.07 [0.97,\u00a01.17]\u00a0x" in parts[1]
     assert formatting.md_escape("<not supported> a_b") == "\\<not supported\\> a\\_b"
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.copy_bound import copy_limit_rows
+from copylab.formatting import fmt_num, fmt_size
 from copylab.programs import calibration_run
 from copylab.record import calibration
 from copylab.record.calibration import (
@@ -248,3 +249,31 @@ def test_an_effect_whose_rounds_straddle_the_threshold_is_no_finding():
     assert calibration.find([fast, straddling]) == []
     clear = CopyPoint(8192, MEMCPY, 16, [[0.024] * 3, [0.022] * 3], [[1, 1, 1]] * 2)
     assert [f.kind for f in calibration.find([fast, clear])] == ["string_instruction"]
+
+
+def test_the_ratios_show_their_spread_over_rounds_at_every_size():
+    """The report's table of the calibration: every measured size, each ratio find() weighs with its least and most
+    over the rounds, and 'finding' exactly where find() found one; a straddling ratio shows both sides of 2."""
+    points = _host_with_rep_movsb_penalty()
+    record = calibration.derive(128, 7, 60.0, 32 << 20, "0", LEVELS, points, ["erms", "fsrm"])
+    rows = calibration.ratio_rows(record)
+    assert [row["Copy size"] for row in rows] == [
+        fmt_size(size // 2) for size in sorted({p.working_set_bytes for p in points})
+    ]
+    rep = "memcpy / vector copy, 16 B apart"
+    assert list(rows[0]) == [
+        "Copy size",
+        "memcpy / vector copy, same offset",
+        rep,
+        "memcpy, 16 B apart / same offset",
+        "read(), 16 B apart / same offset",
+    ]
+    flagged = [row["Copy size"] for row in rows if row[rep].endswith(" finding")]
+    finding = next(f for f in record.findings if f.kind == "string_instruction")
+    assert flagged == [fmt_size(s) for s in (finding.from_bytes, 16 << 10, 64 << 10, finding.to_bytes)]
+    assert rows[0][rep].startswith(f"{fmt_num(0.45 / 0.016)} [")
+    assert rows[-1]["read(), 16 B apart / same offset"] == "not measured"  # read() stops at 2 MiB
+    fast = CopyPoint(8192, VECTOR, 16, [[0.010] * 3, [0.010] * 3], [[1, 1, 1]] * 2)
+    straddling = CopyPoint(8192, MEMCPY, 16, [[0.024] * 3, [0.018] * 3], [[1, 1, 1]] * 2)
+    record = calibration.derive(128, 7, 60.0, 32 << 20, "0", LEVELS, [fast, straddling], [])
+    assert calibration.ratio_rows(record) == [{"Copy size": "4 KiB", rep: "2.10 [1.80, 2.40]"}]

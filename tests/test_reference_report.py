@@ -120,6 +120,37 @@ def test_regenerating_shows_the_diff_and_writes_only_when_asked(tmp_path, capsys
     assert regenerate(False, goldens) == 0 and "up to date" in capsys.readouterr().out.splitlines()[-1]
 
 
+# ---------------------------------------------------------------- sentences a reader can follow
+
+# The report aims at sentences under about 40 words; none of its prose may run past this.  Lists of sizes or models
+# inside a sentence count too; tables, headings and code do not.
+MAX_SENTENCE_WORDS = 55
+
+
+def sentences(markdown: str) -> list[str]:
+    """MARKDOWN's prose split into sentences (at '.', '!', '?' or ';' and a space, after any closing emphasis), each
+    code span counted as one word, without its tables, headings, code blocks and rules."""
+    found = []
+    for block in re.split(r"\n\s*\n", markdown):
+        lines = [line for line in block.splitlines() if not line.startswith(("|", "    ", "```", "#", "----"))]
+        text = re.sub(r"`[^`]*`", "code", " ".join(lines))
+        found += [sentence for sentence in re.split(r"(?<=[.!?;])[*_]*\s+", text) if sentence.split()]
+    return found
+
+
+def test_sentences_are_short_enough_to_follow():
+    """Every golden text is what the report prints (the tests above hold them equal): no sentence of it runs past
+    MAX_SENTENCE_WORDS words."""
+    long = [
+        f"{golden.name}: {len(sentence.split())} words: {sentence}"
+        for golden in (GOLDEN, GOLDEN_SERVERS, GOLDEN_OPEN_LOAD)
+        for sentence in sentences(golden.read_text())
+        if len(sentence.split()) > MAX_SENTENCE_WORDS
+    ]
+    assert not long, "sentences too long to follow:\n" + "\n".join(long)
+    assert len(sentences("One. Two words; three *more?* Four `a b c` five.")) == 4
+
+
 # ---------------------------------------------------------------- the golden answers' numbers and the tables
 
 THROUGHPUT = "throughput_gbps"

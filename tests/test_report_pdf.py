@@ -10,21 +10,24 @@ import re
 import shutil
 import subprocess
 from datetime import date
+from urllib.parse import unquote
 
 import nbformat
 import pytest
 from PIL import Image
 
-from copylab.analysis.analyze_sweep import analyze
+from copylab.analysis.analyze_sweep import run_analysis_notebook
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers
 from copylab.experiments.copies.answers import QUESTIONS
-from copylab.formatting import fmt_bytes
+from copylab.formatting import code, fmt_bytes, markdown_table
+from copylab.record import calibration
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.render import export_pdf, render_report
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
+from tests.test_calibrate import LEVELS, _host_with_rep_movsb_penalty
 
 needs_latex = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in ("xelatex", "pandoc", "pdftotext", "pdfimages")),
@@ -35,18 +38,22 @@ SWEEP = f"pdftest{os.getpid()}"
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    """(pdf path, its text with whitespace collapsed, the sweep's store) for an analysed synthetic sweep."""
+    """(pdf path, its text with whitespace collapsed, the sweep's store) for a synthetic sweep analysed as ./inv
+    analyze does it: through the analysis notebook, kept where the report's web page links it (removed after)."""
     base = tmp_path_factory.mktemp("report")
     trials = make_trials(sweep=SWEEP, sizes=(64, 1024, 4096, 16384, 65536), rr_sizes=(1024,), threads=(1, 2), trials=3)
     data = write_sweep(
         base / "data" / SWEEP, trials, {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}}
     )
     store = SweepStore(data, figures_root=base / "figures")
-    analyze(store)
-    out = base / "report" / "report.pdf"
-    pdf = render_report([store], out, title="Synthetic test report", author="pytest")
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    return pdf, " ".join(text.split()), store
+    notebook = run_analysis_notebook(store)
+    try:
+        out = base / "report" / "report.pdf"
+        pdf = render_report([store], out, title="Synthetic test report", author="pytest")
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        yield pdf, " ".join(text.split()), store
+    finally:
+        notebook.unlink(missing_ok=True)
 
 
 @needs_latex
@@ -225,20 +232,73 @@ def test_adjacent_table_cells_never_run_together(rendered):
     pdf, text, _ = rendered
     executed = nbformat.read(pdf.with_suffix(".ipynb"), as_version=4)
     outputs = [o for cell in executed.cells for o in cell.get("outputs", []) if "data" in o]
+    tables = [output["data"].get("text/markdown", "") for output in outputs]
+    assert sum(line.startswith("| ") for table in tables for line in table.splitlines()) >= 10
+    assert not _joined_cells(tables, text), "cells run together"
+
+
+def _joined_cells(tables: list[str], text: str) -> list[str]:
+    """The last word of a cell and the first of the next, written as one word, that TEXT holds: a column that ran
+    into the next.  Only pairs whose left cell ends in a word count, and only where no word of TEXT runs into them."""
     rows = [
         [cell.strip().strip("`*") for cell in line.strip().strip("|").split(" | ")]
-        for output in outputs
-        for line in output["data"].get("text/markdown", "").splitlines()
+        for table in tables
+        for line in table.splitlines()
         if line.startswith("| ")
     ]
     pairs = {
         left.split()[-1] + right.split()[0]
         for row in rows
         for left, right in itertools.pairwise(row)
-        if left.split() and right.split() and re.match(r"[A-Za-z_]{3}", left.split()[-1])
+        if left.split() and right.split() and re.search(r"[A-Za-z_]{3}$", left.split()[-1])
     }
-    assert len(rows) >= 10 and pairs
-    assert not [joined for joined in pairs if joined in text], "cells run together"
+    return sorted(joined for joined in pairs if re.search(rf"(?<![\w,.]){re.escape(joined)}", text))
+
+
+SERVER_MODELS = ("iterative", "thread", "fork", "select", "poll", "epoll", "uring")
+
+
+def _server_tables() -> list[str]:
+    """Tables shaped like the servers section's on a quick sweep: a model per row, one-digit cells under connection
+    counts as headers, verdict words, and a row of intervals and ratios too many for one line."""
+    counts = (1, 2, 4, 8, 16, 32, 64, 100, 1000)
+    return [
+        markdown_table(
+            {"model": code(m), **{str(c): str((i + j) % 10) for j, c in enumerate(counts)}}
+            for i, m in enumerate(SERVER_MODELS)
+        ),
+        markdown_table({"model": code(m), "1": "5", "10": "better", "100": "never better"} for m in SERVER_MODELS),
+        markdown_table(
+            {
+                "model": code(m),
+                **{f"metric {k} against `thread`": f"94,461 [93,{k}00, 95,{k}00]" for k in range(3)},
+                **{f"ratio {k}": f"1.0{k} [0.9{k}, 1.1{k}] x" for k in range(3)},
+            }
+            for m in SERVER_MODELS
+        ),
+    ]
+
+
+@needs_latex
+def test_narrow_server_columns_never_run_together_nor_break_an_interval(tmp_path):
+    """A table that fits a line was padded to ten dashes a column, so pandoc sized its columns by the dashes: a
+    one-digit column took the width 'iterative' needed, which ran into the next cell ('iterative0', 'select1',
+    'thread5').  A row of intervals too many for a line broke them after their comma; now it becomes two tables."""
+    tables = _server_tables()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Tables.")])
+    for table in tables:
+        cell = nbformat.v4.new_code_cell("")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": table, "text/plain": ""})]
+        nb.cells.append(cell)
+    nbformat.write(nb, tmp_path / "tables.ipynb")
+    pdf = export_pdf(tmp_path / "tables.ipynb", tmp_path / "tables.pdf")
+    lines = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    lines = lines.replace("\u00a0", " ")
+    assert not _joined_cells(tables, " ".join(lines.split())), "cells run together"
+    intervals = {match for table in tables for match in re.findall(r"\[[^\]]*\] x|\[[^\]]*\]", table)}
+    assert len(intervals) >= 6
+    broken = [interval for interval in intervals if interval.replace("\u00a0", " ") not in lines]
+    assert not broken, f"broken inside a cell: {broken}"
 
 
 @pytest.mark.skipif(shutil.which("pdftohtml") is None, reason="needs poppler-utils")
@@ -272,6 +332,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+# The links of each item of the list that follows the heading "Answers at a glance".
+GLANCE_LINKS = """() => {
+  const heading = [...document.querySelectorAll('h1')].find(h => h.textContent.startsWith('Answers at a glance'));
+  const items = [...document.querySelectorAll('ol > li')].filter(li => heading.compareDocumentPosition(li) & 4);
+  return items.slice(0, 6).map(li => [...li.querySelectorAll('a[href]')].map(a => a.getAttribute('href')));
+}"""
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
 @pytest.mark.timeout(120)
 @needs_latex
@@ -291,13 +359,38 @@ def test_the_web_page_is_whole_on_its_own(rendered):
             images = page.eval_on_selector_all("img", "els => els.map(e => [e.complete, e.naturalWidth])")
             links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
             ids = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+            glance = page.evaluate(GLANCE_LINKS)
             body = " ".join(page.inner_text("body").split())
         finally:
             browser.close()
     assert len(images) >= 5 and all(complete and width > 0 for complete, width in images), images
     broken = [href for href in links if href.startswith("#") and href[1:] not in ids]
-    broken += [href for href in links if not href.startswith(("#", "http")) and not (page_file.parent / href).exists()]
+    files = [href for href in links if not href.startswith(("#", "http"))]
+    broken += [href for href in files if href.startswith("/") or not (page_file.parent / unquote(href)).is_file()]
     assert not broken and not fetched, (broken, fetched)
+    # every figure leads to the data it was drawn from and the executed notebook that drew it, relatively
+    for name in ("trials.csv", "manifest.json", "summary.csv", f"{SWEEP}.ipynb"):
+        assert sum(href.endswith(f"/{name}") for href in files) >= len(images) - 1, name  # the diagram has no data
+    figure_ids = [i for i in ids if i.startswith("figure-")]
+    assert len(figure_ids) >= len(images) - 1
+    # every answer at a glance leads to its evidence: a figure, its question's answer or a data file
+    assert len(glance) == len(QUESTIONS) and all(glance), glance
+    assert {f"#question-{n}" for n in range(1, len(QUESTIONS) + 1)} <= {h for hrefs in glance for h in hrefs}
     assert "Synthetic test report" in body and "Answers at a glance" in body and "Appendix D: Glossary" in body
     for question in QUESTIONS:
         assert question in body and question in text
+
+
+def test_the_method_shows_the_copy_calibration_ratios_with_their_spread():
+    """Appendix B gives every ratio the calibration weighs, at every size, with its least and most over the rounds,
+    and says a finding needs the least to clear the threshold; a manifest without copy samples gives no table."""
+    sweep = make_sweep()
+    record = calibration.derive(128, 7, 60.0, 32 << 20, "0", LEVELS, _host_with_rep_movsb_penalty(), ["erms"])
+    sweep = dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, calibration=record))
+    text = sections.method(sweep)
+    assert "**The copy calibration.**" in text and "in 3 rounds" in text and "exceeds 2.00" in text
+    assert "this calibration has 2 findings" in text
+    table = text[text.index("| Copy size") :]
+    assert table.count("\n| ") == len({p.working_set_bytes for p in record.copy_points})
+    assert "finding" in table and "[" in table
+    assert "The copy calibration" not in sections.method(make_sweep())

@@ -115,6 +115,11 @@ def headline_table(summary: pd.DataFrame, experiment: str) -> pd.DataFrame:
     return rows.pivot_table(index=index, columns=axis, values="mean")
 
 
+def executed_notebook(store: SweepStore) -> Path:
+    """Where ./inv analyze keeps the executed analysis notebook of STORE's sweep: the one that drew its figures."""
+    return REPORT / "sweeps" / f"{store.key}.ipynb"
+
+
 def run_analysis_notebook(
     store: SweepStore,
     confidence: float = 0.95,
@@ -127,7 +132,7 @@ def run_analysis_notebook(
     The output defaults to report/sweeps/KEY.ipynb.  A failing cell raises CopylabError naming the cell
     and the output notebook (papermill still writes it).
     """
-    output = REPORT / "sweeps" / f"{store.key}.ipynb" if output is None else Path(output)
+    output = executed_notebook(store) if output is None else Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     parameters: dict[str, Any] = {
         # relative when possible, so the executed notebook shows no machine-specific path

@@ -377,6 +377,48 @@ def region_rounds(record: Calibration) -> dict[str, list[float]]:
     return _region_rounds(record.copy_points, record.caches, record.findings)
 
 
+def _comparisons(points: list[CopyPoint]) -> list[tuple[str, str, int, str, int]]:
+    """The pairs find() compares, as (label, slow path, slow offset, fast path, fast offset): the string instruction
+    against the vector copy at each placement, then each path's other placements against the same offset."""
+    offsets = sorted({point.offset for point in points})
+    pairs = [(f"memcpy / vector copy, {_short_placement(o)}", MEMCPY, o, VECTOR, o) for o in offsets]
+    for path, name in ((MEMCPY, "memcpy"), (READ, "read()")):
+        pairs += [(f"{name}, {_short_placement(o)} / same offset", path, o, path, ALIGNED) for o in offsets if o]
+    return pairs
+
+
+def _short_placement(offset: int) -> str:
+    return "same offset" if offset == ALIGNED else f"{offset} B apart"
+
+
+def ratio_rows(record: Calibration) -> list[dict[str, str]]:
+    """Per copy size, each ratio find() weighs: its median, and in brackets its least and its most over the rounds
+    (ratio_range), so that a reader sees how near the threshold a finding or a non-finding lies.  A ratio is marked
+    a finding where find() found one (the least of its range clears FINDING_RATIO, and a placement effect the
+    string instruction explains is not counted twice)."""
+    grouped = _by_path(record.copy_points)
+    pairs = [pair for pair in _comparisons(record.copy_points) if (pair[1], pair[2]) in grouped]
+    pairs = [pair for pair in pairs if (pair[3], pair[4]) in grouped]
+    rows = []
+    for size in sorted({point.working_set_bytes for point in record.copy_points}):
+        row = {"Copy size": fmt_size(size // 2)}
+        for label, slow_path, slow_offset, fast_path, fast_offset in pairs:
+            slow, fast = grouped[(slow_path, slow_offset)].get(size), grouped[(fast_path, fast_offset)].get(size)
+            if slow is None or fast is None:
+                row[label] = "not measured"
+                continue
+            low, high = ratio_range(slow, fast)
+            compared = fast_path if fast_path != slow_path else str(fast_offset)
+            found = any(
+                f.path == slow_path and f.offset == slow_offset and f.compared_with == compared and f.covers(size // 2)
+                for f in record.findings
+            )
+            mark = " finding" if found else ""
+            row[label] = f"{fmt_num(slow.median / fast.median)} [{fmt_num(low)}, {fmt_num(high)}]{mark}"
+        rows.append(row)
+    return rows
+
+
 def copy_cost_table(record: Calibration) -> str:
     """The copy cost by cache level as a text table, then the findings and the verdict."""
     lines = [f"{'region':<8} {'working set':>12} {'ns/byte':>9} {'GB/s':>8} {'spread':>7}"]

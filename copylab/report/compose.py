@@ -10,11 +10,12 @@ the blocks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
 from copylab import experiments
 from copylab.analysis import two_runs
+from copylab.analysis.analyze_sweep import executed_notebook
 from copylab.errors import CopylabError
 from copylab.report import comparison, sections
 from copylab.report.blocks import Block, Figure, Markdown
@@ -107,9 +108,17 @@ def _compared(first: Results, other: Results) -> list[Block]:
 
 
 def _traced(content: list[Block], results: Results) -> list[Block]:
-    """CONTENT with every figure's caption naming the data and code it was drawn from (copylab.record.origin)."""
+    """CONTENT with every figure's caption naming the data and code it was drawn from (copylab.record.origin), and
+    the files themselves for the web page to link: the sweep's data and the executed notebook that drew it, where
+    the analysis left one."""
     stamp = results.origin.stamp()
-    return [Figure(block.path, f"{block.caption} {stamp}") if isinstance(block, Figure) else block for block in content]
+    store = results.store
+    sources = [store.trials_path, store.manifest_path, store.table_path("summary"), executed_notebook(store)]
+    found = tuple(path for path in sources if path.is_file())
+    return [
+        Figure(block.path, f"{block.caption} {stamp}", found) if isinstance(block, Figure) else block
+        for block in content
+    ]
 
 
 def _numbered(content: list[Block]) -> list[Block]:
@@ -118,6 +127,6 @@ def _numbered(content: list[Block]) -> list[Block]:
     for block in content:
         if isinstance(block, Figure):
             number += 1
-            block = Figure(block.path, f"**Figure {number}.** {block.caption}")
+            block = replace(block, caption=f"**Figure {number}.** {block.caption}")
         numbered.append(block)
     return numbered

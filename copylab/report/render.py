@@ -6,11 +6,15 @@ older than its trials is refused with the command that produces them.
 
 from __future__ import annotations
 
+import html
+import os
+import re
 import shutil
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import nbformat
 from nbconvert import HTMLExporter, LatexExporter, PDFExporter
@@ -83,9 +87,48 @@ def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author
 HTML_TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 
+def _relative_link(path: Path, page_dir: Path) -> str:
+    """PATH as a link from a page in PAGE_DIR: relative, so that it works wherever the project is opened."""
+    return quote(Path(os.path.relpath(path, page_dir)).as_posix())
+
+
+def _linked(text: str, links: list[tuple[str, str]]) -> str:
+    """TEXT with each phrase of LINKS made a link to its target, longest phrases first so that none nests."""
+    targets = dict(links)
+    if not targets:
+        return text
+    phrases = "|".join(re.escape(phrase) for phrase in sorted(targets, key=len, reverse=True))
+    return re.sub(rf"(?<![\w\[])({phrases})(?![\w\]])", lambda m: f"[{m.group(1)}]({targets[m.group(1)]})", text)
+
+
+def _web_markdown(output: Any, page_dir: Path) -> None:
+    """An output's Markdown as the web page shows it (the metadata of notebooks/20_report.ipynb): an anchor before it,
+    its phrases linked to their evidence (an anchor, or a file linked relatively), and under a figure's caption the
+    files it was drawn from."""
+    web = output.get("metadata", {}).get("copylab")
+    text = output.get("data", {}).get("text/markdown")
+    if not web or text is None:
+        return
+    links = [
+        (phrase, target if target.startswith("#") else _relative_link(Path(target), page_dir))
+        for phrase, target in web.get("links") or []
+    ]
+    text = _linked(text, links)
+    sources = [Path(path) for path in web.get("sources") or []]
+    data = [f"[{md_escape(p.name)}]({_relative_link(p, page_dir)})" for p in sources if p.suffix != ".ipynb"]
+    notebooks = [_relative_link(path, page_dir) for path in sources if path.suffix == ".ipynb"]
+    if data:
+        drawn = f"Drawn from {', '.join(data)}" + (f" by [the executed notebook]({notebooks[0]})" if notebooks else "")
+        text += f"\n\n{drawn}."
+    if web.get("anchor"):
+        text = f'<a id="{html.escape(web["anchor"])}"></a>\n\n{text}'
+    output["data"]["text/markdown"] = text
+
+
 def export_html(executed: Path, out_html: Path, title: str = DEFAULT_TITLE, author: str = DEFAULT_AUTHOR) -> Path:
     """The executed notebook as one web page beside the PDF, with the same content: its figures embedded and no
-    script fetched from the network, the title and author escaped as every other string."""
+    script fetched from the network, the title and author escaped as every other string.  Each figure links to the
+    files it was drawn from, and text links to its evidence (_web_markdown)."""
     nb = nbformat.read(executed, as_version=4)
     nb.metadata["title"] = title  # the page's <title>: nbconvert escapes it for HTML
     heading = f"# {md_escape(title)}\n\n{md_escape(author)}, {date.today().isoformat()}"
@@ -93,6 +136,8 @@ def export_html(executed: Path, out_html: Path, title: str = DEFAULT_TITLE, auth
     for cell in nb.cells:
         outputs = cell.get("outputs", [])
         cell["outputs"] = [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+        for output in cell["outputs"]:
+            _web_markdown(output, out_html.parent.resolve())
     exporter = HTMLExporter(template_name="lab", template_file=str(HTML_TEMPLATE))
     exporter.embed_images = True
     exporter.exclude_input = True

@@ -20,6 +20,7 @@ from copylab.declarations.settings import LISTS as LIST_KINDS
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.measure.spec import cpus_for
 from copylab.paths import ROOT
+from copylab.record.calibration import FINDING_RATIO, ratio_rows
 from copylab.record.manifest import Manifest
 from copylab.report import limitation, transport_prose
 from copylab.report.results import (
@@ -342,13 +343,31 @@ def method(results: Results) -> str:
             "well enough yet. " + _baselines_text(results),
             "",
             "**Crossovers.** Along message size, each size is labelled significantly better, significantly worse, or "
-            "neither. A single change from worse to better is a crossover: its size is the root of the difference "
-            "(the mean within-block log ratio, in a blocked design), interpolated linearly on log2(size) between the "
-            "bracketing sizes, and its 95% interval comes from a bootstrap that resamples the blocks (or the trials) "
-            "within each size. Otherwise the status says so (always "
+            "neither. A single change from worse to better is a crossover. Its size is where the difference (the mean "
+            "within-block log ratio, in a blocked design) crosses zero, interpolated linearly on log2(size) between "
+            "the sizes on either side. Its 95% interval comes from a bootstrap that resamples the blocks (or the "
+            "trials) within each size. Otherwise the status says so (always "
             "better, never better, indistinguishable, or multiple crossings); no size is ever extrapolated beyond "
             "the tested range.",
+            *(["", calibration] if (calibration := _calibration(results)) else []),
         ]
+    )
+
+
+def _calibration(results: Results) -> str | None:
+    """The copy calibration's ratios at every size with their spread over rounds, and the rule that makes one a
+    finding; None when the manifest holds no copy samples (older sweeps)."""
+    record = results.manifest.calibration
+    if record is None or not record.copy_points:
+        return None
+    rounds = max(len(point.ns_per_byte) for point in record.copy_points)
+    found = len(record.findings)
+    return (
+        f"**The copy calibration.** Before the trials, each way of copying was timed in {rounds} rounds, each a "
+        "separate process. The table gives, per copy size, the ratio of two ways' median costs. In brackets are its "
+        f"least and its most over the rounds. A ratio is a finding only when its least value exceeds "
+        f"{fmt_num(FINDING_RATIO)}, so that noise cannot decide it; this calibration has "
+        f"{found} {'finding' if found == 1 else 'findings'}.\n\n" + markdown_table(ratio_rows(record))
     )
 
 

@@ -31,7 +31,7 @@ def _socket_buffers(manifest: Manifest) -> str:
     chosen = manifest.parameters.socket_buffer
     why = (
         "Left to the kernel, a connection's receive buffer grows as the connection goes and settles at a size of "
-        "its own for the trial's life, and with both ends on one CPU that size set how the two ends shared it: "
+        "its own for the trial's life. With both ends on one CPU, that size set how the two ends shared the CPU, so "
         "identical trials fell into two throughputs, one per size (docs/method.md: The socket buffers; `./inv bench` "
         "measures both on the host)."
     )

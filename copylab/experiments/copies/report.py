@@ -91,7 +91,10 @@ def parts(results: Results) -> list[Block]:
         Markdown(copy_limit(results)),
         *([Markdown(text)] if (text := layout.section(results)) else []),
         Markdown("# Part E: answers to the questions"),
-        *(Markdown(f"## {question}\n\n{answer}") for question, answer in answers.answers(results)),
+        *(
+            Markdown(f"## {question}\n\n{answer}", anchor=f"question-{number}")
+            for number, (question, answer) in enumerate(answers.answers(results), 1)
+        ),
         Markdown("# Other ways to send"),
         Markdown(OTHER_SENDERS_INTRODUCTION),
         *(_figure(results, name) for name in captions.OTHER_SENDERS_FIGURES),
@@ -99,9 +102,26 @@ def parts(results: Results) -> list[Block]:
     ]
 
 
+def _evidence_links(results: Results) -> tuple[tuple[str, str], ...]:
+    """Where the web page's answers at a glance lead: each question to its full answer, and each phrase that names
+    evidence to its figure, its question (the anchors parts() gives them) or the data file it names (a path: the
+    page links it relatively)."""
+    figures = {
+        "throughput": "throughput_vs_size",
+        "cache-miss": "cache_misses_vs_size",
+        "latency": "latency_vs_threads",
+    }
+    links = [(f"the {kind} figure of Part D", f"#figure-{name}") for kind, name in figures.items()]
+    links += [(f"question {number}", f"#question-{number}") for number in range(1, len(answers.QUESTIONS) + 1)]
+    links += [(f"the table under question {n}", f"#question-{n}") for n in range(1, len(answers.QUESTIONS) + 1)]
+    links += [("the ratio table under question 1", "#question-1")]
+    links += [(question, f"#question-{number}") for number, question in enumerate(answers.QUESTIONS, 1)]
+    return (*links, ("crossovers.csv", str(results.store.table_path("crossovers"))))
+
+
 def front(results: Results) -> list[Block]:
-    """What the report opens with: the answers at a glance."""
-    return [Markdown("# Answers at a glance"), Markdown(glance.at_a_glance(results))]
+    """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
+    return [Markdown("# Answers at a glance"), Markdown(glance.at_a_glance(results), links=_evidence_links(results))]
 
 
 def back() -> list[Block]:

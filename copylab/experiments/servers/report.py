@@ -354,9 +354,9 @@ def answer_scaling(results: Results) -> str:
         why.append(
             f"With {', '.join(map(code, both))} both the server and the client were on their CPU at least "
             f"{fmt_pct(SATURATED)} of the window. The client answers each response with the same work a server "
-            f"does for a request, a receive and a send{cost}, so against the cheapest servers it is saturated "
-            "too: their requests per second are what the pair could do, a lower bound of the server's own "
-            "capacity, and the server's CPU time per request is the comparison to trust."
+            f"does for a request, a receive and a send{cost}. So against the cheapest servers the client is "
+            "saturated too. Their requests per second are what the pair could do, a lower bound of the server's own "
+            "capacity; the server's CPU time per request is the comparison to trust."
         )
     lead = (
         f"At {_connections(count)} ({_setting(results)}), {', '.join(map(code, best))} served the most requests "
