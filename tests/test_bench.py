@@ -1,4 +1,5 @@
-"""The bench runs end to end (a smoke run: CI checks that it works, not how fast anything is)."""
+"""The bench runs end to end (a smoke run: CI checks that it works, not how fast anything is, so it runs beside
+other tests)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,6 @@ import pytest
 from copylab.cli import bench
 from copylab.paths import REFERENCE_DATA
 from tests.conftest import needs_root
-
-# The bench times copylab against the standard tools: another test sharing the CPUs would skew its ratios.
-pytestmark = pytest.mark.serial
 
 
 def test_table_marks_goals():

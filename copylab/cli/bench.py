@@ -161,6 +161,7 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
         threads=[1] if smoke else [1, 4],
         trials=1 if smoke else 2,
         namespaces=["copylab_bsrv", "copylab_bcli"],
+        calibrate=not smoke,  # part of a sweep's wall time as users run it; a smoke run only checks the parts run
     )
     result = sweep.run(settings, data_root=data_root, progress=False)
     ratio = result.wall_s / result.window_s
@@ -178,11 +179,12 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
 
 
 def _measured(name: str, data_root: Path, smoke: bool, **settings: Any) -> pd.DataFrame:
-    """A small sweep on the bench's own namespaces, its trials with copylab.declarations.metrics' columns.  SMOKE
-    leaves the
-    kernel's copies uncounted: no part reads them, and attaching bpftrace costs each sweep a second."""
+    """A small sweep on the bench's own namespaces, its trials with copylab.declarations.metrics' columns.  No part
+    reads its calibration, which would cost each sweep about 10 s; SMOKE also leaves the kernel's copies uncounted
+    (attaching bpftrace costs each sweep a second)."""
     from copylab.declarations.metrics import add_metrics
 
+    settings["calibrate"] = False
     if smoke:
         settings["kernel_copies"] = False
     config_ = config.make_config(name, "quick", namespaces=["copylab_bsrv", "copylab_bcli"], **settings)
