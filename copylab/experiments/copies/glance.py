@@ -33,11 +33,15 @@ def _short(answer: str) -> str:
     return short[:1].upper() + short[1:]
 
 
-def at_a_glance(results: Results) -> str:
-    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is."""
+def at_a_glance(results: Results, sink: Results | None = None) -> str:
+    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is; question 5 behind the
+    SINK too, when the report has that sweep."""
+    evidence = list(EVIDENCE)
+    if sink is not None:
+        evidence[4] += ", and for the sink the section *Where copying less pays*"
     items = [
-        f"{number}. **{question}** {_short(answer)} *Evidence:* {EVIDENCE[number - 1]}."
-        for number, (question, answer) in enumerate(answers.answers(results), start=1)
+        f"{number}. **{question}** {_short(answer)} *Evidence:* {evidence[number - 1]}."
+        for number, (question, answer) in enumerate(answers.answers(results, sink), start=1)
     ]
     return (
         "The study's six questions (Part E) and this sweep's answers, each with how sure it is. Each is argued in "
@@ -81,8 +85,9 @@ def part_c(results: Results) -> str:
     configurations = len(trials[list(CONFIG_KEYS)].drop_duplicates())
     directory = results.store.directory.name
     return (
-        f"One command, `./inv report`, compiles the C programs, runs every configuration of both experiments' "
-        "quick sweeps, analyses them and writes this report; it needs no manual step and no root. This sweep's "
+        f"One command, `./inv report`, compiles the C programs, runs every sweep the two experiments declare for "
+        "the report (each one's quick sweep; for the copies experiment also the sink and the receiver's side), "
+        "analyses them and writes this report; it needs no manual step and no root. This sweep's "
         f"files, in `data/{directory}/`:\n\n"
         f"- {code('trials.csv')}: one row per trial, {len(trials):,} rows of {len(COLUMN_NAMES)} columns;\n"
         f"- {code('summary.csv')}: one row per configuration and metric, with its mean and 95% interval, over "
