@@ -62,6 +62,9 @@ class Experiment:
     # with the reason a sweep giving another is refused.
     allows: Mapping[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
     calibrates: bool = False  # whether its sweeps measure the copy-cost calibration first
+    # Profiles whose sweeps leave the calibration out though the experiment calibrates: sweeps a report reads beside
+    # a main one, whose calibration is the one it states (it takes half a minute of ./inv report's five).
+    uncalibrated: tuple[str, ...] = ()
     main: bool = False  # a report's main experiment: its sweep is the one the study's parts describe
     explorer_axes: tuple[str, ...] = ()  # the x axes the explorer offers, first the default
     # Which (challenger, baseline) pairs decide its answers: "roles" (the study's variants against its baseline

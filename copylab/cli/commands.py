@@ -246,7 +246,8 @@ def _quick_sweeps() -> list[Any]:
 
 
 def report(data: str | None = None, title: str | None = None, author: str | None = None) -> int:
-    """The main job: build, run the quick sweeps of both experiments, analyse them and write report/report.pdf."""
+    """The main job: build, run the sweeps the experiments declare for the report (report_sweeps), analyse them and
+    write report/report.pdf."""
     from copylab.report.render import render_report
 
     stores = _quick_sweeps() if data is None else _sweep_stores(data)
@@ -408,7 +409,8 @@ COMMANDS: tuple[Command, ...] = (
                 "data",
                 None,
                 "render from these existing sweeps (comma list: a copies sweep, optionally a servers sweep and "
-                "more) instead of running the quick sweeps (no root needed)",
+                "more; a copies sweep on the sink or receiving by mmap is found by its manifest) instead of "
+                "running the declared sweeps (no root needed)",
             ),
             Option("title", None, "report title"),
             Option("author", None, "author line"),

@@ -278,7 +278,8 @@ def _measure_once(
     calibration = record.calibration
     # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
     # alone takes the CPU for about 0.4 s.
-    if calibration is None and experiments.get(config.experiment).calibrates:
+    experiment = experiments.get(config.experiment)
+    if calibration is None and experiment.calibrates and config.profile not in experiment.uncalibrated:
         calibration = calibration_for(config, bed)
     settings = TrialSettings(
         config.name,

@@ -1,6 +1,8 @@
 """The report's content, in order, from its analysed sweeps: the generic sections around each experiment's parts.
 
-The main experiment's front (the answers at a glance) and parts come first; then, for every other experiment, its
+The main experiment's front (the answers at a glance) and parts come first, given the sweeps of that experiment its
+report module claims for parts of their own (the copies experiment: the sink's and the mapping receiver's, found
+from their manifests); then, for every other experiment, its
 parts for its first sweep of each load (closed, open), or what it says when the report has none; then Limitations;
 then the further sweeps, each summed up by its experiment and compared with that experiment's first sweep of the
 same load (copylab.analysis.two_runs); then the appendices on the main sweep: its setup, method, how to reproduce
