@@ -28,10 +28,12 @@ def resolve(target: str) -> Callable[..., Any]:
 class Members:
     """A profile's choice among its experiment's implementations, made from the registry when a sweep is made:
     every one a profile may run (the bench's yardsticks are left to the bench), without the external tools unless
-    REFERENCES, only the study's variants of ROLES when given."""
+    REFERENCES, only the study's variants of ROLES when given, only those holding their message in memory when
+    IN_MEMORY (what the sink path can send: it takes datagrams of a message, not a file or another tool's stream)."""
 
     references: bool = True
     roles: tuple[str, ...] | None = None
+    in_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class Experiment:
     # Which (challenger, baseline) pairs decide its answers: "roles" (the study's variants against its baseline
     # variant) or "baselines" (every implementation against the baselines the registry gives it).
     deciding: str = "baselines"
+    # The profiles `./inv report` runs, in order: the first is the sweep the experiment's parts describe, the others
+    # sweeps its report module claims for parts of their own (copylab.report.compose.arrange reads their manifests).
+    reported: tuple[str, ...] = ("quick",)
 
     def draw(self) -> Callable[..., Any]:
         return resolve(self.figures)

@@ -371,7 +371,8 @@ def _window_settings(settings: config.SweepConfig) -> TrialSettings:
 
 
 def report_time(smoke: bool) -> list[Figure]:
-    """The main job end to end, as a user runs it: ./inv report (build, both quick sweeps, analysis, PDF)."""
+    """The main job end to end, as a user runs it: ./inv report (build, the sweeps the experiments declare for it,
+    analysis, PDF)."""
     if smoke:
         return []
     started = time.perf_counter()
@@ -381,7 +382,7 @@ def report_time(smoke: bool) -> list[Figure]:
         raise CopylabError(f"./inv report failed: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
     return [
         Figure(
-            "./inv report (build, quick sweeps of both experiments, analysis, PDF)",
+            "./inv report (build, the declared sweeps: quick, sink, mmap, servers quick; analysis, PDF)",
             f"<= {REPORT_BUDGET_S / 60:.0f} min",
             f"{seconds / 60:.1f} min",
             seconds <= REPORT_BUDGET_S,

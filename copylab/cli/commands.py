@@ -161,7 +161,11 @@ def _run_sweep_options() -> list[Option]:
     """run-sweep's options: its own, one per setting, and each experiment's word for its implementations."""
     own = [
         Option("name", "sweep", "sweep name: data goes to data/NAME"),
-        Option("profile", "quick", "quick or full (docs/sweeps.md lists each experiment's profiles)"),
+        Option(
+            "profile",
+            "quick",
+            "a profile of the experiment: quick, full, or (copies) sink or mmap (docs/sweeps.md lists them)",
+        ),
         Option("sweep_file", None, "TOML file with any of the settings below, by name (docs/sweeps.md)"),
         Option("resume", False, "run exactly the trials of data/NAME not yet recorded as ok"),
         Option("analyze", True, "analyse the sweep when it ends (default yes)"),
@@ -208,9 +212,21 @@ def _sweep_stores(data: str) -> list[Any]:
     return stores
 
 
+def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
+    """(experiment, profile, sweep name) of every sweep `./inv report` runs, in order: each experiment's declared
+    `reported` profiles, the main experiment's first, each named PROFILE[-EXPERIMENT]-STAMP (the main experiment's
+    without its name)."""
+    ordered = sorted(experiments.EXPERIMENTS.values(), key=lambda experiment: not experiment.main)
+    return [
+        (experiment.name, profile, "-".join([profile, *([] if experiment.main else [experiment.name]), stamp]))
+        for experiment in ordered
+        for profile in experiment.reported
+    ]
+
+
 def _quick_sweeps() -> list[Any]:
-    """Runs each experiment's quick sweep under one timestamped name (the main experiment's without its name);
-    returns their stores."""
+    """Runs the sweeps every experiment declares for the report (report_sweeps) under one timestamp; returns their
+    stores."""
     from copylab.declarations.config import make_config
     from copylab.measure import sweep
     from copylab.measure.provenance import now_iso
@@ -220,18 +236,18 @@ def _quick_sweeps() -> list[Any]:
     run_build()
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
     stores = []
-    for experiment in experiments.EXPERIMENTS.values():
-        name = f"quick-{stamp}" if experiment.main else f"quick-{experiment.name}-{stamp}"
-        result = sweep.run(make_config(name, "quick", experiment=experiment.name), progress=sys.stderr.isatty())
+    for experiment, profile, name in report_sweeps(stamp):
+        result = sweep.run(make_config(name, profile, experiment=experiment), progress=sys.stderr.isatty())
         print(result.summary())
         if not result.ok:
-            raise CopylabError(f"no trial of the {experiment.name} sweep succeeded; nothing to report")
+            raise CopylabError(f"no trial of the {experiment} {profile} sweep succeeded; nothing to report")
         stores.append(SweepStore(result.directory))
     return stores
 
 
 def report(data: str | None = None, title: str | None = None, author: str | None = None) -> int:
-    """The main job: build, run the quick sweeps of both experiments, analyse them and write report/report.pdf."""
+    """The main job: build, run the sweeps the experiments declare for the report (report_sweeps), analyse them and
+    write report/report.pdf."""
     from copylab.report.render import render_report
 
     stores = _quick_sweeps() if data is None else _sweep_stores(data)
@@ -393,7 +409,8 @@ COMMANDS: tuple[Command, ...] = (
                 "data",
                 None,
                 "render from these existing sweeps (comma list: a copies sweep, optionally a servers sweep and "
-                "more) instead of running the quick sweeps (no root needed)",
+                "more; a copies sweep on the sink or receiving by mmap is found by its manifest) instead of "
+                "running the declared sweeps (no root needed)",
             ),
             Option("title", None, "report title"),
             Option("author", None, "author line"),

@@ -29,7 +29,6 @@ from copylab.experiment import Members
 HOST_PATTERN = re.compile(r"^(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z0-9.-]+)(:(?P<port>\d{1,5}))?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ADAPTIVE_MIN_TRIALS = 3
-PROFILE_NAMES = ("quick", "full")
 # Descriptors an end needs besides its connections (csrc/serve_main.c and load_client.c ask for as many).
 DESCRIPTORS_BESIDES_CONNECTIONS = 64
 
@@ -135,11 +134,11 @@ def validate(config: Any) -> Any:
     """Rejects a bad sweep before anything is created; returns it unchanged."""
     if not NAME_PATTERN.fullmatch(config.name):
         raise CopylabError(f"sweep name {config.name!r}: use letters, digits, '.', '_' or '-' (no '/' or spaces)")
-    if config.profile not in (*PROFILE_NAMES, "custom"):
-        raise CopylabError(f"profile: unknown {config.profile!r} (choose from {', '.join(PROFILE_NAMES)})")
     for setting in SETTINGS:
         _check(setting, getattr(config, setting.name))
     experiment = experiments.get(config.experiment)
+    if config.profile not in (*experiment.profiles, "custom"):
+        raise CopylabError(f"profile: unknown {config.profile!r} (choose from {', '.join(experiment.profiles)})")
     for name, reason in experiment.refuses.items():
         if getattr(config, name) != settings.get(name).default:
             raise CopylabError(f"{settings.get(name).option}: {reason}")
@@ -299,6 +298,7 @@ def _members(experiment: str, chosen: Members) -> list[str]:
         if not impl.bench_only
         and (chosen.references or not impl.reference)
         and (chosen.roles is None or impl.role in chosen.roles)
+        and (not chosen.in_memory or implementations.fixed_layout(impl.name) != NO_LAYOUT)
     ]
 
 

@@ -1,6 +1,8 @@
 """The report's content, in order, from its analysed sweeps: the generic sections around each experiment's parts.
 
-The main experiment's front (the answers at a glance) and parts come first; then, for every other experiment, its
+The main experiment's front (the answers at a glance) and parts come first, given the sweeps of that experiment its
+report module claims for parts of their own (the copies experiment: the sink's and the mapping receiver's, found
+from their manifests); then, for every other experiment, its
 parts for its first sweep of each load (closed, open), or what it says when the report has none; then Limitations;
 then the further sweeps, each summed up by its experiment and compared with that experiment's first sweep of the
 same load (copylab.analysis.two_runs); then the appendices on the main sweep: its setup, method, how to reproduce
@@ -10,7 +12,7 @@ the blocks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from copylab import experiments
@@ -30,22 +32,42 @@ class ReportSweeps:
     main: Results
     sections: dict[tuple[str, str], Results]  # (experiment, load) -> its first sweep
     further: list[Results]
+    # kind -> the first sweep of the main experiment its report module claims for a part of its own (the copies
+    # experiment: "sink", "mmap"), found from the sweep's manifest, never its name
+    companions: dict[str, Results] = field(default_factory=dict)
+
+
+def _companion(sweep: Results) -> str | None:
+    """The kind of part the main experiment's report module claims SWEEP for, if it claims it."""
+    module = experiments.main().parts()
+    return module.companion(sweep) if hasattr(module, "companion") else None
 
 
 def arrange(sweeps: list[Results]) -> ReportSweeps:
-    """The first sweep of the main experiment is the main one, the first of every other experiment under each load
-    gets its section; the rest follow as further sweeps."""
+    """The first sweep of the main experiment that its report module claims for no part of its own is the main one
+    (failing that, its first sweep); the first it claims of each kind goes to that part; the first of every other
+    experiment under each load gets its section; the rest follow as further sweeps."""
     main_experiment = experiments.main()
-    first: dict[tuple[str, str], Results] = {}
-    for sweep in sweeps:
-        first.setdefault(_role(sweep), sweep)
-    main = next((sweep for key, sweep in first.items() if key[0] == main_experiment.name), None)
-    if main is None:
+    ours = [sweep for sweep in sweeps if _role(sweep)[0] == main_experiment.name]
+    if not ours:
         raise CopylabError(
             f"a report needs a {main_experiment.name} sweep (./inv run-sweep): its study parts describe one"
         )
-    sections = {key: sweep for key, sweep in first.items() if sweep is not main}
-    return ReportSweeps(main, sections, [s for s in sweeps if s is not main and s not in sections.values()])
+    kinds = {id(sweep): _companion(sweep) for sweep in ours}
+    main = next((sweep for sweep in ours if kinds[id(sweep)] is None), ours[0])
+    companions: dict[str, Results] = {}
+    for sweep in ours:
+        kind = kinds[id(sweep)]
+        if sweep is not main and kind is not None:
+            companions.setdefault(kind, sweep)
+    claimed = [main, *companions.values()]
+    first: dict[tuple[str, str], Results] = {}
+    for sweep in sweeps:
+        if _role(sweep)[0] != main_experiment.name:
+            first.setdefault(_role(sweep), sweep)
+    sections = dict(first)
+    further = [s for s in sweeps if all(s is not c for c in claimed) and s not in sections.values()]
+    return ReportSweeps(main, sections, further, companions)
 
 
 def _role(sweep: Results) -> tuple[str, str]:
@@ -56,8 +78,8 @@ def _role(sweep: Results) -> tuple[str, str]:
 def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
     """The whole report, figures numbered."""
     main = experiments.get(sweeps.main.manifest.parameters.experiment).parts()
-    content: list[Block] = list(main.front(sweeps.main)) if hasattr(main, "front") else []
-    content += _traced(main.parts(sweeps.main), sweeps.main)
+    content: list[Block] = list(main.front(sweeps.main, sweeps.companions)) if hasattr(main, "front") else []
+    content += _traced(main.parts(sweeps.main, sweeps.companions), sweeps.main)
     for experiment in experiments.EXPERIMENTS.values():
         if experiment.main:
             continue

@@ -25,6 +25,18 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 # pins their pages (two_copy packs them whatever their layout).
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
+# The MTU at which an IPv4 TCP segment's payload is whole pages (15 x 4096 + 20 + 32 B of IP and TCP headers with
+# timestamps); the kernel's tcp_mmap example quotes 61512, the IPv6 figure, at which nothing mapped over IPv4.
+MAPPING_MTU = 61492
+# Sizes of ./inv report's copies sweeps, quick's and the sink's: 1 KiB to 256 KiB, every other power of two, so that
+# they fit its time and question 5 is answered over the same sizes over the veth and behind the sink.
+REPORT_SIZES = [1024, 4096, 16384, 65536, 262144]
+# Messages each sender cycles through on the sink: "thousands make it cold" (the setting's help).  2,048 rather than
+# the 4,096 of issue 37's throwaway test: a trial's wall time grows with the messages it allocates and fills (4,096
+# at 256 KiB, 1 GiB, took 2.3 s a trial against 0.5 s at 1 KiB), and from 16 KiB up 2,048 messages (32 MiB and
+# more) already reach past the development host's 32 MiB last-level cache.
+DISTINCT_MESSAGES = 2048
+
 # quick is ./inv report's sweep, within its 5-minute budget (docs/performance.md); full is the study's
 # grid, within 30 minutes: iperf3, whose windows are whole seconds (2 s a trial against 0.3 s, 9 of its minutes),
 # is left to `./inv bench`, which compares with it like for like, and to --implementations.  Both run blocked
@@ -32,11 +44,16 @@ LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 # each end on one CPU, what the scheduler hands each end varies within a window and averages out over it (on the
 # 2-vCPU development host, 0.2 s windows left 10-25% between identical trials at 1-4 KiB and 0.4 s windows 4-9%;
 # at one thread both left 2-7%), while a warm-up longer than 0.1 s changed nothing.
+# ./inv report also runs the sink and mmap profiles (on the loaded 2-vCPU development host 83 s and 38 s, each with
+# a 27 s start-up of which the calibration, now left out of them, was most).  To stay within 5 minutes quick gave
+# up 64 B (its sizes are the sink's, 1 KiB to 256 KiB, so question 5's two answers span the same sizes) and its
+# budget went from 180 s to 120 s: its first pass alone, 294 trials with 64 B, took 192 s on that loaded host, so
+# the budget buys extra blocks only on a quiet one.
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(references=False),
         "workloads": ["stream", "rr"],
-        "sizes": [64, 1024, 4096, 16384, 65536, 262144],
+        "sizes": REPORT_SIZES,
         "rr_sizes": [4096],
         "threads": [1, 4],
         "trials": 3,
@@ -48,8 +65,46 @@ PROFILES: dict[str, dict[str, Any]] = {
         "layout": ["fields", "contiguous"],
         "layout_for": LAYOUT_SENDERS,
         "design": "blocked",
-        "budget_s": 180.0,
+        "budget_s": 120.0,
         "max_trials": 10,
+    },
+    # Where copying less pays on one host (docs/method.md: The sink): the senders' UDP datagrams into a device
+    # that drops them once built, so MSG_ZEROCOPY completes uncopied.  Every sender that holds its message in
+    # memory, stream only, one thread.  Cold sources: each sender cycles through DISTINCT_MESSAGES messages, as a
+    # server's data would be; with one message the copy's source stays in cache and the copy looks cheaper than it
+    # is.  A fixed design of 3 blocks, no budget, so that its time is known: it is part of ./inv report's 5 minutes.
+    # 0.2 s windows: with one thread at each end 0.2 and 0.4 s windows left the same spread (docs/method.md).
+    "sink": {
+        "implementations": Members(references=False, in_memory=True),
+        "workloads": ["stream"],
+        "sizes": REPORT_SIZES,
+        "threads": [1],
+        "trials": 3,
+        "duration_s": 0.2,
+        "warmup_s": 0.1,
+        "pinning": ["same_cpu"],
+        "path": "sink",
+        "distinct_messages": DISTINCT_MESSAGES,
+        "design": "blocked",
+        # The report states the quick sweep's calibration; this sweep's would take a quarter of a minute more.
+        "calibrate": False,
+    },
+    # The receiver's side at its best: at MTU MAPPING_MTU a TCP payload fills whole pages, so receiving by mapping
+    # (TCP_ZEROCOPY_RECEIVE) can map them.  A copying sender and the zero-copy one, at two large sizes (pages map
+    # only from segments of whole pages), 3 blocks, no budget.
+    "mmap": {
+        "implementations": STUDY_EDGES,
+        "workloads": ["stream"],
+        "sizes": [65536, 262144],
+        "threads": [1],
+        "trials": 3,
+        "duration_s": 0.2,
+        "warmup_s": 0.1,
+        "pinning": ["same_cpu"],
+        "receive": ["copy", "mmap"],
+        "mtu": MAPPING_MTU,
+        "design": "blocked",
+        "calibrate": False,  # as the sink's
     },
     "full": {
         "implementations": Members(references=False),
@@ -116,4 +171,7 @@ COPIES = Experiment(
     main=True,
     explorer_axes=("size_bytes", "threads"),
     deciding="roles",
+    # The report's own sweep, then the sink and the receiver's side at MAPPING_MTU: the question has an answer
+    # only where a zero copy is not undone by local delivery (copylab.experiments.copies.report claims them).
+    reported=("quick", "sink", "mmap"),
 )

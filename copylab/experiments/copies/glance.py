@@ -33,11 +33,15 @@ def _short(answer: str) -> str:
     return short[:1].upper() + short[1:]
 
 
-def at_a_glance(results: Results) -> str:
-    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is."""
+def at_a_glance(results: Results, sink: Results | None = None) -> str:
+    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is; question 5 behind the
+    SINK too, when the report has that sweep."""
+    evidence = list(EVIDENCE)
+    if sink is not None:
+        evidence[4] += ", and for the sink the section *Where copying less pays*"
     items = [
-        f"{number}. **{question}** {_short(answer)} *Evidence:* {EVIDENCE[number - 1]}."
-        for number, (question, answer) in enumerate(answers.answers(results), start=1)
+        f"{number}. **{question}** {_short(answer)} *Evidence:* {evidence[number - 1]}."
+        for number, (question, answer) in enumerate(answers.answers(results, sink), start=1)
     ]
     return (
         "The study's six questions (Part E) and this sweep's answers, each with how sure it is. Each is argued in "
@@ -81,8 +85,9 @@ def part_c(results: Results) -> str:
     configurations = len(trials[list(CONFIG_KEYS)].drop_duplicates())
     directory = results.store.directory.name
     return (
-        f"One command, `./inv report`, compiles the C programs, runs every configuration of both experiments' "
-        "quick sweeps, analyses them and writes this report; it needs no manual step and no root. This sweep's "
+        f"One command, `./inv report`, compiles the C programs, runs every sweep the two experiments declare for "
+        "the report (each one's quick sweep; for the copies experiment also the sink and the receiver's side), "
+        "analyses them and writes this report; it needs no manual step and no root. This sweep's "
         f"files, in `data/{directory}/`:\n\n"
         f"- {code('trials.csv')}: one row per trial, {len(trials):,} rows of {len(COLUMN_NAMES)} columns;\n"
         f"- {code('summary.csv')}: one row per configuration and metric, with its mean and 95% interval, over "
@@ -100,8 +105,10 @@ GLOSSARY = (
     ("Holm correction", "adjusts p-values for testing many sizes at once, so that few false verdicts slip through"),
     ("LLC", "last-level cache: the largest cache, shared by the cores"),
     ("MSG_ZEROCOPY", "a send flag: the kernel pins the user pages instead of copying them, and reports completion"),
+    ("MTU", "the largest packet a device sends whole; it decides how much payload a TCP segment carries"),
     ("namespace, veth", "an isolated copy of the network stack; a virtual cable joining two of them"),
     ("rep movsb", "the x86 string-copy instruction that memcpy uses for many sizes"),
+    ("sink", "a virtual device that drops the sender's datagrams once the kernel has built them: no wire, no receiver"),
     ("skb", "socket buffer: the kernel's structure holding a packet's data"),
     ("trial, window", "one fresh server and client process; the measured part of it, after a warm-up"),
     ("unstable", f"a mean whose 95% interval reaches more than {fmt_pct(IMPRECISE)} either side of it"),

@@ -5,6 +5,8 @@ the study's questions (Part E) and the other ways to send."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, glance, layout
@@ -73,8 +75,40 @@ def _figure(results: Results, name: str) -> Figure:
     return Figure(results.store.figure_path(name), captions.caption(name, results))
 
 
-def parts(results: Results) -> list[Block]:
-    """The experiment's blocks of a report whose main sweep RESULTS is."""
+WHERE_IT_PAYS_INTRODUCTION = (
+    "Over the veth the receiver is on this host, so the kernel copies a zero-copy send's pages on delivery anyway, "
+    "and copying less cannot pay there. Two sweeps beside the main one ask where it can: the senders behind a sink, "
+    "and the receiver's side at an MTU whose segments carry whole pages."
+)
+
+
+def companion(results: Results) -> str | None:
+    """The part a sweep of this experiment is for when it is not the main one, from its manifest: "sink" for one on
+    the sink path, "mmap" for one that receives by mapping pages; None for any other."""
+    parameters = results.manifest.parameters
+    if parameters.path == "sink":
+        return "sink"
+    if "mmap" in parameters.receive:
+        return "mmap"
+    return None
+
+
+def where_it_pays(results: Results, companions: Mapping[str, Results]) -> list[Block]:
+    """The sender behind the sink and the receiver's side at the MTU that maps, from the sweeps beside RESULTS."""
+    return [
+        Markdown("# Where copying less pays"),
+        Markdown(WHERE_IT_PAYS_INTRODUCTION),
+        Markdown("## The sender behind a sink"),
+        Markdown(answers.sink_section(companions.get("sink"))),
+        Markdown("## The receiver's side"),
+        Markdown(answers.receiver_section(companions.get("mmap"), results)),
+    ]
+
+
+def parts(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
+    """The experiment's blocks of a report whose main sweep RESULTS is, with the sweeps COMPANIONS holds beside it
+    (copylab.report.compose.arrange: the sink's and the mapping receiver's)."""
+    companions = companions or {}
     return [
         Markdown("# Part A: where the copies happen"),
         Markdown(PART_A_INTRODUCTION),
@@ -93,12 +127,13 @@ def parts(results: Results) -> list[Block]:
         Markdown("# Part E: answers to the questions"),
         *(
             Markdown(f"## {question}\n\n{answer}", anchor=f"question-{number}")
-            for number, (question, answer) in enumerate(answers.answers(results), 1)
+            for number, (question, answer) in enumerate(answers.answers(results, companions.get("sink")), 1)
         ),
         Markdown("# Other ways to send"),
         Markdown(OTHER_SENDERS_INTRODUCTION),
         *(_figure(results, name) for name in captions.OTHER_SENDERS_FIGURES),
         Markdown(answers.other_ways_to_send(results)),
+        *where_it_pays(results, companions),
     ]
 
 
@@ -119,9 +154,13 @@ def _evidence_links(results: Results) -> tuple[tuple[str, str], ...]:
     return (*links, ("crossovers.csv", str(results.store.table_path("crossovers"))))
 
 
-def front(results: Results) -> list[Block]:
+def front(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
     """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
-    return [Markdown("# Answers at a glance"), Markdown(glance.at_a_glance(results), links=_evidence_links(results))]
+    sink = (companions or {}).get("sink")
+    return [
+        Markdown("# Answers at a glance"),
+        Markdown(glance.at_a_glance(results, sink), links=_evidence_links(results)),
+    ]
 
 
 def back() -> list[Block]:

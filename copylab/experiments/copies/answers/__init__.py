@@ -13,6 +13,7 @@ from copylab.experiments.copies.answers.anomalies import answer_q6
 from copylab.experiments.copies.answers.caches import answer_q2
 from copylab.experiments.copies.answers.crossovers import answer_crossover, crossover_statement
 from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
+from copylab.experiments.copies.answers.receiving import receiver_section
 from copylab.experiments.copies.answers.senders import (
     best_sender_table,
     mapped_receive,
@@ -21,6 +22,7 @@ from copylab.experiments.copies.answers.senders import (
     sender_crossovers,
     which_copy_costs_most,
 )
+from copylab.experiments.copies.answers.sink import answer_q5, sink_section
 from copylab.experiments.copies.answers.threads import answer_q3
 from copylab.experiments.copies.answers.zero_copy import answer_q1
 from copylab.experiments.copies.queries import role
@@ -33,6 +35,7 @@ __all__ = [
     "answer_q1",
     "answer_q2",
     "answer_q3",
+    "answer_q5",
     "answer_q6",
     "answers",
     "best_sender_table",
@@ -43,7 +46,9 @@ __all__ = [
     "mapped_receive",
     "other_ways_to_send",
     "receiver_copy_cost",
+    "receiver_section",
     "sender_crossovers",
+    "sink_section",
     "which_copy_costs_most",
 ]
 
@@ -70,14 +75,15 @@ def crossover_summary(results: Results) -> str:
     )
 
 
-def answers(results: Results) -> list[tuple[str, str]]:
-    """(question, Markdown answer) for the six questions, in the assignment's order."""
+def answers(results: Results, sink: Results | None = None) -> list[tuple[str, str]]:
+    """(question, Markdown answer) for the six questions, in the assignment's order; question 5 over the veth and,
+    given the SINK sweep, behind the sink too."""
     bodies = (
         answer_q1(results),
         answer_q2(results),
         answer_q3(results),
         answer_crossover(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
-        answer_crossover(results, role(results, Role.ZERO_COPY), role(results, Role.TWO_COPY)),
+        answer_q5(results, sink),
         answer_q6(results),
     )
     return list(zip(QUESTIONS, bodies, strict=True))

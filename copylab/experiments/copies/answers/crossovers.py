@@ -115,30 +115,41 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
     raise CopylabError(f"crossovers.csv: unknown status {status!r}")
 
 
+def stream_crossovers(results: Results, challenger: str | None, baseline: str | None) -> pd.DataFrame:
+    """crossovers.csv's rows of CHALLENGER over BASELINE in stream throughput, by pinning and thread count."""
+    found = select(results.crossovers, challenger=challenger, baseline=baseline, metric=THROUGHPUT, workload="stream")
+    return found.sort_values(["pinning", "threads"])
+
+
+def crossover_bullets(results: Results, found: pd.DataFrame) -> tuple[str, list[tuple[str, float] | None]]:
+    """A bullet per crossovers row (its statement and how firmly its blocks decide it), and those stabilities."""
+    stabilities = [_stability(results, row) for _, row in found.iterrows()]
+    bullets = "\n".join(
+        f"- {crossover_statement(results, row)}{_evidence(stability)}"
+        for (_, row), stability in zip(found.iterrows(), stabilities, strict=True)
+    )
+    return bullets, stabilities
+
+
+def method_note(results: Results) -> str:
+    """How a crossover is computed, for the sweep's design."""
+    return "Metric: stream throughput; method: root of the mean difference " + (
+        "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
+        if paired(results)
+        else "interpolated on log2(size), interval from resampling trials within each size."
+    )
+
+
 def answer_crossover(results: Results, challenger: str | None, baseline: str | None) -> str:
     """Q4/Q5: the crossover of ``challenger`` over ``baseline`` in stream throughput, per thread count and pinning."""
-    found = select(results.crossovers, challenger=challenger, baseline=baseline, metric=THROUGHPUT, workload="stream")
+    found = stream_crossovers(results, challenger, baseline)
     if challenger is None or baseline is None or found.empty:
         return (
             f"{code(challenger or 'the variant')} was not measured against {code(baseline or 'its baseline')} in this "
             "sweep, so the question cannot be answered from it."
         )
-    found = found.sort_values(["pinning", "threads"])
-    stabilities = [_stability(results, row) for _, row in found.iterrows()]
-    lines = [
-        f"**In short:** {_short_answer(found)}{_how_sure(stabilities)} Metric: stream throughput; method: root of "
-        "the mean difference "
-        + (
-            "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
-            if paired(results)
-            else "interpolated on log2(size), interval from resampling trials within each size."
-        )
-    ]
-    lines += [""] + [
-        f"- {crossover_statement(results, row)}{_evidence(stability)}"
-        for (_, row), stability in zip(found.iterrows(), stabilities, strict=True)
-    ]
-    return "\n".join(lines)
+    bullets, stabilities = crossover_bullets(results, found)
+    return f"**In short:** {_short_answer(found)}{how_sure(stabilities)} {method_note(results)}\n\n{bullets}"
 
 
 # A verdict that a fresh draw of the blocks reproduces less often than this is reported as not settled.
@@ -177,7 +188,7 @@ def _evidence(found: tuple[str, float] | None) -> str:
     return text + "."
 
 
-def _how_sure(stabilities: list[tuple[str, float] | None]) -> str:
+def how_sure(stabilities: list[tuple[str, float] | None]) -> str:
     """One sentence: how many of the verdicts a fresh draw of their blocks reproduces at least SETTLED of the time."""
     known = [found[1] for found in stabilities if found is not None]
     if not known:
@@ -186,6 +197,13 @@ def _how_sure(stabilities: list[tuple[str, float] | None]) -> str:
             "estimated (a blocked sweep estimates it)."
         )
     unsettled = sum(stability < SETTLED for stability in known)
+    if len(known) == 1:
+        return (
+            " **How sure:** "
+            + ("decided; its verdict comes out again" if not unsettled else "not settled; its verdict comes out again")
+            + f" in {fmt_pct(known[0])} of redraws of its blocks"
+            + ("." if not unsettled else ", and more blocks at those sizes would decide it.")
+        )
     if not unsettled:
         return (
             f" **How sure:** decided; each of the {len(known)} verdicts comes out again in at least "

@@ -1,0 +1,148 @@
+"""Where copying less pays (issue 37): the sweeps ./inv report runs come from the experiments' declarations, the report
+finds the sink and mmap sweeps by their manifests, and question 5 behind the sink is computed from crossovers.csv."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from copylab import experiments
+from copylab.analysis.analyze_sweep import analyze
+from copylab.cli import commands
+from copylab.declarations import config
+from copylab.experiments.copies import MAPPING_MTU, answers
+from copylab.experiments.copies.answers import sink as sink_answers
+from copylab.formatting import fmt_size
+from copylab.record.store import SweepStore
+from copylab.report import compose
+from copylab.report.results import Results, load_results
+from tests.synthetic import make_trials, write_sweep
+from tests.test_answers import make_sweep
+
+SIZES = (1024, 4096, 16384, 65536, 262144)
+
+
+def test_the_report_runs_the_profiles_each_experiment_declares(monkeypatch):
+    declared = [
+        (experiment.name, profile)
+        for experiment in sorted(experiments.EXPERIMENTS.values(), key=lambda e: not e.main)
+        for profile in experiment.reported
+    ]
+    planned = commands.report_sweeps("STAMP")
+    assert [(name, profile) for name, profile, _ in planned] == declared
+    assert ("copies", "sink") in declared and ("copies", "mmap") in declared
+    assert planned[0] == ("copies", "quick", "quick-STAMP") and ("servers", "quick", "quick-servers-STAMP") in planned
+    # the declaration alone decides: drop the copies experiment's extra profiles and the report runs without them
+    copies = experiments.EXPERIMENTS["copies"]
+    monkeypatch.setitem(experiments.EXPERIMENTS, "copies", dataclasses.replace(copies, reported=("quick",)))
+    assert [profile for name, profile, _ in commands.report_sweeps("S") if name == "copies"] == ["quick"]
+
+
+def test_the_sink_and_mmap_profiles_make_the_sweeps_the_report_needs():
+    sink = config.make_config("s", "sink")
+    assert sink.path == "sink" and sink.workloads == ("stream",) and sink.receive == ("copy",)
+    assert {"two_copy", "one_copy", "zero_copy", "uring_send", "uring_send_zc"} == set(sink.implementations)
+    assert sink.threads == (1,) and min(sink.sizes) == 1024 and max(sink.sizes) == 256 << 10
+    assert sink.distinct_messages > 1  # cold sources, as a server's
+    mapped = config.make_config("m", "mmap")
+    assert mapped.mtu == MAPPING_MTU and "mmap" in mapped.receive and mapped.path == "veth"
+
+
+def _sink(crossover: tuple[str, float, float, float]) -> Results:
+    """The answers' fixture sweep as if on the sink: zero_copy's crossovers row says CROSSOVER, nothing copied."""
+    sweep = make_sweep(copied=0.0)
+    parameters = dataclasses.replace(sweep.manifest.parameters, path="sink")
+    crossovers = sweep.crossovers.copy()
+    status, at, low, high = crossover
+    crossovers.loc[crossovers["challenger"] == "zero_copy", ["status", "crossover_at", "ci_low", "ci_high"]] = [
+        status,
+        at,
+        low,
+        high,
+    ]
+    crossovers = crossovers[(crossovers["challenger"] != "zero_copy") | (crossovers["threads"] == 1)]
+    return dataclasses.replace(
+        sweep, manifest=dataclasses.replace(sweep.manifest, parameters=parameters), crossovers=crossovers
+    )
+
+
+def test_q5_behind_the_sink_is_computed_from_crossovers():
+    veth = make_sweep()
+    first = answers.answer_q5(veth, _sink(("crossover", 9000.0, 7000.0, 12000.0)))
+    short = first.split("\n\n")[0]
+    assert "Over the veth" in short and "never outperforms" in short and "100.0%" in short
+    assert f"above about **{fmt_size(9000.0, approximate=True)}**" in short
+    assert f"[{fmt_size(7000.0, approximate=True)}, {fmt_size(12000.0, approximate=True)}]" in short
+    assert "0.0% of its" in short and "10 KB" in short  # nothing copied behind the sink, beside the kernel's figure
+    moved = answers.answer_q5(veth, _sink(("crossover", 40000.0, 30000.0, 60000.0)))
+    assert f"above about **{fmt_size(40000.0, approximate=True)}**" in moved and fmt_size(9000.0, True) not in moved
+    never = answers.answer_q5(veth, _sink(("challenger_never_better", np.nan, np.nan, np.nan)))
+    assert "Behind the sink, `zero_copy` never outperforms `two_copy`" in never
+    alone = answers.answer_q5(veth, None)
+    assert "was not measured" in alone and sink_answers.measure_command("sink") in alone
+
+
+def _synthetic(directory: Path, trials: pd.DataFrame, **parameters: object) -> Results:
+    write_sweep(directory, trials, {"parameters": parameters})
+    store = SweepStore(directory, figures_root=directory.parent.parent / "figures", data_root=directory.parent)
+    analyze(store)
+    return load_results(store)
+
+
+@pytest.fixture(scope="module")
+def three_sweeps(tmp_path_factory) -> dict[str, Results]:
+    """A veth sweep, a sink sweep (zero_copy overtakes two_copy at 16 KiB) and an mmap sweep at MAPPING_MTU, each
+    small and synthetic, analysed for real; named so that their names say nothing of what they are."""
+    data = tmp_path_factory.mktemp("where") / "data"
+    common = dict(workloads=("stream",), threads=(1,), trials=3, sizes=SIZES)
+    veth = make_trials(sweep="alpha", implementations=("two_copy", "one_copy", "zero_copy"), **common)
+    sink = make_trials(sweep="beta", implementations=("two_copy", "zero_copy"), shapes={"zero_copy": 16384.0}, **common)
+    sink["path"], sink["zc_copied"], sink["sink_datagrams"] = "sink", 0, sink["messages"]
+    sink.loc[sink["implementation"] != "zero_copy", "zc_copied"] = np.nan
+    mapped = make_trials(
+        sweep="gamma",
+        implementations=("two_copy", "zero_copy"),
+        receives=("copy", "mmap"),
+        **{**common, "sizes": (65536,)},
+    )
+    by_mmap = mapped["receive"] == "mmap"
+    half = mapped["bytes"] // 2
+    mapped.loc[by_mmap, "rx_mapped_bytes"] = np.where(mapped["implementation"] == "zero_copy", half, 0)[by_mmap]
+    mapped.loc[by_mmap, "rx_copybuf_bytes"] = (mapped["bytes"] - mapped["rx_mapped_bytes"].fillna(0))[by_mmap]
+    mapped.loc[by_mmap, "rx_copied_bytes"] = 0
+    return {
+        "veth": _synthetic(data / "alpha", veth),
+        "sink": _synthetic(data / "beta", sink, path="sink", distinct_messages=2048),
+        "mmap": _synthetic(data / "gamma", mapped, mtu=MAPPING_MTU),
+    }
+
+
+def _text(sweeps: list[Results]) -> str:
+    arranged = compose.arrange(sweeps)
+    return "\n\n".join(getattr(block, "text", "") for block in compose.blocks(arranged, date(2026, 1, 1)))
+
+
+def test_the_report_finds_the_sink_and_mmap_sweeps_by_their_manifests(three_sweeps):
+    veth, sink, mapped = three_sweeps["veth"], three_sweeps["sink"], three_sweeps["mmap"]
+    arranged = compose.arrange([sink, veth, mapped])
+    assert arranged.main is veth and arranged.companions == {"sink": sink, "mmap": mapped} and not arranged.further
+    text = _text([veth, sink, mapped])
+    where = text[text.index("# Where copying less pays") : text.index("# Limitations")]
+    assert "Behind the sink, `zero_copy` outperforms `two_copy` above about" in text
+    assert "`zero_copy`: the kernel copied 0.0% of its" in where and "2,048 distinct messages" in where
+    assert "not a NIC" in where.replace("\n", " ") or "It is not a NIC" in where
+    assert f"MTU {MAPPING_MTU:,} B" in where and "| Mapped |" in where and "| Copied in the call |" in where
+    assert "50.0%" in where  # zero_copy's mapped share, from the rows
+    assert "was not measured" not in where
+
+
+def test_a_report_of_the_veth_sweep_alone_says_what_was_not_measured(three_sweeps):
+    text = _text([three_sweeps["veth"]])
+    where = text[text.index("# Where copying less pays") : text.index("# Limitations")]
+    assert where.count("was not measured") == 2
+    assert sink_answers.measure_command("sink") in where and sink_answers.measure_command("mmap") in where
