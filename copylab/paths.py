@@ -13,6 +13,15 @@ NOTEBOOKS = ROOT / "notebooks"
 REFERENCE_DATA = DATA / "reference"  # the copies experiment's committed sweep
 REFERENCE_SERVERS_DATA = DATA / "reference-servers"  # the servers experiment's
 REFERENCE_OPEN_LOAD_DATA = DATA / "reference-open-load"  # the servers experiment's under open load
+REFERENCE_SINK_DATA = DATA / "reference-sink"  # the copies experiment's sink profile
+REFERENCE_MMAP_DATA = DATA / "reference-mmap"  # the copies experiment's mmap profile (the receiver's side)
+REFERENCES = (
+    REFERENCE_DATA,
+    REFERENCE_SINK_DATA,
+    REFERENCE_MMAP_DATA,
+    REFERENCE_SERVERS_DATA,
+    REFERENCE_OPEN_LOAD_DATA,
+)
 
 
 def build_dir(sanitize: str | None = None) -> Path:
