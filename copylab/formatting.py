@@ -157,8 +157,10 @@ def _split(header: list[str], body: list[list[str]]) -> list[list[int]]:
 
 
 def _joined(text: str) -> str:
-    """TEXT with an interval's bounds, and a ratio's 'x' after its number or interval, joined by no-break spaces."""
+    """TEXT with an interval's bounds, a size's unit ('256 KiB') and a ratio's 'x' after its number or interval,
+    joined by no-break spaces."""
     text = re.sub(r"\[([^\[\] ]*), ([^\[\] ]*)\]", rf"[\1,{NO_BREAK}\2]", text)
+    text = re.sub(r"(\d) ([KMG]iB|B)(?![\w/])", rf"\1{NO_BREAK}\2", text)
     return re.sub(r"([\d\]]) x\b", rf"\1{NO_BREAK}x", text)
 
 

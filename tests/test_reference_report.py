@@ -31,7 +31,14 @@ from copylab.experiments.copies import answers, captions, glance
 from copylab.experiments.copies import report as copies_report
 from copylab.experiments.servers import open_load
 from copylab.experiments.servers import report as server_report
-from copylab.paths import REFERENCE_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SERVERS_DATA, ROOT
+from copylab.paths import (
+    REFERENCE_DATA,
+    REFERENCE_MMAP_DATA,
+    REFERENCE_OPEN_LOAD_DATA,
+    REFERENCE_SERVERS_DATA,
+    REFERENCE_SINK_DATA,
+    ROOT,
+)
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.results import Results, load_results
@@ -53,13 +60,22 @@ def _analysed(scratch: Path, reference: Path) -> Results:
 
 
 def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
-    """A copies sweep's report sections (the reference's by default), as the notebook has them."""
-    return compose_results(_analysed(scratch, sweep))
+    """A copies sweep's report sections (the reference's by default, with the sink's and the mapping receiver's
+    references beside it), as the notebook has them."""
+    companions = (
+        {"sink": _analysed(scratch, REFERENCE_SINK_DATA), "mmap": _analysed(scratch, REFERENCE_MMAP_DATA)}
+        if sweep == REFERENCE_DATA
+        else {}
+    )
+    return compose_results(_analysed(scratch, sweep), companions)
 
 
-def compose_results(results: Results) -> str:
-    """The copies report's sections from analysed RESULTS."""
-    parts = [glance.at_a_glance(results), glance.part_b(results), glance.part_c(results)]
+def compose_results(results: Results, companions: dict[str, Results] | None = None) -> str:
+    """The copies report's sections from analysed RESULTS, with the sink's and the mapping receiver's sweeps
+    COMPANIONS holds beside it ("sink", "mmap")."""
+    companions = companions or {}
+    sink = companions.get("sink")
+    parts = [glance.at_a_glance(results, sink), glance.part_b(results), glance.part_c(results)]
     parts += [
         sections.front_matter(results, date(2026, 1, 1)),
         sections.method(results),
@@ -67,9 +83,8 @@ def compose_results(results: Results) -> str:
     ]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(copies_report.copy_limit(results))
-    parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results)]
-    # where copying less pays: the reference has no sink sweep and measured mmap itself (at MTU 1500)
-    parts += [block.text for block in copies_report.where_it_pays(results, {}) if hasattr(block, "text")]
+    parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results, sink)]
+    parts += [block.text for block in copies_report.where_it_pays(results, companions) if hasattr(block, "text")]
     parts.append(sections.limitations(results))
     return "\n\n----\n\n".join(parts)
 
@@ -98,8 +113,15 @@ def copies_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results,
     return _analysed(scratch, REFERENCE_DATA), scratch / "data" / REFERENCE_DATA.name
 
 
-def test_the_reference_report_says_what_it_said(copies_reference):
-    assert compose_results(copies_reference[0]) == GOLDEN.read_text()
+@pytest.fixture(scope="module")
+def companions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Results]:
+    """The sink's and the mapping receiver's reference sweeps, analysed once for this module."""
+    scratch = tmp_path_factory.mktemp("companions")
+    return {"sink": _analysed(scratch, REFERENCE_SINK_DATA), "mmap": _analysed(scratch, REFERENCE_MMAP_DATA)}
+
+
+def test_the_reference_report_says_what_it_said(copies_reference, companions):
+    assert compose_results(copies_reference[0], companions) == GOLDEN.read_text()
 
 
 def test_the_servers_section_says_what_it_said(tmp_path):

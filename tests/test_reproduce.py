@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from copylab.cli import commands, main
-from copylab.declarations import implementations as registry
 from copylab.declarations.config import make_config
 from copylab.measure import schedule
-from copylab.paths import REFERENCE_DATA
+from copylab.paths import DATA, FIGURES, REFERENCE_DATA, REFERENCE_MMAP_DATA, ROOT
 from copylab.record.store import SweepStore
 from copylab.report import sections
+from tests.conftest import needs_root
 
 # run-sweep's own options, which are not settings of the sweep
 OWN = ("command", "name", "profile", "sweep_file", "resume", "analyze")
@@ -53,15 +57,9 @@ def test_the_reference_command_plans_exactly_the_configurations_its_trials_ran()
     sweep.name = "reference"
     config = _planned(_command(sweep))
     assert config.name == "reference-again"  # run-sweep refuses to write into an existing sweep
-    # the reference predates fixed layouts: it recorded iperf3's (which holds no fields) as the study's
-    trials["layout"] = [
-        registry.fixed_layout(i) or layout for i, layout in zip(trials["implementation"], trials["layout"], strict=True)
-    ]
     ran = set(trials[list(schedule.Configuration._fields)].itertuples(index=False, name=None))
     assert {tuple(c) for c in schedule.configurations(config)} == ran
-    assert {k: v for k, v in _settings(config).items() if k != "congestion_control"} == {
-        k: v for k, v in _settings(manifest.parameters).items() if k != "congestion_control"
-    }  # the reference predates the setting: it recorded none, and the command leaves it to today's default
+    assert _settings(config) == _settings(manifest.parameters)
 
 
 @pytest.mark.parametrize("profile", ["quick", "full"])
@@ -73,3 +71,34 @@ def test_a_profiles_command_keeps_its_budget_and_its_layout_and_receive_arms(pro
     assert schedule.configurations(config) == schedule.configurations(original)
     if original.budget_s is not None:
         assert f"--budget {original.budget_s}" in " ".join(words)
+
+
+def _configurations(trials: Any) -> set[tuple[Any, ...]]:
+    return set(trials[list(schedule.Configuration._fields)].itertuples(index=False, name=None))
+
+
+@needs_root
+def test_the_printed_command_run_at_a_tiny_scale_measures_the_same_configurations():
+    """The mmap reference's command, run as printed with options appended that shrink each trial (and a name and
+    namespaces of this test's own), measures that reference's configurations again, no more and no fewer."""
+    trials, manifest = SweepStore(REFERENCE_MMAP_DATA).load()
+    sweep = _as_sweep(manifest.parameters, manifest.profile)
+    sweep.name = REFERENCE_MMAP_DATA.name
+    tag = os.getpid() % 100000
+    name = f"reproduce-{tag}"
+    tiny = ["--trials", "1", "--duration", "0.05", "--warmup", "0.02", "--no-analyze", "--no-kernel-copies"]
+    own = ["--name", name, "--namespaces", f"clrep{tag}_s,clrep{tag}_c"]
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-m", "copylab", "run-sweep", *_command(sweep), *tiny, *own],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        again = SweepStore(DATA / name).load()[0]
+        assert (again["status"] == "ok").all() and _configurations(again) == _configurations(trials)
+    finally:
+        shutil.rmtree(DATA / name, ignore_errors=True)
+        shutil.rmtree(FIGURES / name, ignore_errors=True)
