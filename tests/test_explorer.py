@@ -341,3 +341,20 @@ def test_a_second_sweep_of_the_experiment_is_overlaid_dashed(ex: Explorer, data_
     dashed = [line for line in ex.figure.axes[0].get_lines() if line.get_linestyle() == "--"]
     assert len(dashed) == 3 and len(ex.figure.axes[0].get_lines()) > solid
     assert "dashed: noisy" in _legend(ex)
+
+
+def test_a_sweep_with_other_message_layouts_shows_the_studys_one_row_per_implementation() -> None:
+    trials = pd.DataFrame(
+        {
+            "implementation": ["one_copy", "one_copy", "zero_copy", "sendfile", "uring_send"],
+            "layout": ["fields", "contiguous", "contiguous", "none", "aligned"],
+        }
+    )
+    kept = data.one_layout(trials)
+    # the study's layout where measured; an implementation measured in other layouts only keeps one of them
+    assert list(zip(kept["implementation"], kept["layout"], strict=True)) == [
+        ("one_copy", "fields"),
+        ("zero_copy", "contiguous"),
+        ("sendfile", "none"),
+        ("uring_send", "aligned"),
+    ]

@@ -176,8 +176,8 @@ def test_front_matter_and_method_come_from_the_manifest():
     sweep = dataclasses.replace(sweep, manifest=dataclasses.replace(sweep.manifest, host=host))
     text = sections.front_matter(sweep, date(2026, 1, 2))
     assert "Report generated on 2026-01-02" in text and "(not finished)" not in text
-    assert "| CPU | Intel(R) \\<weird\\> CPU |" in text and "| net.core.optmem_max | 131,072 B |" in text
-    assert "| Stream message sizes | 64 B, 1 KiB, 4 KiB, 16 KiB, 64 KiB |" in text
+    assert "| CPU | Intel(R) \\<weird\\> CPU |" in text and "| net.core.optmem_max | 131,072\u00a0B |" in text
+    assert "| Stream message sizes | 64\u00a0B, 1\u00a0KiB, 4\u00a0KiB, 16\u00a0KiB, 64\u00a0KiB |" in text
     method = sections.method(sweep)
     assert "warm-up of 0.300 s" in method and "window of 1.00 s" in method and "MTU of 1500 B" in method
     assert "`same_cpu`: sender and receiver both on CPU 0" in method

@@ -32,10 +32,20 @@ def _stamp(directory: str | Path) -> tuple[str, int, int]:
     return str(path.parent), stat.st_mtime_ns, stat.st_size
 
 
+def one_layout(trials: pd.DataFrame) -> pd.DataFrame:
+    """Each implementation's trials in one message layout: the study's where it was measured, as in the report's
+    sections, else the first it was.  The explorer has no layout menu: a configuration then has one row per
+    implementation (the report's section on message layouts compares the others)."""
+    chosen = trials.groupby("implementation")["layout"].agg(
+        lambda layouts: registry.STUDY_LAYOUT if registry.STUDY_LAYOUT in set(layouts) else min(layouts)
+    )
+    return trials[trials["layout"] == trials["implementation"].map(chosen)]
+
+
 @functools.lru_cache(maxsize=8)
 def _loaded(stamp: tuple[str, int, int]) -> tuple[pd.DataFrame, Manifest]:
     trials, manifest = SweepStore(stamp[0]).load()
-    return add_metrics(trials), manifest
+    return add_metrics(one_layout(trials)), manifest
 
 
 @functools.lru_cache(maxsize=128)

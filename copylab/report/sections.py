@@ -208,21 +208,22 @@ def _repetitions(results: Results) -> str:
     if arms:
         others = sorted(set(trials["layout"]) - set(results.trials["layout"]))
         counted += (
-            f"; {arms:,} of them held the message in another layout ({', '.join(code(o) for o in others)}), "
-            f"which only the section on message layouts compares, so the other sections rest on {len(results.trials):,}"
+            f"; {arms:,} of them held the message in another layout ({', '.join(code(o) for o in others)}). "
+            f"Only the section on message layouts compares those, so the other sections rest on "
+            f"{len(results.trials):,}"
         )
     n = results.summary["n"]
     per = fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else "0"
     if params.design != "blocked":
         return (
-            f"**Repetitions.** {counted}, {params.trials} per configuration, run in one seeded random order so that "
-            f"drift in the host does not line up with any factor. Summaries use {per} successful trials per "
+            f"**Repetitions.** {counted}. They ran {params.trials} per configuration, in one seeded random order so "
+            f"that drift in the host does not line up with any factor. Summaries use {per} successful trials per "
             "configuration."
         )
     text = (
-        f"**Repetitions.** {counted}, in blocks: a block runs every contender (implementation and receive mode) of "
-        "one point (workload, size, threads, pinning) back to back in a seeded random order, and the blocks of a "
-        "round are shuffled across points; a trial's repetition number is its block's. "
+        f"**Repetitions.** {counted}. They ran in blocks: a block runs every contender (implementation and "
+        "receive mode) of one point (workload, size, threads, pinning) back to back in a seeded random order, and "
+        "the blocks of a round are shuffled across points; a trial's repetition number is its block's. "
     )
     if params.budget_s is None:
         return text + f"{params.trials} blocks per point; summaries use {per} successful trials per configuration."

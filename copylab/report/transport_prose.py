@@ -63,10 +63,10 @@ def paragraph(manifest: Manifest) -> str:
     return (
         text
         + (
-            " The setting is not left to the host because it changes what the sweep measures: a congestion control "
+            " The setting is not left to the host because it changes what the sweep measures. A congestion control "
             "that paces its sends by a timer (as bbr does without a pacing qdisc) decides how many messages share a "
-            "packet and how fast a stream may go, so that the pacing, not the sending paths' copies, sets the pace "
-            "(docs/method.md: Why cubic, and `./inv bench`, which measures both on the host)."
+            "packet and how fast a stream may go. The pacing, not the sending paths' copies, then sets the pace "
+            "(docs/method.md: Why cubic; `./inv bench` measures both on the host)."
         )
         + _socket_buffers(manifest)
     )

@@ -170,11 +170,11 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
         return (
             unmeasurable
             + counted
-            + f" Drawn instead: the calibrated cost of copying one byte (median over {rounds} rounds, separate "
-            f"processes, of interleaved passes, hot buffers, CPU {record.cpu or 'any'}) against the working set, for "
-            "memcpy as linked (blue), glibc's memcpy without rep movsb (green) and the kernel's copy to user space "
-            "through read() (orange), with source and destination at the same offset within a page (solid) or the "
-            f"destination 16 B past the source (dashed). Per level (memcpy, cheaper placement): {levels}. "
+            + f" Drawn instead: the calibrated cost of copying one byte against the working set (median over {rounds} "
+            f"rounds, separate processes, of interleaved passes, hot buffers, CPU {record.cpu or 'any'}). The lines "
+            "are memcpy as linked (blue), glibc's memcpy without rep movsb (green) and the kernel's copy to user "
+            "space through read() (orange). Solid lines have source and destination at the same offset within a "
+            f"page, dashed ones the destination 16 B past the source. Per level (memcpy, cheaper placement): {levels}. "
             f"{findings}{verdict} Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at "
             "twice their size (a message and its copy)."
         )

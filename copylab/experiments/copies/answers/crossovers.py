@@ -95,8 +95,8 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
         )
     if status == "challenger_always_better":
         return (
-            f"{where}, {challenger} outperforms {baseline} at every tested size where they differ significantly "
-            f"({span}): no crossover in range.{first_text}"
+            f"{where}, {challenger} outperforms {baseline} at every size where they differ significantly, tested "
+            f"from {span}: no crossover in range.{first_text}"
         )
     if status == "challenger_never_better":
         return f"{where}, {challenger} never outperforms {baseline} within the tested range of {span}."
