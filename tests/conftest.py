@@ -48,3 +48,13 @@ def path_without(directory: Path, prefixes: tuple[str, ...]) -> Path:
             if not tool.name.startswith(prefixes) and not (directory / tool.name).exists():
                 (directory / tool.name).symlink_to(tool)
     return directory
+
+
+# The modules that take longest, in that order, run first: with two workers taking a module at a time (./inv test's
+# --dist loadfile), a long module drawn last keeps one worker busy while the other has nothing left.
+LONGEST_FIRST = ("test_robustness.py", "test_remote.py", "test_sweep.py", "test_bench.py", "test_programs.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

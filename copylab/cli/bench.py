@@ -396,6 +396,16 @@ def _timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+def _grown(trials: pd.DataFrame, rows: int) -> pd.DataFrame:
+    """ROWS trials made of whole copies of TRIALS' blocks, each copy's repetitions numbered after the last copy's: a
+    blocked analysis then pairs them as it pairs measured blocks (trials drawn at random would give a contender two
+    trials in one block, which no sweep records)."""
+    copies = -(-rows // len(trials))
+    last = int(trials["repetition"].max())
+    grown = [trials.assign(repetition=trials["repetition"] + copy * last) for copy in range(copies)]
+    return pd.concat(grown, ignore_index=True).iloc[:rows].reset_index(drop=True)
+
+
 def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: bool = False) -> list[Figure]:
     """The analysis notebook on a trials.csv of ROWS rows drawn from REFERENCE's, and the report rendered from the
     reference sweep (SMOKE: from those rows, already analysed, so that no second analysis runs)."""
@@ -404,7 +414,7 @@ def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: b
 
     source = SweepStore(reference)
     trials, manifest = source.load()
-    big = trials.sample(n=rows, replace=True, random_state=1).reset_index(drop=True)
+    big = _grown(trials, rows)
     big["trial_id"] = [f"{tid}-b{i}" for i, tid in enumerate(big["trial_id"])]
     big["order_index"] = range(rows)
     big["sweep"] = "bench-analysis"

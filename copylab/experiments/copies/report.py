@@ -75,11 +75,18 @@ def _figure(results: Results, name: str) -> Figure:
     return Figure(results.store.figure_path(name), captions.caption(name, results))
 
 
-WHERE_IT_PAYS_INTRODUCTION = (
-    "Over the veth the receiver is on this host, so the kernel copies a zero-copy send's pages on delivery anyway, "
-    "and copying less cannot pay there. Two sweeps beside the main one ask where it can: the senders behind a sink, "
-    "and the receiver's side at an MTU whose segments carry whole pages."
-)
+def where_it_pays_introduction(results: Results) -> str:
+    """What the section adds to the main sweep, said for the path the main sweep took."""
+    places = "the senders behind a sink, and the receiver's side at an MTU whose segments carry whole pages"
+    if between_hosts(results):
+        return (
+            "Between two hosts the receiver is another machine, so a zero-copy send's pages can leave without a "
+            f"copy. Two sweeps on one host add {places}."
+        )
+    return (
+        "Over the veth the receiver is on this host, so the kernel copies a zero-copy send's pages on delivery "
+        f"anyway, and copying less cannot pay there. Two sweeps beside the main one ask where it can: {places}."
+    )
 
 
 def companion(results: Results) -> str | None:
@@ -97,7 +104,7 @@ def where_it_pays(results: Results, companions: Mapping[str, Results]) -> list[B
     """The sender behind the sink and the receiver's side at the MTU that maps, from the sweeps beside RESULTS."""
     return [
         Markdown("# Where copying less pays"),
-        Markdown(WHERE_IT_PAYS_INTRODUCTION),
+        Markdown(where_it_pays_introduction(results)),
         Markdown("## The sender behind a sink"),
         Markdown(answers.sink_section(companions.get("sink"))),
         Markdown("## The receiver's side"),

@@ -20,7 +20,7 @@ from copylab.experiments.copies.answers.crossovers import (
 )
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
-from copylab.report.results import Results, comparison_rows, metric_rows, present, verdict
+from copylab.report.results import Results, between_hosts, comparison_rows, metric_rows, present, verdict
 from copylab.roles import Role
 
 # A documented figure, cited with its source; the measured ones beside it come from the rows.
@@ -99,6 +99,11 @@ def _threads(counts: list[int]) -> str:
     return f"{', '.join(listed[:-1])} and {listed[-1]} threads"
 
 
+def main_path(results: Results) -> str:
+    """Where the main sweep's bytes went, as a sentence says it: over the veth on one host, or between two hosts."""
+    return "between the two hosts" if between_hosts(results) else "over the veth"
+
+
 def _copied(results: Results, sender: str) -> str:
     counts = zero_copy_counts(results.trials, sender)
     if counts is None:
@@ -114,12 +119,14 @@ def _pair_sentences(
     """The pair over the veth and behind the sink, each with the share of its sends the kernel copied anyway."""
     stabilities: list[tuple[str, float] | None] = []
     sentences = []
-    veth = stream_crossovers(results, sender, baseline)
+    veth, where = stream_crossovers(results, sender, baseline), main_path(results).capitalize()
     if veth.empty:
-        sentences.append(f"Over the veth, {code(sender)} was not measured against {code(baseline)}.")
+        sentences.append(f"{where}, {code(sender)} was not measured against {code(baseline)}.")
     else:
         stabilities += crossover_bullets(results, veth)[1]
-        sentences.append(f"Over the veth, {_clauses(results, veth)}: {_copied(results, sender)}, on local delivery.")
+        # only over the veth is the receiver on this host, whose delivery copies the pages
+        delivery = "" if between_hosts(results) else ", on local delivery"
+        sentences.append(f"{where}, {_clauses(results, veth)}: {_copied(results, sender)}{delivery}.")
     if sink is None:
         return sentences, stabilities
     behind = stream_crossovers(sink, sender, baseline)
@@ -149,11 +156,11 @@ def answer_q5(results: Results, sink: Results | None) -> str:
         sentences += said
         stabilities += sure
     if sink is None:
-        sentences.append(sink_not_measured("Behind a sink, where no local delivery undoes the zero copy, it"))
+        sentences.append(sink_not_measured("Behind a sink, where no receiver undoes the zero copy, it"))
     short = f"**In short:** {' '.join(sentences)} {KERNEL_FIGURE}{how_sure(stabilities)} {method_note(results)}"
     body = [short]
     for sender, baseline in pairs:
-        for where, sweep in (("over the veth", results), ("behind the sink", sink)):
+        for where, sweep in ((main_path(results), results), ("behind the sink", sink)):
             found = stream_crossovers(sweep, sender, baseline) if sweep is not None else pd.DataFrame()
             if not found.empty:
                 body.append(
