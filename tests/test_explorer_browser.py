@@ -312,7 +312,7 @@ def test_explorer_app_shows_widgets_and_plots_without_code(app: Server, browser:
     errors: list[str] = []
     page = _page(browser, errors)
     try:
-        page.goto(app.url)
+        page.goto(app.url, timeout=90_000)  # a cold Voila kernel beside other tests
         image, src = _check_first_view(page, "explore")
         assert page.title() == "copylab explorer"
         assert page.locator(".cm-editor, .jp-InputPrompt, .jp-CodeMirrorEditor").count() == 0
@@ -331,7 +331,7 @@ def test_explorer_redraws_in_jupyterlab_quietly(lab: Server, browser: Any) -> No
     errors: list[str] = []
     page = _page(browser, errors)
     try:
-        page.goto(lab.url)
+        page.goto(lab.url, timeout=90_000)
         page.locator(".jp-Notebook").wait_for()
         lab.wait_for_idle_kernel()
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()

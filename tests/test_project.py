@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from copylab.paths import NOTEBOOKS, REFERENCE_DATA, ROOT
+from copylab.paths import NOTEBOOKS, REFERENCE_MMAP_DATA, ROOT
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -200,8 +200,9 @@ def test_copylab_imports_and_papermill_runs_every_notebook_from_elsewhere(tmp_pa
     assert Path(imported.stdout.strip()).parent == ROOT / "copylab"
     data = tmp_path / "data" / "reference"
     data.mkdir(parents=True)
+    # the smallest reference (a copies sweep of 40 trials): the test is about where the notebooks run from
     for name in ("trials.csv", "manifest.json"):
-        shutil.copy(REFERENCE_DATA / name, data / name)
+        shutil.copy(REFERENCE_MMAP_DATA / name, data / name)
     figures = tmp_path / "figures"
     runs = {
         "10_analyze_sweep": ["-p", "data_dir", str(data), "-p", "figures_root", str(figures)],

@@ -414,7 +414,7 @@ def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_pa
             sizes=[4096, 16384],
             threads=[1],
             trials=2,
-            duration_s=1.0,
+            duration_s=0.5,
             warmup_s=0.05,
             pinning=["same_cpu"],
             calibrate=False,  # not under test here: it costs each sweep about 10 s

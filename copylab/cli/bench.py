@@ -162,6 +162,7 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
         trials=1 if smoke else 2,
         namespaces=["copylab_bsrv", "copylab_bcli"],
         calibrate=not smoke,  # part of a sweep's wall time as users run it; a smoke run only checks the parts run
+        **({"duration_s": 0.1, "warmup_s": 0.05} if smoke else {}),
     )
     result = sweep.run(settings, data_root=data_root, progress=False)
     ratio = result.wall_s / result.window_s
@@ -187,6 +188,8 @@ def _measured(name: str, data_root: Path, smoke: bool, **settings: Any) -> pd.Da
     settings["calibrate"] = False
     if smoke:
         settings["kernel_copies"] = False
+        # windows as short as run at all, where the part does not choose its own
+        settings = {"duration_s": 0.1, "warmup_s": 0.05, **settings}
     config_ = config.make_config(name, "quick", namespaces=["copylab_bsrv", "copylab_bcli"], **settings)
     result = sweep.run(config_, data_root=data_root, progress=False)
     if result.failed:
