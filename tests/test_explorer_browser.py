@@ -29,23 +29,15 @@ import pytest
 
 from copylab.explore import serve
 from copylab.paths import ROOT
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS, needs_chromium
 from tests.synthetic import make_trials, write_sweep
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 VIEWPORT = {"width": 1500, "height": 1600}  # the width at which the first row of menus used to overflow
 NEWS_PROMPT = "official Jupyter news"
 MARKER = "COPYLAB_TEST_SERVER"
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
+pytestmark = needs_chromium
 playwright = pytest.importorskip("playwright.sync_api")
 
 

@@ -25,6 +25,7 @@ from copylab.record import calibration
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.render import export_pdf, render_report
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS, needs_chromium
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
 from tests.test_calibrate import LEVELS, _host_with_rep_movsb_penalty
@@ -321,17 +322,6 @@ def test_a_tall_figure_stays_above_the_page_number(tmp_path):
     assert top + size < footer
 
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
 # The links of each item of the list that follows the heading "Answers at a glance".
 GLANCE_LINKS = """() => {
   const heading = [...document.querySelectorAll('h1')].find(h => h.textContent.startsWith('Answers at a glance'));
@@ -340,7 +330,7 @@ GLANCE_LINKS = """() => {
 }"""
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
+@needs_chromium
 @pytest.mark.timeout(120)
 @needs_latex
 def test_the_web_page_is_whole_on_its_own(rendered):
@@ -351,7 +341,7 @@ def test_the_web_page_is_whole_on_its_own(rendered):
     page_file = pdf.with_suffix(".html")
     fetched: list[str] = []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
             page.on("request", lambda r: fetched.append(r.url) if not r.url.startswith(("file:", "data:")) else None)

@@ -15,9 +15,9 @@ import pandas as pd
 
 from copylab.declarations import implementations
 from copylab.experiments.copies import MAPPING_MTU
-from copylab.experiments.copies.answers.sink import measure_command
+from copylab.experiments.copies.answers.sink import main_path, measure_command
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
-from copylab.report.results import Results, comparison_rows, present, receive_modes, verdict
+from copylab.report.results import Results, between_hosts, comparison_rows, present, receive_modes, verdict
 
 MAPPED = "mmap"
 PAGE = 4096
@@ -123,6 +123,7 @@ def receiver_section(mmap: Results | None, main: Results) -> str:
         }
         for item in found
     )
+    path = main_path(source) + ("" if between_hosts(source) else " (both ends on this host)")
     return "\n\n".join(
         [
             f"**In short:** These trials ran at MTU {mtu:,} B. {_summary(found)}",
@@ -130,8 +131,8 @@ def receiver_section(mmap: Results | None, main: Results) -> str:
             "receiver's memory instead of copying them. Only whole, page-aligned pages of payload map; what cannot "
             "map is copied into the receiver's buffer inside the same call, and what is left is read with `recv()`. "
             "So the table gives the three shares apart. " + _pages(mtu),
-            f"Stream, {threads_text(min(parameters.threads))}, pinning {code(parameters.pinning[0])}, over the veth "
-            "(both ends on this host): throughput receiving by `mmap` over receiving by copy with its 95% interval, "
+            f"Stream, {threads_text(min(parameters.threads))}, pinning {code(parameters.pinning[0])}, {path}: "
+            "throughput receiving by `mmap` over receiving by copy with its 95% interval, "
             "marked faster or slower where it differs significantly (Holm-corrected tests), and where the bytes "
             "received by `mmap` came from.\n\n" + table,
         ]
