@@ -91,12 +91,16 @@ def netns_up(
 
 
 def netns_down() -> int:
-    """Remove every namespace copylab created (root); others are never touched."""
-    from copylab.testbeds import netns
+    """Remove every namespace copylab created (root); others are never touched. Put back the host's sender pages
+    (--sender-pages) if a killed sweep left them changed."""
+    from copylab.testbeds import netns, sender_pages
 
     netns.require_root("netns-down")
     removed = netns.down()
     print(f"removed: {', '.join(removed) if removed else 'nothing'}")
+    restored = sender_pages.restore_left()
+    if restored:
+        print(f"restored {restored}, which a killed sweep had changed")
     return 0
 
 

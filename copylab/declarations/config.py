@@ -232,6 +232,11 @@ def _check_hosts(config: Any) -> None:
         if config.tune_remote:
             raise CopylabError("tune-remote: only for two hosts (give --server-host and --client-host)")
         return
+    if config.sender_pages != "large":
+        raise CopylabError(
+            f"sender-pages: {config.sender_pages} is for one host only (over a NIC the receiving driver's pages, "
+            "not the sender's, decide what the receiver can map)"
+        )
     for label, value in hosts.items():
         if not value:
             raise CopylabError(f"{label}: missing (a two-host sweep needs both --server-host and --client-host)")

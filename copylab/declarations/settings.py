@@ -22,7 +22,15 @@ from copylab import experiments
 from copylab.declarations import socket_buffer
 from copylab.declarations.limits import CONSTANTS
 from copylab.declarations.socket_buffer import CappedEnds
-from copylab.declarations.vocabulary import LAYOUTS, PATHS, PINNINGS, RECEIVE_MODES, WORKLOADS, Column
+from copylab.declarations.vocabulary import (
+    LAYOUTS,
+    PATHS,
+    PINNINGS,
+    RECEIVE_MODES,
+    SENDER_PAGES,
+    WORKLOADS,
+    Column,
+)
 from copylab.formatting import fmt_size
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
@@ -185,6 +193,15 @@ SETTINGS: tuple[Setting, ...] = (
         "net.core.optmem_max inside each namespace (bounds MSG_ZEROCOPY's pinned pages in flight)",
         low=1024,
         high=1 << 30,
+    ),
+    Setting(
+        "sender_pages",
+        "str",
+        SENDER_PAGES[0],
+        "the pages the kernel copies a sender's bytes into, on the whole host: large (32 KiB, the kernel's "
+        "default) or small (4 KiB: net.core.high_order_alloc_disable=1 for the sweep, restored after; root, one "
+        "host). Over the veth the receiver can map only small ones (docs/method.md: Receiving by mapping)",
+        choices=SENDER_PAGES,
     ),
     Setting(
         "sanitize",

@@ -24,6 +24,8 @@ NO_LAYOUT = "none"
 STATUSES = ("ok", "failed")
 # Where the sender's bytes go: over the veth pair to the client, or into a device that drops them once built.
 PATHS = ("veth", "sink")
+# The pages the kernel copies a sender's bytes into (copylab.testbeds.sender_pages): its default first.
+SENDER_PAGES = ("large", "small")
 
 
 @dataclass(frozen=True)

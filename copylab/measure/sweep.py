@@ -48,7 +48,7 @@ from copylab.programs.perf import PerfSupport
 from copylab.record.calibration import Calibration
 from copylab.record.manifest import Harness
 from copylab.record.store import SweepStore
-from copylab.testbeds import sink, testbed
+from copylab.testbeds import sender_pages, sink, testbed
 from copylab.testbeds.testbed import Testbed
 
 
@@ -258,6 +258,9 @@ def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResul
     result.unavailable = unavailable_here(config, bed)
     for name, why in result.unavailable.items():
         print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
+    note = sender_pages.mapping_note(config)
+    if note:
+        print(f"copylab: {note}", file=sys.stderr)
     skip = frozenset(result.unavailable)
     if skip >= set(config.implementations):
         raise CopylabError("no implementation of the sweep can run here (see the lines above)")

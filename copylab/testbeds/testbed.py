@@ -27,7 +27,7 @@ from copylab.programs.build import require_programs
 from copylab.programs.calibration_run import CALIBRATION_PROGRAMS
 from copylab.record.manifest import EndRecord
 from copylab.scratch import private_directory
-from copylab.testbeds import congestion, netns
+from copylab.testbeds import congestion, netns, sender_pages
 
 
 class EndLost(CopylabError):
@@ -224,7 +224,11 @@ class Namespaces(Testbed):
         netns.require_root("run-sweep")
         self._require()
         netns.check_free(self.pair)  # before anything is written, so a refusal leaves nothing behind
-        yield self
+        if self.config is None:
+            yield self
+            return
+        with sender_pages.held(self.config.sender_pages):
+            yield self
 
     def _require(self) -> None:
         if self.config is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from copylab.declarations import socket_buffer
 from copylab.declarations.config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.testbeds import netns
+from copylab.testbeds import netns, sender_pages
 from copylab.testbeds.testbed import NamespaceEnd, Namespaces, Testbed, message_files
 
 MAX_USER_NAMESPACES = Path("/proc/sys/user/max_user_namespaces")
@@ -114,6 +114,12 @@ class UserNamespaces(Namespaces):
     def prepared(self) -> Iterator[Testbed]:
         UserNamespace.check_enabled()
         self._require()  # the namespaces are private: no name can collide with another sweep's
+        host = sender_pages.current()
+        if self.config is not None and host is not None and self.config.sender_pages != host:
+            raise CopylabError(
+                f"sender-pages: {self.config.sender_pages} needs root ({sender_pages.SYSCTL_NAME} is a setting of the "
+                f"whole host, which holds {host} pages now)"
+            )
         yield self
 
     @contextmanager
