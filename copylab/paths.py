@@ -15,10 +15,12 @@ REFERENCE_SERVERS_DATA = DATA / "reference-servers"  # the servers experiment's
 REFERENCE_OPEN_LOAD_DATA = DATA / "reference-open-load"  # the servers experiment's under open load
 REFERENCE_SINK_DATA = DATA / "reference-sink"  # the copies experiment's sink profile
 REFERENCE_MMAP_DATA = DATA / "reference-mmap"  # the copies experiment's mmap profile (the receiver's side)
+REFERENCE_MMAP_SMALL_DATA = DATA / "reference-mmap-small"  # its mmap-small profile (small sender pages)
 REFERENCES = (
     REFERENCE_DATA,
     REFERENCE_SINK_DATA,
     REFERENCE_MMAP_DATA,
+    REFERENCE_MMAP_SMALL_DATA,
     REFERENCE_SERVERS_DATA,
     REFERENCE_OPEN_LOAD_DATA,
 )

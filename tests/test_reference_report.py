@@ -34,6 +34,7 @@ from copylab.experiments.servers import report as server_report
 from copylab.paths import (
     REFERENCE_DATA,
     REFERENCE_MMAP_DATA,
+    REFERENCE_MMAP_SMALL_DATA,
     REFERENCE_OPEN_LOAD_DATA,
     REFERENCE_SERVERS_DATA,
     REFERENCE_SINK_DATA,
@@ -59,14 +60,19 @@ def _analysed(scratch: Path, reference: Path) -> Results:
     return load_results(store)
 
 
+def _companions(scratch: Path) -> dict[str, Results]:
+    """The references ./inv report's sweeps of the sink and of the mapping receiver stand for, analysed."""
+    return {
+        "sink": _analysed(scratch, REFERENCE_SINK_DATA),
+        "mmap": _analysed(scratch, REFERENCE_MMAP_DATA),
+        "mmap-small": _analysed(scratch, REFERENCE_MMAP_SMALL_DATA),
+    }
+
+
 def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
     """A copies sweep's report sections (the reference's by default, with the sink's and the mapping receiver's
     references beside it), as the notebook has them."""
-    companions = (
-        {"sink": _analysed(scratch, REFERENCE_SINK_DATA), "mmap": _analysed(scratch, REFERENCE_MMAP_DATA)}
-        if sweep == REFERENCE_DATA
-        else {}
-    )
+    companions = _companions(scratch) if sweep == REFERENCE_DATA else {}
     return compose_results(_analysed(scratch, sweep), companions)
 
 
@@ -117,7 +123,7 @@ def copies_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results,
 def companions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Results]:
     """The sink's and the mapping receiver's reference sweeps, analysed once for this module."""
     scratch = tmp_path_factory.mktemp("companions")
-    return {"sink": _analysed(scratch, REFERENCE_SINK_DATA), "mmap": _analysed(scratch, REFERENCE_MMAP_DATA)}
+    return _companions(scratch)
 
 
 def test_the_reference_report_says_what_it_said(copies_reference, companions):

@@ -17,7 +17,7 @@ from copylab.cli import commands
 from copylab.declarations import config
 from copylab.experiments.copies import MAPPING_MTU, answers
 from copylab.experiments.copies.answers import sink as sink_answers
-from copylab.formatting import fmt_size
+from copylab.formatting import fmt_num, fmt_size
 from copylab.record.store import SweepStore
 from copylab.report import compose
 from copylab.report.results import Results, load_results
@@ -115,11 +115,24 @@ def three_sweeps(tmp_path_factory) -> dict[str, Results]:
     mapped.loc[by_mmap, "rx_mapped_bytes"] = np.where(mapped["implementation"] == "zero_copy", half, 0)[by_mmap]
     mapped.loc[by_mmap, "rx_copybuf_bytes"] = (mapped["bytes"] - mapped["rx_mapped_bytes"].fillna(0))[by_mmap]
     mapped.loc[by_mmap, "rx_copied_bytes"] = 0
+    # Small pages: two_copy's bytes map too, and each of its trials moves SMALL_PAGES_COPY of the large pages' when
+    # received by copy and SMALL_PAGES_MAPPED when received by mapping.
+    small = mapped.assign(sweep="delta")
+    small.loc[small["receive"] == "mmap", "rx_mapped_bytes"] = half[small["receive"] == "mmap"]
+    small.loc[small["receive"] == "mmap", "rx_copybuf_bytes"] = (small["bytes"] - half)[small["receive"] == "mmap"]
+    two_copy = small["implementation"] == "two_copy"
+    copy_large = mapped.loc[two_copy & (mapped["receive"] == "copy"), "throughput_gbps"].to_numpy()
+    for receive, factor in (("copy", SMALL_PAGES_COPY), ("mmap", SMALL_PAGES_MAPPED)):
+        small.loc[two_copy & (small["receive"] == receive), "throughput_gbps"] = copy_large * factor
     return {
         "veth": _synthetic(data / "alpha", veth),
         "sink": _synthetic(data / "beta", sink, path="sink", distinct_messages=2048),
         "mmap": _synthetic(data / "gamma", mapped, mtu=MAPPING_MTU),
+        "mmap-small": _synthetic(data / "delta", small, mtu=MAPPING_MTU, sender_pages="small"),
     }
+
+
+SMALL_PAGES_COPY, SMALL_PAGES_MAPPED = 0.8, 0.9
 
 
 def _text(sweeps: list[Results]) -> str:
@@ -146,3 +159,21 @@ def test_a_report_of_the_veth_sweep_alone_says_what_was_not_measured(three_sweep
     where = text[text.index("# Where copying less pays") : text.index("# Limitations")]
     assert where.count("was not measured") == 2
     assert sink_answers.measure_command("sink") in where and sink_answers.measure_command("mmap") in where
+
+
+def test_small_pages_are_their_own_sweep_and_their_cost_is_computed(three_sweeps):
+    veth, mapped, small = three_sweeps["veth"], three_sweeps["mmap"], three_sweeps["mmap-small"]
+    arranged = compose.arrange([small, veth, mapped])
+    assert arranged.companions == {"mmap": mapped, "mmap-small": small}
+    text = _text([veth, mapped, small])
+    where = text[text.index("## The receiver's side") : text.index("# Limitations")].replace("\n", " ")
+    # two_copy mapped nothing with large pages and half with small ones, from the rows.
+    large_pages, small_pages = "With large pages (the kernel's default)", "With small pages (`--sender-pages small`)"
+    assert f"{large_pages} and `two_copy` sending, receiving by mapping" in where
+    assert f"{small_pages} and `two_copy` sending, receiving by mapping" in where
+    assert "it mapped 0.0% of the bytes" in where and where.count("it mapped 50.0% of the bytes") == 3
+    assert f"with small pages was {fmt_num(SMALL_PAGES_COPY)}x of that with large pages" in where
+    assert f"Receiving by mapping with small pages was {fmt_num(SMALL_PAGES_MAPPED)}x of receiving by copy" in where
+    assert "So mapping did not beat copying into the kernel's default pages here." in where
+    alone = _text([veth, mapped]).replace("\n", " ")
+    assert f"Small pages were not measured; {sink_answers.measure_command('mmap-small')} measures them." in alone

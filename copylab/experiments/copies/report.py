@@ -91,12 +91,13 @@ def where_it_pays_introduction(results: Results) -> str:
 
 def companion(results: Results) -> str | None:
     """The part a sweep of this experiment is for when it is not the main one, from its manifest: "sink" for one on
-    the sink path, "mmap" for one that receives by mapping pages; None for any other."""
+    the sink path, "mmap" for one that receives by mapping pages ("mmap-small" with small sender pages); None for
+    any other."""
     parameters = results.manifest.parameters
     if parameters.path == "sink":
         return "sink"
     if "mmap" in parameters.receive:
-        return "mmap"
+        return "mmap" if parameters.sender_pages == "large" else "mmap-small"
     return None
 
 
@@ -108,7 +109,7 @@ def where_it_pays(results: Results, companions: Mapping[str, Results]) -> list[B
         Markdown("## The sender behind a sink"),
         Markdown(answers.sink_section(companions.get("sink"))),
         Markdown("## The receiver's side"),
-        Markdown(answers.receiver_section(companions.get("mmap"), results)),
+        Markdown(answers.receiver_section(companions.get("mmap"), companions.get("mmap-small"), results)),
     ]
 
 

@@ -1,10 +1,10 @@
 """The receiver's side of where copying less pays: whether receiving by mapping pages (TCP_ZEROCOPY_RECEIVE, receive
-`mmap`) pays over receiving by copy, at the MTU the sweep ran, with the share of the bytes mapped, copied inside
-the call and copied by recv() reported apart.
+`mmap`) pays over receiving by copy, with the kernel's default (large) sender pages and with small ones, with the
+share of the bytes mapped, copied inside the call and copied by recv() reported apart.
 
-The numbers come from the sweep that received by mmap (copylab.report.compose.arrange finds it by its manifest's
-receive modes), or from the main sweep when it measured mmap itself; without either, one sentence says so and
-which command measures it.
+The numbers come from the sweeps that received by mmap (copylab.report.compose.arrange finds them by their
+manifests' receive modes and sender pages), or from the main sweep when it measured mmap itself; without either, one
+sentence says so and which commands measure it.
 """
 
 from __future__ import annotations
@@ -70,7 +70,14 @@ def _ratio(row: Any) -> str:
     return f"{fmt_num(row.ratio)} [{fmt_num(row.ratio_ci_low)}, {fmt_num(row.ratio_ci_high)}]{mark}"
 
 
-def _summary(found: list[dict[str, object]]) -> str:
+PAGES = {"large": "large pages (the kernel's default)", "small": "small pages (`--sender-pages small`)"}
+
+
+def _pages_of(results: Results) -> str:
+    return PAGES[results.manifest.parameters.sender_pages]
+
+
+def _summary(results: Results, found: list[dict[str, object]]) -> str:
     """Per sender: at how many sizes mapping was faster and slower, and the share it mapped over them all."""
     sentences = []
     for sender in implementations.ordered({str(item["sender"]) for item in found}):
@@ -80,40 +87,41 @@ def _summary(found: list[dict[str, object]]) -> str:
         low, high = fmt_pct(min(mapped)), fmt_pct(max(mapped))
         share = low if low == high else f"{low} to {high}"
         sentences.append(
-            f"With {code(sender)} sending, receiving by mapping was significantly faster than by copy at "
-            f"{verdicts.count('faster')} of {len(mine)} sizes and slower at {verdicts.count('slower')}; it mapped "
-            f"{share} of the bytes."
+            f"With {_pages_of(results)} and {code(sender)} sending, receiving by mapping was significantly faster "
+            f"than by copy at {verdicts.count('faster')} of {len(mine)} sizes and slower at "
+            f"{verdicts.count('slower')}; it mapped {share} of the bytes."
         )
     return " ".join(sentences)
 
 
+def _over_the_veth() -> str:
+    """Why a sender's pages decide what maps when both ends are on one host."""
+    return (
+        "Over the veth the receiver is handed the sender's own pages, and the kernel maps only single 4 KiB pages. "
+        "A copying sender's kernel copies its bytes into large pages of 32 KiB, joined from single ones, which "
+        "cannot map. With `--sender-pages small` it copies them into single pages, which can; that setting "
+        "(`net.core.high_order_alloc_disable=1`) holds for the whole host while the sweep runs. A zero-copy "
+        "sender's pages are copied on delivery into new single pages, which can map either way."
+    )
+
+
 def _pages(mtu: int) -> str:
-    """Whether a full segment's payload at MTU is whole pages over IPv4, which is what lets it map."""
+    """Whether a full segment's payload at MTU is whole pages over IPv4, which a NIC's buffers need for it to map."""
     payload = mtu - HEADERS
     if payload % PAGE == 0:
         return (
             f"At this MTU a full segment carries {fmt_size(payload)} of payload over IPv4, {payload // PAGE} whole "
-            "pages, so every page of it can map."
+            "pages, so a NIC's receive buffers can hold whole pages to map."
         )
     return (
-        f"At this MTU a full segment carries {payload:,} B of payload over IPv4, not whole pages, so few pages can "
-        f"map; at MTU {MAPPING_MTU:,} B it would carry whole pages ({measure_command('mmap')} runs there)."
+        f"At this MTU a full segment carries {payload:,} B of payload over IPv4, not whole pages, so a NIC's "
+        f"receive buffers hold few whole pages to map; at MTU {MAPPING_MTU:,} B they would."
     )
 
 
-def receiver_section(mmap: Results | None, main: Results) -> str:
-    """Whether receiving by mapping pays over receiving by copy, with the shares mapped and copied apart."""
-    source = mmap if mmap is not None else main if MAPPED in receive_modes(main) else None
-    if source is None:
-        return (
-            "Receiving by mapping pages was not measured, because the report was given no sweep that receives by "
-            f"`mmap`; {measure_command('mmap')} measures it (then add its directory to `./inv report --data`)."
-        )
-    found = _rows(source)
-    mtu = source.manifest.parameters.mtu
-    if not found:
-        return f"The sweep that received by `mmap` (MTU {mtu:,} B) has no comparison of it with receiving by copy."
-    parameters = source.manifest.parameters
+def _table(results: Results, found: list[dict[str, object]]) -> str:
+    parameters = results.manifest.parameters
+    path = main_path(results) + ("" if between_hosts(results) else " (both ends on this host)")
     table = markdown_table(
         {
             "Sender": code(str(item["sender"])),
@@ -123,17 +131,89 @@ def receiver_section(mmap: Results | None, main: Results) -> str:
         }
         for item in found
     )
-    path = main_path(source) + ("" if between_hosts(source) else " (both ends on this host)")
-    return "\n\n".join(
-        [
-            f"**In short:** These trials ran at MTU {mtu:,} B. {_summary(found)}",
-            "Receiving by `mmap` asks the kernel with `TCP_ZEROCOPY_RECEIVE` to map the received pages into the "
-            "receiver's memory instead of copying them. Only whole, page-aligned pages of payload map; what cannot "
-            "map is copied into the receiver's buffer inside the same call, and what is left is read with `recv()`. "
-            "So the table gives the three shares apart. " + _pages(mtu),
-            f"Stream, {threads_text(min(parameters.threads))}, pinning {code(parameters.pinning[0])}, {path}: "
-            "throughput receiving by `mmap` over receiving by copy with its 95% interval, "
-            "marked faster or slower where it differs significantly (Holm-corrected tests), and where the bytes "
-            "received by `mmap` came from.\n\n" + table,
-        ]
+    return (
+        f"With {_pages_of(results)}. Stream, {threads_text(min(parameters.threads))}, pinning "
+        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B: throughput receiving by `mmap` over "
+        "receiving by copy with its 95% interval, marked faster or slower where it differs significantly "
+        "(Holm-corrected tests), and where the bytes received by `mmap` came from.\n\n" + table
     )
+
+
+def _median(results: Results, sender: str, size: int, receive: str) -> float | None:
+    trials = results.trials
+    rows = trials[
+        (trials["implementation"] == sender)
+        & (trials["size_bytes"] == size)
+        & (trials["receive"] == receive)
+        & (trials["status"] == "ok")
+        & (trials["workload"] == "stream")
+    ]
+    return float(rows["throughput_gbps"].median()) if not rows.empty else None
+
+
+def _span(values: list[float]) -> str:
+    low, high = fmt_num(min(values)), fmt_num(max(values))
+    return f"{low}x" if low == high else f"{low}x to {high}x"
+
+
+def _what_small_pages_cost(large: Results, small: Results) -> str:
+    """Small pages against the kernel's default, for the copying senders both sweeps measured: receiving by copy
+    with each, and receiving by mapping with small pages against receiving by copy with large ones."""
+    copy_ratios, best_ratios, senders = [], [], []
+    for item in _rows(small):
+        sender, size = str(item["sender"]), int(item["size"])  # type: ignore[call-overload]
+        if implementations.uses_zero_copy(sender):
+            continue
+        copy_large = _median(large, sender, size, "copy")
+        copy_small, mapped_small = _median(small, sender, size, "copy"), _median(small, sender, size, MAPPED)
+        if copy_large and copy_small is not None and mapped_small is not None:
+            copy_ratios.append(copy_small / copy_large)
+            best_ratios.append(mapped_small / copy_large)
+            senders.append(sender)
+    if not senders:
+        return ""
+    names = ", ".join(code(name) for name in implementations.ordered(set(senders)))
+    if max(best_ratios) < 1:
+        verdict_text = "So mapping did not beat copying into the kernel's default pages here."
+    elif min(best_ratios) > 1:
+        verdict_text = "So mapping with small pages beat copying into the kernel's default pages here."
+    else:
+        verdict_text = "So whether mapping beats copying into the kernel's default pages depended on the size."
+    return (
+        f"Small pages cost something of their own. Receiving by copy from {names}, the median throughput with small "
+        f"pages was {_span(copy_ratios)} of that with large pages. Receiving by mapping with small pages was "
+        f"{_span(best_ratios)} of receiving by copy with large pages. These are medians of two sweeps, not a "
+        f"paired comparison. {verdict_text}"
+    )
+
+
+def receiver_section(large: Results | None, small: Results | None, main: Results) -> str:
+    """Whether receiving by mapping pays over receiving by copy, with the kernel's default pages and with small ones,
+    with the shares mapped and copied apart."""
+    sweeps = [sweep for sweep in (large, small) if sweep is not None]
+    if not sweeps and MAPPED in receive_modes(main):
+        sweeps = [main]
+    if not sweeps:
+        return (
+            "Receiving by mapping pages was not measured, because the report was given no sweep that receives by "
+            f"`mmap`; {measure_command('mmap')} and {measure_command('mmap-small')} measure it (then add their "
+            "directories to `./inv report --data`)."
+        )
+    measured = [(sweep, _rows(sweep)) for sweep in sweeps]
+    measured = [(sweep, found) for sweep, found in measured if found]
+    if not measured:
+        return "The sweeps that received by `mmap` have no comparison of it with receiving by copy."
+    parts = [
+        "**In short:** " + " ".join(_summary(sweep, found) for sweep, found in measured),
+        "Receiving by `mmap` asks the kernel with `TCP_ZEROCOPY_RECEIVE` to map the received pages into the "
+        "receiver's memory instead of copying them. Only whole, page-aligned pages of payload map; what cannot "
+        "map is copied into the receiver's buffer inside the same call, and what is left is read with `recv()`. "
+        "So the tables give the three shares apart. "
+        + (_pages(measured[0][0].manifest.parameters.mtu) if between_hosts(measured[0][0]) else _over_the_veth()),
+        *(_table(sweep, found) for sweep, found in measured),
+    ]
+    if large is not None and small is not None:
+        parts.append(_what_small_pages_cost(large, small))
+    elif small is None and not between_hosts(measured[0][0]):
+        parts.append(f"Small pages were not measured; {measure_command('mmap-small')} measures them.")
+    return "\n\n".join(part for part in parts if part)

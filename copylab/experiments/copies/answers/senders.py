@@ -6,6 +6,7 @@ import pandas as pd
 
 from copylab.declarations import implementations
 from copylab.experiments.copies.answers.crossovers import answer_crossover
+from copylab.experiments.copies.answers.receiving import PAGES
 from copylab.experiments.copies.queries import choose_focus, other_senders, role, study
 from copylab.formatting import (
     code,
@@ -200,15 +201,16 @@ def mapped_receive(results: Results) -> str:
     parts = []
     for name in implementations.ordered(rows["implementation"]):
         mine = rows[rows["implementation"] == name]
-        mapped, copied = float(mine["rx_mapped_bytes"].sum()), float(mine["rx_copied_bytes"].sum())
-        if mapped + copied > 0:
-            parts.append(f"{code(name)} {fmt_pct(mapped / (mapped + copied))}")
-    mtu = results.manifest.parameters.mtu
+        shares = mine.reindex(columns=["rx_mapped_bytes", "rx_copybuf_bytes", "rx_copied_bytes"]).fillna(0).sum()
+        mapped, received = float(shares["rx_mapped_bytes"]), float(shares.sum())
+        if received > 0:
+            parts.append(f"{code(name)} {fmt_pct(mapped / received)}")
+    parameters = results.manifest.parameters
     return (
         "With `TCP_ZEROCOPY_RECEIVE` (receive `mmap`) the share of the received bytes that arrived as mapped pages "
-        f"rather than copied, over all trials, was: {'; '.join(parts)} (MTU {mtu} B). Only whole, page-aligned "
-        "payload pages map: a segment carrying less than a page, or payload the sender's kernel copied into "
-        "unaligned socket-buffer memory, is copied by `recv()` as before."
+        f"rather than copied, over all trials, was: {'; '.join(parts)} (MTU {parameters.mtu:,} B, "
+        f"{PAGES[parameters.sender_pages]}). Only whole, page-aligned pages of payload map; the section *The "
+        "receiver's side* says which."
     )
 
 
