@@ -79,19 +79,18 @@ def _pages_of(results: Results) -> str:
 
 def _summary(results: Results, found: list[dict[str, object]]) -> str:
     """Per sender: at how many sizes mapping was faster and slower, and the share it mapped over them all."""
-    sentences = []
+    clauses = []
     for sender in implementations.ordered({str(item["sender"]) for item in found}):
         mine = [item for item in found if item["sender"] == sender]
         verdicts = [verdict(item["row"]) for item in mine]
         mapped = [item["shares"]["rx_mapped_bytes"] for item in mine]  # type: ignore[index]
         low, high = fmt_pct(min(mapped)), fmt_pct(max(mapped))
         share = low if low == high else f"{low} to {high}"
-        sentences.append(
-            f"With {_pages_of(results)} and {code(sender)} sending, receiving by mapping was significantly faster "
-            f"than by copy at {verdicts.count('faster')} of {len(mine)} sizes and slower at "
-            f"{verdicts.count('slower')}; it mapped {share} of the bytes."
+        clauses.append(
+            f"{code(sender)} faster at {verdicts.count('faster')} of {len(mine)} sizes and slower at "
+            f"{verdicts.count('slower')}, with {share} of the bytes mapped"
         )
-    return " ".join(sentences)
+    return f"With {_pages_of(results)}: {'; '.join(clauses)}."
 
 
 def _over_the_veth() -> str:
@@ -156,9 +155,9 @@ def _span(values: list[float]) -> str:
     return f"{low}x" if low == high else f"{low}x to {high}x"
 
 
-def _what_small_pages_cost(large: Results, small: Results) -> str:
-    """Small pages against the kernel's default, for the copying senders both sweeps measured: receiving by copy
-    with each, and receiving by mapping with small pages against receiving by copy with large ones."""
+def _small_against_large(large: Results, small: Results) -> tuple[list[float], list[float], list[str]]:
+    """For each copying sender and size both sweeps measured: receiving by copy with small pages over with large
+    ones, and receiving by mapping with small pages over receiving by copy with large ones (medians)."""
     copy_ratios, best_ratios, senders = [], [], []
     for item in _rows(small):
         sender, size = str(item["sender"]), int(item["size"])  # type: ignore[call-overload]
@@ -170,20 +169,28 @@ def _what_small_pages_cost(large: Results, small: Results) -> str:
             copy_ratios.append(copy_small / copy_large)
             best_ratios.append(mapped_small / copy_large)
             senders.append(sender)
+    return copy_ratios, best_ratios, senders
+
+
+def _verdict_on_small_pages(best_ratios: list[float]) -> str:
+    if max(best_ratios) < 1:
+        return "So mapping did not beat copying into the kernel's default pages here."
+    if min(best_ratios) > 1:
+        return "So mapping with small pages beat copying into the kernel's default pages here."
+    return "So whether mapping beats copying into the kernel's default pages depended on the size."
+
+
+def _what_small_pages_cost(large: Results, small: Results) -> str:
+    """Small pages against the kernel's default, for the copying senders both sweeps measured."""
+    copy_ratios, best_ratios, senders = _small_against_large(large, small)
     if not senders:
         return ""
     names = ", ".join(code(name) for name in implementations.ordered(set(senders)))
-    if max(best_ratios) < 1:
-        verdict_text = "So mapping did not beat copying into the kernel's default pages here."
-    elif min(best_ratios) > 1:
-        verdict_text = "So mapping with small pages beat copying into the kernel's default pages here."
-    else:
-        verdict_text = "So whether mapping beats copying into the kernel's default pages depended on the size."
     return (
         f"Small pages cost something of their own. Receiving by copy from {names}, the median throughput with small "
         f"pages was {_span(copy_ratios)} of that with large pages. Receiving by mapping with small pages was "
         f"{_span(best_ratios)} of receiving by copy with large pages. These are medians of two sweeps, not a "
-        f"paired comparison. {verdict_text}"
+        f"paired comparison. {_verdict_on_small_pages(best_ratios)}"
     )
 
 
@@ -203,8 +210,16 @@ def receiver_section(large: Results | None, small: Results | None, main: Results
     measured = [(sweep, found) for sweep, found in measured if found]
     if not measured:
         return "The sweeps that received by `mmap` have no comparison of it with receiving by copy."
+    in_short = [_summary(sweep, found) for sweep, found in measured]
+    if large is not None and small is not None:
+        copy_ratios, best_ratios, _ = _small_against_large(large, small)
+        if best_ratios:
+            effect = "slowed" if max(copy_ratios) < 1 else "sped up" if min(copy_ratios) > 1 else None
+            in_short += [f"Small pages also {effect} receiving by copy."] if effect else []
+            in_short.append(_verdict_on_small_pages(best_ratios))
     parts = [
-        "**In short:** " + " ".join(_summary(sweep, found) for sweep, found in measured),
+        "**In short:** Receiving by mapping against receiving by copy, counting the sizes where it was "
+        "significantly faster or slower. " + " ".join(in_short),
         "Receiving by `mmap` asks the kernel with `TCP_ZEROCOPY_RECEIVE` to map the received pages into the "
         "receiver's memory instead of copying them. Only whole, page-aligned pages of payload map; what cannot "
         "map is copied into the receiver's buffer inside the same call, and what is left is read with `recv()`. "
