@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
+import signal
 
 import pytest
 
@@ -13,9 +15,12 @@ from copylab.declarations import config
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.measure import sweep
+from copylab.paths import ROOT
 from copylab.testbeds import sender_pages
 from copylab.testbeds.userns import UserNamespaces
 from tests.conftest import needs_root
+from tests.test_robustness import wait_for
+from tests.test_sweep import cli, read_rows
 
 TAG = os.getpid() % 100000
 
@@ -130,3 +135,25 @@ def test_small_pages_let_a_copying_senders_bytes_map(tmp_path):
     assert result.ok == 2, [row["error"] for row in rows.values()]
     assert int(rows["mmap"]["rx_mapped_bytes"]) > 0  # with large pages: 0 (test_verifiers' mmap sweeps)
     assert sender_pages.SYSCTL.read_text() == before
+
+
+@needs_root
+@pytest.mark.serial  # it changes a setting of the whole host, which another test's sweep would run under
+def test_an_interrupted_small_pages_sweep_puts_the_value_back():
+    before = sender_pages.SYSCTL.read_text()
+    name = f"pages-interrupted-{TAG}"
+    data = ROOT / "data" / name
+    shutil.rmtree(data, ignore_errors=True)
+    try:
+        process = cli(
+            *("run-sweep", "--name", name, "--profile", "mmap-small", "--trials", "20", "--no-analyze"),
+            *("--namespaces", f"clpint{TAG}_s,clpint{TAG}_c"),
+        )
+        wait_for(lambda: (data / "trials.csv").exists() and read_rows(data / "trials.csv"), 60, 0.05, process)
+        assert sender_pages.current() == "small"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130 and "copylab: interrupted" in stderr, stderr[-2000:]
+        assert sender_pages.SYSCTL.read_text() == before and not sender_pages.LEFT.exists()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
