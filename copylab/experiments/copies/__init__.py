@@ -70,8 +70,8 @@ MMAP: dict[str, Any] = {
 # a 27 s start-up of which the calibration, now left out of them, was most).  To stay within 5 minutes quick gave
 # up 64 B (its sizes are the sink's, 1 KiB to 256 KiB, so question 5's two answers span the same sizes) and its
 # budget went from 180 s to 120 s: its first pass alone, 294 trials with 64 B, took 192 s on that loaded host, so
-# the budget buys extra blocks only on a quiet one.  With mmap-small too, the whole job took 299 s on a quiet host,
-# so the budget went to 110 s.
+# the budget buys extra blocks only on a quiet one.  With mmap-small too, the whole job took 295-299 s on a quiet
+# host, whose first pass (134 s) outlasted any budget; at 110 s the extra blocks stop sooner on a faster one.
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(references=False),
