@@ -164,6 +164,18 @@ def _joined(text: str) -> str:
     return re.sub(r"([\d\]]) x\b", rf"\1{NO_BREAK}x", text)
 
 
+# A cell that is one number, with its unit if any (joined by a no-break space): such columns are set flush right,
+# so that their digits line up.  Intervals and verdict words stay flush left.
+NUMBER = re.compile(r"[-+−]?(\d[\d,]*(\.\d+)?|\.\d+)(e[-+]?\d+)?([\u00a0 ]?(%|x|[KMG]iB|B|ns|µs|ms|s|Gbit/s))?")
+MISSING = ("", "—", "–", "-", "n/a")
+
+
+def _numeric(column: list[str]) -> bool:
+    """Whether every cell of COLUMN is a number or missing, and one at least is a number."""
+    numbers = [cell for cell in column if cell.strip() not in MISSING]
+    return bool(numbers) and all(NUMBER.fullmatch(cell.strip()) for cell in numbers)
+
+
 def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
     """A Markdown pipe table from row dicts (all rows share the first row's keys).
 
@@ -182,6 +194,10 @@ def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
     tables = []
     for group in groups:
         names, cells = [header[c] for c in group], [[line[c] for c in group] for line in body]
-        lines = ["| " + " | ".join(names) + " |", "|" + "|".join("-" * d for d in _dashes(names, cells)) + "|"]
+        rule = [
+            "-" * max(d - 1, 1) + ":" if _numeric([line[c] for line in cells]) else "-" * d
+            for c, d in enumerate(_dashes(names, cells))
+        ]
+        lines = ["| " + " | ".join(names) + " |", "|" + "|".join(rule) + "|"]
         tables.append("\n".join(lines + ["| " + " | ".join(line) + " |" for line in cells]))
     return "\n\n".join(tables)

@@ -235,7 +235,10 @@ def test_formatting_is_exact():
     assert fmt_pct(0.973) == "97.3%"
     assert formatting.fmt_span("3", "3") == "3" and formatting.fmt_span("3", "5") == "3 to 5"
     # a table that fits a line: its separator no longer than its rows, so pandoc sets the columns at their widths
-    assert formatting.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|---|----|\n| 1 | x\\|y |"
+    # A column of numbers is set flush right (a colon ends its rule), one of text flush left.
+    assert formatting.markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|--:|----|\n| 1 | x\\|y |"
+    sizes = formatting.markdown_table([{"s": "64\u00a0KiB", "r": "1.03 [0.9, 1.1]"}, {"s": "—", "r": "2.5%"}])
+    assert sizes.splitlines()[1] == "|-----:|---------------|"
     wide = formatting.markdown_table([{"a": "`" + "x" * 12 + "`", "b": "y " * 50, "c": "9.99 [1.00, 10.0] µs"}])
     dashes = [len(part) for part in wide.splitlines()[1].strip("|").split("|")]
     assert sum(dashes) == formatting.WIDE_TABLE_DASHES  # wider than a line: fills the text width

@@ -30,6 +30,12 @@ from copylab.report.results import (
     present,
 )
 
+# What --sender-pages set on the host for the sweep (copylab.testbeds.sender_pages).
+SENDER_PAGES = {
+    "large": "large (32 KiB), the kernel's default",
+    "small": "small (4 KiB): net.core.high_order_alloc_disable=1 for the sweep",
+}
+
 
 def _sizes(sizes: Sequence[int]) -> str:
     return ", ".join(fmt_size(s) for s in sizes) if sizes else "none"
@@ -104,6 +110,7 @@ def front_matter(results: Results, generated: date) -> str:
             if m.path == "veth" or params.tune_remote
             else (("MTU and net.core.optmem_max", "the hosts' own (not changed: no --tune-remote)"),)
         ),
+        ("Sender pages", None if m.path == "network" else SENDER_PAGES[params.sender_pages]),
         ("TCP congestion control", transport_prose.congestion_setting(m)),
         ("Socket buffers", transport_prose.socket_buffer_setting(m)),
         ("Payload verification", "on" if params.verify else "off"),

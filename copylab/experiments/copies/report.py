@@ -77,15 +77,18 @@ def _figure(results: Results, name: str) -> Figure:
 
 def where_it_pays_introduction(results: Results) -> str:
     """What the section adds to the main sweep, said for the path the main sweep took."""
-    places = "the senders behind a sink, and the receiver's side at an MTU whose segments carry whole pages"
+    places = (
+        "the senders behind a sink, and the receiver's side, receiving by mapping pages with the kernel's default "
+        "pages and with small ones"
+    )
     if between_hosts(results):
         return (
             "Between two hosts the receiver is another machine, so a zero-copy send's pages can leave without a "
-            f"copy. Two sweeps on one host add {places}."
+            f"copy. Sweeps on one host add {places}."
         )
     return (
         "Over the veth the receiver is on this host, so the kernel copies a zero-copy send's pages on delivery "
-        f"anyway, and copying less cannot pay there. Two sweeps beside the main one ask where it can: {places}."
+        f"anyway, and copying less cannot pay there. Sweeps beside the main one ask where it can: {places}."
     )
 
 
