@@ -52,6 +52,15 @@ def fmt_interval(mean: float, low: float, high: float, unit: str = "") -> str:
     return f"{fmt_num(mean)} {bounds} {unit}" if unit else f"{fmt_num(mean)} {bounds}"
 
 
+def fmt_duration(seconds: float) -> str:
+    """A length of time in the unit a reader would say it in: seconds up to 90, then minutes, then hours."""
+    if seconds < 90:
+        return f"{fmt_num(seconds)} s"
+    if seconds < 90 * 60:
+        return f"{fmt_num(seconds / 60)} minutes"
+    return f"{fmt_num(seconds / 3600)} hours"
+
+
 def fmt_pct(fraction: float) -> str:
     """A fraction as a percentage with one decimal."""
     return f"{fraction * 100:.1f}%"

@@ -17,7 +17,7 @@ from copylab.errors import CopylabError
 from copylab.experiments.copies import answers, captions, figures
 from copylab.experiments.copies.anomaly import answered_by_q1, find_anomaly
 from copylab.experiments.copies.queries import Focus, choose_focus
-from copylab.formatting import fmt_bytes, fmt_interval, fmt_num, fmt_pct, fmt_size
+from copylab.formatting import fmt_bytes, fmt_duration, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.record.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
@@ -479,7 +479,8 @@ def test_limitations_say_how_many_trials_the_unstable_means_need_and_how_long():
     more = flagged * (needed - 3)
     pace = 600 / len(sweep.trials)
     assert f"{flagged} of those means would need about {more} more successful trials to come within 10.0%" in text
-    assert f"about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial" in text
+    assert f"At this sweep's {fmt_num(pace)} s per trial (its wall time over its trials) that is about" in text
+    assert f"about {fmt_duration(more * pace)};" in text
     assert "`--trials` sets each configuration's" in text  # the synthetic sweep has a fixed design
 
 

@@ -154,7 +154,7 @@ def test_regenerating_shows_the_diff_and_writes_only_when_asked(tmp_path, capsys
 
 # The report aims at sentences under about 40 words; none of its prose may run past this.  Lists of sizes or models
 # inside a sentence count too; tables, headings and code do not.
-MAX_SENTENCE_WORDS = 55
+MAX_SENTENCE_WORDS = 45
 
 
 def sentences(markdown: str) -> list[str]:

@@ -385,10 +385,12 @@ def test_every_receive_mode_and_the_file_senders_run_verified(tmp_path):
             assert sum(map(int, mapped)) == int(row["bytes"]) > 0
         else:
             assert mapped == ("", "", "")
-    # Over veth the zero-copy pages arrive whole (the deferred copy makes fresh pages): some of them map. How many
-    # depends on how the segments fell, which a loaded host changes (41% to most here), so only mapping is held.
+    # The zero-copy sender's pages can map over veth, but whether they do depends on how much is queued at each
+    # call: with no more than the copy buffer queued the kernel copies it all inside the call. A loaded host
+    # changes that (0% to most mapped here), so only the call's taking the bytes is held here; test_sender_pages
+    # holds mapping itself, alone on the machine.
     zero_copy_mmap = next(r for r in rows if r["implementation"] == "zero_copy" and r["receive"] == "mmap")
-    assert int(zero_copy_mmap["rx_mapped_bytes"]) > 0
+    assert int(zero_copy_mmap["rx_mapped_bytes"]) + int(zero_copy_mmap["rx_copybuf_bytes"]) > 0
     assert leftovers("receive") == {"namespaces": [], "processes": [], "trial_dirs": []}
 
 

@@ -15,7 +15,7 @@ from copylab import experiments
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
 from copylab.declarations import settings
 from copylab.declarations.vocabulary import WORKLOAD_MEASURE
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_span, md_escape
+from copylab.formatting import code, fmt_duration, fmt_num, fmt_pct, fmt_span, md_escape
 from copylab.programs.perf import USER_MODE_ONLY
 from copylab.record.manifest import Manifest
 from copylab.report.results import (
@@ -87,12 +87,12 @@ def trials_to_settle(unstable: pd.DataFrame, results: Results) -> str | None:
         option = settings.get("budget_s" if budgeted else "trials").option
         lever = f"{code(f'--{option}')} " + ("sets a blocked sweep's time" if budgeted else "sets each configuration's")
         text += (
-            f": about {fmt_num(more * pace / 60)} minutes at this sweep's {fmt_num(pace)} s per trial (its wall "
-            f"time over its trials; {lever})"
+            f". At this sweep's {fmt_num(pace)} s per trial (its wall time over its trials) that is about "
+            f"{fmt_duration(more * pace)}; {lever}"
         )
     left = len(unstable) - len(spread)
     if left:
-        text += f"; {left} with fewer than 2 successful trials show no spread to go by"
+        text += f". {left} with fewer than 2 successful trials show no spread to go by"
     return text + "."
 
 

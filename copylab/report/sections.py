@@ -196,14 +196,15 @@ def _baselines_text(results: Results) -> str:
             "Holm correction over the sizes of one curve."
         )
     return (
-        f"Challenger against baseline ({against}), paired within blocks: the geometric mean of the ratios of the "
-        "two contenders' trials in each block they share, with the t interval of their logarithms and the paired "
-        "t-test, Holm correction over the points of one curve. On the log scale a block's effect (the speed the "
-        "host gives the guest while the block runs scales both contenders alike) is a random effect added to "
-        "both, and for two contenders the mixed model with the block as a random effect estimates their "
-        "difference by exactly this mean and interval; a bootstrap over blocks would need more blocks than a sweep "
-        "runs before its interval stops being too narrow. Where a metric is zero in some trial (retransmits, say) "
-        "the unpaired analysis stands (ratio of means, Fieller, Welch), and comparisons.csv says which was used."
+        f"Challenger against baseline ({against}), paired within blocks. The ratio is the geometric mean of the "
+        "ratios of the two contenders' trials in each block they share. Its interval is the t interval of their "
+        "logarithms, its test the paired t-test, with Holm correction over the points of one curve. A block's "
+        "effect (the speed the host gives the guest while the block runs) scales both contenders alike. On the "
+        "log scale it is a random effect added to both, and the mixed model with the block as a random effect "
+        "estimates their difference by exactly this mean and interval. A bootstrap over blocks would need more "
+        "blocks than a sweep runs before its interval stops being too narrow. Where a metric is zero in some "
+        "trial (retransmits, say) the unpaired analysis stands (ratio of means, Fieller, Welch), and "
+        "comparisons.csv says which was used."
     )
 
 
@@ -274,9 +275,9 @@ def _noise(results: Results) -> str:
         )
     if names & {"probe_ns", "probe_copy_ns"}:
         text += (
-            " The host's speed is probed on the trial's CPUs just before and after each trial, since a virtual CPU "
-            "slows down, for seconds, when the host gives its core or its cache to other guests, which nothing "
-            "inside the guest shows."
+            " The host's speed is probed on the trial's CPUs just before and after each trial. A virtual CPU slows "
+            "down for seconds when the host gives its core or its cache to other guests, and nothing inside the "
+            "guest shows it."
         )
     if "rcv_receive_buffer_bytes" in names:
         text += _receive_buffer_share(results.manifest)

@@ -89,9 +89,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         name="uring",
         summary="one thread driving every connection through an io_uring: multishot accept and receive",
         explanation=(
-            "**uring.** One thread drives every connection through one `io_uring`: a multishot accept takes "
-            "the connections, a multishot receive per connection lands its requests in buffers the kernel "
-            "picks from a provided buffer ring, and the responses go out as sends on the same ring, so one "
+            "**uring.** One thread drives every connection through one `io_uring`. A multishot accept takes "
+            "the connections, and a multishot receive per connection lands its requests in buffers the kernel "
+            "picks from a provided buffer ring. The responses go out as sends on the same ring, so one "
             "`io_uring_enter()` serves many connections and no call waits on one. Published measurements of "
             "such servers disagree on whether it is ahead of epoll or behind; the comparison below is this "
             "host's, with intervals. It needs a kernel with multishot receive (6.0 on); elsewhere it is "

@@ -123,8 +123,8 @@ def introduction(results: Results) -> str:
                 if paired(results)
                 else "(Welch's t-test, "
             )
-            + "Holm-corrected along the counts), and a crossover is where it starts to beat it, "
-            "interpolated on a log axis with a bootstrap interval."
+            + "Holm-corrected along the counts). A crossover is where it starts to beat it, interpolated on a log "
+            "axis with a bootstrap interval."
             + (
                 ""
                 if between_hosts(results)
@@ -164,7 +164,7 @@ def _requests_caption(results: Results) -> str:
     return (
         f"{FIGURES['requests_vs_connections'][0]} ({_setting(results)}). Requests per second "
         + _at_most(results, "requests_per_s", "")
-        + "; 99th percentile round-trip latency "
+        + ". The 99th percentile of the round-trip latency "
         + _at_most(results, "latency_p99_us", "µs")
         + f". {INTERVALS}{marked}"
     )
@@ -174,7 +174,7 @@ def _cost_caption(results: Results) -> str:
     return (
         f"{FIGURES['cost_per_request'][0]} ({_setting(results)}). Server CPU time per request "
         + _at_most(results, "snd_cpu_us_per_request", "µs")
-        + "; server context switches per request "
+        + ". Server context switches per request "
         + _at_most(results, "snd_ctx_per_request", "")
         + ". The lower panels show the share of the window each side spent on a CPU (user + system time over "
         f"the window): near 1, that side had nothing to spare. {INTERVALS}"
@@ -431,7 +431,7 @@ def _growth(results: Results, name: str) -> str:
         )
     return (
         head + ". Each call scans every held descriptor, but under this closed-loop load most of them are ready "
-        "at each call, so the scan is shared by as many requests: the scan's cost would show with many "
+        "at each call, so the scan is shared by as many requests. The scan's cost would show with many "
         "connections held and few busy, which this load does not test."
     )
 

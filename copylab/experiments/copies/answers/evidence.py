@@ -34,7 +34,7 @@ def copy_evidence(results: Results) -> str:
         }
         if all(user.values()):
             parts.append(
-                f"The packing copy runs in user space, so it shows up as the sender's user CPU time: at "
+                "The packing copy runs in user space, so it shows up as the sender's user CPU time. At "
                 f"{fmt_size(focus.size)} ({config_label(focus.threads, focus.pinning)}) {code(baseline)} spent "
                 f"{fmt_interval(*user[baseline], 'ns')} of user CPU per byte sent, {code(one_copy)} "
                 f"{fmt_interval(*user[one_copy], 'ns')} (mean [95% CI] over trials). "

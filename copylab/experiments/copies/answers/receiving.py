@@ -100,7 +100,9 @@ def _over_the_veth() -> str:
         "A copying sender's kernel copies its bytes into large pages of 32 KiB, joined from single ones, which "
         "cannot map. With `--sender-pages small` it copies them into single pages, which can; that setting "
         "(`net.core.high_order_alloc_disable=1`) holds for the whole host while the sweep runs. A zero-copy "
-        "sender's pages are copied on delivery into new single pages, which can map either way."
+        "sender's pages are copied on delivery into new single pages, which can map either way. When no more "
+        "than the copy buffer is queued, the kernel copies it all inside the call, so the share mapped also "
+        "depends on how far the receiver lags."
     )
 
 
@@ -132,9 +134,9 @@ def _table(results: Results, found: list[dict[str, object]]) -> str:
     )
     return (
         f"With {_pages_of(results)}. Stream, {threads_text(min(parameters.threads))}, pinning "
-        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B: throughput receiving by `mmap` over "
-        "receiving by copy with its 95% interval, marked faster or slower where it differs significantly "
-        "(Holm-corrected tests), and where the bytes received by `mmap` came from.\n\n" + table
+        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B. The table gives throughput receiving by "
+        "`mmap` over receiving by copy with its 95% interval, marked faster or slower where it differs "
+        "significantly (Holm-corrected tests), and where the bytes received by `mmap` came from.\n\n" + table
     )
 
 
