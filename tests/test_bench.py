@@ -65,3 +65,15 @@ def test_bench_smoke_runs_every_part():
     ):
         assert part in names
     assert all(figure.measured for figure in figures)
+
+
+def test_a_sweep_grown_far_past_the_reference_loads(tmp_path):
+    """The full bench grows the reference to 100,000 rows, about 150 copies of its blocks: the grown sweep's manifest
+    must allow every block it holds (its first full run stopped there: 'trials allow 5 repetitions but trials.csv
+    has 758')."""
+    reference = len(pd.read_csv(REFERENCE_DATA / "trials.csv"))
+    rows = reference * 20 + 7
+    store = bench.grown_sweep(REFERENCE_DATA, rows, tmp_path)
+    trials, manifest = store.load()
+    assert len(trials) == rows and manifest.parameters.trials == int(trials["repetition"].max()) > 20
+    assert (tmp_path / "data" / "bench-analysis" / "trials.csv").exists()

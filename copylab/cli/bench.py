@@ -409,19 +409,14 @@ def _grown(trials: pd.DataFrame, rows: int) -> pd.DataFrame:
     return pd.concat(grown, ignore_index=True).iloc[:rows].reset_index(drop=True)
 
 
-def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: bool = False) -> list[Figure]:
-    """The analysis notebook on a trials.csv of ROWS rows drawn from REFERENCE's, and the report rendered from the
-    reference sweep (SMOKE: from those rows, already analysed, so that no second analysis runs)."""
-    from copylab.analysis.analyze_sweep import run_analysis_notebook
-    from copylab.report.render import render_report
-
-    source = SweepStore(reference)
-    trials, manifest = source.load()
+def grown_sweep(reference: Path, rows: int, scratch: Path) -> SweepStore:
+    """A sweep of ROWS trials grown from REFERENCE's by whole blocks (_grown), written inside SCRATCH, never among
+    the project's data."""
+    trials, manifest = SweepStore(reference).load()
     big = _grown(trials, rows)
     big["trial_id"] = [f"{tid}-b{i}" for i, tid in enumerate(big["trial_id"])]
     big["order_index"] = range(rows)
     big["sweep"] = "bench-analysis"
-    # Data and figures inside the scratch directory, never among the project's.
     store = SweepStore(scratch / "data" / "bench-analysis", figures_root=scratch / "figures")
     writer = store.writer()
     try:
@@ -429,7 +424,23 @@ def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: b
             writer.write(row)
     finally:
         writer.close()
-    store.write_manifest(dataclasses.replace(manifest, sweep="bench-analysis", complete=False, trials_sha256=None))
+    # It records as many blocks as its copies made: a fixed design of that many trials.
+    parameters = dataclasses.replace(
+        manifest.parameters, trials=int(big["repetition"].max()), budget_s=None, target_ci=None
+    )
+    store.write_manifest(
+        dataclasses.replace(manifest, sweep="bench-analysis", parameters=parameters, complete=False, trials_sha256=None)
+    )
+    return store
+
+
+def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: bool = False) -> list[Figure]:
+    """The analysis notebook on a trials.csv of ROWS rows drawn from REFERENCE's, and the report rendered from the
+    reference sweep (SMOKE: from those rows, already analysed, so that no second analysis runs)."""
+    from copylab.analysis.analyze_sweep import run_analysis_notebook
+    from copylab.report.render import render_report
+
+    store = grown_sweep(reference, rows, scratch)
     analysis_s = _timed(lambda: run_analysis_notebook(store, output=scratch / "bench-analysis.ipynb"))
     reported = store
     if not smoke:  # the report of the reference sweep, analysed into the scratch directory first (not timed)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from copylab.declarations import implementations
+from copylab.declarations.limits import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 from copylab.errors import CopylabError
 from copylab.testbeds.netns import MARKERS
 
@@ -94,11 +95,6 @@ def _write(pages: str) -> None:
         raise CopylabError(f"--sender-pages {pages}: cannot set {SYSCTL_NAME}: {error.strerror}") from None
 
 
-# A TCP segment's payload over IPv4 with timestamps: the MTU less 20 bytes of IP and 32 of TCP header.
-TCP_IPV4_HEADERS = 52
-PAGE = 4096
-
-
 def mapping_note(config: Any) -> str | None:
     """What a sweep that receives by mapping (--receive mmap) cannot map, said before it runs; None when nothing
     stands in the way."""
@@ -110,7 +106,7 @@ def mapping_note(config: Any) -> str | None:
             return None
         return (
             f"--receive mmap: at MTU {config.mtu} a TCP segment carries {payload} bytes, not whole pages, so a "
-            f"NIC's receive buffers hold no whole page to map; MTU {15 * PAGE + TCP_IPV4_HEADERS} makes them whole"
+            f"NIC's receive buffers hold no whole page to map; MTU {MAPPING_MTU} makes them whole"
         )
     receiving = config.receive_for or config.implementations
     copying = [name for name in receiving if not implementations.uses_zero_copy(name)]

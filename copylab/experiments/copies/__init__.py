@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from copylab.declarations.limits import MAPPING_MTU
 from copylab.experiment import Experiment, Members
 from copylab.roles import Role
 
@@ -25,9 +26,6 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 # pins their pages (two_copy packs them whatever their layout).
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
-# The MTU at which an IPv4 TCP segment's payload is whole pages (15 x 4096 + 20 + 32 B of IP and TCP headers with
-# timestamps); the kernel's tcp_mmap example quotes 61512, the IPv6 figure, at which nothing mapped over IPv4.
-MAPPING_MTU = 61492
 # Sizes of ./inv report's copies sweeps, quick's and the sink's: 1 KiB to 256 KiB, every other power of two, so that
 # they fit its time and question 5 is answered over the same sizes over the veth and behind the sink.
 REPORT_SIZES = [1024, 4096, 16384, 65536, 262144]

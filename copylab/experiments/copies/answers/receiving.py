@@ -14,14 +14,12 @@ from typing import Any
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.experiments.copies import MAPPING_MTU
+from copylab.declarations.limits import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 from copylab.experiments.copies.answers.sink import main_path, measure_command
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.results import Results, between_hosts, comparison_rows, present, receive_modes, verdict
 
 MAPPED = "mmap"
-PAGE = 4096
-HEADERS = 20 + 32  # IPv4's header and TCP's with timestamps, which every connection here negotiates
 # The three ways a byte received by mmap reached the receiver (docs/reference/columns.md).
 SHARES = (
     ("rx_mapped_bytes", "Mapped"),
@@ -108,7 +106,7 @@ def _over_the_veth() -> str:
 
 def _pages(mtu: int) -> str:
     """Whether a full segment's payload at MTU is whole pages over IPv4, which a NIC's buffers need for it to map."""
-    payload = mtu - HEADERS
+    payload = mtu - TCP_IPV4_HEADERS
     if payload % PAGE == 0:
         return (
             f"At this MTU a full segment carries {fmt_size(payload)} of payload over IPv4, {payload // PAGE} whole "
