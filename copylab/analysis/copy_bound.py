@@ -1,8 +1,9 @@
 """How far each implementation's best throughput is from the ceiling its copies allow on one CPU.
 
 With both ends on one CPU, that core makes every copy of every byte, so an implementation that copies each
-byte k times cannot exceed memcpy bandwidth / k.  The receiver's copies depend on how it takes the bytes in
-(copylab.declarations.implementations.RECEIVE_MODES), so each receive mode has its own bound.
+byte k times cannot exceed memcpy bandwidth / k while its copies run at memcpy's speed from memory.  Messages that
+stay in the caches copy faster, and go past it (a fraction above 1).  The receiver's copies depend on how it takes
+the bytes in (copylab.declarations.implementations.RECEIVE_MODES), so each receive mode has its own bound.
 """
 
 from __future__ import annotations

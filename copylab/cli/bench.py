@@ -385,7 +385,7 @@ def report_time(smoke: bool) -> list[Figure]:
         raise CopylabError(f"./inv report failed: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
     return [
         Figure(
-            "./inv report (build, the declared sweeps: quick, sink, mmap, servers quick; analysis, PDF)",
+            f"./inv report (build, the declared sweeps: {_declared_sweeps()}; analysis, PDF)",
             f"<= {REPORT_BUDGET_S / 60:.0f} min",
             f"{seconds / 60:.1f} min",
             seconds <= REPORT_BUDGET_S,
@@ -432,6 +432,17 @@ def grown_sweep(reference: Path, rows: int, scratch: Path) -> SweepStore:
         dataclasses.replace(manifest, sweep="bench-analysis", parameters=parameters, complete=False, trials_sha256=None)
     )
     return store
+
+
+def _declared_sweeps() -> str:
+    """The sweeps ./inv report runs, as the experiments declare them: "quick, sink, ..., servers quick"."""
+    from copylab import experiments
+    from copylab.cli.commands import report_sweeps
+
+    return ", ".join(
+        profile if experiments.get(experiment).main else f"{experiment} {profile}"
+        for experiment, profile, _ in report_sweeps("")
+    )
 
 
 def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: bool = False) -> list[Figure]:

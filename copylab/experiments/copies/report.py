@@ -60,14 +60,21 @@ def copy_limit(results: Results) -> str:
         }
         for row in rows
     )
+    above = implementations.ordered({row["implementation"] for row in rows if row["fraction"] > 1})
+    beyond = (
+        f" Here {', '.join(code(name) for name in above)} went past the bound, so their copies ran from the "
+        "caches, faster than from memory: for them the bound does not hold."
+        if above
+        else " Below the bound, the rest of the gap is protocol processing, system calls and scheduling."
+    )
     return (
-        f"Single-core memcpy on this host copies {fmt_num(memcpy)} Gbit/s (best of "
-        f"{calibration.runs} copies of a {calibration.buffer_mib} MiB buffer, "
-        "larger than the last-level cache, measured when the sweep started). With both ends on one CPU that "
-        "core performs every copy of every byte, so an implementation making *k* copies cannot exceed "
-        f"{fmt_num(memcpy)}/*k* Gbit/s; the receiver's copies depend on how it takes the bytes in, so each receive "
-        "mode has its own bound (with `truncate` the receiver's copy is gone). The rest of the gap is protocol "
-        f"processing, system calls and scheduling.\n\n{table}"
+        f"Single-core memcpy on this host copies {fmt_num(memcpy)} Gbit/s from memory (best of "
+        f"{calibration.runs} copies of a {calibration.buffer_mib} MiB buffer, larger than the last-level cache, "
+        "measured when the sweep started). With both ends on one CPU that core performs every copy of every byte. "
+        f"So if every copy ran at that speed, an implementation making *k* copies could not exceed "
+        f"{fmt_num(memcpy)}/*k* Gbit/s: its copy bound. Each receive mode has its own bound, since the receiver's "
+        "copies depend on how it takes the bytes in (with `truncate` the receiver's copy is gone). A message that "
+        f"stays in the caches is copied faster than that.{beyond}\n\n{table}"
     )
 
 
