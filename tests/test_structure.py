@@ -67,7 +67,15 @@ def test_no_import_cycle_at_all():
 # can list the experiments; the rest of an experiment's package (its implementations, figures, answers and report
 # parts) sits at the top, found through its declaration's "module:name" strings.
 LAYERS = (
-    ("copylab.errors", "copylab.paths", "copylab.formatting", "copylab.scratch", "copylab.experiment", "copylab.roles"),
+    (
+        "copylab.errors",
+        "copylab.paths",
+        "copylab.formatting",
+        "copylab.scratch",
+        "copylab.experiment",
+        "copylab.roles",
+        "copylab.segments",
+    ),
     ("copylab.experiments",),  # the list, and each experiment's declaration
     ("copylab.declarations",),
     ("copylab.record",),

@@ -437,11 +437,9 @@ def grown_sweep(reference: Path, rows: int, scratch: Path) -> SweepStore:
 def _declared_sweeps() -> str:
     """The sweeps ./inv report runs, as the experiments declare them: "quick, sink, ..., servers quick"."""
     from copylab import experiments
-    from copylab.cli.commands import report_sweeps
 
     return ", ".join(
-        profile if experiments.get(experiment).main else f"{experiment} {profile}"
-        for experiment, profile, _ in report_sweeps("")
+        profile if experiment.main else f"{experiment.name} {profile}" for experiment, profile in experiments.reported()
     )
 
 

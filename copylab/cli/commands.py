@@ -220,11 +220,9 @@ def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
     """(experiment, profile, sweep name) of every sweep `./inv report` runs, in order: each experiment's declared
     `reported` profiles, the main experiment's first, each named PROFILE[-EXPERIMENT]-STAMP (the main experiment's
     without its name)."""
-    ordered = sorted(experiments.EXPERIMENTS.values(), key=lambda experiment: not experiment.main)
     return [
         (experiment.name, profile, "-".join([profile, *([] if experiment.main else [experiment.name]), stamp]))
-        for experiment in ordered
-        for profile in experiment.reported
+        for experiment, profile in experiments.reported()
     ]
 
 

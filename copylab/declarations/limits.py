@@ -31,13 +31,6 @@ SMALLEST_SOCKET_BUFFER = 4096
 SINK_DEVICE = "cl_sink"
 SINK_ADDRESS = "10.203.1.2"
 
-# TCP_ZEROCOPY_RECEIVE maps whole pages of payload.  Over IPv4 with TCP timestamps a segment carries the MTU less
-# TCP_IPV4_HEADERS (20 bytes of IP, 32 of TCP), so at MAPPING_MTU its payload is 15 whole pages.  The kernel's tcp_mmap
-# example quotes 61512, the IPv6 figure, at which nothing mapped over IPv4.  (Python only: no program needs them.)
-PAGE = 4096
-TCP_IPV4_HEADERS = 20 + 32
-MAPPING_MTU = 15 * PAGE + TCP_IPV4_HEADERS
-
 CONSTANTS = {
     "FIELD_COUNT": FIELD_COUNT,
     "DEFAULT_ZC_INFLIGHT": DEFAULT_ZC_INFLIGHT,

@@ -25,3 +25,10 @@ def names() -> tuple[str, ...]:
 def main() -> Experiment:
     """The experiment a report's study parts describe."""
     return next(experiment for experiment in EXPERIMENTS.values() if experiment.main)
+
+
+def reported() -> list[tuple[Experiment, str]]:
+    """(experiment, profile) of every sweep `./inv report` runs, in order: each experiment's declared `reported`
+    profiles, the main experiment's first."""
+    ordered = sorted(EXPERIMENTS.values(), key=lambda experiment: not experiment.main)
+    return [(experiment, profile) for experiment in ordered for profile in experiment.reported]

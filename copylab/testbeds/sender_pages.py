@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from copylab.declarations import implementations
-from copylab.declarations.limits import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 from copylab.errors import CopylabError
+from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 from copylab.testbeds.netns import MARKERS
 
 SYSCTL = Path("/proc/sys/net/core/high_order_alloc_disable")

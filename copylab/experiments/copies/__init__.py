@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from copylab.declarations.limits import MAPPING_MTU
 from copylab.experiment import Experiment, Members
 from copylab.roles import Role
+from copylab.segments import MAPPING_MTU
 
 
 def _sizes(low: int, high: int) -> list[int]:

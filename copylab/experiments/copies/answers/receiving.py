@@ -14,10 +14,10 @@ from typing import Any
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.declarations.limits import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 from copylab.experiments.copies.answers.sink import main_path, measure_command
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.results import Results, between_hosts, comparison_rows, present, receive_modes, verdict
+from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 
 MAPPED = "mmap"
 # The three ways a byte received by mmap reached the receiver (docs/reference/columns.md).
