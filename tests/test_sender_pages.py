@@ -15,6 +15,7 @@ from copylab.declarations import config
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.measure import sweep
+from copylab.measure.schedule import mapping_note
 from copylab.paths import ROOT
 from copylab.testbeds import sender_pages
 from copylab.testbeds.userns import UserNamespaces
@@ -78,14 +79,14 @@ def mapped_sweep(**changes):
 
 
 def test_a_sweep_that_cannot_map_says_so_before_it_runs():
-    note = sender_pages.mapping_note(mapped_sweep())
+    note = mapping_note(mapped_sweep())
     assert note is not None and "two_copy copies its bytes into large pages" in note and "zero_copy" not in note
     assert "one_copy, two_copy copy their bytes" in (
-        sender_pages.mapping_note(mapped_sweep(implementations=["one_copy", "two_copy"])) or ""
+        mapping_note(mapped_sweep(implementations=["one_copy", "two_copy"])) or ""
     )
-    assert sender_pages.mapping_note(mapped_sweep(sender_pages="small")) is None
-    assert sender_pages.mapping_note(mapped_sweep(receive=["copy"])) is None
-    assert sender_pages.mapping_note(mapped_sweep(implementations=["zero_copy"])) is None
+    assert mapping_note(mapped_sweep(sender_pages="small")) is None
+    assert mapping_note(mapped_sweep(receive=["copy"])) is None
+    assert mapping_note(mapped_sweep(implementations=["zero_copy"])) is None
 
 
 def two_hosts(**changes):
@@ -95,10 +96,10 @@ def two_hosts(**changes):
 
 
 def test_two_hosts_are_told_when_their_mtu_fills_no_whole_page():
-    note = sender_pages.mapping_note(two_hosts(tune_remote=True, mtu=9000))
+    note = mapping_note(two_hosts(tune_remote=True, mtu=9000))
     assert note is not None and "at MTU 9000 a TCP segment carries 8948 bytes" in note and "61492" in note
-    assert sender_pages.mapping_note(two_hosts(tune_remote=True, mtu=61492)) is None
-    assert sender_pages.mapping_note(two_hosts()) is None  # the hosts' own MTU, unknown before the sweep
+    assert mapping_note(two_hosts(tune_remote=True, mtu=61492)) is None
+    assert mapping_note(two_hosts()) is None  # the hosts' own MTU, unknown before the sweep
 
 
 def test_small_pages_are_refused_for_two_hosts_and_without_root(monkeypatch):

@@ -36,6 +36,7 @@ from copylab.declarations.config import ADAPTIVE_MIN_TRIALS, SweepConfig
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.measure.spec import TrialSpec
+from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 
 # The metric whose precision adaptive repetition watches, per workload.
 PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}
@@ -71,10 +72,36 @@ def point_of(configuration: Configuration) -> Point:
     return Point(c.workload, c.size_bytes, c.threads, c.connections, c.idle_connections, c.offered_rate, c.pinning)
 
 
-def _receive_modes(config: SweepConfig, implementation: str) -> list[str]:
+def receive_modes_of(config: SweepConfig, implementation: str) -> list[str]:
+    """The receive modes IMPLEMENTATION's trials run in: the sweep's that its driver supports, copy for all, the
+    others for --receive-for's implementations (all when it names none)."""
     supported = config.member(implementation).driver.receive_modes
     everywhere = not config.receive_for or implementation in config.receive_for
     return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
+
+
+def mapping_note(config: SweepConfig) -> str | None:
+    """What a sweep that receives by mapping (--receive mmap) cannot map, said before it runs; None when nothing
+    stands in the way."""
+    if "mmap" not in config.receive:
+        return None
+    if config.server_host:
+        payload = config.mtu - TCP_IPV4_HEADERS
+        if not config.tune_remote or payload % PAGE == 0:
+            return None
+        return (
+            f"--receive mmap: at MTU {config.mtu} a TCP segment carries {payload} bytes, not whole pages, so a "
+            f"NIC's receive buffers hold no whole page to map; MTU {MAPPING_MTU} makes them whole"
+        )
+    receiving = [name for name in config.implementations if "mmap" in receive_modes_of(config, name)]
+    copying = [name for name in receiving if not implementations.uses_zero_copy(name)]
+    if config.sender_pages != "large" or not copying:
+        return None
+    who = f"{copying[0]} copies its" if len(copying) == 1 else f"{', '.join(copying)} copy their"
+    return (
+        f"--receive mmap: {who} bytes into large pages, which the receiver cannot map, so those mmap trials copy "
+        "every byte (--sender-pages small lets them map)"
+    )
 
 
 def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
@@ -117,7 +144,7 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                     # copies: a connection per thread; servers: the connections the load client keeps busy
                     for connections in config.connections or (threads,):
                         for pinning in config.pinning:
-                            for receive in _receive_modes(config, implementation):
+                            for receive in receive_modes_of(config, implementation):
                                 grid += [
                                     Configuration(
                                         implementation,

@@ -36,6 +36,7 @@ from copylab.measure.schedule import (
     budgeted_rounds,
     configuration_of,
     configurations,
+    mapping_note,
     measured,
     plan,
     precise_enough,
@@ -48,7 +49,7 @@ from copylab.programs.perf import PerfSupport
 from copylab.record.calibration import Calibration
 from copylab.record.manifest import Harness
 from copylab.record.store import SweepStore
-from copylab.testbeds import sender_pages, sink, testbed
+from copylab.testbeds import sink, testbed
 from copylab.testbeds.testbed import Testbed
 
 
@@ -258,7 +259,7 @@ def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResul
     result.unavailable = unavailable_here(config, bed)
     for name, why in result.unavailable.items():
         print(f"copylab: {name} is unavailable here: {why}; its trials are not run", file=sys.stderr)
-    note = sender_pages.mapping_note(config)
+    note = mapping_note(config)
     if note:
         print(f"copylab: {note}", file=sys.stderr)
     skip = frozenset(result.unavailable)

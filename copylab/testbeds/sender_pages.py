@@ -19,11 +19,8 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from copylab.declarations import implementations
 from copylab.errors import CopylabError
-from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 from copylab.testbeds.netns import MARKERS
 
 SYSCTL = Path("/proc/sys/net/core/high_order_alloc_disable")
@@ -93,27 +90,3 @@ def _write(pages: str) -> None:
         SYSCTL.write_text(VALUES[pages])
     except OSError as error:
         raise CopylabError(f"--sender-pages {pages}: cannot set {SYSCTL_NAME}: {error.strerror}") from None
-
-
-def mapping_note(config: Any) -> str | None:
-    """What a sweep that receives by mapping (--receive mmap) cannot map, said before it runs; None when nothing
-    stands in the way."""
-    if "mmap" not in config.receive:
-        return None
-    if config.server_host:
-        payload = config.mtu - TCP_IPV4_HEADERS
-        if not config.tune_remote or payload % PAGE == 0:
-            return None
-        return (
-            f"--receive mmap: at MTU {config.mtu} a TCP segment carries {payload} bytes, not whole pages, so a "
-            f"NIC's receive buffers hold no whole page to map; MTU {MAPPING_MTU} makes them whole"
-        )
-    receiving = config.receive_for or config.implementations
-    copying = [name for name in receiving if not implementations.uses_zero_copy(name)]
-    if config.sender_pages != "large" or not copying:
-        return None
-    who = f"{copying[0]} copies its" if len(copying) == 1 else f"{', '.join(copying)} copy their"
-    return (
-        f"--receive mmap: {who} bytes into large pages, which the receiver cannot map, so those mmap trials copy "
-        "every byte (--sender-pages small lets them map)"
-    )

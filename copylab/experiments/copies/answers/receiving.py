@@ -15,7 +15,7 @@ import pandas as pd
 
 from copylab.declarations import implementations
 from copylab.experiments.copies.answers.sink import main_path, measure_command
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report.results import Results, between_hosts, comparison_rows, present, receive_modes, verdict
 from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 
@@ -82,8 +82,7 @@ def _summary(results: Results, found: list[dict[str, object]]) -> str:
         mine = [item for item in found if item["sender"] == sender]
         verdicts = [verdict(item["row"]) for item in mine]
         mapped = [item["shares"]["rx_mapped_bytes"] for item in mine]  # type: ignore[index]
-        low, high = fmt_pct(min(mapped)), fmt_pct(max(mapped))
-        share = low if low == high else f"{low} to {high}"
+        share = fmt_span(fmt_pct(min(mapped)), fmt_pct(max(mapped)))
         clauses.append(
             f"{code(sender)} faster at {verdicts.count('faster')} of {len(mine)} sizes and slower at "
             f"{verdicts.count('slower')}, with {share} of the bytes mapped"
@@ -150,9 +149,8 @@ def _median(results: Results, sender: str, size: int, receive: str) -> float | N
     return float(rows["throughput_gbps"].median()) if not rows.empty else None
 
 
-def _span(values: list[float]) -> str:
-    low, high = fmt_num(min(values)), fmt_num(max(values))
-    return f"{low}x" if low == high else f"{low}x to {high}x"
+def _span(ratios: list[float]) -> str:
+    return fmt_span(f"{fmt_num(min(ratios))}x", f"{fmt_num(max(ratios))}x")
 
 
 def _small_against_large(large: Results, small: Results) -> tuple[list[float], list[float], list[str]]:
@@ -180,11 +178,8 @@ def _verdict_on_small_pages(best_ratios: list[float]) -> str:
     return "So whether mapping beats copying into the kernel's default pages depended on the size."
 
 
-def _what_small_pages_cost(large: Results, small: Results) -> str:
-    """Small pages against the kernel's default, for the copying senders both sweeps measured."""
-    copy_ratios, best_ratios, senders = _small_against_large(large, small)
-    if not senders:
-        return ""
+def _what_small_pages_cost(copy_ratios: list[float], best_ratios: list[float], senders: list[str]) -> str:
+    """Small pages against the kernel's default, for the copying senders both sweeps measured (_small_against_large)."""
     names = ", ".join(code(name) for name in implementations.ordered(set(senders)))
     return (
         f"Small pages cost something of their own. Receiving by copy from {names}, the median throughput with small "
@@ -211,12 +206,13 @@ def receiver_section(large: Results | None, small: Results | None, main: Results
     if not measured:
         return "The sweeps that received by `mmap` have no comparison of it with receiving by copy."
     in_short = [_summary(sweep, found) for sweep, found in measured]
-    if large is not None and small is not None:
-        copy_ratios, best_ratios, _ = _small_against_large(large, small)
-        if best_ratios:
-            effect = "slowed" if max(copy_ratios) < 1 else "sped up" if min(copy_ratios) > 1 else None
-            in_short += [f"Small pages also {effect} receiving by copy."] if effect else []
-            in_short.append(_verdict_on_small_pages(best_ratios))
+    copy_ratios, best_ratios, senders = (
+        _small_against_large(large, small) if large is not None and small is not None else ([], [], [])
+    )
+    if senders:
+        effect = "slowed" if max(copy_ratios) < 1 else "sped up" if min(copy_ratios) > 1 else None
+        in_short += [f"Small pages also {effect} receiving by copy."] if effect else []
+        in_short.append(_verdict_on_small_pages(best_ratios))
     parts = [
         "**In short:** Receiving by mapping against receiving by copy, counting the sizes where it was "
         "significantly faster or slower. " + " ".join(in_short),
@@ -227,8 +223,8 @@ def receiver_section(large: Results | None, small: Results | None, main: Results
         + (_pages(measured[0][0].manifest.parameters.mtu) if between_hosts(measured[0][0]) else _over_the_veth()),
         *(_table(sweep, found) for sweep, found in measured),
     ]
-    if large is not None and small is not None:
-        parts.append(_what_small_pages_cost(large, small))
+    if senders:
+        parts.append(_what_small_pages_cost(copy_ratios, best_ratios, senders))
     elif small is None and not between_hosts(measured[0][0]):
         parts.append(f"Small pages were not measured; {measure_command('mmap-small')} measures them.")
     return "\n\n".join(part for part in parts if part)
