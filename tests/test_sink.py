@@ -15,6 +15,7 @@ from copylab.errors import CopylabError
 from copylab.measure import sweep
 from copylab.measure.spec import TrialSettings
 from copylab.record.store import SweepStore
+from copylab.report import sections
 from copylab.testbeds import netns, sink, testbed
 from tests.conftest import needs_root
 
@@ -76,6 +77,8 @@ def test_a_sink_sweep_records_no_copied_completion(tmp_path, mtu):
         ({"receive": ["copy", "mmap"]}, "no receive mode to choose"),
         ({"implementations": ["two_copy", "sendfile"]}, "sendfile cannot send there"),
         ({"implementations": ["read_send", "iperf3"]}, "read_send, iperf3 cannot send there"),
+        # client.c starts no receiver on the sink: a verified sink sweep would claim bytes nobody checked
+        ({"verify": True}, "--verify: nothing arrives on the sink"),
     ],
 )
 def test_what_the_sink_cannot_do_is_refused_in_one_line_before_anything_is_made(tmp_path, changes, says):
@@ -139,12 +142,26 @@ def test_distinct_messages_reaches_the_command_line_toml_manifest_row_and_the_se
 
 
 @needs_root
-def test_cold_messages_run_verified_on_both_paths(tmp_path):
-    cold = dict(implementations=["two_copy", "zero_copy"], sizes=[4096], distinct_messages=64, verify=True)
+def test_cold_messages_run_on_both_paths_and_are_verified_where_they_arrive(tmp_path):
+    """On the veth the client checks every byte of the 64 cold messages; the sink has no receiver, so its half
+    runs the same messages unverified (and --verify there is refused, above)."""
+    cold = dict(implementations=["two_copy", "zero_copy"], sizes=[4096], distinct_messages=64)
     cold.update(workloads=["stream"], receive=["copy"])
-    for path in ("veth", "sink"):
+    for path, verify in (("veth", True), ("sink", False)):
         name = f"cold-{path}"
-        result = sweep.run(sink_sweep(name, path=path, **cold), data_root=tmp_path, progress=False)
+        result = sweep.run(sink_sweep(name, path=path, verify=verify, **cold), data_root=tmp_path, progress=False)
         rows = rows_of(tmp_path / name / "trials.csv")
         assert result.ok == len(rows) == 2, [row["error"] for row in rows]
         assert {row["distinct_messages"] for row in rows} == {"64"}
+        assert SweepStore(tmp_path / name).read_manifest().parameters.verify is verify
+
+
+def test_the_report_says_per_sweep_what_was_verified():
+    verified = config.make_config("x", "quick", verify=True, receive=["copy", "mmap"])
+    assert (
+        sections._verification(verified)
+        == "on: every byte received checked against its pattern (copy and mmap receives)"
+    )
+    assert sections._verification(config.make_config("x", "quick")) == "off"
+    sink_sweep_ = config.make_config("x", "quick", path="sink", implementations=["zero_copy"])
+    assert sections._verification(sink_sweep_) == "none: nothing arrives on the sink (no receiver runs there)"

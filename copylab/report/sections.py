@@ -14,6 +14,7 @@ from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
 from copylab.analysis.noise import spread_explained
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
 from copylab.declarations import implementations, settings
+from copylab.declarations.config import SweepConfig
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.declarations.settings import LISTS as LIST_KINDS
@@ -113,12 +114,23 @@ def front_matter(results: Results, generated: date) -> str:
         ("Sender pages", None if m.path == "network" else SENDER_PAGES[params.sender_pages]),
         ("TCP congestion control", transport_prose.congestion_setting(m)),
         ("Socket buffers", transport_prose.socket_buffer_setting(m)),
-        ("Payload verification", "on" if params.verify else "off"),
+        ("Payload verification", _verification(params)),
         ("Single-core memcpy (calibration)", f"{fmt_num(calibration)} Gbit/s" if calibration else None),
     ]
     table = markdown_table({"Setting": k, "Value": v} for k, v in settings if v is not None)
     lines += ["", "## Sweep settings", "", table]
     return "\n".join(lines)
+
+
+def _verification(params: SweepConfig) -> str:
+    """What the sweep's receivers checked: with --verify, every byte they received, in each receive mode; on the
+    sink nothing arrives, so nothing was checked whatever the manifest says."""
+    if params.path == "sink":
+        return "none: nothing arrives on the sink (no receiver runs there)"
+    if not params.verify:
+        return "off"
+    modes = " and ".join(params.receive) + (" receives" if len(params.receive) > 1 else " receive")
+    return f"on: every byte received checked against its pattern ({modes})"
 
 
 def _ends_rows(m: Manifest) -> list[tuple[str, str]]:

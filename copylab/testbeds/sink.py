@@ -34,6 +34,8 @@ def refusal(config: Any) -> str | None:
         why = "a sink answers no request: the workload is stream only (leave out rr)"
     elif set(config.receive) != {"copy"}:
         why = "nothing is received on the sink, so there is no receive mode to choose (leave --receive copy)"
+    elif config.verify:
+        why = "--verify: nothing arrives on the sink, so there are no bytes to verify (leave out --verify)"
     else:
         unfit = [name for name in config.implementations if implementations.fixed_layout(name) == NO_LAYOUT]
         if unfit:
