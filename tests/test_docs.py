@@ -1,0 +1,128 @@
+"""What a newcomer reads holds: the messages docs/troubleshooting.md quotes can still be printed, and the console
+lines the README shows are today's format."""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from copylab.paths import ROOT
+
+TROUBLESHOOTING = ROOT / "docs" / "troubleshooting.md"
+# Where copylab's messages are written: its package, the task file, the ./inv wrapper and the C programs.
+SOURCES = (ROOT / "copylab", ROOT / "tasks.py", ROOT / "inv", ROOT / "csrc")
+PREFIXES = ("copylab: error: ", "copylab: warning: ", "copylab: ")
+# A template must hold this many characters of its own text besides a prefix above: "copylab: error: {error}"
+# would match any line.
+LEAST_LITERAL = 12
+VARIABLE = None  # a part of a template filled in when the message is printed
+
+
+def _python_template(node: ast.AST) -> list[str | None] | None:
+    """The parts of the string NODE builds (an f-string, a literal, literals and values joined by +)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        return [part.value if isinstance(part, ast.Constant) else VARIABLE for part in node.values]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _python_template(node.left), _python_template(node.right)
+        if left is None and right is None:
+            return None
+        return [*(left or [VARIABLE]), *(right or [VARIABLE])]
+    return None
+
+
+def _python_templates(path: Path) -> list[list[str | None]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        template = _python_template(node)
+        if template is not None:
+            found.append(template)
+    return found
+
+
+C_STRINGS = re.compile(r'"((?:[^"\\\n]|\\.)*)"((?:\s*"(?:[^"\\\n]|\\.)*")*)')
+C_FORMAT = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXfFeEgGcsp]")
+
+
+def _c_templates(path: Path) -> list[list[str | None]]:
+    """Each string of a C file (adjacent literals joined), its printf conversions variable."""
+    found = []
+    for match in C_STRINGS.finditer(path.read_text()):
+        text = match.group(1) + "".join(re.findall(r'"((?:[^"\\\n]|\\.)*)"', match.group(2)))
+        text = text.replace("\\n", "").replace('\\"', '"')
+        parts: list[str | None] = []
+        for index, literal in enumerate(C_FORMAT.split(text)):
+            parts += ([VARIABLE] if index else []) + [literal]
+        found.append(parts)
+    return found
+
+
+def _shell_templates(path: Path) -> list[list[str | None]]:
+    """Each double-quoted string of a shell script, its expansions variable."""
+    found = []
+    for text in re.findall(r'"((?:[^"\\]|\\.)*)"', path.read_text()):
+        parts: list[str | None] = []
+        for index, literal in enumerate(re.split(r"\$\{[^}]*\}|\$\w+", text)):
+            parts += ([VARIABLE] if index else []) + [literal]
+        found.append(parts)
+    return found
+
+
+def _literal_length(template: list[str | None]) -> int:
+    text = "".join(part for part in template if part is not VARIABLE)
+    for prefix in PREFIXES:
+        if text.startswith(prefix):
+            return len(text) - len(prefix)
+    return len(text)
+
+
+@cache
+def templates() -> list[re.Pattern[str]]:
+    """Every message the code can print, as a pattern its variable parts match anything in."""
+    found: list[list[str | None]] = []
+    for source in SOURCES:
+        for path in sorted(source.rglob("*") if source.is_dir() else [source]):
+            if path.suffix == ".py":
+                found += _python_templates(path)
+            elif path.suffix in (".c", ".h"):
+                found += _c_templates(path)
+            elif path.name == "inv":
+                found += _shell_templates(path)
+    return [
+        re.compile("".join(".+?" if part is VARIABLE else re.escape(part) for part in template), re.S)
+        for template in found
+        if _literal_length(template) >= LEAST_LITERAL
+    ]
+
+
+def printable(message: str) -> bool:
+    """Whether some template of the code prints MESSAGE, with or without copylab's one-line prefix."""
+    candidates = [message] + [message.removeprefix(prefix) for prefix in PREFIXES if message.startswith(prefix)]
+    return any(pattern.fullmatch(candidate) for candidate in candidates for pattern in templates())
+
+
+def quoted_messages() -> list[str]:
+    """The lines of docs/troubleshooting.md's ```text blocks: each a message as the user sees it."""
+    blocks = re.findall(r"^```text\n(.*?)^```", TROUBLESHOOTING.read_text(), re.S | re.M)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_troubleshooting_quotes_at_least_eight_messages():
+    assert len(quoted_messages()) >= 8
+
+
+@pytest.mark.parametrize("message", quoted_messages(), ids=lambda message: message[:60])
+def test_every_quoted_message_can_still_be_printed(message):
+    assert printable(message), f"docs/troubleshooting.md quotes a message no code prints: {message}"
+
+
+def test_a_message_the_code_cannot_print_is_caught():
+    """Negative control: a changed word, or an invented message, matches no template."""
+    assert printable("copylab: error: the server and client namespaces need different names")
+    assert not printable("copylab: error: the server and client namespaces need other names")
+    assert not printable("copylab: error: something went wrong")
