@@ -235,6 +235,12 @@ def test_the_c_limits_header_is_generated_from_the_settings():
     )
 
 
+def test_the_sweep_config_class_is_generated_from_the_settings():
+    assert (PACKAGE / "declarations" / "sweep_config.py").read_text() == settings.sweep_config_module(), (
+        "run: python -m copylab.declarations.settings sweep_config > copylab/declarations/sweep_config.py"
+    )
+
+
 def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
     for setting in settings.SETTINGS:
         if setting.program is None:
@@ -248,10 +254,10 @@ def test_every_program_option_of_a_setting_is_one_the_programs_take(bin_dir):
                 assert setting.program.option in usage.stdout.split(), (setting.name, program)
 
 
-# A setting nobody declared before: the test adds it to the table, and every place that derives from the table
-# must carry it without another change.
+# A setting nobody declared before: the test adds it to the table and generates SweepConfig again, and every place
+# that derives from the table must carry it without another change.
 NEW_SETTING = """
-import dataclasses, json, sys
+import dataclasses, json, sys, types
 from copylab.declarations import settings
 from copylab.declarations.vocabulary import Column
 new = settings.Setting(
@@ -260,6 +266,8 @@ new = settings.Setting(
 )
 settings.SETTINGS = (*settings.SETTINGS, new)
 settings.BY_NAME[new.name] = new
+generated = sys.modules["copylab.declarations.sweep_config"] = types.ModuleType("copylab.declarations.sweep_config")
+exec(settings.sweep_config_module(), generated.__dict__)
 import tasks
 from copylab.declarations import config
 from copylab.testbeds import netns

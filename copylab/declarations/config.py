@@ -1,13 +1,12 @@
-"""A sweep's settings: SweepConfig built from copylab.declarations.settings' table, the profiles (each experiment's
-own), a sweep
-file's and the command line's overrides, and their validation.
+"""A sweep's settings: SweepConfig (copylab/declarations/sweep_config.py, generated from
+copylab.declarations.settings' table) made from the profiles (each experiment's own), a sweep file's and the command
+line's overrides, and their validation.
 
 Everything is checked before anything is created, so bad input ends in one line and leaves nothing behind.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import os
 import re
@@ -18,10 +17,10 @@ from typing import Any
 
 from copylab import experiments
 from copylab.declarations import implementations, settings
-from copylab.declarations.implementations import Implementation
 from copylab.declarations.limits import SMALLEST_SOCKET_BUFFER
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import LISTS, SETTINGS, Setting
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.experiment import Members
@@ -33,18 +32,7 @@ ADAPTIVE_MIN_TRIALS = 3
 DESCRIPTORS_BESIDES_CONNECTIONS = 64
 
 
-def _python_type(setting: Setting) -> Any:
-    base = {"int": int, "float": float, "str": str, "bool": bool, "ints": tuple, "sizes": tuple, "strs": tuple}
-    return base[setting.kind] | None if setting.optional else base[setting.kind]
-
-
-def _parameters(self: Any) -> dict[str, Any]:
-    """What the manifest records (every setting, by its name)."""
-    return {s.name: list(value) if isinstance(value := getattr(self, s.name), tuple) else value for s in SETTINGS}
-
-
-@classmethod  # type: ignore[misc]
-def _from_parameters(cls: type, name: str, profile: str, parameters: dict[str, Any]) -> Any:
+def from_parameters(name: str, profile: str, parameters: dict[str, Any]) -> SweepConfig:
     """The exact sweep a manifest's parameters describe; a setting it predates takes the value its absence
     implies (copylab.declarations.settings: legacy, else the default)."""
     parameters = settings.upgraded(parameters)
@@ -55,37 +43,7 @@ def _from_parameters(cls: type, name: str, profile: str, parameters: dict[str, A
     values = {
         key: tuple(value) if isinstance(value, list) else value for key, value in {**implied, **parameters}.items()
     }
-    return validate(cls(name=name, profile=profile, **values))
-
-
-def _member(self: Any, name: str) -> Implementation:
-    """The sweep's implementation NAME, as the registry gave it when the sweep was checked."""
-    for implementation in self.members:
-        if implementation.name == name:
-            return implementation
-    raise CopylabError(f"{name!r} is not an implementation of sweep {self.name!r}")
-
-
-def _build() -> type:
-    fields: list[Any] = [("name", str), ("profile", str, dataclasses.field(default="quick"))]
-    fields += [(s.name, _python_type(s), dataclasses.field(default=s.default)) for s in SETTINGS]
-    # Its implementations resolved once, when it is checked: the rest of a sweep reads them here, not by name.
-    fields += [("members", tuple, dataclasses.field(default=(), compare=False, repr=False))]
-    return dataclasses.make_dataclass(
-        "SweepConfig",
-        fields,
-        frozen=True,
-        namespace={
-            "parameters": _parameters,
-            "from_parameters": _from_parameters,
-            "member": _member,
-            "__module__": __name__,
-        },
-    )
-
-
-# A sweep's settings: a field per entry of copylab.declarations.settings.SETTINGS, plus its name and profile.
-SweepConfig = _build()
+    return validate(SweepConfig(name=name, profile=profile, **values))
 
 
 def _bound(limit: float) -> str:
@@ -130,7 +88,7 @@ def _check(setting: Setting, value: Any) -> None:
             raise CopylabError(f"{label}: unknown {item!r} (choose from {', '.join(allowed)})")
 
 
-def validate(config: Any) -> Any:
+def validate(config: SweepConfig) -> SweepConfig:
     """Rejects a bad sweep before anything is created; returns it unchanged."""
     if not NAME_PATTERN.fullmatch(config.name):
         raise CopylabError(f"sweep name {config.name!r}: use letters, digits, '.', '_' or '-' (no '/' or spaces)")
@@ -178,7 +136,7 @@ def validate(config: Any) -> Any:
     return config
 
 
-def _check_layouts(config: Any) -> None:
+def _check_layouts(config: SweepConfig) -> None:
     if not config.layout:
         raise CopylabError("layout: needs at least one value")
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
@@ -193,7 +151,7 @@ def _check_layouts(config: Any) -> None:
             )
 
 
-def _check_socket_buffer(config: Any) -> None:
+def _check_socket_buffer(config: SweepConfig) -> None:
     if config.socket_buffer is not None and 0 < config.socket_buffer < SMALLEST_SOCKET_BUFFER:
         raise CopylabError(
             f"socket-buffer: {config.socket_buffer} is below the {SMALLEST_SOCKET_BUFFER} bytes the kernel grants as "
@@ -201,14 +159,14 @@ def _check_socket_buffer(config: Any) -> None:
         )
 
 
-def _check_load(config: Any) -> None:
+def _check_load(config: SweepConfig) -> None:
     if config.load == "open" and not config.rates:
         raise CopylabError("rates: an open load needs the rates it offers, e.g. --rates 5000,10000,20000")
     if config.load == "closed" and config.rates:
         raise CopylabError("rates: only an open load offers a rate (add --load open)")
 
 
-def _check_design(config: Any) -> None:
+def _check_design(config: SweepConfig) -> None:
     if config.target_ci is not None and config.design != "randomized":
         raise CopylabError(
             "target-ci: adaptive repetition is for --design randomized; a blocked sweep spends a --budget on the "
@@ -223,7 +181,7 @@ def _check_design(config: Any) -> None:
             raise CopylabError(f"max-trials: {config.max_trials} is fewer than the first pass's {config.trials}")
 
 
-def _check_hosts(config: Any) -> None:
+def _check_hosts(config: SweepConfig) -> None:
     hosts = {"server-host": config.server_host, "client-host": config.client_host}
     if not any(hosts.values()):
         for label, value in (("server-address", config.server_address), ("ssh-config", config.ssh_config)):
@@ -255,12 +213,12 @@ def _check_hosts(config: Any) -> None:
         raise CopylabError(f"ssh-config: {config.ssh_config} is not a readable file")
 
 
-def _held(config: Any) -> int:
+def _held(config: SweepConfig) -> int:
     """The most connections a server of the sweep holds: the busy ones and the idle ones."""
     return max(config.connections) + max(config.idle_connections)
 
 
-def _check_connection_limits(config: Any) -> None:
+def _check_connection_limits(config: SweepConfig) -> None:
     """Refuses more connections, busy and idle, than a model of the sweep can hold."""
     most = _held(config)
     label = "connections" if max(config.idle_connections) == 0 else "idle-connections"
@@ -278,7 +236,7 @@ def _check_connection_limits(config: Any) -> None:
             )
 
 
-def check_descriptor_limit(config: Any) -> None:
+def check_descriptor_limit(config: SweepConfig) -> None:
     """Refuses, before running here, more connections than this host lets a process open.
 
     Each end raises its own limit as far as the hard limit allows, and past it when privileged.
@@ -320,7 +278,7 @@ def profile_settings(experiment: str, profile: str) -> dict[str, Any]:
 
 def make_config(
     name: str, profile: str = "quick", sweep_file: Path | None = None, experiment: str | None = None, **overrides: Any
-) -> Any:
+) -> SweepConfig:
     """A profile's settings, then a sweep file's, then explicit options (None = not given)."""
     given: dict[str, Any] = {}
     if sweep_file is not None:

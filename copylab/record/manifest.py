@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from copylab.declarations.config import SweepConfig
+from copylab.declarations.config import SweepConfig, from_parameters
 from copylab.errors import CopylabError
 from copylab.record.calibration import Calibration
 
@@ -154,9 +154,7 @@ class Manifest:
         parameters = record.get("parameters")
         if not isinstance(parameters, dict):
             raise CopylabError("key 'parameters' missing or not an object")
-        record["parameters"] = SweepConfig.from_parameters(
-            str(record.get("sweep")), str(record.get("profile")), parameters
-        )
+        record["parameters"] = from_parameters(str(record.get("sweep")), str(record.get("profile")), parameters)
         return _build(cls, record, "")
 
 
