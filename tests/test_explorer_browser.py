@@ -61,18 +61,6 @@ def _wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float =
     raise RuntimeError(f"the server is not ready after {timeout} s: {log.read_text()[-2000:]}")
 
 
-def _wait_listening(port: int, process: subprocess.Popen, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited with {process.returncode}: {log.read_text()[-2000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.3)
-    raise RuntimeError(f"nothing listens on port {port} after {timeout} s: {log.read_text()[-2000:]}")
-
-
 def _processes_with(marker: str) -> list[int]:
     """Processes whose environment says MARKER: a server of this module and every process it started."""
     needle, found = f"{MARKER}={marker}\0".encode(), []
@@ -214,7 +202,8 @@ def app(sweep: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
         match = re.fullmatch(rf"copylab explorer: (http://127\.0\.0\.1:{port}/\?token=([0-9a-f]+))\n", line)
         assert match, line
         server = Server(match[1], match[2], process, marker)
-        _wait_listening(port, process, log)  # a request for the page would run the notebook for nobody
+        with socket.socket() as probe:  # the URL comes once the server answers: a browser opened at it finds it
+            assert probe.connect_ex(("127.0.0.1", port)) == 0, "the URL was printed before the server answered"
         yield server
     finally:
         left = _stop(process, marker)
@@ -238,6 +227,12 @@ def _page(browser: Any, errors: list[str]) -> Any:
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     return page
+
+
+def _control(page: Any, description: str) -> Any:
+    """The widget whose description (ipywidgets' label before the control) is DESCRIPTION."""
+    label = page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(description)}$"))
+    return page.locator(".widget-inline-hbox", has=label)
 
 
 def _wait_for_redraw(page: Any, old_src: str, text: str) -> None:
@@ -281,7 +276,7 @@ def _check_first_view(page: Any, name: str) -> tuple[Any, str]:
     src = image.get_attribute("src")
     assert src.startswith("data:image/png")
     for menu in ("sweep", "workload", "metric", "pinning", "receive"):
-        assert page.locator(f".copylab-{menu} select").is_visible(), menu
+        assert _control(page, menu).locator("select").is_visible(), menu
     page.screenshot(path=str(ARTIFACTS / f"{name}-1-loaded.png"))
     assert page.evaluate(OVERFLOWS) == []
     assert page.get_by_text(NEWS_PROMPT).count() == 0
@@ -289,7 +284,7 @@ def _check_first_view(page: Any, name: str) -> tuple[Any, str]:
 
 
 def _change_metric(page: Any, image: Any, src: str, name: str) -> str:
-    page.locator(".copylab-metric select").select_option(value="cpu_ns_per_byte (ns/B)")
+    _control(page, "metric").locator("select").select_option(value="cpu_ns_per_byte (ns/B)")
     _wait_for_redraw(page, src, "cpu_ns_per_byte")
     tables = page.locator(".copylab-tables").inner_text()
     assert "cpu_ns_per_byte at 256 KiB, 1 thread, stream, pinning same_cpu" in tables
@@ -310,7 +305,7 @@ def test_explorer_app_shows_widgets_and_plots_without_code(app: Server, browser:
         assert page.locator(".cm-editor, .jp-InputPrompt, .jp-CodeMirrorEditor").count() == 0
         assert "Explorer.from_environment" not in page.content()
         _change_metric(page, image, src, "explore")
-        page.locator(".copylab-metric select").select_option(value="throughput_gbps (Gbit/s)")
+        _control(page, "metric").locator("select").select_option(value="throughput_gbps (Gbit/s)")
         page.locator(".copylab-status").wait_for()
         assert errors == []
     finally:
@@ -333,7 +328,7 @@ def test_explorer_redraws_in_jupyterlab_quietly(lab: Server, browser: Any) -> No
         image, src = _check_first_view(page, "lab")
         second_src = _change_metric(page, image, src, "lab")
 
-        handle = page.locator(".copylab-fixed .noUi-handle")
+        handle = _control(page, "threads").locator(".noUi-handle")
         handle.focus()
         handle.press("ArrowRight")
         _wait_for_redraw(page, second_src, "2 threads")

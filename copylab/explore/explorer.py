@@ -93,7 +93,6 @@ class Explorer:
         self._busy = 0
         self._build_selectors(sweep, roots, directories)
         self._build_view_controls()
-        self._mark_for_the_browser_test()
         self._build_outputs()
         self.widget = self._layout()
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
@@ -134,13 +133,6 @@ class Explorer:
         self.compare = widgets.Checkbox(value=False, description="compare to baseline")
         self.baseline = widgets.Dropdown(description="baseline")
         self.inspect = widgets.Dropdown(description="inspect at")
-
-    def _mark_for_the_browser_test(self) -> None:
-        # stable CSS hooks for the browser test, independent of ipywidgets' own markup
-        names = ("sweep", "overlay", "workload", "metric", "pinning", "receive", "client_threads", "x_axis", "fixed")
-        names = (*names, "compare")
-        for name in (*names, "inspect"):
-            getattr(self, name).add_class(f"copylab-{name.replace('_', '-')}")
 
     def _build_outputs(self) -> None:
         """The implementations' checkboxes and what each redraw fills: status, plot, flags, tables."""

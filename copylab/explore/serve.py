@@ -13,9 +13,11 @@ and still win:
 
 from __future__ import annotations
 
+import http.client
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from copylab.errors import CopylabError
@@ -27,6 +29,8 @@ ENV_VAR = "COPYLAB_EXPLORE_DATA"  # the sweep the explorer opens with
 JUPYTER = Path(__file__).resolve().parent / "jupyter"
 VOILA_TEMPLATE = "copylab"
 LOCALHOST = "127.0.0.1"
+# How long a server may take to answer: JupyterLab, started cold on a slow machine, takes tens of seconds.
+ANSWER_S = 120.0
 
 
 def check_sweep(data: str | Path) -> Path:
@@ -99,19 +103,58 @@ def voila_url(port: int, token: str) -> str:
     return f"http://{LOCALHOST}:{port}/?token={token}"
 
 
-def serve(command: list[str], environment: dict[str, str], cwd: Path, grace: float = 15) -> int:
-    """Run a server until it ends, or until Ctrl-C or SIGTERM, the usual way to stop it: then it is asked to
-    stop with SIGTERM, on which it shuts its kernels down (they run in sessions of their own), and killed only
-    after GRACE seconds."""
+def _answers(port: int) -> bool:
+    """Whether an HTTP server answers on localhost's PORT (any status: a page asked for without its token is
+    refused, yet the server is up; a page itself is never asked for, as Voilà would run the notebook for it)."""
+    connection = http.client.HTTPConnection(LOCALHOST, port, timeout=2)
+    try:
+        connection.request("HEAD", "/api/status")
+        connection.getresponse()
+        return True
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def _stop(server: subprocess.Popen[bytes], grace: float) -> None:
+    """Asks the server to stop with SIGTERM, on which it shuts its kernels down (they run in sessions of their
+    own); kills it only after GRACE seconds."""
+    server.terminate()
+    try:
+        server.wait(grace)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def serve(
+    command: list[str],
+    environment: dict[str, str],
+    cwd: Path,
+    port: int,
+    url: str,
+    grace: float = 15,
+    answer_s: float = ANSWER_S,
+) -> int:
+    """Run a server, print URL once it answers on PORT (a browser opened at the URL at once finds it), and wait until it
+    ends, or until Ctrl-C or SIGTERM, the usual way to stop it.  A server that exits before it answers, or does not
+    answer within ANSWER_S seconds, is a one-line error."""
     server = subprocess.Popen(command, cwd=cwd, env=environment)
     try:
+        deadline = time.monotonic() + answer_s
+        while not _answers(port):
+            if server.poll() is not None:
+                raise CopylabError(
+                    f"the explorer's server exited with {server.returncode} before it answered on port {port}"
+                )
+            if time.monotonic() > deadline:
+                _stop(server, grace)
+                raise CopylabError(f"the explorer's server did not answer on port {port} within {answer_s:g} s")
+            time.sleep(0.1)
+        print(f"copylab explorer: {url}", flush=True)
         return server.wait()
     except KeyboardInterrupt:
-        server.terminate()
-        try:
-            server.wait(grace)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _stop(server, grace)
         print("copylab: explorer stopped", file=sys.stderr)
         return 0
