@@ -23,6 +23,7 @@ from copylab import experiments
 from copylab.declarations import socket_buffer
 from copylab.declarations.limits import CONSTANTS
 from copylab.declarations.socket_buffer import CappedEnds
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import (
     LAYOUTS,
     PATHS,
@@ -450,7 +451,7 @@ def chosen_on(values: Mapping[str, Any], testbed: CappedEnds) -> dict[str, Any]:
     return {s.name: s.chosen_on(testbed) for s in SETTINGS if s.chosen_on and values.get(s.name) is None}
 
 
-def per_trial(config: Any) -> dict[str, Any]:
+def per_trial(config: SweepConfig) -> dict[str, Any]:
     """The values of a sweep's settings that reach its rows or its programs (column, program)."""
     return {s.name: getattr(config, s.name) for s in SETTINGS if s.column or s.program}
 

@@ -14,9 +14,9 @@ import sys
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from copylab.declarations import implementations
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.programs.perf import PerfSupport
 from copylab.record.manifest import EndRecord, Host, Manifest, PerfRecord, Toolchain
 from copylab.record.origin import git_state
@@ -92,7 +92,7 @@ def now_iso() -> str:
 
 
 def create(
-    config: Any,
+    config: SweepConfig,
     perf: PerfSupport,
     schema_version: int,
     placement: tuple[str, list[EndRecord]] = ("veth", []),

@@ -89,7 +89,7 @@ class SweepResult:
 DEFAULT_OVERHEAD_S = 0.1
 
 
-def _testbed(config: Any, directory: Path) -> Testbed:
+def _testbed(config: SweepConfig, directory: Path) -> Testbed:
     """The testbed a sweep's settings ask for: two hosts when it names them, else two namespaces here (in a
     user namespace of the sweep's own without root). DIRECTORY: where the sweep's data goes (what marks the
     hosts' temporary directories as its own)."""

@@ -11,10 +11,9 @@ runs in the server's namespace too and counts the qdisc's drops in its window.
 
 from __future__ import annotations
 
-from typing import Any
-
 from copylab.declarations import implementations
 from copylab.declarations.limits import SINK_ADDRESS, SINK_DEVICE
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
 
 PEER = "cl_sink_peer"
@@ -23,7 +22,7 @@ LOCAL = SINK_ADDRESS.rsplit(".", 1)[0] + "." + str(int(SINK_ADDRESS.rsplit(".", 
 MAC = "02:00:00:00:00:02"
 
 
-def refusal(config: Any) -> str | None:
+def refusal(config: SweepConfig) -> str | None:
     """Why a sweep on the sink path cannot run, in one line (before anything is created); None when it can."""
     if config.path != "sink":
         return None
