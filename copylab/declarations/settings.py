@@ -7,7 +7,7 @@ SweepConfig from SETTINGS and checks every value against it, copylab.cli.command
 it, copylab.measure.drivers passes the program options from it, and csrc/limits.h is generated from it (`python -m
 copylab.declarations.settings > csrc/limits.h`; a test holds the file to the table).
 
-Adding a setting is one entry here, the code that uses its value, and its tests.
+Adding a setting is one entry here, SweepConfig generated again, the code that uses its value, and its tests.
 """
 
 from __future__ import annotations
