@@ -2,10 +2,12 @@
 
 A setting's name is its SweepConfig field, its key in a TOML sweep file and its parameter in the manifest; the table
 also gives its type, default, limits, help, command-line option and, where it has them, the trials.csv column its
-value is recorded in per row and the option of the C programs that carries it. copylab.declarations.config builds
-SweepConfig from SETTINGS and checks every value against it, copylab.cli.commands builds run-sweep's options from
-it, copylab.measure.drivers passes the program options from it, and csrc/limits.h is generated from it (`python -m
-copylab.declarations.settings > csrc/limits.h`; a test holds the file to the table).
+value is recorded in per row and the option of the C programs that carries it. SweepConfig
+(copylab/declarations/sweep_config.py) and csrc/limits.h are generated from it (`python -m
+copylab.declarations.settings sweep_config > copylab/declarations/sweep_config.py`, `python -m
+copylab.declarations.settings > csrc/limits.h`; a test holds each file to the table), copylab.declarations.config
+checks every value against it, copylab.cli.commands builds run-sweep's options from it and copylab.measure.drivers
+passes the program options from it.
 
 Adding a setting is one entry here, SweepConfig generated again, the code that uses its value, and its tests.
 """
