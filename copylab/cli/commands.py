@@ -6,6 +6,7 @@ main.py (python -m copylab, the copylab script) and tasks.py (./inv) turn both i
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import secrets
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,9 +168,7 @@ def _run_sweep_options() -> list[Option]:
         Option(
             "profile",
             "quick",
-            "a ready-made sweep of the experiment: "
-            + "; ".join(f"{e.name}: {', '.join(e.profiles)}" for e in experiments.EXPERIMENTS.values())
-            + " (docs/sweeps.md: Profiles)",
+            "a profile of the experiment: quick, full, or (copies) sink or mmap (docs/sweeps.md lists them)",
         ),
         Option("sweep_file", None, "TOML file with any of the settings below, by name (docs/sweeps.md)"),
         Option("resume", False, "run exactly the trials of data/NAME not yet recorded as ok"),
@@ -188,9 +188,12 @@ def _run_sweep_options() -> list[Option]:
 
 
 def analyze_directory(data: Path) -> None:
-    from copylab.study.pipeline import analyse_one
+    from copylab.analysis.analyze_sweep import run_analysis_notebook
+    from copylab.record.store import SweepStore
 
-    analyse_one(data)
+    store = SweepStore(data)
+    notebook = run_analysis_notebook(store)
+    print(f"analysis: {store.directory}/crossovers.csv, {store.figures_dir}/, {notebook}")
 
 
 def analyze(data: str = str(REFERENCE_DATA)) -> int:
@@ -213,34 +216,54 @@ def _sweep_stores(data: str) -> list[Any]:
     return stores
 
 
-def _more_seconds(more: Any) -> float | None:
-    if more is None:
-        return None
-    seconds = parse_number("more", more, float)
-    if not 0 < seconds <= 24 * 3600:
-        raise CopylabError(f"--more: {more} is out of range (seconds above 0, at most a day)")
-    return seconds
+def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
+    """(experiment, profile, sweep name) of every sweep `./inv report` runs, in order: each experiment's declared
+    `reported` profiles, the main experiment's first, each named PROFILE[-EXPERIMENT]-STAMP (the main experiment's
+    without its name)."""
+    return [
+        (experiment.name, profile, "-".join([profile, *([] if experiment.main else [experiment.name]), stamp]))
+        for experiment, profile in experiments.reported()
+    ]
 
 
-def report(
-    data: str | None = None, title: str | None = None, author: str | None = None, more: str | None = None
-) -> int:
-    """The main job: build, run the sweeps the experiments declare for the report under one time budget, analyse
-    them and write report/report.pdf."""
-    from copylab.study import pipeline
+def _quick_sweeps() -> list[Any]:
+    """Runs the sweeps every experiment declares for the report (report_sweeps) under one timestamp; returns their
+    stores."""
+    from copylab.declarations.config import make_config
+    from copylab.measure import sweep
+    from copylab.measure.provenance import now_iso
+    from copylab.programs.build import build as run_build
+    from copylab.record.store import SweepStore
 
-    seconds = _more_seconds(more)
-    if data is None and seconds is not None:
-        raise CopylabError("--more: name the report's sweeps with --data (the report prints the whole command)")
-    stores = pipeline.measure() if data is None else _sweep_stores(data)
-    if seconds is not None:
-        pipeline.build()
-        pipeline.more_time(stores, seconds)
+    run_build()
+    stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
+    stores = []
+    for experiment, profile, name in report_sweeps(stamp):
+        result = sweep.run(make_config(name, profile, experiment=experiment), progress=sys.stderr.isatty())
+        print(result.summary())
+        if not result.ok:
+            raise CopylabError(f"no trial of the {experiment} {profile} sweep succeeded; nothing to report")
+        stores.append(SweepStore(result.directory))
+    return stores
+
+
+def report(data: str | None = None, title: str | None = None, author: str | None = None) -> int:
+    """The main job: build, run the sweeps the experiments declare for the report (report_sweeps), analyse them and
+    write report/report.pdf."""
+    from copylab.report.render import render_report
+
+    stores = _quick_sweeps() if data is None else _sweep_stores(data)
     for store in stores:
         say_if_modified(store)
-    pipeline.analyse(stores)
+    stale = [store for store in stores if store.missing_tables()]
+    for store in stale:
+        print(f"analysing {store.directory} first (the report reads its {', '.join(store.missing_tables())})")
+    # The analyses are independent notebooks: side by side, each in a process of its own (a Jupyter client is not
+    # safe across threads), they take about the time of one.
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(analyze_directory, [store.directory for store in stale]))
     kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
-    pdf = pipeline.render(stores, REPORT / "report.pdf", **kwargs)
+    pdf = render_report(stores, REPORT / "report.pdf", **kwargs)
     print(f"report: {pdf} (and as a web page: {pdf.with_suffix('.html')})")
     return 0
 
@@ -355,12 +378,12 @@ def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool
 
 
 def clean() -> int:
-    """Remove the builds (build/), the figures (figures/) and the reports (report/); data/ is never touched."""
+    """Remove builds and generated outputs (sweeps under data/ other than reference stay)."""
     for path in (ROOT / "build", ROOT / "figures", REPORT):
         for child in path.glob("*") if path != ROOT / "build" else [path]:
             if child.name != ".gitkeep":
                 shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
-    print(f"cleaned build/, figures/ and report/; {DATA} untouched")
+    print(f"cleaned builds and outputs; sweeps in {DATA} kept")
     return 0
 
 
@@ -394,12 +417,6 @@ COMMANDS: tuple[Command, ...] = (
             ),
             Option("title", None, "report title"),
             Option("author", None, "author line"),
-            Option(
-                "more",
-                None,
-                "with --data: go on measuring those sweeps for this many seconds more, where their deciding "
-                "comparisons are still undecided, then render (the report prints the command when one is open)",
-            ),
         ],
     ),
     Command(
