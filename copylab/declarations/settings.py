@@ -19,13 +19,12 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from copylab import experiments
 from copylab.declarations import socket_buffer
 from copylab.declarations.limits import CONSTANTS
 from copylab.declarations.socket_buffer import CappedEnds
-from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import (
     LAYOUTS,
     PATHS,
@@ -36,6 +35,10 @@ from copylab.declarations.vocabulary import (
     Column,
 )
 from copylab.formatting import fmt_size
+
+if TYPE_CHECKING:
+    # Not at run time: sweep_config.py is generated from this module, which must run without it.
+    from copylab.declarations.sweep_config import SweepConfig
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
 Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]
@@ -473,7 +476,8 @@ def _python_literal(value: Any) -> str:
 
 def _annotation(setting: Setting) -> str:
     item = {"ints": "int", "sizes": "int", "strs": "str"}.get(setting.kind)
-    annotation = f"tuple[{item}, ...]" if item else setting.kind
+    items = ", ".join([item] * setting.length) if item and setting.length else f"{item}, ..."
+    annotation = f"tuple[{items}]" if item else setting.kind
     return f"{annotation} | None" if setting.optional else annotation
 
 

@@ -42,7 +42,7 @@ class SweepConfig:
     optmem_max: int = 131072
     sender_pages: str = "large"
     sanitize: str | None = None
-    namespaces: tuple[str, ...] = ("copylab_srv", "copylab_cli")
+    namespaces: tuple[str, str] = ("copylab_srv", "copylab_cli")
     target_ci: float | None = None
     max_trials: int = 10
     server_host: str | None = None
