@@ -63,9 +63,10 @@ def analyze(
     if pairs is None:
         pairs = implementations.comparison_pairs(set(trials["receive"]))
     else:
-        pairs = [tuple(pair) for pair in pairs]
-        if any(len(pair) != 2 for pair in pairs):
+        given = [tuple(pair) for pair in pairs]
+        if any(len(pair) != 2 for pair in given):
             raise CopylabError("pairs must be (challenger, baseline) implementations")
+        pairs = [(challenger, baseline) for challenger, baseline in given]
         for label in {label for pair in pairs for label in pair}:
             implementations.parse_contender(label)
     seed = manifest.parameters.seed if seed is None else seed

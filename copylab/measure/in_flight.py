@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from copylab.declarations import implementations
 from copylab.declarations.limits import DEFAULT_ZC_INFLIGHT as FLOOR_BYTES
@@ -42,7 +43,8 @@ def measure(experiment: str, settings: TrialSettings) -> InFlight:
     quiet = dataclasses.replace(settings, kernel_copies=None, perf=dataclasses.replace(settings.perf, available=False))
     spec = TrialSpec("in-flight", 0, implementations.get(baseline), "stream", MEASURED_SIZE, 1, "none", 1)
     row = run_trial(spec, quiet)
-    throughput, srtt = row.get("throughput_gbps"), row.get("srtt_us")
+    throughput: Any = row.get("throughput_gbps")
+    srtt: Any = row.get("srtt_us")
     if row["status"] != "ok" or not all(is_number(v) and v > 0 for v in (throughput, srtt)):
         why = row.get("error") or "the trial reported no throughput or round trip"
         return InFlight(FLOOR_BYTES, None, None, None, f"the floor: the measuring trial of {baseline} failed ({why})")

@@ -277,7 +277,7 @@ class Accounting:
     def columns(self, window: Window | None) -> tuple[dict[str, float | int], str]:
         """The trial's kernel copy and transmit columns for its client's WINDOW, and why any is empty."""
         values: dict[str, float | int] = {column: float("nan") for column in COLUMNS}
-        reasons = {column: self.send_reason for column in SEND_COLUMNS}
+        reasons: dict[str, str | None] = {column: self.send_reason for column in SEND_COLUMNS}
         reasons |= {column: self.skb_reason for column in SKB_COLUMNS.values()}
         why = self._alive() or (None if window else "the implementation does not report its measured window")
         if why is None and window is not None:

@@ -73,7 +73,7 @@ def host() -> Host:
 
 
 def toolchain(perf: PerfSupport) -> Toolchain:
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             packages[name] = metadata.version(name)

@@ -188,7 +188,9 @@ def _slower(slow: CopyPoint, fast: CopyPoint) -> float | None:
     return None
 
 
-def _ranges(kind: str, path: str, offset: int, compared_with: str, hits: list[tuple[CopyPoint, CopyPoint, float]]):
+def _ranges(
+    kind: str, path: str, offset: int, compared_with: str, hits: list[tuple[CopyPoint, CopyPoint, float | None]]
+) -> list[CopyFinding]:
     """Findings from (slow, fast, ratio) at consecutive measured sizes: one per run of adjacent sizes."""
     findings: list[CopyFinding] = []
     run: list[tuple[CopyPoint, CopyPoint, float]] = []
@@ -211,11 +213,11 @@ def _ranges(kind: str, path: str, offset: int, compared_with: str, hits: list[tu
             )
             run.clear()
 
-    for hit in hits:
-        if hit[2] is None:
+    for slow, fast, ratio in hits:
+        if ratio is None:
             close()
         else:
-            run.append(hit)
+            run.append((slow, fast, ratio))
     close()
     return findings
 

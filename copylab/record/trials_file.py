@@ -102,7 +102,7 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path) -> Non
         raise CopylabError(
             f"{where}: a {parameters.experiment} sweep but trials.csv has experiment {sorted(experiments)}"
         )
-    allowed = {
+    allowed: dict[str, set[Any]] = {
         "implementation": set(parameters.implementations),
         "workload": set(parameters.workloads),
         "threads": set(parameters.threads),
@@ -116,13 +116,13 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path) -> Non
     _check_subset(trials.loc[trials["workload"] == "rr", "size_bytes"], rr_sizes, "rr size", where)
     most = int(trials["repetition"].max()) if len(trials) else 0
     if parameters.budget_s is not None:  # the first pass, the blocks of undecided comparisons, the others'
-        allowed, setting = 2 * parameters.trials + parameters.max_trials, "trials + max_trials + trials"
+        repetitions, setting = 2 * parameters.trials + parameters.max_trials, "trials + max_trials + trials"
     elif parameters.target_ci is not None:
-        allowed, setting = parameters.max_trials, "max_trials"
+        repetitions, setting = parameters.max_trials, "max_trials"
     else:
-        allowed, setting = parameters.trials, "trials"
-    if most > allowed:
-        raise CopylabError(f"{where}: parameters.{setting} allow {allowed} repetitions but trials.csv has {most}")
+        repetitions, setting = parameters.trials, "trials"
+    if most > repetitions:
+        raise CopylabError(f"{where}: parameters.{setting} allow {repetitions} repetitions but trials.csv has {most}")
     lacking = [
         name
         for name in trials.attrs.get("absent_columns", [])
@@ -244,7 +244,7 @@ def _check_values(trials: pd.DataFrame, path: Path, require_ok: bool) -> None:
         raise CopylabError(f"{path}: no ok trials ({len(trials)} rows, none with status ok)")
 
 
-def _check_subset(values: pd.Series, allowed: set[Any], what: str, where: str) -> None:
+def _check_subset(values: pd.Series, allowed: set[Any], what: str, where: Path) -> None:
     foreign = sorted(set(values) - allowed, key=str)
     if foreign:
         shown = ", ".join(str(value) for value in foreign[:5])

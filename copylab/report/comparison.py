@@ -11,10 +11,12 @@ import base64
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
@@ -99,7 +101,7 @@ def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
     return figures
 
 
-def _ratio_curve(ax, rows: pd.DataFrame, axis: str, color: str) -> None:
+def _ratio_curve(ax: Axes, rows: pd.DataFrame, axis: str, color: str) -> None:
     x = rows[axis].to_numpy(dtype=float)
     ratio = rows["ratio"].to_numpy(dtype=float)
     low, high = rows["ratio_ci_low"].to_numpy(dtype=float), rows["ratio_ci_high"].to_numpy(dtype=float)
@@ -225,7 +227,7 @@ def _varying(result: TwoRuns) -> list[str]:
     return [key for key in CONFIG_KEYS if key == "implementation" or frame[key].nunique() > 1]
 
 
-def _configuration(row, keys: list[str]) -> str:
+def _configuration(row: Any, keys: list[str]) -> str:
     return ", ".join(
         str(getattr(row, key)) if key == "implementation" else f"{key} {getattr(row, key)}" for key in keys
     )
@@ -240,7 +242,7 @@ def _crossovers(result: TwoRuns) -> str:
     if changed.empty:
         return f"Every curve of a main metric has the same status in both runs ({counts})."
 
-    def where(row) -> str:
+    def where(row: Any) -> str:
         if row.status_a == "crossover" or row.status_b == "crossover":
             return " → ".join(
                 f"{fmt_num(at)} [{fmt_num(lo)}, {fmt_num(hi)}]" if isinstance(at, float) and math.isfinite(at) else "—"

@@ -8,6 +8,7 @@ their sentences from these and import no other prose module.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -164,8 +165,9 @@ def comparison_rows(
     return found.sort_values("size_bytes")
 
 
-def verdict(row: pd.Series | tuple) -> str:
-    """'faster', 'slower' or 'not significant': a comparisons row in the metric's own direction."""
+def verdict(row: Any) -> str:
+    """'faster', 'slower' or 'not significant': a comparisons row (a Series, or a tuple of itertuples) in the
+    metric's own direction."""
     if not row.significant:
         return "not significant"
     return "faster" if row.challenger_better else "slower"
