@@ -33,3 +33,11 @@ def build_dir(sanitize: str | None = None) -> Path:
 
 def program(name: str, sanitize: str | None = None) -> Path:
     return build_dir(sanitize) / "bin" / name
+
+
+def shown(path: Path) -> str:
+    """PATH as a command run from the project root names it: relative to the root when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)

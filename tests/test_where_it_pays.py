@@ -13,7 +13,6 @@ import pytest
 
 from copylab import experiments
 from copylab.analysis.analyze_sweep import analyze
-from copylab.cli import commands
 from copylab.declarations import config
 from copylab.experiments.copies import MAPPING_MTU, answers
 from copylab.experiments.copies.answers import sink as sink_answers
@@ -21,6 +20,7 @@ from copylab.formatting import fmt_num, fmt_size
 from copylab.record.store import SweepStore
 from copylab.report import compose
 from copylab.report.results import Results, load_results
+from copylab.study import pipeline
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
 
@@ -33,14 +33,14 @@ def test_the_report_runs_the_profiles_each_experiment_declares(monkeypatch):
         for experiment in sorted(experiments.EXPERIMENTS.values(), key=lambda e: not e.main)
         for profile in experiment.reported
     ]
-    planned = commands.report_sweeps("STAMP")
+    planned = pipeline.report_sweeps("STAMP")
     assert [(name, profile) for name, profile, _ in planned] == declared
     assert ("copies", "sink") in declared and ("copies", "mmap") in declared
     assert planned[0] == ("copies", "quick", "quick-STAMP") and ("servers", "quick", "quick-servers-STAMP") in planned
     # the declaration alone decides: drop the copies experiment's extra profiles and the report runs without them
     copies = experiments.EXPERIMENTS["copies"]
     monkeypatch.setitem(experiments.EXPERIMENTS, "copies", dataclasses.replace(copies, reported=("quick",)))
-    assert [profile for name, profile, _ in commands.report_sweeps("S") if name == "copies"] == ["quick"]
+    assert [profile for name, profile, _ in pipeline.report_sweeps("S") if name == "copies"] == ["quick"]
 
 
 def test_the_sink_and_mmap_profiles_make_the_sweeps_the_report_needs():

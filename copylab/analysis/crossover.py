@@ -282,3 +282,16 @@ def curve_advantages(
     ok = with_contenders(trials[trials["status"] == "ok"])
     sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
     return [sign * _log_ratios(ok, challenger, baseline, axis, point, metric) for point in points]
+
+
+def blocks_to_decide(values: np.ndarray, tests: int, confidence: float = 0.95, power: float = 0.8) -> float:
+    """How many blocks a point needs for its paired test to come out significant after Holm's correction over TESTS
+    tests (at its strictest step) with probability POWER, if its mean log ratio and spread (VALUES, one per block)
+    stay as measured: a normal-approximation sample size, never fewer than it has; infinite when the mean is 0."""
+    mean, spread = abs(float(values.mean())), float(values.std(ddof=1)) if len(values) > 1 else np.inf
+    if mean == 0 or not np.isfinite(spread):
+        return np.inf
+    if spread == 0:
+        return float(len(values))
+    z = st.norm.ppf(1 - (1 - confidence) / (2 * tests)) + st.norm.ppf(power)
+    return float(max(len(values), np.ceil((z * spread / mean) ** 2)))

@@ -121,6 +121,11 @@ def validate(config: SweepConfig) -> SweepConfig:
     for label, value in needs.items():
         if label and not value:
             raise CopylabError(f"{label}: needs at least one value")
+    outside_sizes = sorted(set(config.side_sizes) - set(config.sizes))
+    if outside_sizes:
+        raise CopylabError(
+            f"side-sizes: {', '.join(map(str, outside_sizes))} not among --sizes (side sizes are a subset of them)"
+        )
     for label, chosen in (("receive-for", config.receive_for), ("layout-for", config.layout_for)):
         outside = [name for name in chosen if name not in config.implementations]
         if outside:

@@ -116,6 +116,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("workloads", "strs", (), "comma list of stream,rr", choices=WORKLOADS),
     Setting("sizes", "sizes", (), "stream message sizes, e.g. 64,1K,64K", low=8, high=64 << 20, limit="MAX_SIZE"),
     Setting("rr_sizes", "sizes", (), "message sizes of the rr (request/response) workload", low=8, high=64 << 20),
+    Setting(
+        "side_sizes",
+        "sizes",
+        (),
+        "stream sizes, among --sizes, of the contenders that decide none of the experiment's answers (the other "
+        "implementations, receive modes and layouts); the deciding comparisons run at every size (default: all)",
+        low=8,
+        high=64 << 20,
+    ),
     Setting("threads", "ints", (), "thread counts, e.g. 1,2,4,8", low=1, high=64, limit="MAX_THREADS"),
     Setting(
         "connections",
@@ -398,10 +407,10 @@ SETTINGS: tuple[Setting, ...] = (
         "float",
         None,
         "a blocked sweep's time budget in seconds: after the first pass, blocks go to the comparisons that decide "
-        "the experiment's answers and are still undecided, then to the other implementations",
+        "the experiment's answers and are still undecided, then to the other implementations (0: the first pass "
+        "alone)",
         low=0,
         high=7 * 24 * 3600,
-        low_open=True,
         optional=True,
     ),
 )

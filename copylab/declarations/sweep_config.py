@@ -24,6 +24,7 @@ class SweepConfig:
     workloads: tuple[str, ...] = ()
     sizes: tuple[int, ...] = ()
     rr_sizes: tuple[int, ...] = ()
+    side_sizes: tuple[int, ...] = ()
     threads: tuple[int, ...] = ()
     connections: tuple[int, ...] = ()
     idle_connections: tuple[int, ...] = (0,)

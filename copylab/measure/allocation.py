@@ -66,6 +66,14 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
 def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95) -> dict[Point, set[Contender]]:
     """Per point, the contenders whose deciding comparisons still need blocks there, the most promising points
     first."""
+    return {point: contenders for point, (_, contenders) in prioritized(ok_rows, config, confidence).items()}
+
+
+def prioritized(
+    ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95
+) -> dict[Point, tuple[float, set[Contender]]]:
+    """undecided's points with their priority (lower first: -1 not compared yet, 0 beside a change of sign, up to 1
+    the farther from significance), so that the points of several sweeps can be ranked together."""
     experiment = implementations.experiment(config.experiment)
     pairs = [
         (challenger, baseline)
@@ -95,8 +103,7 @@ def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.
             for priority, position in _targets(group, experiment.axis):
                 row = group[group[experiment.axis] == position].iloc[0]
                 want(point_of_row(row), priority, challenger, baseline)
-    ordered = sorted(wanted.items(), key=lambda item: item[1][0])
-    return {point: contenders for point, (_, contenders) in ordered}
+    return dict(sorted(wanted.items(), key=lambda item: item[1][0]))
 
 
 def point_of_row(row: pd.Series) -> Point:

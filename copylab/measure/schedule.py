@@ -67,6 +67,9 @@ class Point(NamedTuple):
     pinning: str
 
 
+Contender = tuple[str, str, str]  # (implementation, receive mode, layout)
+
+
 def point_of(configuration: Configuration) -> Point:
     c = configuration
     return Point(c.workload, c.size_bytes, c.threads, c.connections, c.idle_connections, c.offered_rate, c.pinning)
@@ -133,6 +136,7 @@ def offered_rates(config: SweepConfig) -> tuple[int, ...]:
 def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[Configuration]:
     """The grid, without the implementations in SKIP (those that cannot run here)."""
     grid = []
+    deciding = deciding_contenders(config) if config.side_sizes else set()
     for implementation in config.implementations:
         if implementation in skip:
             continue
@@ -161,8 +165,14 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                                     for layout in _layouts_receiving(config, implementation, receive)
                                     for idle in config.idle_connections
                                     for rate in offered_rates(config)
+                                    if _runs_at(config, deciding, (implementation, receive, layout), workload, size)
                                 ]
     return grid
+
+
+def _runs_at(config: SweepConfig, deciding: set[Contender], contender: Contender, workload: str, size: int) -> bool:
+    """Whether CONTENDER runs at stream SIZE: the deciding contenders at every size, the others at --side-sizes."""
+    return workload != "stream" or not config.side_sizes or contender in deciding or size in config.side_sizes
 
 
 def configuration_of(row: Any) -> Configuration:
@@ -298,9 +308,6 @@ class Progress:
     rows: pd.DataFrame  # every recorded row, ok or failed
     spent_s: float
     trial_s: float  # what one more trial is expected to take (window + the harness's median time)
-
-
-Contender = tuple[str, str, str]  # (implementation, receive mode, layout)
 
 
 def contender_of(configuration: Configuration) -> Contender:

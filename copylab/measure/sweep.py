@@ -176,8 +176,11 @@ def run(
     resume: bool = False,
     progress: bool = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    more_s: float | None = None,
 ) -> SweepResult:
-    """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened."""
+    """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened.
+    With RESUME and MORE_S, a blocked sweep goes on beyond its end: its budget becomes the time its recorded trials
+    took plus MORE_S, spent where its deciding comparisons are still undecided (copylab.measure.allocation)."""
     store = SweepStore(data_root / config.name, data_root=data_root)
     _check_writable(store.directory)
     if resume:
@@ -193,7 +196,7 @@ def run(
                 f"{record.schema_version} (this one writes {SCHEMA_VERSION}): finish it with that copylab or "
                 "start a new sweep"
             )
-        config = record.parameters
+        config = record.parameters if more_s is None else _with_more_time(record.parameters, store, more_s)
     elif store.holds_sweep():
         raise CopylabError(
             f"{store.directory} already holds a sweep: pass --resume to finish it, or choose another --name"
@@ -203,6 +206,15 @@ def run(
         # The manifest records what the testbed chose, and every trial runs with it.
         config = dataclasses.replace(config, **chosen_on(per_trial(config), bed))
         return _run_prepared(config, store, bed, resume, progress, on_row)
+
+
+def _with_more_time(config: SweepConfig, store: SweepStore, more_s: float) -> SweepConfig:
+    """CONFIG with a budget of MORE_S beyond the time its recorded trials took."""
+    if config.design != "blocked":
+        raise CopylabError(f"{store.directory}: only a blocked sweep takes more time where it is still undecided")
+    recorded = store.recorded_trials() if store.trials_path.exists() else None
+    spent = float(recorded["trial_wall_s"].sum()) if recorded is not None and len(recorded) else 0.0
+    return dataclasses.replace(config, budget_s=spent + more_s)
 
 
 def _run_prepared(
@@ -246,7 +258,7 @@ def _open_manifest(
     if resume and store.trials_path.exists():
         store.repair_truncated_tail()
         ok_rows = _ok_rows(store)
-        record = store.read_manifest()
+        record = dataclasses.replace(store.read_manifest(), parameters=config)  # a budget that grew (more_s)
     else:
         ok_rows = _ok_rows(store)
         record = create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)

@@ -40,6 +40,16 @@ def current() -> str | None:
     return "small" if value == VALUES["small"] else "large"
 
 
+def refusal_without_root(pages: str) -> str | None:
+    """Why a sweep without root cannot copy into PAGES pages (only root changes the host's value); None when it can."""
+    host = current()
+    if host is None or host == pages:
+        return None
+    return (
+        f"sender-pages: {pages} needs root ({SYSCTL_NAME} is a setting of the whole host, which holds {host} pages now)"
+    )
+
+
 @contextmanager
 def held(pages: str) -> Iterator[None]:
     """Inside the block the host copies senders' bytes into PAGES pages; the old value is back after it.  Refused

@@ -114,12 +114,9 @@ class UserNamespaces(Namespaces):
     def prepared(self) -> Iterator[Testbed]:
         UserNamespace.check_enabled()
         self._require()  # the namespaces are private: no name can collide with another sweep's
-        host = sender_pages.current()
-        if self.config is not None and host is not None and self.config.sender_pages != host:
-            raise CopylabError(
-                f"sender-pages: {self.config.sender_pages} needs root ({sender_pages.SYSCTL_NAME} is a setting of the "
-                f"whole host, which holds {host} pages now)"
-            )
+        why = sender_pages.refusal_without_root(self.config.sender_pages) if self.config is not None else None
+        if why:
+            raise CopylabError(why)
         yield self
 
     @contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from copylab.experiments.copies.answers.anomalies import answer_q6
 from copylab.experiments.copies.answers.caches import answer_q2
-from copylab.experiments.copies.answers.crossovers import answer_crossover, crossover_statement
+from copylab.experiments.copies.answers.crossovers import answer_crossover, answer_q4, crossover_statement
 from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
 from copylab.experiments.copies.answers.receiving import receiver_section
 from copylab.experiments.copies.answers.senders import (
@@ -35,6 +35,7 @@ __all__ = [
     "answer_q1",
     "answer_q2",
     "answer_q3",
+    "answer_q4",
     "answer_q5",
     "answer_q6",
     "answers",
@@ -82,7 +83,7 @@ def answers(results: Results, sink: Results | None = None) -> list[tuple[str, st
         answer_q1(results),
         answer_q2(results),
         answer_q3(results),
-        answer_crossover(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
+        answer_q4(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
         answer_q5(results, sink),
         answer_q6(results),
     )

@@ -3,13 +3,15 @@ crossover statements, how firmly the data decide them."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import curve_advantages, verdict_stability
+from copylab.analysis.crossover import blocks_to_decide, curve_advantages, verdict_stability
 from copylab.errors import CopylabError
 from copylab.formatting import (
     code,
     fmt_bytes,
+    fmt_duration,
     fmt_num,
     fmt_p,
     fmt_pct,
@@ -17,6 +19,7 @@ from copylab.formatting import (
     fmt_span,
     markdown_table,
 )
+from copylab.paths import shown
 from copylab.report.prose import config_label
 from copylab.report.results import (
     THROUGHPUT,
@@ -149,11 +152,15 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
             "sweep, so the question cannot be answered from it."
         )
     bullets, stabilities = crossover_bullets(results, found)
-    return f"**In short:** {_short_answer(found)}{how_sure(stabilities)} {method_note(results)}\n\n{bullets}"
+    return f"**In short:** {_short_answer(results, found)}{how_sure(stabilities)} {method_note(results)}\n\n{bullets}"
 
 
 # A verdict that a fresh draw of the blocks reproduces less often than this is reported as not settled.
 SETTLED = 0.8
+# The sender's CPU time per byte: where the eliminated copy shows directly (question 4).
+SENDER_CPU = "snd_cpu_ns_per_byte"
+# More blocks than this at one size are not offered as a way to settle a verdict: the difference is too small.
+MOST_BLOCKS = 40
 
 
 def _stability(results: Results, row: pd.Series) -> tuple[str, float] | None:
@@ -215,31 +222,150 @@ def how_sure(stabilities: list[tuple[str, float] | None]) -> str:
     )
 
 
-_STATUS_SHORT = {
-    "challenger_always_better": "better at every tested size where the difference is significant",
-    "challenger_never_better": "never better within the tested range",
-    "indistinguishable": "not distinguishable from the baseline",
-    "multiple_crossings": "better at some sizes and worse at others, with no single crossover",
-}
+def _rows_of(results: Results, row: pd.Series) -> pd.DataFrame:
+    """The comparisons behind a crossovers row, by size."""
+    return comparison_rows(
+        results,
+        row["challenger"],
+        row["baseline"],
+        row["metric"],
+        workload=row["workload"],
+        threads=int(row["threads"]),
+        pinning=row["pinning"],
+    )
 
 
-def _short_answer(rows: pd.DataFrame) -> str:
-    """One sentence over all configurations of a challenger: the crossover sizes, or how many have which status."""
+def _short_status(results: Results, row: pd.Series) -> str:
+    """One configuration's verdict in a clause that names a size or says every size."""
+    better, worse = _significant_sizes(results, row)
+    sizes = [int(size) for size in _rows_of(results, row)["size_bytes"]]
+    span = f"{fmt_size(min(sizes))} to {fmt_size(max(sizes))}" if sizes else "the tested sizes"
+    who = f"with {config_label(int(row['threads']), str(row['pinning']))}"
+    status = row["status"]
+    if status == "crossover":
+        size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
+        return f"{who}, faster from about {fmt_bytes(size)} (95% CI {fmt_bytes(low)} to {fmt_bytes(high)})"
+    if status == "challenger_always_better":
+        if len(better) == len(sizes):
+            return f"{who}, faster at every size from {span}"
+        return f"{who}, never slower: faster at every size where the two differ ({', '.join(better)}; tested {span})"
+    if status == "challenger_never_better":
+        if len(worse) == len(sizes):
+            return f"{who}, slower at every size from {span}"
+        return f"{who}, never faster: slower at every size where the two differ ({', '.join(worse)}; tested {span})"
+    if status == "indistinguishable":
+        return f"{who}, indistinguishable at every size from {span}"
+    return f"{who}, faster at {', '.join(better)} and slower at {', '.join(worse)}: no single crossover"
+
+
+def _short_answer(results: Results, rows: pd.DataFrame) -> str:
+    """One sentence over all configurations of a challenger: per thread count, the crossover size or that one option
+    wins at every size."""
     challenger, baseline = code(rows["challenger"].iloc[0]), code(rows["baseline"].iloc[0])
-    crossings = rows[rows["status"] == "crossover"]
-    parts = []
-    if len(crossings):
-        low, high = crossings["crossover_at"].min(), crossings["crossover_at"].max()
-        span = (
-            f"of about {fmt_bytes(low)}"
-            if round(low) == round(high)
-            else f"between about {fmt_bytes(low)} and {fmt_bytes(high)}"
+    clauses = [_short_status(results, row) for _, row in rows.iterrows()]
+    return f"{challenger} against {baseline}: " + "; ".join(clauses) + "."
+
+
+def answer_q4(results: Results, challenger: str | None, baseline: str | None) -> str:
+    """Question 4: answer_crossover, then per thread count the ratio table, where the sender's CPU per byte decides
+    differently, and where the ranking of *Other ways to send* (unpaired) and these paired verdicts part."""
+    text = answer_crossover(results, challenger, baseline)
+    found = stream_crossovers(results, challenger, baseline)
+    if challenger is None or baseline is None or found.empty:
+        return text
+    parts = [text]
+    for _, row in found.iterrows():
+        threads, pinning = int(row["threads"]), str(row["pinning"])
+        parts.append(
+            f"**Per size, {config_label(threads, pinning)}:** {code(challenger)} over {code(baseline)} in stream "
+            f"throughput, {'paired within blocks' if paired(results) else 'unpaired'}.\n\n"
+            + ratio_table(results, challenger, baseline, threads, pinning)
         )
-        parts.append(f"above a crossover size {span} in {len(crossings)} of {len(rows)} configurations")
-    for status, text in _STATUS_SHORT.items():
-        count = int((rows["status"] == status).sum())
-        if count:
-            parts.append(f"{text} in {count} of {len(rows)} configurations")
-    if len(crossings):
-        return f"{challenger} outperforms {baseline} " + "; ".join(parts) + "."
-    return f"{challenger} has no crossover over {baseline}; it is " + "; ".join(parts) + "."
+        parts += [sentence for sentence in (_sender_cpu(results, row), _ranking_differs(results, row)) if sentence]
+        parts.append(_to_settle(results, row))
+    return "\n\n".join(part for part in parts if part)
+
+
+def _sender_cpu(results: Results, row: pd.Series) -> str | None:
+    """The sender's CPU time per byte's verdict, where it differs from throughput's; None where it agrees."""
+    where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
+    cpu = select(results.crossovers, challenger=row["challenger"], baseline=row["baseline"], metric=SENDER_CPU, **where)
+    if cpu.empty:
+        return None
+    other = cpu.iloc[0]
+    same = other["status"] == row["status"] and (
+        row["status"] != "crossover" or (other["ci_low"] <= row["ci_high"] and row["ci_low"] <= other["ci_high"])
+    )
+    if same:
+        return None
+    return (
+        f"By the sender's CPU time per byte ({code(SENDER_CPU)}), which shows the eliminated copy directly, the "
+        f"verdict differs from throughput's: {crossover_statement(results, other)}"
+    )
+
+
+def _ranking_differs(results: Results, row: pd.Series) -> str | None:
+    """Where the two senders' own intervals overlap (so a ranking by intervals calls them tied) while their paired
+    comparison separates them; None where the two agree."""
+    where = dict(workload="stream", threads=int(row["threads"]), pinning=row["pinning"])
+    means = metric_rows(results, THROUGHPUT, **where).set_index(["implementation", "size_bytes"])
+    parted = []
+    for compared in comparison_rows(results, row["challenger"], row["baseline"], **where).itertuples():
+        keys = [(name, compared.size_bytes) for name in (row["challenger"], row["baseline"])]
+        if not compared.significant or not all(key in means.index for key in keys):
+            continue
+        a, b = (means.loc[key] for key in keys)
+        if a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"]:
+            parted.append(fmt_size(compared.size_bytes))
+    if not parted:
+        return None
+    return (
+        f"At {', '.join(parted)} the two senders' own 95% intervals overlap, so the ranking of *Other ways to send* "
+        "calls them tied, while the paired comparison here separates them: pairing the two trials of one block "
+        "removes the drift between blocks that widens each sender's own interval, so the paired verdict stands."
+    )
+
+
+def _to_settle(results: Results, row: pd.Series) -> str:
+    """For a verdict not settled: the sizes still undecided, about how many more blocks would decide them, and the
+    command that goes on measuring the same sweeps; empty when settled."""
+    stability = _stability(results, row)
+    if stability is None or stability[1] >= SETTLED:
+        return ""
+    rows = comparison_rows(
+        results,
+        row["challenger"],
+        row["baseline"],
+        row["metric"],
+        workload=row["workload"],
+        threads=int(row["threads"]),
+        pinning=row["pinning"],
+    )
+    open_rows = rows[~rows["significant"].astype(bool)]
+    where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
+    trials = select(results.trials, **where, connections=int(row["connections"]))
+    sizes = [int(size) for size in open_rows["size_bytes"]]
+    advantages = curve_advantages(trials, row["challenger"], row["baseline"], row["metric"], "size_bytes", sizes)
+    needs = [(size, len(a), blocks_to_decide(a, len(rows))) for size, a in zip(sizes, advantages, strict=True)]
+    reachable = [(size, have, need) for size, have, need in needs if np.isfinite(need) and need <= MOST_BLOCKS]
+    if not reachable:
+        return (
+            f"The verdict is not settled, and at {', '.join(fmt_size(size) for size in sizes) or 'no size'} the "
+            "difference is too close to none for a few more blocks to decide it."
+        )
+    extra = sum(need - have for _, have, need in reachable)
+    seconds = extra * 2 * float(results.trials["trial_wall_s"].median())
+    named = ", ".join(f"{fmt_size(size)} ({int(need - have)} more)" for size, have, need in reachable)
+    return (
+        f"The verdict is not settled. If the differences stay as measured, about this many more blocks would make "
+        f"them significant: {named}, about {fmt_duration(seconds)} of trials. This command goes on measuring the "
+        f"same sweeps there and renders the report again: {code(more_command(results, seconds))}"
+    )
+
+
+def more_command(results: Results, seconds: float) -> str:
+    """`./inv report --more`, naming every sweep measured with this one (its manifest's report_sweeps)."""
+    names = results.manifest.report_sweeps or [results.store.name]
+    directories = [results.store.directory.parent / name for name in names]
+    listed = ",".join(shown(directory) for directory in directories)
+    return f"./inv report --data {listed} --more {int(np.ceil(seconds))}"

@@ -1,0 +1,83 @@
+"""One measurement budget for the whole report, spent where the study's answers are still open.
+
+./inv report runs a first pass of every sweep it reports, then gives the time left to the deciding comparisons
+(copylab.measure.allocation) that are still undecided, across sweeps: every undecided point of every sweep is ranked
+by the same priority (a point beside a change of sign first, then the nearest to significance), and the time goes,
+cycle by cycle, to a block at as many of the best-ranked points as it affords.  Each sweep then goes on (resumed, its
+budget grown by its share) and spends its share with its own allocator, which picks the same points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from copylab.measure import allocation
+from copylab.measure.sweep import DEFAULT_OVERHEAD_S
+from copylab.record.store import SweepStore
+
+# ./inv report's measurement budget, in seconds: the first pass of every sweep, then the blocks of undecided
+# comparisons.  Building, analysing and rendering come on top (about a minute; docs/performance.md).
+REPORT_BUDGET_S = 230.0
+# At most this many cycles of extra blocks: each resumes its sweeps, which costs a testbed's start-up.
+MAX_CYCLES = 3
+# A sweep's share below this is not worth its start-up.
+LEAST_SHARE_S = 4.0
+
+
+@dataclass(frozen=True)
+class Open:
+    """A sweep's undecided points: their priorities and what one block at each costs."""
+
+    store: SweepStore
+    priorities: tuple[float, ...]
+    costs_s: tuple[float, ...]  # one block at each point, in the order of priorities
+
+    @property
+    def points(self) -> int:
+        return len(self.priorities)
+
+
+def trial_s(store: SweepStore, rows: pd.DataFrame) -> float:
+    """What one more trial of the sweep is expected to take: its median trial's wall time."""
+    if len(rows) and "trial_wall_s" in rows:
+        return float(rows["trial_wall_s"].median())
+    config = store.read_manifest().parameters
+    return config.warmup_s + config.duration_s + DEFAULT_OVERHEAD_S
+
+
+def still_open(store: SweepStore) -> Open | None:
+    """The sweep's deciding comparisons still undecided, or None when all are decided (or it has none)."""
+    config = store.read_manifest().parameters
+    if config.design != "blocked":
+        return None
+    rows = store.recorded_trials()
+    ok = rows[rows["status"] == "ok"]
+    wanted = allocation.prioritized(ok, config)
+    if not wanted:
+        return None
+    each = trial_s(store, rows)
+    return Open(
+        store,
+        tuple(priority for priority, _ in wanted.values()),
+        tuple(len(contenders) * each for _, contenders in wanted.values()),
+    )
+
+
+def shares(found: list[Open], seconds: float) -> dict[SweepStore, float]:
+    """How much of SECONDS each sweep gets this cycle: a block at each undecided point, best-ranked first across
+    sweeps, as far as SECONDS go; a share too small to be worth a sweep's start-up is dropped."""
+    ranked = sorted(
+        (priority, index, cost)
+        for index, item in enumerate(found)
+        for priority, cost in zip(item.priorities, item.costs_s, strict=True)
+    )
+    given: dict[int, float] = {}
+    left = seconds
+    for _, index, cost in ranked:
+        if cost > left:
+            continue
+        given[index] = given.get(index, 0.0) + cost
+        left -= cost
+    return {found[index].store: share for index, share in given.items() if share >= LEAST_SHARE_S}

@@ -1,0 +1,124 @@
+"""./inv report from start to end: the sweeps the experiments declare for it, measured under one budget
+(copylab.study.budget), their analyses side by side, and the report rendered from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from copylab import experiments
+from copylab.analysis.analyze_sweep import run_analysis_notebook
+from copylab.declarations.config import make_config
+from copylab.errors import CopylabError
+from copylab.formatting import fmt_num
+from copylab.measure import sweep
+from copylab.measure.provenance import now_iso
+from copylab.programs.build import build
+from copylab.record.store import SweepStore
+from copylab.report.render import render_report
+from copylab.study.budget import MAX_CYCLES, REPORT_BUDGET_S, shares, still_open
+from copylab.testbeds import sender_pages
+
+
+def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
+    """(experiment, profile, sweep name) of every sweep `./inv report` runs, in order: each experiment's declared
+    `reported` profiles, the main experiment's first, each named PROFILE[-EXPERIMENT]-STAMP (the main experiment's
+    without its name)."""
+    return [
+        (experiment.name, profile, "-".join([profile, *([] if experiment.main else [experiment.name]), stamp]))
+        for experiment, profile in experiments.reported()
+    ]
+
+
+def _not_here(experiment: str, profile: str) -> str | None:
+    """Why this user cannot run the profile's sweep on this host (it would change a setting of the whole host, which
+    needs root); None when it can."""
+    if os.geteuid() == 0:
+        return None
+    return sender_pages.refusal_without_root(make_config("check", profile, experiment=experiment).sender_pages)
+
+
+def first_passes(stamp: str) -> tuple[list[SweepStore], dict[str, str]]:
+    """Every reported sweep's first pass, one after the other; their stores, and the profiles that could not run
+    here with the reason."""
+    stores, skipped = [], {}
+    for experiment, profile, name in report_sweeps(stamp):
+        why = _not_here(experiment, profile)
+        if why:
+            print(f"copylab: the {profile} sweep is not measured: {why}", file=sys.stderr)
+            skipped[profile] = why
+            continue
+        # A budget of nothing: the first pass alone, the blocks of undecided comparisons come later (more_time).
+        config = make_config(name, profile, experiment=experiment, budget_s=0.0)
+        result = sweep.run(config, progress=sys.stderr.isatty())
+        print(result.summary())
+        if not result.ok:
+            raise CopylabError(f"no trial of the {experiment} {profile} sweep succeeded; nothing to report")
+        stores.append(SweepStore(result.directory))
+    return stores, skipped
+
+
+def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
+    """Spends SECONDS on the deciding comparisons of STORES that are still undecided, best-ranked points first
+    across sweeps, in up to MAX_CYCLES cycles; says where the blocks went."""
+    deadline = time.monotonic() + seconds
+    for cycle in range(1, MAX_CYCLES + 1):
+        left = deadline - time.monotonic()
+        found = [item for item in map(still_open, stores) if item is not None]
+        given = shares(found, left)
+        if not given:
+            state = "every deciding comparison is decided" if not found else f"{fmt_num(left)} s buy no more blocks"
+            print(f"copylab: extra blocks stop: {state}")
+            return
+        points = {item.store: item.points for item in found}
+        where = ", ".join(f"{store.name} {fmt_num(share)} s ({points[store]} points)" for store, share in given.items())
+        print(f"copylab: extra blocks, cycle {cycle}, where comparisons are undecided: {where}")
+        for store, share in given.items():
+            result = sweep.run(store.read_manifest().parameters, resume=True, progress=False, more_s=share)
+            print(f"copylab: {store.name}: {result.ran} more trials in {fmt_num(result.wall_s)} s")
+
+
+def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
+    """Builds the programs and runs every reported sweep under one budget: the first passes, then the rest of the
+    time where the study's answers are still undecided."""
+    build()
+    started = time.monotonic()
+    stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
+    stores, skipped = first_passes(stamp)
+    main = stores[0]
+    together = [store.name for store in stores]
+    main.write_manifest(dataclasses.replace(main.read_manifest(), report_sweeps=together, not_measured=skipped))
+    spent = time.monotonic() - started
+    print(
+        f"copylab: first pass of {len(stores)} sweeps took {fmt_num(spent)} s of the report's {fmt_num(budget_s)} s "
+        f"budget; {fmt_num(max(0.0, budget_s - spent))} s are left for the comparisons still undecided"
+    )
+    more_time(stores, budget_s - spent)
+    return stores
+
+
+def analyse(stores: Sequence[SweepStore]) -> None:
+    """Analyses the sweeps whose tables are missing or stale, two side by side (each notebook in a process of its own:
+    a Jupyter client is not safe across threads), which takes about the time of one."""
+    stale = [store for store in stores if store.missing_tables()]
+    for store in stale:
+        print(f"analysing {store.directory} first (the report reads its {', '.join(store.missing_tables())})")
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(analyse_one, [store.directory for store in stale]))
+
+
+def analyse_one(directory: Path) -> None:
+    store = SweepStore(directory)
+    notebook = run_analysis_notebook(store)
+    print(f"analysis: {store.directory}/crossovers.csv, {store.figures_dir}/, {notebook}")
+
+
+def render(stores: Sequence[SweepStore], out_pdf: Path, **text: str) -> Path:
+    """The report of STORES as a PDF at OUT_PDF and a web page beside it (TEXT: its title and author)."""
+    return render_report(stores, out_pdf, **text)

@@ -1,0 +1,106 @@
+"""One budget for the whole report (issue 43): the deciding comparisons at every size and the others at the side sizes,
+the time left after the first passes shared across sweeps by one ranking, a sweep that goes on where it is still
+undecided, and question 4 answered per thread count with what would settle it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from copylab.analysis.crossover import blocks_to_decide
+from copylab.declarations import config
+from copylab.errors import CopylabError
+from copylab.experiments.copies import REPORT_SIZES
+from copylab.measure import schedule
+from copylab.record.store import SweepStore
+from copylab.report import limitation
+from copylab.study import budget
+from tests.test_answers import make_sweep
+
+
+def test_the_report_places_a_crossover_between_sizes_2x_apart_from_1_to_256_kib():
+    quick, sink = config.make_config("q", "quick"), config.make_config("s", "sink")
+    for sweep in (quick, sink):
+        assert len(sweep.sizes) >= 9 and min(sweep.sizes) == 1024 and max(sweep.sizes) == 256 << 10
+        assert all(b == 2 * a for a, b in zip(sweep.sizes, sweep.sizes[1:], strict=False))
+    assert list(quick.sizes) == REPORT_SIZES
+
+
+def test_deciding_contenders_run_at_every_size_and_the_others_at_the_side_sizes():
+    quick = config.make_config("q", "quick")
+    deciding = schedule.deciding_contenders(quick)
+    stream = [c for c in schedule.configurations(quick) if c.workload == "stream"]
+    sizes_of: dict[tuple[str, str, str], set[int]] = {}
+    for c in stream:
+        sizes_of.setdefault(schedule.contender_of(c), set()).add(c.size_bytes)
+    assert {contender for contender in sizes_of if sizes_of[contender] == set(quick.sizes)} == deciding
+    others = [sizes for contender, sizes in sizes_of.items() if contender not in deciding]
+    assert others and all(sizes == set(quick.side_sizes) for sizes in others)
+    # without side sizes every contender runs at every size
+    every = config.make_config("q", "quick", side_sizes=[])
+    assert {c.size_bytes for c in schedule.configurations(every) if c.implementation == "sendfile"} == set(quick.sizes)
+
+
+def test_side_sizes_outside_the_sizes_are_refused_in_one_line():
+    with pytest.raises(CopylabError, match=r"side-sizes: 2048 not among --sizes"):
+        config.make_config("q", "quick", sizes=[1024, 4096], side_sizes=[2048])
+
+
+def test_a_budget_of_nothing_is_the_first_pass_alone():
+    first = config.make_config("q", "quick", budget_s=0.0)
+    assert first.budget_s == 0.0
+
+
+def _open(name: str, priorities: list[float], cost: float) -> budget.Open:
+    return budget.Open(SweepStore(Path("/nonexistent") / name), tuple(priorities), tuple(cost for _ in priorities))
+
+
+def test_the_time_left_goes_to_the_best_ranked_points_across_sweeps():
+    quick = _open("quick", [0.0, 0.9], 10.0)  # one point beside a change of sign, one far from significance
+    sink = _open("sink", [-1.0, 0.5], 10.0)  # one point not compared yet
+    given = budget.shares([quick, sink], 30.0)
+    # the three best-ranked points (-1, 0, 0.5) fit, the worst (0.9) does not
+    assert given == {sink.store: 20.0, quick.store: 10.0}
+    assert budget.shares([quick, sink], 1000.0) == {quick.store: 20.0, sink.store: 20.0}
+
+
+def test_a_share_too_small_for_a_sweeps_start_up_is_not_given():
+    tiny = _open("tiny", [0.0], budget.LEAST_SHARE_S / 2)
+    assert budget.shares([tiny], 100.0) == {}
+    assert budget.shares([_open("quick", [0.0], 10.0)], 5.0) == {}  # nothing affordable
+
+
+def test_blocks_to_decide_grows_as_the_difference_shrinks_and_never_offers_fewer_than_measured():
+    clear = np.array([0.20, 0.21, 0.19])
+    close = np.array([0.02, 0.05, -0.01])
+    assert blocks_to_decide(clear, 9) == 3
+    assert blocks_to_decide(close, 9) > 10
+    assert blocks_to_decide(close, 9) < blocks_to_decide(close - 0.01, 9)  # same spread, half the mean
+    assert blocks_to_decide(close, 1) < blocks_to_decide(close, 9)  # Holm over more sizes asks more
+    assert blocks_to_decide(np.array([0.1, -0.1]), 9) == np.inf
+
+
+def test_a_sweep_the_report_could_not_run_is_said_with_the_command_that_runs_it():
+    sweep = make_sweep()
+    assert limitation.not_measured(sweep.manifest) is None
+    sweep.manifest.not_measured["mmap-small"] = "sender-pages: small needs root"
+    text = limitation.not_measured(sweep.manifest)
+    assert text is not None
+    assert "`mmap-small` sweep (sender-pages: small needs root)" in text and "Run as root, `./inv report`" in text
+
+
+def test_question_4_names_a_size_or_every_size_per_thread_count_with_a_table_each():
+    from copylab.experiments.copies import answers
+
+    for status, phrase in (
+        ("crossover", "with 1 thread, pinning `same_cpu`, faster from about 5,793 B (95% CI 4,100 B to 8,191 B)"),
+        ("challenger_never_better", "never faster: slower at every size where the two differ"),
+        ("indistinguishable", "indistinguishable at every size from 64 B to 64 KiB"),
+    ):
+        text = answers.answers(make_sweep(status=status))[3][1]
+        short = text.split("\n\n")[0]
+        assert phrase in short and "with 4 threads" in short
+        assert text.count("| Size | Throughput ratio |") == 2  # a ratio table per thread count
+        assert "not settled" not in short
