@@ -40,7 +40,7 @@ def from_parameters(name: str, profile: str, parameters: dict[str, Any]) -> Swee
     if unknown:
         raise CopylabError(f"unknown sweep setting(s) {', '.join(unknown)}")
     implied = {s.name: s.legacy for s in SETTINGS if s.legacy is not settings.UNSET}
-    values = {
+    values: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value for key, value in {**implied, **parameters}.items()
     }
     return validate(SweepConfig(name=name, profile=profile, **values))
@@ -118,8 +118,8 @@ def validate(config: SweepConfig) -> SweepConfig:
         needs["rr-sizes"] = config.rr_sizes
     if experiment.axis == "connections":
         needs["connections"] = config.connections
-    for label, value in needs.items():
-        if label and not value:
+    for label, counts in needs.items():
+        if label and not counts:
             raise CopylabError(f"{label}: needs at least one value")
     outside_sizes = sorted(set(config.side_sizes) - set(config.sizes))
     if outside_sizes:
@@ -230,8 +230,8 @@ def _check_connection_limits(config: SweepConfig) -> None:
     total = (
         f"{most}" if label == "connections" else f"{max(config.connections)} busy + {max(config.idle_connections)} idle"
     )
-    if most > settings.get("connections").high:
-        raise CopylabError(f"{label}: {total} connections are more than {_bound(settings.get('connections').high)}")
+    if (high := settings.get("connections").high) is not None and most > high:
+        raise CopylabError(f"{label}: {total} connections are more than {_bound(high)}")
     for name in config.implementations:
         limit = implementations.get(name).max_connections
         if limit is not None and most > limit:
