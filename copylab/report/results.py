@@ -158,9 +158,9 @@ def measured_sizes(results: Results, workload: str = "stream") -> list[int]:
 
 
 def comparison_rows(
-    results: Results, challenger: str, baseline: str, metric: str = THROUGHPUT, **where: object
+    results: Results, challenger: str, baseline: str | None, metric: str = THROUGHPUT, **where: object
 ) -> pd.DataFrame:
-    """comparisons.csv rows of ``challenger`` against ``baseline``, sorted by size."""
+    """comparisons.csv rows of ``challenger`` against ``baseline``, sorted by size (none without a baseline)."""
     found = select(results.comparisons, challenger=challenger, baseline=baseline, metric=metric, **where)
     return found.sort_values("size_bytes")
 

@@ -150,14 +150,14 @@ def answer_q6(results: Results) -> str:
     elif anomaly.kind == "non_monotonic":
         finding = (
             f"The throughput of {code(anomaly.implementation)} ({where}) fell from "
-            f"{fmt_interval(*obs[1:], 'Gbit/s')} at {fmt_size(obs[0])} to {fmt_interval(*exp[1:], 'Gbit/s')} at "
-            f"{fmt_size(exp[0])}."
+            f"{fmt_interval(*obs[1:], 'Gbit/s')} at {fmt_size(int(obs[0]))} to {fmt_interval(*exp[1:], 'Gbit/s')} at "
+            f"{fmt_size(int(exp[0]))}."
         )
         rule = "the largest drop of a throughput curve as the message size grows"
     else:
         finding = (
             f"At {fmt_size(anomaly.size)} (pinning {code(anomaly.pinning)}, stream), {code(anomaly.implementation)} "
-            f"moved {fmt_interval(*obs[1:], 'Gbit/s')} with {threads_text(obs[0])} but only "
+            f"moved {fmt_interval(*obs[1:], 'Gbit/s')} with {threads_text(int(obs[0]))} but only "
             f"{fmt_interval(*exp[1:], 'Gbit/s')} with {exp[0]}."
         )
         rule = "the largest loss of throughput from the fewest to the most threads"

@@ -137,7 +137,11 @@ def _costliest_level(record: Calibration, regions: set[str]) -> str:
         medians = region_costs(record)
         rounds = {region: [medians[region]] for region in regions}
     count = min(len(rounds[region]) for region in regions)
-    costliest = {max(regions, key=lambda region, r=r: rounds[region][r]) for r in range(count)}
+
+    def costliest_in(r: int) -> str:
+        return max(regions, key=lambda region: rounds[region][r])
+
+    costliest = {costliest_in(r) for r in range(count)}
     if len(costliest) > 1:
         return (
             f" The calibration's rounds disagree on which of {', '.join(sorted(regions))} costs most per byte copied "
@@ -181,6 +185,7 @@ def answer_q2(results: Results) -> str:
                 "removed copy at every cache level together."
             )
         return text
+    assert baseline is not None  # the reductions are counted against it
     summary = reductions.groupby(["level", "challenger"])["reduction"].median().reset_index()
     best = summary.loc[summary["reduction"].idxmax()]
     table = markdown_table(

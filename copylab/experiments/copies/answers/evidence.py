@@ -28,26 +28,26 @@ def copy_evidence(results: Results) -> str:
         role(results, Role.ZERO_COPY),
     )
     if baseline and one_copy:
-        user = {
-            impl: value(results, "snd_user_ns_per_byte", impl, "stream", focus.size, focus.threads, focus.pinning)
+        two_user, one_user = (
+            value(results, "snd_user_ns_per_byte", impl, "stream", focus.size, focus.threads, focus.pinning)
             for impl in (baseline, one_copy)
-        }
-        if all(user.values()):
+        )
+        if two_user and one_user:
             parts.append(
                 "The packing copy runs in user space, so it shows up as the sender's user CPU time. At "
                 f"{fmt_size(focus.size)} ({config_label(focus.threads, focus.pinning)}) {code(baseline)} spent "
-                f"{fmt_interval(*user[baseline], 'ns')} of user CPU per byte sent, {code(one_copy)} "
-                f"{fmt_interval(*user[one_copy], 'ns')} (mean [95% CI] over trials). "
+                f"{fmt_interval(*two_user, 'ns')} of user CPU per byte sent, {code(one_copy)} "
+                f"{fmt_interval(*one_user, 'ns')} (mean [95% CI] over trials). "
                 + (
                     "The difference is the eliminated copy."
-                    if user[one_copy][2] < user[baseline][1]
+                    if one_user[2] < two_user[1]
                     else "The intervals overlap, so this sweep cannot resolve the eliminated copy at this size."
                 )
             )
     counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
     if zero_copy and counts is None:
         parts.append("No zero-copy completions were recorded in this sweep.")
-    elif counts is not None:
+    elif zero_copy and counts is not None:
         text = (
             f"Of the {counts['zc_completed']:,.0f} zero-copy sends whose completion was read "
             f"({counts['trials']:.0f} trials), {counts['zc_copied']:,.0f} ({fmt_pct(counts['copied_fraction'])}) "

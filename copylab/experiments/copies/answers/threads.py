@@ -44,10 +44,10 @@ def answer_q3(results: Results) -> str:
             if llc:
                 row["Sender LLC misses/KiB"] = value_interval(values[("snd_llc_misses_per_kib", t)])
             rows.append(row)
-        measured_threads = [t for t in threads if values[(THROUGHPUT, t)] is not None]
-        first, last = measured_threads[0], measured_threads[-1]
+        throughput = {t: found for t in threads if (found := values[(THROUGHPUT, t)]) is not None}
+        first, last = min(throughput), max(throughput)
         if first != last:
-            tp0, tp1 = values[(THROUGHPUT, first)][0], values[(THROUGHPUT, last)][0]
+            tp0, tp1 = throughput[first][0], throughput[last][0]
             text = (
                 f"{code(impl)}, {first} to {last} threads: throughput {fmt_num(tp0)} to {fmt_num(tp1)} Gbit/s "
                 f"({fmt_change(tp0, tp1)})"
