@@ -14,6 +14,7 @@ from invoke import Collection, Exit, Task
 
 from copylab.cli.commands import COMMANDS, REQUIRED, Command
 from copylab.cli.main import guarded
+from copylab.cli.parsing import with_default
 
 
 def _task(command: Command) -> Task:
@@ -35,7 +36,12 @@ def _task(command: Command) -> Task:
         for option in command.options
     ]
     body.__signature__ = Signature([Parameter("c", Parameter.POSITIONAL_OR_KEYWORD), *parameters])  # type: ignore[attr-defined]
-    helps = {option.name: option.help for option in command.options}
+    helps = {
+        option.name: with_default(
+            command.name, option.name, None if option.default is REQUIRED else option.default, option.help
+        )
+        for option in command.options
+    }
     # Long options only: short ones would be handed out by the order of the options, and move when they grow.
     return Task(body, name=command.name, help=helps, auto_shortflags=command.name != "run-sweep")
 

@@ -188,8 +188,17 @@ static void print_points(const struct point *points, size_t n, unsigned long pas
     json_end(&j);
 }
 
+static const char USAGE[] =
+    "usage: copy_cost [--memcpy-only] PASSES WORKING_SET_BYTES...\n"
+    "Copy cost by working set: for each working set (256 B to 4 GiB, at most 40), the time per byte of copying\n"
+    "half of it with memcpy and with pread() from a page-cache file, destination at offset 0 and 16 modulo a\n"
+    "page, PASSES times (1 to 25). --memcpy-only leaves out pread(). Prints one JSON object: passes, and points,\n"
+    "one per working set, path and offset with ns_per_byte and on_cpu per pass.\n"
+    "docs/reference/programs.md lists the keys.\n";
+
 int main(int argc, char **argv)
 {
+    help_if_asked(argc, argv, USAGE);
     /* --memcpy-only: a run whose environment changes only libc (GLIBC_TUNABLES) has nothing to add to read. */
     const bool memcpy_only = argc > 1 && strcmp(argv[1], "--memcpy-only") == 0;
     unsigned long passes, sizes[MAX_SIZES];

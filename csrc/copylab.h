@@ -41,6 +41,8 @@ enum receive_mode { RECEIVE_COPY, RECEIVE_TRUNCATE, RECEIVE_MMAP };
 _Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die_errno(const char *what);
+/* When the first argument is --help or -h: USAGE on stdout and exit 0 (the programs without an options table). */
+void help_if_asked(int argc, char **argv, const char *usage);
 /* Zeroed memory for COUNT objects of SIZE bytes on a cache line's boundary, or die saying memory ran out. */
 void *calloc_or_die(size_t count, size_t size);
 /* Whole pages for a receive buffer, or die saying memory ran out: the kernel's copy into a buffer that starts a

@@ -35,6 +35,14 @@ void die_usage(const char *fmt, ...)
     vdie(EXIT_USAGE, fmt, ap);
 }
 
+void help_if_asked(int argc, char **argv, const char *usage)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage, stdout);
+        exit(0);
+    }
+}
+
 void die(const char *fmt, ...)
 {
     va_list ap;

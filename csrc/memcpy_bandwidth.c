@@ -8,12 +8,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+static const char USAGE[] =
+    "usage: memcpy_bandwidth [MIB 1..4096] [RUNS 1..100]\n"
+    "Single-core memcpy bandwidth: copies a buffer of MIB MiB (default 256) RUNS times (default 7) on the CPU it\n"
+    "runs on. Prints one JSON object: buffer_mib, runs and memcpy_gbps (the best run).\n"
+    "docs/reference/programs.md lists the keys.\n";
+
 int main(int argc, char **argv)
 {
+    help_if_asked(argc, argv, USAGE);
     size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
     int runs = argc > 2 ? atoi(argv[2]) : 7;
     if (mib < 1 || mib > 4096 || runs < 1 || runs > 100)
-        die_usage("usage: memcpy_bandwidth [MIB 1..4096] [RUNS 1..100]");
+        die_usage("usage: memcpy_bandwidth [MIB 1..4096] [RUNS 1..100] (see --help)");
     size_t bytes = mib << 20;
     /* Huge pages where the kernel offers them: whether a run got them or not
      * otherwise halves or doubles the result from one process to the next. */

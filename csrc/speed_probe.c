@@ -33,11 +33,17 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static const char USAGE[] =
+    "usage: speed_probe\n"
+    "How fast this CPU runs now: times a chain of dependent multiplications and a 2 MiB copy, 5 times each.\n"
+    "Prints one JSON object: ns_per_iteration, copy_ns_per_byte (medians) and on_cpu (the share of the wall\n"
+    "time the thread was on a CPU). docs/reference/programs.md lists the keys.\n";
+
 int main(int argc, char **argv)
 {
-    (void)argv;
+    help_if_asked(argc, argv, USAGE);
     if (argc != 1)
-        die_usage("usage: speed_probe (no arguments)");
+        die_usage("usage: speed_probe (no arguments; see --help)");
     /* Page-aligned: a destination a few bytes past its source can take a slow copy path on some CPUs. */
     char *from = page_alloc_or_die(COPY_BYTES), *to = page_alloc_or_die(COPY_BYTES);
     memset(from, 1, COPY_BYTES);

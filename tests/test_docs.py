@@ -4,12 +4,18 @@ lines the README shows are today's format."""
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
 from functools import cache
 from pathlib import Path
 
 import pytest
 
+from copylab.cli import reference
+from copylab.cli.parsing import default_text, limits_text
+from copylab.declarations import contract
+from copylab.declarations.settings import SETTINGS
 from copylab.paths import ROOT
 
 TROUBLESHOOTING = ROOT / "docs" / "troubleshooting.md"
@@ -126,3 +132,48 @@ def test_a_message_the_code_cannot_print_is_caught():
     assert printable("copylab: error: the server and client namespaces need different names")
     assert not printable("copylab: error: the server and client namespaces need other names")
     assert not printable("copylab: error: something went wrong")
+
+
+def test_every_built_program_answers_help_with_its_usage(bin_dir):
+    programs = sorted(bin_dir.iterdir())
+    assert programs
+    for program in programs:
+        result = subprocess.run([str(program), "--help"], capture_output=True, text=True, timeout=10)
+        assert result.returncode == 0, f"{program.name} --help: exit {result.returncode}: {result.stderr}"
+        assert result.stdout.startswith(f"usage: {program.name}"), f"{program.name} --help: {result.stdout[:80]!r}"
+        assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "role, arguments",
+    [("speed_probe", []), ("memcpy_bandwidth", ["1", "1"]), ("copy_cost", ["1", "256", "4096"])],
+)
+def test_the_calibration_programs_print_their_declared_keys(bin_dir, role, arguments):
+    """The smallest run of each: what docs/reference/programs.md lists is what they print."""
+    result = subprocess.run([str(bin_dir / role), *arguments], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    contract.parse(role, result.stdout)
+
+
+def test_the_sample_output_is_a_client_result_of_today():
+    assert list(json.loads(reference.CLIENT_SAMPLE)) == [key.name for key in contract.RESULTS["client"]]
+    contract.parse("client", reference.CLIENT_SAMPLE)
+
+
+def test_every_option_row_has_a_default():
+    rows = [line for line in reference.options_page().splitlines() if line.startswith("| `--")]
+    assert rows
+    for row in rows:
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert cells[1], f"no default: {row}"
+
+
+def test_run_sweep_help_shows_each_settings_default_and_limits():
+    from copylab.cli.main import parser
+
+    text = " ".join(parser()._subparsers._group_actions[0].choices["run-sweep"].format_help().split())
+    for setting in SETTINGS:
+        if setting.option is None:
+            continue
+        said = [f"default: {default_text(setting)}", *filter(None, [limits_text(setting)])]
+        assert "; ".join(said) in text, f"--{setting.option}: {'; '.join(said)}"

@@ -168,7 +168,9 @@ def _run_sweep_options() -> list[Option]:
         Option(
             "profile",
             "quick",
-            "a profile of the experiment: quick, full, or (copies) sink or mmap (docs/sweeps.md lists them)",
+            "a ready-made sweep of the experiment: "
+            + "; ".join(f"{e.name}: {', '.join(e.profiles)}" for e in experiments.EXPERIMENTS.values())
+            + " (docs/sweeps.md: Profiles)",
         ),
         Option("sweep_file", None, "TOML file with any of the settings below, by name (docs/sweeps.md)"),
         Option("resume", False, "run exactly the trials of data/NAME not yet recorded as ok"),
@@ -378,12 +380,12 @@ def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool
 
 
 def clean() -> int:
-    """Remove builds and generated outputs (sweeps under data/ other than reference stay)."""
+    """Remove the builds (build/), the figures (figures/) and the reports (report/); data/ is never touched."""
     for path in (ROOT / "build", ROOT / "figures", REPORT):
         for child in path.glob("*") if path != ROOT / "build" else [path]:
             if child.name != ".gitkeep":
                 shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
-    print(f"cleaned builds and outputs; sweeps in {DATA} kept")
+    print(f"cleaned build/, figures/ and report/; {DATA} untouched")
     return 0
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from copylab.cli.commands import COMMANDS, REQUIRED, Command
+from copylab.cli.parsing import with_default
 from copylab.errors import CopylabError
 from copylab.record.origin import ModifiedData
 
@@ -68,14 +69,15 @@ def _flag(name: str) -> str:
 def _add_command(commands: Any, command: Command) -> None:
     parser = commands.add_parser(command.name, help=_escaped(command.headline), description=_escaped(command.summary))
     for option in command.options:
+        default = None if option.default is REQUIRED else option.default
+        help = _escaped(with_default(command.name, option.name, default, option.help))
         if option.default is REQUIRED:
             parser.add_argument(option.name, help=_escaped(option.help))
         elif isinstance(option.default, bool):
             parser.add_argument(
-                _flag(option.name), action=argparse.BooleanOptionalAction, default=option.default, help=option.help
+                _flag(option.name), action=argparse.BooleanOptionalAction, default=option.default, help=help
             )
         else:
-            help = _escaped(option.help)
             parser.add_argument(_flag(option.name), dest=option.name, default=option.default, help=help)
     parser.set_defaults(command=command)
 

@@ -13,12 +13,15 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import json
 import sys
 import typing
 from collections.abc import Callable
 
+from copylab.cli import parsing
 from copylab.cli.commands import COMMANDS
-from copylab.declarations import contract, schema
+from copylab.declarations import contract, schema, settings
+from copylab.experiments import EXPERIMENTS
 from copylab.paths import ROOT
 from copylab.record import manifest
 
@@ -35,21 +38,34 @@ def _cell(text: object) -> str:
 
 def options_page() -> str:
     command = next(command for command in COMMANDS if command.name == "run-sweep")
+    by_parameter = {setting.parameter: setting for setting in settings.SETTINGS if setting.parameter}
     lines = [
         "# run-sweep's options",
         "",
-        "`./inv run-sweep`, `copylab run-sweep` and `python -m copylab run-sweep` take the same options. Every "
-        "setting can also be given by its name in a TOML sweep file (`--sweep-file`). Lists are comma-separated; "
-        "sizes take K and M suffixes.",
+        "`./inv run-sweep`, `copylab run-sweep` and `python -m copylab run-sweep` take the same options, and `--help` "
+        "shows the same defaults and limits. Every setting can also be given by its name in a TOML sweep file "
+        "(`--sweep-file`). Lists are comma-separated; sizes take K and M suffixes. A default of *the profile's* is "
+        "what `--profile` sets ([docs/sweeps.md](../sweeps.md#profiles) lists each profile's values); the value after "
+        "*else* is taken when the profile sets none. Yes-or-no options take `--NAME` and `--no-NAME`.",
         "",
-        "| option | default | meaning |",
-        "|---|---|---|",
+        "| option | default | limits or choices | meaning |",
+        "|---|---|---|---|",
     ]
     for option in command.options:
         flag = "--" + option.name.replace("_", "-")
-        default = "" if option.default is None else f"`{option.default}`"
-        lines.append(f"| `{flag}` | {default} | {_cell(option.help)} |")
+        setting = by_parameter.get(option.name)
+        if setting is not None:
+            default, limits = parsing.default_text(setting), parsing.limits_text(setting)
+        else:
+            default = parsing.shown_default(option.default) or "not set"
+            limits = "one of " + ", ".join(_profiles()) if option.name == "profile" else ""
+        lines.append(f"| `{flag}` | {_cell(default)} | {_cell(limits)} | {_cell(option.help)} |")
     return "\n".join(lines) + "\n"
+
+
+def _profiles() -> list[str]:
+    """Every experiment's profiles, each named once, in their declared order."""
+    return list(dict.fromkeys(name for experiment in EXPERIMENTS.values() for name in experiment.profiles))
 
 
 def columns_page() -> str:
@@ -60,16 +76,52 @@ def columns_page() -> str:
     )
 
 
+# Which programs print each role's object (copylab.declarations.contract.RESULTS names them by role).
+PROGRAMS_OF = {
+    "server": "`SENDER_server`, the copies experiment's sending end (one per sender: `two_copy_server`, ...)",
+    "client": "`SENDER_client`, the copies experiment's receiving end",
+    "model_server": "`MODEL_server`, the servers experiment's server (one per model: `epoll_server`, ...)",
+    "load_client": "`load_client`, the servers experiment's client",
+    "speed_probe": "`speed_probe`, run on the trial's CPUs before and after each trial",
+    "memcpy_bandwidth": "`memcpy_bandwidth [MIB] [RUNS]`, the copy-bound ceiling, when a sweep starts",
+    "copy_cost": "`copy_cost [--memcpy-only] PASSES WORKING_SET_BYTES...`, the copy cost by working set",
+}
+# What `two_copy_client --connect 127.0.0.1 --port P --size 64K --threads 1 --duration 0.3 --warmup 0.1
+# --congestion-control cubic --socket-buffer 1M` printed over loopback; tests/test_docs.py parses it against the
+# client's declared keys, so it changes with them.
+CLIENT_SAMPLE = (
+    '{"role": "client", "variant": "two_copy", "mode": "stream", "size": 65536, "threads": 1, "receive": "copy", '
+    '"measured_s": 0.300072705, "window_begin_ns": 394540061218, "window_end_ns": 394840133923, "pid": 19573, '
+    '"bytes": 1748762624, "messages": 26684, "receive_calls": 11071, "throughput_gbps": 46.622371, '
+    '"latency_mean_us": null, "latency_p50_us": null, "latency_p99_us": null, "latency_p999_us": null, '
+    '"latency_max_us": null, "congestion_control": "cubic", "socket_buffer": 1048576, "receive_buffer_bytes": '
+    '2097152, "cpu_user_s": 0.012096, "cpu_sys_s": 0.120361, "ctx_voluntary": 6309, "ctx_involuntary": 6, '
+    '"rx_mapped_bytes": null, "rx_copied_bytes": null, "rx_copybuf_bytes": null, "sink_datagrams": null}'
+)
+
+
 def programs_page() -> str:
     lines = [
         "# What the programs print",
         "",
-        "Each C program prints one JSON object when it ends. Every key is declared with its type and unit; a "
-        "missing, unknown, null or mistyped key fails the trial and names the key.",
+        "Each C program prints one JSON object when it ends, and its options with `--help`. Every key is declared "
+        "with its type and unit; a missing, unknown, null or mistyped key fails the trial and names the key.",
     ]
     for role, keys in contract.RESULTS.items():
-        lines += ["", f"## {role}", "", "| key | type | unit | meaning |", "|---|---|---|---|"]
+        lines += ["", f"## {role}", "", f"Printed by {PROGRAMS_OF[role]}.", ""]
+        lines += ["| key | type | unit | meaning |", "|---|---|---|---|"]
         lines += [f"| `{key.name}` | {key.kind} | {key.unit} | {_cell(key.meaning)} |" for key in keys]
+    lines += [
+        "",
+        "## A sample",
+        "",
+        "What `two_copy_client` printed for a 0.3 s window of 64 KiB messages over loopback (the keys of the "
+        "copies experiment's client, in order; null where its mode or path measures nothing):",
+        "",
+        "```json",
+        json.dumps(json.loads(CLIENT_SAMPLE), indent=2),
+        "```",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Kind = Literal["int", "float", "str"]
+Kind = Literal["int", "float", "str", "list"]
 
 
 class ContractError(ValueError):
@@ -260,8 +260,25 @@ RESULTS["speed_probe"] = (
     Key("copy_ns_per_byte", "float", "ns/B", "median time per byte of copying 2 MiB (page-aligned, hot)"),
     Key("on_cpu", "float", "", "share of the probe's wall time its thread was on a CPU"),
 )
+# The calibration programs (copylab.programs.calibration_run), run once when a sweep starts and by ./inv calibrate.
+RESULTS["memcpy_bandwidth"] = (
+    Key("buffer_mib", "int", "MiB", "the buffer copied, and its copy's size"),
+    Key("runs", "int", "count", "copies timed"),
+    Key("memcpy_gbps", "float", "Gbit/s", "the fastest copy: bytes x 8 / its time"),
+)
+RESULTS["copy_cost"] = (
+    Key("passes", "int", "count", "how many times every point was measured"),
+    Key(
+        "points",
+        "list",
+        "",
+        "one object per working set, path and placement: working_set_bytes (B, source and destination), path "
+        "(memcpy or read), offset (B, the destination's offset from the source modulo a page), and one value per "
+        "pass of ns_per_byte (ns/B) and on_cpu (the share of the wall time the thread was on a CPU)",
+    ),
+)
 SIDES = {"server": "snd", "client": "rcv", "model_server": "snd", "load_client": "rcv"}
-_TYPES: dict[Kind, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,)}
+_TYPES: dict[Kind, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,), "list": (list,)}
 
 
 def json_object(stdout: str) -> dict[str, Any]:
