@@ -223,10 +223,13 @@ def test_the_calibration_is_repeatable_within_its_spread_or_says_it_was_disturbe
         for record in (first, second):
             assert not record.inconsistent or "no cache level is derived" in calibration.copy_cost_table(record)
         pytest.skip("a calibration was disturbed, so the two cannot be compared: " + "; ".join(disturbed))
-    for a, b in zip(first.copy_cost, second.copy_cost, strict=False):
-        if a.working_set_bytes == b.working_set_bytes:
-            tolerance = max(calibration.MAX_ROUND_DISAGREEMENT, 1 + max(a.spread or 0, b.spread or 0) + 0.5)
-            assert 1 / tolerance <= a.ns_per_byte / b.ns_per_byte <= tolerance, (a, b)
+    # One CPU, its caches read from sysfs both times: the same levels, each compared, never none.
+    levels = [{cost.working_set_bytes: cost for cost in record.copy_cost} for record in (first, second)]
+    assert levels[0] and levels[0].keys() == levels[1].keys(), (first.copy_cost, second.copy_cost)
+    for working_set, a in levels[0].items():
+        b = levels[1][working_set]
+        tolerance = max(calibration.MAX_ROUND_DISAGREEMENT, 1 + max(a.spread or 0, b.spread or 0) + 0.5)
+        assert 1 / tolerance <= a.ns_per_byte / b.ns_per_byte <= tolerance, (a, b)
     strong = lambda record: {(f.kind, f.offset) for f in record.findings if f.slowdown > 4}  # noqa: E731
     assert strong(first) == strong(second)
 

@@ -88,8 +88,10 @@ def test_every_window_is_counted_whole_and_a_zero_is_a_measured_zero(tmp_path):
 
 @needs_root
 def test_accounting_off_leaves_the_columns_empty_with_the_reason(tmp_path):
-    sweep.run(_small("off", receive=["copy"], kernel_copies=False), data_root=tmp_path, progress=False)
-    for row in read_rows(tmp_path / "off" / "trials.csv"):
+    result = sweep.run(_small("off", receive=["copy"], kernel_copies=False), data_root=tmp_path, progress=False)
+    rows = read_rows(tmp_path / "off" / "trials.csv")
+    assert len(rows) == result.planned > 0, "a row for every trial planned"
+    for row in rows:
         assert row["rcv_kernel_copy_bytes"] == "" and "off (--no-kernel-copies)" in row["kernel_copy_missing"]
 
 

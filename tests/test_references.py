@@ -14,13 +14,25 @@ from copylab.declarations.settings import get as setting
 from copylab.paths import REFERENCES, ROOT
 from copylab.record.store import SweepStore
 
+NEEDS_HISTORY = pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and the project's history"
+)
 
-def test_every_reference_is_committed():
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "data"], capture_output=True, text=True).stdout
+
+def test_every_reference_is_present():
+    assert REFERENCES
     for directory in REFERENCES:
         for name in ("trials.csv", "manifest.json"):
             assert (directory / name).is_file(), f"{directory.name}/{name} is missing"
-            assert not tracked or f"data/{directory.name}/{name}" in tracked.split(), f"{directory.name}/{name}"
+
+
+@NEEDS_HISTORY
+def test_every_reference_is_committed():
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "data"], capture_output=True, text=True, check=True)
+    tracked = set(listed.stdout.split())
+    for directory in REFERENCES:
+        for name in ("trials.csv", "manifest.json"):
+            assert f"data/{directory.name}/{name}" in tracked, f"{directory.name}/{name} is not committed"
 
 
 def _in_history(commit: str) -> bool:
@@ -30,9 +42,7 @@ def _in_history(commit: str) -> bool:
     return found.returncode == 0
 
 
-@pytest.mark.skipif(
-    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and the project's history"
-)
+@NEEDS_HISTORY
 @pytest.mark.parametrize("directory", REFERENCES, ids=[path.name for path in REFERENCES])
 def test_each_reference_was_measured_at_a_clean_commit_of_this_history(directory):
     git = SweepStore(directory).read_manifest().git
