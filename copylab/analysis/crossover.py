@@ -249,6 +249,11 @@ def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Genera
     return expanded[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)
 
 
+# A verdict that a fresh draw of the blocks reproduces less often than this is not settled (the report says so, and a
+# budget gives its curve more blocks).
+SETTLED = 0.8
+
+
 def verdict_stability(
     advantages: list[np.ndarray], status: str, confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
 ) -> float:

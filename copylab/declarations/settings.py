@@ -120,8 +120,9 @@ SETTINGS: tuple[Setting, ...] = (
         "side_sizes",
         "sizes",
         (),
-        "stream sizes, among --sizes, of the contenders that decide none of the experiment's answers (the other "
-        "implementations, receive modes and layouts); the deciding comparisons run at every size (default: all)",
+        "stream sizes, among --sizes, of everything but the comparisons that decide the experiment's answers at the "
+        "first thread count, which run at every size: the other implementations, receive modes and layouts, and "
+        "every thread count but the first (default: all)",
         low=8,
         high=64 << 20,
     ),

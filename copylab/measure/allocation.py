@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import classify
+from copylab.analysis.crossover import SETTLED, classify, curve_advantages, verdict_stability
 from copylab.analysis.stats import compare
 from copylab.declarations import implementations
 from copylab.declarations.config import SweepConfig
@@ -59,8 +59,24 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
     closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
     return [
-        (0.0 if i in changes else 1.0 - float(np.nan_to_num(closeness[i], nan=0.0)), int(points[i])) for i in candidates
+        (0.0 if i in changes else 1.0 - min(1.0, float(np.nan_to_num(closeness[i], nan=0.0))), int(points[i]))
+        for i in candidates
     ]
+
+
+def _unsettled(group: pd.DataFrame, trials: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
+    """(priority, point) of a curve whose labels look decided but whose verdict a fresh draw of its blocks gives
+    again less than SETTLED of the time: its significant points, the weakest first, after the points beside a change
+    of sign."""
+    group = group.sort_values(axis)
+    if not (group["method"] == "paired").all():
+        return []
+    row = group.iloc[0]
+    advantages = curve_advantages(trials, row["challenger"], row["baseline"], row["metric"], axis, group[axis])
+    if verdict_stability(advantages, classify(_labels(group))) >= SETTLED:
+        return []
+    weakest = group[group["significant"].astype(bool)].sort_values("p_holm", ascending=False)
+    return [(0.5 + 0.4 * index / len(weakest), int(point)) for index, point in enumerate(weakest[axis])]
 
 
 def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95) -> dict[Point, set[Contender]]:
@@ -93,14 +109,17 @@ def prioritized(
         else pd.DataFrame(columns=["workload", "challenger", "baseline"])
     )
     comparisons = comparisons[comparisons["workload"] == experiment.workload]
+    keys_of = curve_keys(experiment.axis)
     for challenger, baseline in pairs:
         mine = comparisons[(comparisons["challenger"] == challenger) & (comparisons["baseline"] == baseline)]
         compared = {point_of_row(row) for _, row in mine.iterrows()}
         for point in dict.fromkeys(grid):
             if point not in compared:
                 want(point, -1.0, challenger, baseline)  # not compared yet: first
-        for _, group in mine.groupby(curve_keys(experiment.axis)):
-            for priority, position in _targets(group, experiment.axis):
+        for keys, group in mine.groupby(keys_of):
+            curve = ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)]
+            targets = _targets(group, experiment.axis) or _unsettled(group, add_metrics(curve), experiment.axis)
+            for priority, position in targets:
                 row = group[group[experiment.axis] == position].iloc[0]
                 want(point_of_row(row), priority, challenger, baseline)
     return dict(sorted(wanted.items(), key=lambda item: item[1][0]))

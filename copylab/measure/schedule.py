@@ -165,14 +165,17 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                                     for layout in _layouts_receiving(config, implementation, receive)
                                     for idle in config.idle_connections
                                     for rate in offered_rates(config)
-                                    if _runs_at(config, deciding, (implementation, receive, layout), workload, size)
                                 ]
-    return grid
+    return [c for c in grid if _runs_at(config, deciding, c)]
 
 
-def _runs_at(config: SweepConfig, deciding: set[Contender], contender: Contender, workload: str, size: int) -> bool:
-    """Whether CONTENDER runs at stream SIZE: the deciding contenders at every size, the others at --side-sizes."""
-    return workload != "stream" or not config.side_sizes or contender in deciding or size in config.side_sizes
+def _runs_at(config: SweepConfig, deciding: set[Contender], configuration: Configuration) -> bool:
+    """Whether CONFIGURATION is measured: the deciding contenders at the first thread count at every stream size,
+    everything else at --side-sizes."""
+    c = configuration
+    if c.workload != "stream" or not config.side_sizes or c.size_bytes in config.side_sizes:
+        return True
+    return contender_of(c) in deciding and c.threads == min(config.threads)
 
 
 def configuration_of(row: Any) -> Configuration:

@@ -17,9 +17,6 @@ from copylab.measure import allocation
 from copylab.measure.sweep import DEFAULT_OVERHEAD_S
 from copylab.record.store import SweepStore
 
-# ./inv report's measurement budget, in seconds: the first pass of every sweep, then the blocks of undecided
-# comparisons.  Building, analysing and rendering come on top (about a minute; docs/performance.md).
-REPORT_BUDGET_S = 230.0
 # At most this many cycles of extra blocks: each resumes its sweeps, which costs a testbed's start-up.
 MAX_CYCLES = 3
 # A sweep's share below this is not worth its start-up.

@@ -22,7 +22,8 @@ from copylab.measure.provenance import now_iso
 from copylab.programs.build import build
 from copylab.record.store import SweepStore
 from copylab.report.render import render_report
-from copylab.study.budget import MAX_CYCLES, REPORT_BUDGET_S, shares, still_open
+from copylab.study import REPORT_BUDGET_S
+from copylab.study.budget import MAX_CYCLES, shares, still_open
 from copylab.testbeds import sender_pages
 
 
@@ -73,7 +74,7 @@ def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
         found = [item for item in map(still_open, stores) if item is not None]
         given = shares(found, left)
         if not given:
-            state = "every deciding comparison is decided" if not found else f"{fmt_num(left)} s buy no more blocks"
+            state = "every deciding comparison is decided" if not found else "the time left buys no more blocks"
             print(f"copylab: extra blocks stop: {state}")
             return
         points = {item.store: item.points for item in found}
@@ -95,9 +96,10 @@ def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
     together = [store.name for store in stores]
     main.write_manifest(dataclasses.replace(main.read_manifest(), report_sweeps=together, not_measured=skipped))
     spent = time.monotonic() - started
+    left = f"{budget_s - spent:.0f} s are" if spent < budget_s else "no time is"
     print(
-        f"copylab: first pass of {len(stores)} sweeps took {fmt_num(spent)} s of the report's {fmt_num(budget_s)} s "
-        f"budget; {fmt_num(max(0.0, budget_s - spent))} s are left for the comparisons still undecided"
+        f"copylab: the first pass of {len(stores)} sweeps took {spent:.0f} s of the report's {budget_s:.0f} s budget; "
+        f"{left} left for the comparisons still undecided"
     )
     more_time(stores, budget_s - spent)
     return stores

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import blocks_to_decide, curve_advantages, verdict_stability
+from copylab.analysis.crossover import SETTLED, blocks_to_decide, curve_advantages, verdict_stability
 from copylab.errors import CopylabError
 from copylab.formatting import (
     code,
@@ -155,8 +155,6 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
     return f"**In short:** {_short_answer(results, found)}{how_sure(stabilities)} {method_note(results)}\n\n{bullets}"
 
 
-# A verdict that a fresh draw of the blocks reproduces less often than this is reported as not settled.
-SETTLED = 0.8
 # The sender's CPU time per byte: where the eliminated copy shows directly (question 4).
 SENDER_CPU = "snd_cpu_ns_per_byte"
 # More blocks than this at one size are not offered as a way to settle a verdict: the difference is too small.
@@ -186,9 +184,11 @@ def _evidence(found: tuple[str, float] | None) -> str:
     if found is None:
         return ""
     blocks, stability = found
+    grew = " to " in blocks
     text = (
-        f" It rests on {blocks} blocks per size (more where the comparison was still undecided after the first "
-        f"pass); drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples"
+        f" It rests on {blocks} blocks per size"
+        + (" (the most where the comparison was hardest to decide)" if grew else "")
+        + f"; drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples"
     )
     if stability < SETTLED:
         return text + ", so it is **not settled**: more blocks at these sizes would decide it."

@@ -1,0 +1,55 @@
+"""Where each sweep's measuring time went: its first pass, then the extra blocks a budget gave to the comparisons
+still undecided (copylab.study.budget), one sentence per sweep, computed from its trials."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from copylab.formatting import code, fmt_duration, fmt_size
+from copylab.report.results import Results, every_trial
+
+
+def _points(extra: pd.DataFrame) -> str:
+    """The points extra blocks went to, e.g. '8 KiB and 16 KiB with 1 thread; 4 KiB with 4 threads'."""
+    axis = "connections" if (extra["workload"] == "rr").all() and extra["connections"].nunique() > 1 else "size_bytes"
+    by_threads = []
+    for threads, group in extra.groupby("threads"):
+        values = sorted(int(v) for v in group[axis].unique())
+        shown = [fmt_size(v) for v in values] if axis == "size_bytes" else [f"{v} connections" for v in values]
+        by_threads.append(f"{', '.join(shown)} with {int(threads)} thread{'s' if threads != 1 else ''}")
+    return "; ".join(by_threads)
+
+
+def sentence(results: Results) -> str:
+    """How the sweep's trials were spent: a fixed design, or a first pass and the extra blocks after it."""
+    params, trials = results.manifest.parameters, every_trial(results)
+    name = f"{code(results.name)} ({params.experiment}, profile {params.profile})"
+    total = f"{len(trials):,} trials, {fmt_duration(float(trials['trial_wall_s'].sum()))} of trial time"
+    if params.design != "blocked" or params.budget_s is None:
+        return f"{name}: a fixed design, {total}."
+    first = trials[trials["repetition"] <= params.trials]
+    extra = trials[trials["repetition"] > params.trials]
+    text = (
+        f"{name}: a first pass of {params.trials} blocks, {len(first):,} trials in "
+        f"{fmt_duration(float(first['trial_wall_s'].sum()))}"
+    )
+    if extra.empty:
+        return text + "; no extra blocks (every deciding comparison was decided, or no time was left)."
+    blocks = extra.groupby(["workload", "size_bytes", "threads", "connections", "pinning", "repetition"]).ngroups
+    return (
+        text + f"; then {blocks} extra blocks ({len(extra):,} trials, "
+        f"{fmt_duration(float(extra['trial_wall_s'].sum()))}) where a deciding comparison was still undecided: at "
+        f"{_points(extra)}."
+    )
+
+
+def paragraph(sweeps: Sequence[Results]) -> str:
+    """The sentence of every sweep of the report."""
+    return (
+        "**Where the time went.** `./inv report` spends one time budget on all its sweeps: a first pass of each, then "
+        "blocks where the study's deciding comparisons are still undecided, ranked across sweeps (a point where the "
+        "estimate changes sign first, then the nearest to significance).\n\n"
+        + "\n".join(f"- {sentence(results)}" for results in sweeps)
+    )
