@@ -12,9 +12,11 @@ import pytest
 from copylab.programs.build import build
 from copylab.testbeds import netns
 from tests.robustness_table import outcome, pytest_runtest_makereport
+from tests.skips import pytest_configure
 
-# the robustness record's fixture, for every test module, and the hook that tells it each test's result
-__all__ = ["outcome", "pytest_runtest_makereport"]
+# the robustness record's fixture, for every test module, and the hook that tells it each test's result; the check
+# that every skip is declared (tests/skips.py)
+__all__ = ["outcome", "pytest_configure", "pytest_runtest_makereport"]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
