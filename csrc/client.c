@@ -214,7 +214,7 @@ static uint64_t close_receivers(struct client *c)
     return verify_errors;
 }
 
-static void print_result(const struct client *c, const struct window *w, const struct transport *t)
+static void print_client_result(const struct client *c, const struct window *w, const struct transport *t)
 {
     const struct options *opt = c->opt;
     const struct histogram *latency = c->latency;
@@ -291,7 +291,7 @@ int main(int argc, char **argv)
     perf_control_close(&perf);
     if (verify_errors)
         die("verification failed: %llu bytes differ from the pattern", (unsigned long long)verify_errors);
-    print_result(&c, &w, &t);
+    print_client_result(&c, &w, &t);
     free(c.latency);
     free(c.receivers);
     return 0;

@@ -151,7 +151,7 @@ static void start_drivers(struct load *l)
 }
 
 /* After the warm-up, marks the window's bounds for the server and the perf counters, and takes its measures. */
-static struct window measure_window(struct load *l, int control_fd, struct perf_control *perf)
+static struct window measure_load_window(struct load *l, int control_fd, struct perf_control *perf)
 {
     struct window w = {.before = calloc_or_die(l->n, sizeof *w.before), .after = calloc_or_die(l->n, sizeof *w.after)};
     struct usage start, end;
@@ -202,7 +202,7 @@ static void close_connections(struct load *l)
     }
 }
 
-static void print_result(const struct load *l, const struct window *w, const char *congestion)
+static void print_load_result(const struct load *l, const struct window *w, const char *congestion)
 {
     const struct options *opt = l->opt;
     uint64_t requests = 0, served = 0;
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
     connect_all(&l);
     session_wait_ready(control_fd);
     start_drivers(&l);
-    struct window w = measure_window(&l, control_fd, &perf);
+    struct window w = measure_load_window(&l, control_fd, &perf);
     join_drivers(&l);
     char congestion[CONGESTION_NAME_BYTES];
     congestion_control_of(l.connections[0].fd, congestion);
@@ -284,7 +284,7 @@ int main(int argc, char **argv)
     if (l.drivers[0].unanswered)
         die("%u requests sent in the window got no response within %.0f s of its end", l.drivers[0].unanswered,
             DRAIN_S);
-    print_result(&l, &w, congestion);
+    print_load_result(&l, &w, congestion);
     free(w.before);
     free(w.after);
     free(l.silent);

@@ -33,7 +33,7 @@
  * select and poll) is the model's, and stays below it. */
 #define LAG_SHARE 0.8
 
-static void watch(int epoll_fd, struct connection *c, bool writable)
+static void watch_connection(int epoll_fd, struct connection *c, bool writable)
 {
     struct epoll_event event = {.events = EPOLLIN | (writable ? EPOLLOUT : 0u), .data.ptr = c};
     if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &event) != 0)
@@ -51,7 +51,7 @@ static void send_unsent(int epoll_fd, struct connection *c)
             continue;
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (!c->writing)
-                watch(epoll_fd, c, true);
+                watch_connection(epoll_fd, c, true);
             return;
         }
         if (sent < 0 && (errno == EPIPE || errno == ECONNRESET))
@@ -61,7 +61,7 @@ static void send_unsent(int epoll_fd, struct connection *c)
         c->unsent -= (size_t)sent;
     }
     if (c->writing)
-        watch(epoll_fd, c, false);
+        watch_connection(epoll_fd, c, false);
 }
 
 static void issue(struct driver *d, int epoll_fd, struct connection *c, uint64_t due_ns, bool measured)
@@ -78,7 +78,7 @@ static void issue(struct driver *d, int epoll_fd, struct connection *c, uint64_t
 }
 
 /* COUNT response bytes arrived on C: every response completed answers its connection's oldest request. */
-static void take(struct driver *d, struct connection *c, const char *bytes, size_t count)
+static void take_responses(struct driver *d, struct connection *c, const char *bytes, size_t count)
 {
     while (count) {
         if (!c->waiting)
@@ -113,7 +113,7 @@ static void receive(struct driver *d, struct connection *c, char *scratch, size_
             return;
         if (got <= 0)
             die("the server closed a connection during the run");
-        take(d, c, scratch, (size_t)got);
+        take_responses(d, c, scratch, (size_t)got);
         if ((size_t)got < room)
             return;
     }

@@ -183,7 +183,7 @@ static struct usage with_children(const struct usage *own)
 
 /* Accepts the session's control connection; its hello must ask for what this server answers, on as many
  * connections as the model and the descriptor limit allow. */
-static int open_session(int listen_fd, const struct options *opt, struct hello *hello)
+static int open_model_session(int listen_fd, const struct options *opt, struct hello *hello)
 {
     int control_fd = session_open(listen_fd, opt->timeout_s, hello);
     if (hello->size != opt->size || hello->mode != MODE_RR)
@@ -216,8 +216,8 @@ static void start_model(struct model_config *config)
         die("pthread_create: %s", strerror(err));
 }
 
-static void print_result(const struct options *opt, unsigned connections, const char *congestion,
-                         const struct usage *used)
+static void print_model_result(const struct options *opt, unsigned connections, const char *congestion,
+                               const struct usage *used)
 {
     struct json j;
     json_begin(&j);
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
     char congestion[CONGESTION_NAME_BYTES];
     congestion_control_of(listen_fd, congestion);
     struct hello hello;
-    int control_fd = open_session(listen_fd, &opt, &hello);
+    int control_fd = open_model_session(listen_fd, &opt, &hello);
     struct model_config config = {.listen_fd = listen_fd, .connections = hello.threads, .size = opt.size};
     start_model(&config);
     wait_settled(SETTLE_WAIT_S);
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
     struct usage used = session_window(control_fd, &hello, &perf, mark_phase);
     wait_children();
     perf_control_close(&perf);
-    print_result(&opt, hello.threads, congestion, &used);
+    print_model_result(&opt, hello.threads, congestion, &used);
     /* The model's loop may be blocked in accept() or recv(): the session is over, so is the process. */
     _exit(0);
 }

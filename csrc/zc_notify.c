@@ -9,7 +9,13 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a sender waits for the completion that frees the ring slot it needs before it gives up, and for the
+ * completions still missing when it ends. */
+#define ZC_STALL_S 5.0
+#define ZC_FINAL_WAIT_S 2.0
 
 void zc_enable(int fd)
 {
@@ -139,8 +145,74 @@ void zc_wait_for_optmem(int fd, struct zc_completions *zc)
     zc->counters->zc_enobufs++;
     if (zc_reap(fd, zc) > 0)
         return;
-    /* Bounded, not until a completion: waiting for one made zero_copy 6% slower than this at 1 KiB (README). */
+    /* Bounded, not until a completion: waiting for one made zero_copy slower than its reference zc_contiguous at
+     * 1 KiB (./inv bench compares the two: docs/performance.md). */
     struct pollfd p = {.fd = fd, .events = 0};
     if (poll(&p, 1, 1) < 0 && errno != EINTR)
         die_errno("poll");
+}
+
+/* Waits until every id below TARGET has completed; false on timeout. */
+static bool wait_completed(struct zc_sender *s, uint64_t target, double timeout_s)
+{
+    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    while (s->zc.completed_below < target) {
+        if (zc_reap(s->fd, &s->zc))
+            continue;
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return false;
+        /* POLLERR signals a non-empty error queue; events = 0 asks for nothing else. */
+        struct pollfd p = {.fd = s->fd, .events = 0};
+        int ready = poll(&p, 1, (int)((deadline - now) / 1000000ULL) + 1);
+        if (ready < 0 && errno != EINTR)
+            die_errno("poll");
+        if (ready > 0 && !(p.revents & POLLERR)) {
+            /* Only a hang-up is pending: back off instead of spinning. */
+            struct timespec pause = {0, 200 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return true;
+}
+
+static void on_enobufs(void *ctx)
+{
+    struct zc_sender *s = ctx;
+    zc_wait_for_optmem(s->fd, &s->zc);
+}
+
+void zc_sender_init(struct zc_sender *s, const struct sender_config *config, enum layout layout, unsigned reap_every)
+{
+    *s = (struct zc_sender){.fd = config->fd, .verify = config->verify, .reap_every = reap_every};
+    zc_completions_init(&s->zc, &s->counters);
+    zc_enable(s->fd);
+    zc_ring_init(&s->ring, config->size, config->zc_inflight, layout, config->distinct);
+}
+
+enum io_status zc_sender_send(struct zc_sender *s, uint64_t seq)
+{
+    size_t slot = (size_t)(seq % s->ring.slots);
+    if (s->zc.completed_below < s->ring.ready_at[slot] && !wait_completed(s, s->ring.ready_at[slot], ZC_STALL_S))
+        die("zero-copy completions stalled for %.0f s", ZC_STALL_S);
+    struct message *m = &s->ring.message[slot];
+    if (s->verify)
+        message_fill(m, seq);
+    struct iovec iov[FIELD_COUNT];
+    int entries = message_iov(m, iov);
+    zc_message_pinned(&s->zc, iov, (size_t)entries);
+    uint64_t calls = 0;
+    enum io_status status = sendmsg_all(s->fd, iov, entries, MSG_ZEROCOPY, on_enobufs, s, &calls);
+    zc_sent(&s->zc, calls);
+    s->ring.ready_at[slot] = s->counters.zc_sends; /* the id after this message's last send */
+    if (s->reap_every && seq % s->reap_every == s->reap_every - 1)
+        zc_reap(s->fd, &s->zc);
+    return status;
+}
+
+void zc_sender_finish(struct zc_sender *s, struct sender_counters *counters)
+{
+    wait_completed(s, s->counters.zc_sends, ZC_FINAL_WAIT_S);
+    *counters = s->counters;
+    zc_ring_free(&s->ring);
 }

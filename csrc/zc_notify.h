@@ -59,4 +59,24 @@ unsigned zc_reap(int fd, struct zc_completions *zc);
  * it, reads what is queued, or else waits at most 1 ms for the next notification, then lets the send retry. */
 void zc_wait_for_optmem(int fd, struct zc_completions *zc);
 
+/* A MSG_ZEROCOPY sender (sendmsg on a socket, completions read from its error queue): what zero_copy and
+ * zc_contiguous share, so that they differ only in how a message lies in memory (and in how often
+ * zc_contiguous reads the error queue, as its reference benchmark does). */
+struct zc_sender {
+    int fd;
+    bool verify;
+    struct zc_ring ring;
+    struct zc_completions zc;
+    struct sender_counters counters;
+    unsigned reap_every; /* read the error queue after every so many sends; 0: only when a ring slot is needed */
+};
+/* Turns on SO_ZEROCOPY on CONFIG's socket and allocates the ring, its messages held as LAYOUT says. */
+void zc_sender_init(struct zc_sender *s, const struct sender_config *config, enum layout layout, unsigned reap_every);
+/* Sends message SEQ from its ring slot once the kernel has let go of the slot's last send; dies when the
+ * completions stall. */
+enum io_status zc_sender_send(struct zc_sender *s, uint64_t seq);
+/* Waits, bounded, for the completions still missing (they stay visible as sends > completed), then hands over
+ * the counters and frees the ring. */
+void zc_sender_finish(struct zc_sender *s, struct sender_counters *counters);
+
 #endif
