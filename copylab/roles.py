@@ -1,4 +1,4 @@
-"""The study's three variants (ASSIGNMENT.md, Part A): the questions of Part E are asked about them.  The
+"""The study's three variants (Part A of the study, README.md): the questions of Part E are asked about them.  The
 registry says which implementation plays which (copylab.declarations.implementations, `role=`); everything else finds a
 variant by its role, never by its name."""
 

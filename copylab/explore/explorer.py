@@ -1,8 +1,7 @@
 """The interactive explorer of notebooks/30_explore.ipynb: its ipywidgets controls and outputs.
 
-``Explorer`` builds the controls and, whenever one changes, redraws through
-explorer_data (the cached sweeps), explorer_views (what is shown) and
-explorer_draw (the figure).
+``Explorer`` builds the controls and, whenever one changes, redraws through copylab.explore.data (the cached
+sweeps), copylab.explore.views (what is shown) and copylab.explore.draw (the figure).
 """
 
 from __future__ import annotations
