@@ -100,7 +100,7 @@ def templates() -> list[re.Pattern[str]]:
             elif path.name == "inv":
                 found += _shell_templates(path)
     return [
-        re.compile("".join(".+?" if part is VARIABLE else re.escape(part) for part in template), re.S)
+        re.compile("".join(".*?" if part is VARIABLE else re.escape(part) for part in template), re.S)
         for template in found
         if _literal_length(template) >= LEAST_LITERAL
     ]
@@ -177,3 +177,56 @@ def test_run_sweep_help_shows_each_settings_default_and_limits():
             continue
         said = [f"default: {default_text(setting)}", *filter(None, [limits_text(setting)])]
         assert "; ".join(said) in text, f"--{setting.option}: {'; '.join(said)}"
+
+
+README = ROOT / "README.md"
+# The lines of a run the README shows: SweepResult.summary's, and the report task's last line.
+SWEEP_LINE = re.compile(r"Sweep [\w.-]+: \d+ trials run \(\d+ ok, \d+ failed\) of \d+ planned in \d+ s; .*")
+REPORT_LINE = re.compile(r"report: \S+/report\.pdf \(and as a web page: \S+/report\.html\)")
+
+
+def readme_console() -> list[str]:
+    """The lines of the README's sample run: the indented block that opens with `$ ./inv report`."""
+    lines = README.read_text().splitlines()
+    start = lines.index("    $ ./inv report")
+    block = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("    "):
+            break
+        block.append(line.removeprefix("    "))
+    return block
+
+
+def test_the_readme_shows_a_good_run_as_today_s_code_prints_it():
+    console = readme_console()
+    assert any(SWEEP_LINE.fullmatch(line) for line in console), "no sweep summary line"
+    assert REPORT_LINE.fullmatch(console[-1]), f"the run does not end with the report's line: {console[-1]}"
+    for line in console:
+        assert printable(line), f"README.md shows a console line no code prints: {line}"
+
+
+def test_the_readme_names_what_a_newcomer_needs():
+    text = README.read_text()
+    for needed in ("./inv compare", "--author", "--title", "--server-host", "Answers at a glance"):
+        assert needed in text, needed
+    render = next(line for line in text.splitlines() if line.strip().startswith("./inv report --data data/reference"))
+    named = set(render.split("--data", 1)[1].strip().split(","))
+    committed = {f"data/{path.parent.name}" for path in (ROOT / "data").glob("reference*/manifest.json")}
+    assert named == committed, f"the reference render names {sorted(named)}; committed: {sorted(committed)}"
+
+
+def _reference_hosts() -> str:
+    hosts = [json.loads(path.read_text())["host"] for path in (ROOT / "data").glob("reference*/manifest.json")]
+    return " ".join(f"{host['cpu_model']} {host['virtualization']}" for host in hosts).lower()
+
+
+@pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").glob("**/*.md"))], ids=lambda p: p.name)
+def test_no_page_describes_the_references_host_otherwise_than_their_manifests(page):
+    """A paragraph about the references that names a CPU or hypervisor names one their manifests record."""
+    hosts = _reference_hosts()
+    for paragraph in page.read_text().split("\n\n"):
+        if not any(about in paragraph.lower() for about in ("data/reference", "reference sweep", "references")):
+            continue
+        for word in ("KVM", "EPYC", "Xeon", "docker"):
+            if word in paragraph and word.lower() not in hosts:
+                pytest.fail(f"{page.name}: says {word} of the references, whose manifests record: {hosts}")

@@ -300,7 +300,7 @@ def test_a_setting_declared_once_reaches_the_command_line_config_manifest_and_ro
     )
     assert result.returncode == 0, result.stderr[-2000:]
     seen = json.loads(result.stdout)
-    assert seen["help"] == "a setting only this test declares"
+    assert seen["help"] == "a setting only this test declares (default: 3; from 1 to 9)"  # its default and limits too
     assert seen["value"] == 7 and seen["parameters"] == 7
     assert seen["column"] and seen["row"] == 7
     assert seen["refused"] == "probe-depth: 12 is out of range (1 to 9)"

@@ -53,7 +53,9 @@ COLUMNS: tuple[Column, ...] = (
         "trial_id",
         "str",
         "",
-        "unique id: implementation-workload-size-threads-connections-pinning-receive-repetition",
+        "unique id: implementation-workload-size-threads-connections-pinning-receive, then -LAYOUT when the layout "
+        "is chosen and not the study's fields, -idleN with N idle connections, -rateN with an offered rate of N per "
+        "second, and -rR for block (repetition) R: e.g. one_copy-stream-16384-1-1-same_cpu-copy-contiguous-r1",
         True,
     ),
     Column(

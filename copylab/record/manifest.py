@@ -98,7 +98,7 @@ class InFlight:
 @dataclass(frozen=True)
 class Manifest:
     sweep: str  # the sweep's name (its directory under data/)
-    profile: str  # quick, full, or custom
+    profile: str  # the profile it started from, one of its experiment's (run-sweep --profile lists them), or custom
     host: Host  # the machine that ran it (host.* below)
     toolchain: Toolchain  # Python, its packages and the programs' versions, flattened into this object
     git: Git  # the code's version (git.* below)
