@@ -6,7 +6,6 @@ main.py (python -m copylab, the copylab script) and tasks.py (./inv) turn both i
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import secrets
 import shutil
@@ -14,7 +13,6 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +21,9 @@ from copylab import experiments
 from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
 from copylab.declarations import settings
 from copylab.errors import CopylabError
-from copylab.paths import DATA, REFERENCE_DATA, REPORT, ROOT
+from copylab.paths import DATA, REFERENCE_DATA, REFERENCES, REPORT, ROOT
 from copylab.record.origin import ModifiedData
+from copylab.study import REPORT_BUDGET_S
 
 REQUIRED = object()  # an option without a default is an argument the command needs
 NOTHING_COLLECTED = 5  # pytest's exit status when no test matched
@@ -190,12 +189,9 @@ def _run_sweep_options() -> list[Option]:
 
 
 def analyze_directory(data: Path) -> None:
-    from copylab.analysis.analyze_sweep import run_analysis_notebook
-    from copylab.record.store import SweepStore
+    from copylab.study.pipeline import analyse_one
 
-    store = SweepStore(data)
-    notebook = run_analysis_notebook(store)
-    print(f"analysis: {store.directory}/crossovers.csv, {store.figures_dir}/, {notebook}")
+    analyse_one(data)
 
 
 def analyze(data: str = str(REFERENCE_DATA)) -> int:
@@ -218,54 +214,44 @@ def _sweep_stores(data: str) -> list[Any]:
     return stores
 
 
-def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
-    """(experiment, profile, sweep name) of every sweep `./inv report` runs, in order: each experiment's declared
-    `reported` profiles, the main experiment's first, each named PROFILE[-EXPERIMENT]-STAMP (the main experiment's
-    without its name)."""
-    return [
-        (experiment.name, profile, "-".join([profile, *([] if experiment.main else [experiment.name]), stamp]))
-        for experiment, profile in experiments.reported()
-    ]
+def _seconds(option: str, value: Any) -> float | None:
+    """A time option in seconds, above 0 and at most a day; None when not given."""
+    if value is None:
+        return None
+    seconds = parse_number(option, value, float)
+    if not 0 < seconds <= 24 * 3600:
+        raise CopylabError(f"--{option}: {value} is out of range (seconds above 0, at most a day)")
+    return seconds
 
 
-def _quick_sweeps() -> list[Any]:
-    """Runs the sweeps every experiment declares for the report (report_sweeps) under one timestamp; returns their
-    stores."""
-    from copylab.declarations.config import make_config
-    from copylab.measure import sweep
-    from copylab.measure.provenance import now_iso
-    from copylab.programs.build import build as run_build
-    from copylab.record.store import SweepStore
+def report(
+    data: str | None = None,
+    title: str | None = None,
+    author: str | None = None,
+    more: str | None = None,
+    budget: str | None = None,
+) -> int:
+    """The main job: build, run the sweeps the experiments declare for the report under one time budget, analyse
+    them and write report/report.pdf."""
+    from copylab.study import pipeline
 
-    run_build()
-    stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
-    stores = []
-    for experiment, profile, name in report_sweeps(stamp):
-        result = sweep.run(make_config(name, profile, experiment=experiment), progress=sys.stderr.isatty())
-        print(result.summary())
-        if not result.ok:
-            raise CopylabError(f"no trial of the {experiment} {profile} sweep succeeded; nothing to report")
-        stores.append(SweepStore(result.directory))
-    return stores
-
-
-def report(data: str | None = None, title: str | None = None, author: str | None = None) -> int:
-    """The main job: build, run the sweeps the experiments declare for the report (report_sweeps), analyse them and
-    write report/report.pdf."""
-    from copylab.report.render import render_report
-
-    stores = _quick_sweeps() if data is None else _sweep_stores(data)
+    seconds = _seconds("more", more)
+    if data is None and seconds is not None:
+        raise CopylabError("--more: name the report's sweeps with --data (the report prints the whole command)")
+    if data is not None and budget is not None:
+        raise CopylabError("--budget: only a report that measures spends one (with --data, --more adds time)")
+    stores = pipeline.measure(_seconds("budget", budget) or REPORT_BUDGET_S) if data is None else _sweep_stores(data)
+    if seconds is not None:
+        committed = [store.name for store in stores if store.directory in {path.resolve() for path in REFERENCES}]
+        if committed:
+            raise CopylabError(f"--more: {', '.join(committed)} is a committed reference; measure a sweep of your own")
+        pipeline.build()
+        pipeline.more_time(stores, seconds)
     for store in stores:
         say_if_modified(store)
-    stale = [store for store in stores if store.missing_tables()]
-    for store in stale:
-        print(f"analysing {store.directory} first (the report reads its {', '.join(store.missing_tables())})")
-    # The analyses are independent notebooks: side by side, each in a process of its own (a Jupyter client is not
-    # safe across threads), they take about the time of one.
-    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(analyze_directory, [store.directory for store in stale]))
+    pipeline.analyse(stores)
     kwargs = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
-    pdf = render_report(stores, REPORT / "report.pdf", **kwargs)
+    pdf = pipeline.render(stores, REPORT / "report.pdf", **kwargs)
     print(f"report: {pdf} (and as a web page: {pdf.with_suffix('.html')})")
     return 0
 
@@ -273,19 +259,15 @@ def report(data: str | None = None, title: str | None = None, author: str | None
 def compare(a: str, b: str, out: str | None = None) -> int:
     """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
     manifest differences; prints the paths it wrote, one per line."""
-    from copylab.analysis.two_runs import compare_runs
     from copylab.record.store import SweepStore
-    from copylab.report.comparison import write_comparison
+    from copylab.study import pipeline
 
     stores = [SweepStore(directory) for directory in (a, b)]
     for store in stores:
         if not store.trials_path.is_file() or not store.manifest_path.is_file():
             raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
-    result = compare_runs(*stores)
-    for warning in result.warnings():
-        warnings.warn(ModifiedData(warning), stacklevel=1)
     directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
-    for path in write_comparison(result, directory):
+    for path in pipeline.compare(stores[0], stores[1], directory):
         print(path)
     return 0
 
@@ -423,6 +405,18 @@ COMMANDS: tuple[Command, ...] = (
             ),
             Option("title", None, "report title"),
             Option("author", None, "author line"),
+            Option(
+                "more",
+                None,
+                "with --data: go on measuring those sweeps for this many seconds more, where their deciding "
+                "comparisons are still undecided, then render (the report prints the command when one is open)",
+            ),
+            Option(
+                "budget",
+                None,
+                f"seconds of measuring for all the sweeps: their first passes, then blocks where the study's answers "
+                f"are still undecided (default {REPORT_BUDGET_S:g}; building, analysing and rendering come on top)",
+            ),
         ],
     ),
     Command(

@@ -8,19 +8,23 @@ import multiprocessing
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from copylab import experiments
 from copylab.analysis.analyze_sweep import run_analysis_notebook
+from copylab.analysis.two_runs import compare_runs
 from copylab.declarations.config import make_config
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_num
 from copylab.measure import sweep
 from copylab.measure.provenance import now_iso
 from copylab.programs.build import build
+from copylab.record.origin import ModifiedData
 from copylab.record.store import SweepStore
+from copylab.report.comparison import write_comparison
 from copylab.report.render import render_report
 from copylab.study import REPORT_BUDGET_S
 from copylab.study.budget import MAX_CYCLES, shares, still_open
@@ -124,3 +128,11 @@ def analyse_one(directory: Path) -> None:
 def render(stores: Sequence[SweepStore], out_pdf: Path, **text: str) -> Path:
     """The report of STORES as a PDF at OUT_PDF and a web page beside it (TEXT: its title and author)."""
     return render_report(stores, out_pdf, **text)
+
+
+def compare(a: SweepStore, b: SweepStore, directory: Path) -> list[Path]:
+    """What changed from sweep A to sweep B, written under DIRECTORY (comparison.csv, figures, a PDF); the paths."""
+    result = compare_runs(a, b)
+    for warning in result.warnings():
+        warnings.warn(ModifiedData(warning), stacklevel=2)
+    return write_comparison(result, directory)

@@ -267,14 +267,19 @@ def _short_answer(results: Results, rows: pd.DataFrame) -> str:
 
 
 def answer_q4(results: Results, challenger: str | None, baseline: str | None) -> str:
-    """Question 4: answer_crossover, then per thread count the ratio table, where the sender's CPU per byte decides
-    differently, and where the ranking of *Other ways to send* (unpaired) and these paired verdicts part."""
+    """Question 4: answer_crossover, then the pair's details per thread count (pair_details)."""
     text = answer_crossover(results, challenger, baseline)
-    found = stream_crossovers(results, challenger, baseline)
-    if challenger is None or baseline is None or found.empty:
+    if challenger is None or baseline is None:
         return text
-    parts = [text]
-    for _, row in found.iterrows():
+    return "\n\n".join([text, *pair_details(results, challenger, baseline)])
+
+
+def pair_details(results: Results, challenger: str, baseline: str) -> list[str]:
+    """Per thread count of CHALLENGER against BASELINE in stream throughput: the ratio table, where the sender's CPU
+    per byte decides differently, where the ranking of *Other ways to send* (unpaired) and the paired verdicts part,
+    and, for a verdict not settled, what would settle it."""
+    parts = []
+    for _, row in stream_crossovers(results, challenger, baseline).iterrows():
         threads, pinning = int(row["threads"]), str(row["pinning"])
         parts.append(
             f"**Per size, {config_label(threads, pinning)}:** {code(challenger)} over {code(baseline)} in stream "
@@ -283,7 +288,7 @@ def answer_q4(results: Results, challenger: str | None, baseline: str | None) ->
         )
         parts += [sentence for sentence in (_sender_cpu(results, row), _ranking_differs(results, row)) if sentence]
         parts.append(_to_settle(results, row))
-    return "\n\n".join(part for part in parts if part)
+    return [part for part in parts if part]
 
 
 def _sender_cpu(results: Results, row: pd.Series) -> str | None:
