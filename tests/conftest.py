@@ -11,12 +11,11 @@ import pytest
 
 from copylab.programs.build import build
 from copylab.testbeds import netns
+from tests import robustness_table, skips
 from tests.robustness_table import outcome, pytest_runtest_makereport
-from tests.skips import pytest_configure
 
-# the robustness record's fixture, for every test module, and the hook that tells it each test's result; the check
-# that every skip is declared (tests/skips.py)
-__all__ = ["outcome", "pytest_configure", "pytest_runtest_makereport"]
+# the robustness record's fixture, for every test module, and the hook that tells it each test's result
+__all__ = ["outcome", "pytest_runtest_makereport"]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
@@ -55,6 +54,11 @@ def path_without(directory: Path, prefixes: tuple[str, ...]) -> Path:
 # The modules that take longest, in that order, run first: with two workers taking a module at a time (./inv test's
 # --dist loadfile), a long module drawn last keeps one worker busy while the other has nothing left.
 LONGEST_FIRST = ("test_robustness.py", "test_remote.py", "test_sweep.py", "test_bench.py", "test_programs.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    skips.pytest_configure(config)  # every skip checked against the reasons tests/skips.py declares
+    robustness_table.start_run(config)  # the robustness record holds this run alone
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,7 +1,9 @@
 """The robustness suite's record: what each test tried and what copylab did, rendered as ROBUSTNESS.md.
 
 Tests take the ``outcome`` fixture, fill it in (area, fault, behaviour, rows_lost, leftovers) and, once
-the test has ended, the entry is merged into test-artifacts/robustness.json under the test's id.
+the test has ended, the entry is saved in test-artifacts/robustness.json under the test's id.  The record holds
+one run of the suite (its id in COPYLAB_TEST_RUN, which ./inv test gives both its parts): an entry of another
+run is dropped, never merged, so a case that did not run this time cannot keep an old "passed".
 
 Its two figures are computed, never typed in: ``rows_lost`` takes only a ``Counted`` (made by
 ``rows_lost_from``, which compares the rows written before with the file afterwards, or ``rows_due``, which
@@ -9,7 +11,12 @@ looks for a row of every trial due) or None, n/a: the case writes no rows; ``lef
 ``Looked`` (made by a helper that looked, naming where) or None, n/a: the case creates nothing.  A bare
 number or list fails the test, and so does a case that ends without saying either.
 
-    python -m tests.robustness_table        # test-artifacts/robustness.json -> ROBUSTNESS.md
+    python -m tests.robustness_table [--run ID] [--whole]
+        # test-artifacts/robustness.json -> test-artifacts/ROBUSTNESS.md, compared with the committed ROBUSTNESS.md
+
+./inv test runs it after the suite: a case whose result, rows lost or leftovers differ from the committed file
+(or, after the whole suite, a case only one of them holds) fails the run.  The committed file is a copy of what a
+whole run in CI wrote.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from copylab.paths import ROOT
 
 # The record; a test of this module points it elsewhere so that its made-up cases stay out of the real one.
 ARTIFACT = Path(os.environ.get("COPYLAB_ROBUSTNESS_RECORD", ROOT / "test-artifacts" / "robustness.json"))
-OUTPUT = ROOT / "ROBUSTNESS.md"
+WRITTEN = ROOT / "test-artifacts" / "ROBUSTNESS.md"  # what this run wrote
+COMMITTED = ROOT / "ROBUSTNESS.md"
+RUN = "COPYLAB_TEST_RUN"  # the environment variable naming the run the record holds
 AREAS = {
     "link": "Link faults",
     "process": "Process faults",
@@ -195,6 +204,12 @@ def _result(item: pytest.Item, entry: Outcome) -> str:
     return "failed" if any(report.failed for report in reports.values()) else "passed"
 
 
+def start_run(config: pytest.Config) -> None:
+    """Names this run, unless ./inv test did (its two parts are one run); xdist's workers inherit the name."""
+    if not hasattr(config, "workerinput"):
+        os.environ.setdefault(RUN, f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}")
+
+
 @pytest.fixture
 def outcome(request: pytest.FixtureRequest) -> Iterator[Outcome]:
     """An Outcome the test fills in; saved with the test's result once the test has ended."""
@@ -208,6 +223,7 @@ def outcome(request: pytest.FixtureRequest) -> Iterator[Outcome]:
         test=request.node.nodeid,
         seconds=round(time.monotonic() - started, 1),
         result=_result(request.node, entry),
+        run=os.environ.get(RUN, ""),
         recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
         host=f"{platform.node()}, Linux {platform.release()}, {os.cpu_count()} CPUs",
     )
@@ -230,7 +246,7 @@ def save(entry: dict[str, Any], path: Path = ARTIFACT) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        entries = load(path)
+        entries = {test: kept for test, kept in load(path).items() if kept.get("run") == entry["run"]}
         entries[entry["test"]] = entry
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
@@ -275,8 +291,9 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
         "misbehave. Every row below is one case of the robustness suite (`tests/test_robustness.py`,",
         "`tests/test_verifiers.py`, `tests/test_fuzz.py`, `tests/test_kernel_copies.py`, `tests/test_remote.py`,",
         "`tests/test_rootless.py`);",
-        "the table is generated from the suite's own record",
-        "(`test-artifacts/robustness.json`) by `python -m tests.robustness_table`: rerun the suite, then that.",
+        "the table is written by the suite from its own record of one run (`test-artifacts/robustness.json`):",
+        "`./inv test` writes `test-artifacts/ROBUSTNESS.md` and fails when a case's result, rows lost or leftovers",
+        "differ from this file's. This file is a copy of what a whole run in CI wrote.",
         "",
         "*Rows lost* counts trial rows that had been written (or were due) and were missing or changed",
         'afterwards, of the rows counted ("0 of 8": 8 rows read before the fault and found unchanged after it);',
@@ -296,34 +313,82 @@ def render(entries: dict[str, dict[str, Any]]) -> str:
             "",
             f"## {title}",
             "",
-            "| Fault or bad input | What copylab did | Rows lost | Leftovers | Test |",
+            "| Fault or bad input | What copylab did | Rows lost | Leftovers | Test, its result |",
             "|---|---|---|---|---|",
         ]
         for e in selected:
             behaviour = _cell(e.get("behaviour", "the test ended before recording it"))
             lines.append(
                 f"| {_cell(e['fault'])} | {behaviour} | {_rows_cell(e)} | "
-                f"{_cell(e.get('leftovers'))} | {e['result']}, {e['seconds']} s |"
+                f"{_cell(e.get('leftovers'))} | `{_test(e['test'])}`: {e['result']}, {e['seconds']} s |"
             )
     return "\n".join(lines) + "\n"
 
 
-def _still_a_test(node: str) -> bool:
-    """Whether a recorded test id names a test that still exists (renamed or removed ones are not reported)."""
-    path, _, name = node.partition("::")
-    source = ROOT / path
-    return source.exists() and f"def {name.split('[')[0]}(" in source.read_text()
+def _test(node: str) -> str:
+    return node.removeprefix("tests/").replace("`", "'")
 
 
-def main() -> int:
-    entries = {test: entry for test, entry in load().items() if _still_a_test(test)}
-    if not entries:
-        print(f"{ARTIFACT}: no record; run the robustness suite first", file=sys.stderr)
-        return 2
-    OUTPUT.write_text(render(entries))
-    print(f"wrote {OUTPUT} from {len(entries)} recorded cases")
-    return 0
+# A table row as render writes it, read back: the figures a check compares, and the test the row is of.
+_ROW = re.compile(
+    r"\| (?P<rows>n/a|\d+ of \d+|\d+ \(not counted\)) \| (?P<leftovers>n/a|\d+)(?: \(.*\))? \| "
+    r"`(?P<test>[^`]+)`: (?P<result>passed|failed|skipped), [0-9.]+ s \|$"
+)
+
+
+def cases(text: str) -> dict[str, str]:
+    """Each case of a ROBUSTNESS.md TEXT (its test) and what a check holds it to: its result, the rows it lost and
+    its leftovers (counts, not what was counted: the rows a case reads before a fault depend on timing)."""
+    found = {}
+    for line in text.splitlines():
+        if match := _ROW.search(line):
+            lost = match["rows"].split()[0]
+            found[match["test"]] = f"{match['result']}, rows lost {lost}, leftovers {match['leftovers']}"
+    return found
+
+
+def differences(committed: str, written: str, whole: bool) -> list[str]:
+    """How the cases of WRITTEN (this run's table) differ from COMMITTED; after a WHOLE run a case only one of them
+    holds is a difference too (after part of the suite, the cases it did not run are not compared)."""
+    before, now = cases(committed), cases(written)
+    found = [
+        f"{test}: ROBUSTNESS.md says {before[test]}; this run {result}"
+        for test, result in now.items()
+        if test in before and before[test] != result
+    ]
+    found += [f"{test}: {now[test]} in this run; not in ROBUSTNESS.md" for test in now if test not in before]
+    if whole:
+        found += [f"{test}: in ROBUSTNESS.md ({before[test]}); not run" for test in before if test not in now]
+    return found
+
+
+def main(arguments: list[str]) -> int:
+    """Writes this run's table to test-artifacts/ROBUSTNESS.md and compares it with the committed ROBUSTNESS.md;
+    1 when they differ (exit 0 without root: root's cases skip, and ./inv test has said so)."""
+    whole = "--whole" in arguments
+    run = arguments[arguments.index("--run") + 1] if "--run" in arguments else None
+    entries = load(ARTIFACT)
+    run = run or max((entry.get("run", "") for entry in entries.values()), default=None)
+    entries = {test: entry for test, entry in entries.items() if entry.get("run") == run}
+    if not entries:  # after part of the suite: none of its tests was a robustness case
+        if whole:
+            print("copylab: the whole suite ran, yet its record holds no robustness case", file=sys.stderr)
+        return 1 if whole else 0
+    WRITTEN.parent.mkdir(parents=True, exist_ok=True)
+    WRITTEN.write_text(render(entries))
+    found = differences(COMMITTED.read_text() if COMMITTED.exists() else "", WRITTEN.read_text(), whole)
+    if not found:
+        print(f"copylab: ROBUSTNESS.md holds what this run found in its {len(entries)} cases")
+        return 0
+    print(
+        f"copylab: ROBUSTNESS.md differs from what this run wrote ({WRITTEN.relative_to(ROOT)}) in {len(found)} "
+        "cases; if this run is right, copy that file over it:",
+        file=sys.stderr,
+    )
+    for line in found:
+        print(f"  {line}", file=sys.stderr)
+    return 0 if os.geteuid() != 0 else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -54,6 +54,7 @@ from tests.robustness_table import (
     rows_lost_from,
     skip,
     trial_lines,
+    trial_rows,
 )
 from tests.synthetic import HARDWARE_EVENTS, SIDES, load_trials, make_trials, write_sweep
 from tests.test_programs import DRIVERS, FILES, VARIANTS, run_pair
@@ -234,16 +235,23 @@ def describe(row: dict[str, Any]) -> str:
     return f"{row['workload']}: ok, {measured}, {row['retransmits']} retransmits, {row['trial_wall_s']:.1f} s"
 
 
-def lost(rows: list[dict[str, Any]]) -> Counted:
-    """Of the rows due (one per trial run), those that carry neither a measurement nor the cause of their failure."""
-    carried = sum(
-        not (
-            (row["status"] == "ok" and math.isfinite(row.get("throughput_gbps") or math.nan))
-            or (row["status"] == "failed" and row["error"].strip())
-        )
-        for row in rows
-    )
-    return Counted(len(rows), carried)
+def lost(rows: list[dict[str, Any]], directory: Path) -> Counted:
+    """Of the rows due (one per trial run), written to DIRECTORY/trials.csv as a sweep writes them and read back,
+    those missing there or carrying neither a measurement nor the cause of their failure."""
+    writer = TrialWriter(directory / "trials.csv")
+    for row in rows:
+        writer.write(row)
+    writer.close()
+    on_disk = {row["trial_id"]: row for row in trial_rows(directory)}
+
+    def carried(row: dict[str, str] | None) -> bool:
+        if row is None:
+            return False
+        if row["status"] == "failed":
+            return bool(row["error"].strip())
+        return row["status"] == "ok" and row["throughput_gbps"] != "" and math.isfinite(float(row["throughput_gbps"]))
+
+    return Counted(len(rows), sum(not carried(on_disk.get(row["trial_id"])) for row in rows))
 
 
 def check_recorded(row: dict[str, Any], settings: spec.TrialSettings) -> None:
@@ -423,7 +431,7 @@ LINK_FAULTS = [
 
 @needs_root
 @pytest.mark.parametrize("fault", LINK_FAULTS, ids=[fault.id for fault in LINK_FAULTS])
-def test_link_fault(support, outcome, fault):
+def test_link_fault(support, outcome, fault, tmp_path):
     outcome.update(area="link", fault=fault.description, rows_lost=None)
     name = f"rob-link-{TAG}"
     with fresh_pair() as pair:
@@ -448,7 +456,7 @@ def test_link_fault(support, outcome, fault):
         if fault.evidence == "reordering"
         else ""
     )
-    outcome.update(leftovers=leftovers(name), rows_lost=lost(rows))
+    outcome.update(leftovers=leftovers(name), rows_lost=lost(rows, tmp_path))
     for row in rows:
         check_recorded(row, settings)
     stream, rr = rows
@@ -464,7 +472,7 @@ def test_link_fault(support, outcome, fault):
 
 @needs_root
 @pytest.mark.parametrize("flap", [False, True], ids=["down", "down-0.3s-then-up"])
-def test_link_goes_down_mid_trial(support, outcome, flap):
+def test_link_goes_down_mid_trial(support, outcome, flap, tmp_path):
     fault = "the link goes down inside the measured window" + (" and comes back 0.3 s later" if flap else "")
     outcome.update(area="link", fault=f"{fault} (ip link set {netns.INTERFACE} down)", rows_lost=None)
     name = f"rob-down-{TAG}"
@@ -485,7 +493,7 @@ def test_link_goes_down_mid_trial(support, outcome, flap):
         cutter.start()
         row = trial.run_trial(spec_for(), settings)
         cutter.join()
-    outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row]))
+    outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row], tmp_path))
     assert cuts, "the link really went down during the trial"
     check_recorded(row, settings)
     assert outcome["leftovers"] == []
@@ -787,8 +795,12 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
         ok = [row["trial_id"] for row in final if row["status"] == "ok"]
         outcome["leftovers"] += leftovers(name, files=(data / "manifest.json.tmp", *watcher.kernel_files()))
         outcome["leftovers"] += watcher.survivors()
-        # Every row written before the signal or by the interrupted run, unchanged after --resume.
-        outcome["rows_lost"] = rows_lost_from([*before[1:], *(line for line in kept if line not in before)], trials_csv)
+        # Every row written before the signal or by the interrupted run, unchanged after --resume, and a row ok of
+        # every trial the sweep plans (interrupted before its first row, the first figure alone would count none).
+        planned = [due.trial_id for due in schedule.plan(SweepStore(data).read_manifest().parameters)]
+        outcome["rows_lost"] = rows_lost_from(
+            [*before[1:], *(line for line in kept if line not in before)], trials_csv
+        ) + rows_due(planned, trials_csv, status="ok")
         outcome["behaviour"] = (
             f"signal {phase}: exit {process.returncode}, 'interrupted'; {len(rows)} rows kept intact"
             f"{' (then half a line appended, which the loader named and --resume cut)' if crash else ''}; "
@@ -801,7 +813,7 @@ def test_interrupted_sweep_leaves_nothing_and_resumes(outcome, moment, signum):
         assert load_trials(trials_csv)["trial_id"].is_unique
         if moment == "analysis":
             assert (data / "crossovers.csv").exists() and outputs[1].exists(), "--resume ran the analysis"
-        assert outcome["rows_lost"] == Counted(len(rows), 0) and outcome["leftovers"] == []
+        assert outcome["rows_lost"] == Counted(len(rows) + len(planned), 0) and outcome["leftovers"] == []
     finally:
         shutil.rmtree(data, ignore_errors=True)
         shutil.rmtree(outputs[0], ignore_errors=True)
@@ -1056,7 +1068,7 @@ def test_sweeps_setting_up_the_same_namespaces_at_once_leave_one_owner(outcome):
 
 
 @needs_root
-def test_port_already_taken(support, outcome):
+def test_port_already_taken(support, outcome, tmp_path):
     outcome.update(
         area="environment",
         fault=f"port {spec.PORT} already taken by another listener in the server namespace",
@@ -1084,7 +1096,7 @@ def test_port_already_taken(support, outcome):
         finally:
             listener.kill()
             listener.wait()
-    outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row]))
+    outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row], tmp_path))
     check_recorded(row, settings)
     assert row["status"] == "failed" and "Address already in use" in row["error"], row["error"]
     assert row["error"].startswith("server: cannot bind")

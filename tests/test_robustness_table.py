@@ -11,14 +11,19 @@ from pathlib import Path
 import pytest
 
 from copylab.paths import ROOT
+from tests import robustness_table
 from tests.robustness_table import (
     Counted,
     Looked,
     Outcome,
+    cases,
+    differences,
+    load,
     look_for_paths,
     render,
     rows_due,
     rows_lost_from,
+    save,
     trial_lines,
     trial_rows,
 )
@@ -127,3 +132,93 @@ def test_a_case_that_types_a_figure_in_or_says_none_fails(tmp_path):
         "test_typed_in": "failed",
     }
     assert saved[next(t for t in saved if t.endswith("test_counted"))]["rows_checked"] == 1
+
+
+def _entry(test: str, result: str = "passed", lost: int | None = 0, run: str = "r1", **changes) -> dict:
+    entry = dict(
+        area="data",
+        test=test,
+        fault=f"the fault of {test}",
+        behaviour="measured 20.2 Gbit/s",
+        rows_lost=lost,
+        rows_checked=8,
+        leftovers=[],
+        result=result,
+        seconds=1.5,
+        recorded_at="2026-01-01T00:00:00+00:00",
+        host="h",
+        run=run,
+    )
+    return {**entry, **changes}
+
+
+def test_the_record_holds_one_run_never_merged_with_an_older_one(tmp_path):
+    record = tmp_path / "record.json"
+    save(_entry("tests/a.py::test_old", run="r0"), record)
+    save(_entry("tests/a.py::test_x", run="r1"), record)
+    save(_entry("tests/a.py::test_y", run="r1"), record)
+    assert set(load(record)) == {"tests/a.py::test_x", "tests/a.py::test_y"}
+
+
+def test_a_case_whose_result_or_figures_change_is_a_difference_and_measured_values_are_not():
+    committed = render({e["test"]: e for e in (_entry("tests/a.py::test_x"), _entry("tests/a.py::test_y[p|q]"))})
+    assert cases(committed) == {
+        "a.py::test_x": "passed, rows lost 0, leftovers 0",
+        "a.py::test_y[p|q]": "passed, rows lost 0, leftovers 0",
+    }
+    same = render(
+        {
+            "tests/a.py::test_x": _entry("tests/a.py::test_x", behaviour="measured 3.1 Gbit/s", seconds=9.9),
+            "tests/a.py::test_y[p|q]": _entry("tests/a.py::test_y[p|q]", rows_checked=2),
+        }
+    )
+    assert differences(committed, same, whole=True) == []
+    changed = render(
+        {
+            "tests/a.py::test_x": _entry("tests/a.py::test_x", result="skipped"),
+            "tests/a.py::test_y[p|q]": _entry("tests/a.py::test_y[p|q]", lost=1),
+        }
+    )
+    assert differences(committed, changed, whole=True) == [
+        "a.py::test_x: ROBUSTNESS.md says passed, rows lost 0, leftovers 0; this run skipped, rows lost 0, leftovers 0",
+        "a.py::test_y[p|q]: ROBUSTNESS.md says passed, rows lost 0, leftovers 0; this run passed, rows lost 1, "
+        "leftovers 0",
+    ]
+
+
+def test_after_the_whole_suite_a_case_only_one_side_holds_is_a_difference():
+    committed = render({"tests/a.py::test_x": _entry("tests/a.py::test_x")})
+    written = render({"tests/a.py::test_new": _entry("tests/a.py::test_new")})
+    assert differences(committed, written, whole=False) == [
+        "a.py::test_new: passed, rows lost 0, leftovers 0 in this run; not in ROBUSTNESS.md"
+    ]
+    assert differences(committed, written, whole=True)[1] == (
+        "a.py::test_x: in ROBUSTNESS.md (passed, rows lost 0, leftovers 0); not run"
+    )
+
+
+def test_the_check_writes_this_runs_table_and_fails_when_the_committed_one_differs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(robustness_table, "ARTIFACT", tmp_path / "record.json")
+    monkeypatch.setattr(robustness_table, "WRITTEN", tmp_path / "artifacts" / "ROBUSTNESS.md")
+    monkeypatch.setattr(robustness_table, "COMMITTED", tmp_path / "ROBUSTNESS.md")
+    monkeypatch.setattr(robustness_table, "ROOT", tmp_path)
+    save(_entry("tests/a.py::test_x"), tmp_path / "record.json")
+    (tmp_path / "ROBUSTNESS.md").write_text(render({"tests/a.py::test_x": _entry("tests/a.py::test_x")}))
+    assert robustness_table.main(["--run", "r1", "--whole"]) == 0
+    assert (tmp_path / "artifacts" / "ROBUSTNESS.md").read_text() == (tmp_path / "ROBUSTNESS.md").read_text()
+    save(_entry("tests/a.py::test_x", result="failed"), tmp_path / "record.json")
+    monkeypatch.setattr(robustness_table.os, "geteuid", lambda: 0)
+    assert robustness_table.main(["--run", "r1", "--whole"]) == 1
+    said = capsys.readouterr().err
+    assert "ROBUSTNESS.md differs from what this run wrote (artifacts/ROBUSTNESS.md) in 1 cases" in said
+    assert "a.py::test_x: ROBUSTNESS.md says passed" in said and "this run failed" in said
+    assert robustness_table.main(["--run", "r0", "--whole"]) == 1, "a whole run that recorded no case"
+
+
+def test_the_committed_table_is_of_cases_the_suite_has():
+    """ROBUSTNESS.md as committed: every row readable by the check, each of a test that exists."""
+    committed = cases((ROOT / "ROBUSTNESS.md").read_text())
+    assert committed
+    for test in committed:
+        path, _, name = test.partition("::")
+        assert f"def {name.split('[')[0]}(" in (ROOT / "tests" / path).read_text(), test
