@@ -284,17 +284,25 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
     if os.geteuid() != 0:
         # said first, in one line: without root a fifth of the suite skips, and a run that skips still passes
         subprocess.call([sys.executable, "-m", "tests.skips", *selection], cwd=ROOT)
+    # both parts are one run: the robustness record keeps this run's cases alone (tests/robustness_table.py)
+    env = dict(os.environ, COPYLAB_TEST_RUN=f"{os.getpid()}-{secrets.token_hex(4)}")
     # the slowest tests named at the end: the suite has a time budget (docs/performance.md)
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "--durations=12", *(["-k", k] if k else [])]
     command += ["-x"] if x else []
     parallel = ["-n", str(count), "--dist", "loadfile"] if count > 1 else []
-    shared = subprocess.call([*command, *parallel, "-m", "not serial", *passed_on], cwd=ROOT)
+    shared = subprocess.call([*command, *parallel, "-m", "not serial", *passed_on], cwd=ROOT, env=env)
     if shared not in (0, NOTHING_COLLECTED) and x:
         return shared
-    alone = subprocess.call([*command, "-m", "serial", *passed_on], cwd=ROOT)
+    alone = subprocess.call([*command, "-m", "serial", *passed_on], cwd=ROOT, env=env)
     # a part with nothing to run (say -k picks tests of one part only) is no failure, both parts empty are
     codes = {shared, alone} - {NOTHING_COLLECTED} or {NOTHING_COLLECTED}
-    return max(codes)
+    # ROBUSTNESS.md: this run's table, written to test-artifacts/, held to the committed one (after the whole suite,
+    # case by case both ways; after part of it, the cases it ran)
+    whole = [] if selection else ["--whole"]
+    table = subprocess.call(
+        [sys.executable, "-m", "tests.robustness_table", "--run", env["COPYLAB_TEST_RUN"], *whole], cwd=ROOT
+    )
+    return max(*codes, table)
 
 
 def lab(port: int = 8888, data: str = str(REFERENCE_DATA)) -> int:
