@@ -1,7 +1,7 @@
 """Robustness: link and process faults, interruption, hostile environments, bad files, stress, security.
 
-Every case records what it tried and what copylab did through the ``outcome`` fixture;
-``python -m tests.robustness_table`` renders ROBUSTNESS.md from that record.  Every namespace,
+Every case records what it tried and what copylab did through the ``outcome`` fixture; after the suite,
+./inv test writes test-artifacts/ROBUSTNESS.md from that record and holds the committed ROBUSTNESS.md to it.  Every namespace,
 sweep and trial directory here carries this run's own tag, so a sweep running beside the suite
 is never touched.
 """
