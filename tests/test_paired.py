@@ -250,7 +250,7 @@ def test_undecided_points_are_those_not_significant_yet(monkeypatch):
     [
         ({"target_ci": 0.05}, "target-ci: adaptive repetition is for --design randomized"),
         ({"design": "randomized", "budget_s": 10.0}, "budget: only a blocked sweep"),
-        ({"budget_s": -1.0}, r"budget: -1.0 is out of range \(above 0 to"),
+        ({"budget_s": -1.0}, r"budget: -1.0 is out of range \(0 to"),
         ({"design": "latin"}, "design: unknown 'latin'"),
     ],
 )

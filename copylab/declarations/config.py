@@ -302,6 +302,8 @@ def make_config(
     # or the randomized design sets it aside, unless a budget is given too.
     if "budget_s" not in given and ("trials" in given or given.get("design") == "randomized"):
         values["budget_s"] = None
+    if "sizes" in given and "side_sizes" not in given:
+        values["side_sizes"] = []  # sizes asked for explicitly: every contender at each of them
     values.setdefault("receive_for", [])
     values.setdefault("layout_for", [])
     if "layout" in given and "layout_for" not in given:

@@ -404,7 +404,7 @@ def budgeted_rounds(
     first = _first_pass_configurations(config, points)
     yield from _first_pass(config, progress, first)
     yield from _undecided_rounds(config, progress, undecided, first)
-    yield from _imprecise_rounds(config, progress, points)
+    yield from _imprecise_rounds(config, progress, skip)
     yield from _other_contenders_rounds(config, progress, points, first)
 
 
@@ -461,25 +461,37 @@ def _undecided_rounds(
         yield _round(config, blocks, ("undecided", round_number))
 
 
+def imprecise_blocks(
+    config: SweepConfig, rows: pd.DataFrame, skip: frozenset[str] = frozenset()
+) -> list[tuple[float, Point, list[Configuration]]]:
+    """(imprecision, point, its block) of every point with a configuration whose mean is still imprecise (the report's
+    unstable rule) and short of max_trials, nearest to precise first: the block holds those configurations with what
+    they are compared with."""
+    points = _points(configurations(config, skip))
+    counts = _done(rows)
+    found = measured(rows[rows["status"] == "ok"])
+    nearest: dict[Point, float] = {}
+    for c, values in found.items():
+        share = imprecision(values)
+        if share > IMPRECISE and counts.get(c, 0) < config.max_trials and point_of(c) in points:
+            nearest[point_of(c)] = min(share, nearest.get(point_of(c), math.inf))
+    blocks = []
+    for point in sorted(nearest, key=nearest.__getitem__):
+        cs = [c for c in points[point] if c in found]
+        chosen = [c for c in cs if imprecision(found[c]) > IMPRECISE and counts.get(c, 0) < config.max_trials]
+        blocks.append((nearest[point], point, _with_partners(chosen, cs)))
+    return blocks
+
+
 def _imprecise_rounds(
-    config: SweepConfig, progress: Callable[[], Progress], points: dict[Point, list[Configuration]]
+    config: SweepConfig, progress: Callable[[], Progress], skip: frozenset[str]
 ) -> Iterator[list[TrialSpec]]:
     """Phase 3: a block, with its partners, for every configuration still imprecise, nearest to precise first."""
     for round_number in range(1, config.max_trials + 1):
         now = progress()
-        counts, numbers = _done(now.rows), _next_numbers(now.rows)
-        found = measured(now.rows[now.rows["status"] == "ok"])
-        nearest: dict[Point, float] = {}
-        for c, values in found.items():
-            share = imprecision(values)
-            if share > IMPRECISE and counts.get(c, 0) < config.max_trials:
-                nearest[point_of(c)] = min(share, nearest.get(point_of(c), math.inf))
-        blocks = []
-        for point in sorted(nearest, key=nearest.__getitem__):
-            cs = [c for c in points[point] if c in found]
-            chosen = [c for c in cs if imprecision(found[c]) > IMPRECISE and counts.get(c, 0) < config.max_trials]
-            blocks.append((point, numbers.get(point, 1), _with_partners(chosen, cs)))
-        blocks = _affordable(blocks, _budget_left(config, now), now.trial_s)
+        numbers = _next_numbers(now.rows)
+        wanted = [(point, numbers.get(point, 1), block) for _, point, block in imprecise_blocks(config, now.rows, skip)]
+        blocks = _affordable(wanted, _budget_left(config, now), now.trial_s)
         if not blocks:
             break
         yield _round(config, blocks, ("imprecise", round_number))

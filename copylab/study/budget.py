@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from copylab.measure import allocation
+from copylab.measure import allocation, schedule
 from copylab.measure.sweep import DEFAULT_OVERHEAD_S
 from copylab.record.store import SweepStore
 
@@ -45,21 +45,21 @@ def trial_s(store: SweepStore, rows: pd.DataFrame) -> float:
 
 
 def still_open(store: SweepStore) -> Open | None:
-    """The sweep's deciding comparisons still undecided, or None when all are decided (or it has none)."""
+    """The sweep's deciding comparisons still undecided and its means still imprecise, or None when there are none."""
     config = store.read_manifest().parameters
     if config.design != "blocked":
         return None
     rows = store.recorded_trials()
     ok = rows[rows["status"] == "ok"]
-    wanted = allocation.prioritized(ok, config)
-    if not wanted:
+    undecided = list(allocation.prioritized(ok, config).values())
+    # Then the configurations whose means are still imprecise, ranked after every undecided point, nearest first.
+    imprecise = [(1.0 + min(share, 1.0), block) for share, _, block in schedule.imprecise_blocks(config, rows)]
+    if not undecided and not imprecise:
         return None
     each = trial_s(store, rows)
-    return Open(
-        store,
-        tuple(priority for priority, _ in wanted.values()),
-        tuple(len(contenders) * each for _, contenders in wanted.values()),
-    )
+    wanted = [(priority, len(contenders)) for priority, contenders in undecided]
+    wanted += [(priority, len(block)) for priority, block in imprecise]
+    return Open(store, tuple(p for p, _ in wanted), tuple(count * each for _, count in wanted))
 
 
 def shares(found: list[Open], seconds: float) -> dict[SweepStore, float]:
