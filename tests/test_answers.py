@@ -264,7 +264,7 @@ def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
         assert fmt_bytes(value) in text
     assert "outperforms `two_copy` above about **5,793 B** (5.66 KiB; 95% bootstrap CI 4,100 B to 8,191 B)" in text
     assert "From 4 KiB upward it is significantly better" in text
-    assert text.count("- With") == len(THREADS) and "1 thread, pinning `same_cpu`" in text
+    assert text.count("- With") == len(THREADS) and "1 thread, CPU pinning `same_cpu`" in text
 
 
 @pytest.mark.parametrize(
@@ -459,10 +459,13 @@ def test_limitations_are_counted():
     total = len(SIZES) * len(THREADS) * 3 * 3 + 2
     assert f"2 of {total} trials failed" in text and '"server did not start", 2 times' in text
     # 3 implementations x (5 sizes x 2 thread counts + 2 rr configurations); rr with 4 threads is unstable
-    assert "3 of 36 configurations were flagged unstable" in text and "reached a CV of 2.0%" in text
+    assert "3 of 36 configurations (every receive mode, in the study's message layout) were flagged unstable" in text
+    assert "reached a CV of 2.0%" in text
     assert "virtualised (kvm)" in text
     assert "cycles, L1-dcache-load-misses, LLC-load-misses (perf: `<not supported>`)" in text
-    assert "100.0% of sends were copied" in text
+    assert "the kernel copied 100.0% of zero-copy sends on local delivery" in text
+    assert "measured only with local delivery" not in text  # the sink, when given, measures them uncopied
+    assert "No sweep behind a sink was given" in text
 
 
 def test_limitations_say_how_many_trials_the_unstable_means_need_and_how_long():
@@ -498,10 +501,12 @@ def test_captions_state_peaks_and_ends_with_numbers():
     sweep = make_sweep()
     text = captions.caption("throughput_vs_size", sweep)
     # peak of two_copy with 1 thread: 26.0 Gbit/s +-3% at 64 KiB
-    assert "with 1 thread (pinning `same_cpu`): `two_copy` 26.0 [25.2, 26.8] at 64 KiB" in text
+    assert "with 1 thread (CPU pinning `same_cpu`): `two_copy` 26.0 [25.2, 26.8] at 64 KiB" in text
     # with 4 threads the fixture runs at 0.8 x: 20.8 Gbit/s
-    assert "with 4 threads (pinning `same_cpu`): `two_copy` 20.8 [20.2, 21.4] at 64 KiB" in text
-    assert "Dotted lines mark the 2 crossover size(s)" in text
+    assert "with 4 threads (CPU pinning `same_cpu`): `two_copy` 20.8 [20.2, 21.4] at 64 KiB" in text
+    # the crossovers the figure draws, each named, never a count the figure does not show
+    assert "Dotted lines mark the crossovers of `one_copy` over `two_copy` at about" in text
+    assert "shaded bands their Student-t 95% confidence intervals" in text and "bars" not in text
     latency = captions.caption("latency_vs_threads", sweep)
     assert "`two_copy` 20.0 [19.4, 20.6] µs with 1 thread, 80.0 [77.6, 82.4] µs with 4" in latency
     cpu = captions.caption("cpu_per_byte_vs_size", sweep)
@@ -558,7 +563,7 @@ def test_retransmit_causes_depend_on_pinning():
     rows = sweep.summary["metric"] == "retransmits"
     sweep.summary.loc[rows & (sweep.summary["size_bytes"] == 64), "mean"] = 12.0
     text = sections.limitations(sweep)
-    assert "6 of 30 configurations saw TCP retransmits (up to 12.0 per trial" in text
+    assert "6 of 30 configurations receiving by copy saw TCP retransmits (up to 12.0 per trial" in text
     assert "6 ran with both ends on one CPU, where veth does not reorder" in text and "takes the reordering" not in text
 
 
@@ -594,3 +599,24 @@ def test_other_ways_to_send_ranks_senders_with_ties_and_prices_the_receivers_cop
     assert "the receiver's copy costs 1.67 times the packing copy" in most
     assert "`two_copy` 90.0%" in answers.mapped_receive(sweep)
     assert answers.mapped_receive(make_sweep()) == ""  # no mmap trials: nothing claimed
+
+
+def test_what_part_a_says_of_the_kernel_is_cited_and_its_copy_counts_agree():
+    """sendfile splices page-cache pages into the skb by reference: no copy at the send nor on local delivery, as the
+    kernel's source says (cited by file and function); the counts Part A, the copy bound and Question 1 use are the
+    registry's."""
+    from copylab.declarations import implementations
+
+    sendfile = implementations.get("sendfile")
+    assert sendfile.copies.per_byte("copy") == 1 and sendfile.copies.at_send == 0
+    for cited in ("tcp_sendmsg_locked", "net/ipv4/tcp.c", "skb_splice_from_iter", "net/core/skbuff.c"):
+        assert cited in sendfile.explanation, cited
+    assert "skb_orphan_frags_rx" in sendfile.explanation and "copies each chunk" not in sendfile.explanation
+    # zero_copy's kernel copy is deferred, not saved: 2 copies where two_copy makes 3, said so in question 1
+    assert (
+        implementations.get("zero_copy").copies.per_byte() == 2
+        and implementations.get("two_copy").copies.per_byte() == 3
+    )
+    sweep = make_sweep()
+    q1 = answers.answer_q1(sweep)
+    assert "saved no copy" not in q1 and "It made 2 copies of each byte where `two_copy` makes 3" in q1

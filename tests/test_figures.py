@@ -67,7 +67,7 @@ def test_every_figure_is_titled_with_host_and_settings_and_labelled_with_units(f
             continue
         title = figure.get_suptitle()
         assert manifest.host.hostname in title and manifest.host.kernel in title, name
-        assert "4 trials/config" in title and "95% CI" in title, name
+        assert "4 trials/config" in title and "95% CI" in title, name  # the successful trials the summary holds
         for ax in _plotted_axes(figure):
             assert "log2" in ax.get_xlabel(), name
             if ax.get_ylabel():

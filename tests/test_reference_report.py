@@ -91,7 +91,7 @@ def compose_results(results: Results, companions: dict[str, Results] | None = No
     parts.append(copies_report.copy_limit(results))
     parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results, sink)]
     parts += [block.text for block in copies_report.where_it_pays(results, companions) if hasattr(block, "text")]
-    parts.append(sections.limitations(results))
+    parts.append(sections.limitations(results, companions))
     return "\n\n----\n\n".join(parts)
 
 
@@ -242,7 +242,7 @@ def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challeng
     assert rows.shape[0] == len(bullets) > 0, (len(rows), bullets)
     checked = 0
     for bullet in bullets:
-        threads, pinning = re.match(r"With (\d+) threads?, pinning `([^`]+)`, ", bullet).groups()  # type: ignore[union-attr]
+        threads, pinning = re.match(r"With (\d+) threads?, CPU pinning `([^`]+)`, ", bullet).groups()  # type: ignore[union-attr]
         row = rows[(rows["threads"] == int(threads)) & (rows["pinning"] == pinning)]
         assert len(row) == 1, bullet
         row = row.iloc[0]
@@ -320,7 +320,7 @@ def _check_ratio_table(text: str, tables: dict[str, pd.DataFrame]) -> int:
     """The zero-copy answer's ratio table and its count of sizes faster and slower, against comparisons.csv."""
     comparisons = tables["comparisons"]
     threads, pinning, workload = re.search(  # type: ignore[union-attr]
-        r"`zero_copy` / `two_copy` \((\d+) threads?, pinning `([^`]+)`, (\w+)\)", text
+        r"`zero_copy` / `two_copy` \((\d+) threads?, CPU pinning `([^`]+)`, (\w+)\)", text
     ).groups()
     rows = comparisons[
         (comparisons["challenger"] == "zero_copy")

@@ -16,8 +16,8 @@ from copylab.declarations import implementations
 
 
 def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
-    """Per implementation and receive mode, its best mean stream throughput and what fraction of that mode's
-    copy bound it is."""
+    """Per implementation and receive mode, its best mean stream throughput, what fraction of that mode's copy bound
+    it is, and the receiver's part of its copies as declared and as the kernel counted it (least, most)."""
     throughput = summary[
         (summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream") & (summary["n"] > 0)
     ]
@@ -29,11 +29,20 @@ def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str,
             here = mine[mine["receive"] == receive]
             best = here.loc[here["mean"].idxmax()]
             limit = memcpy_gbps / copies if copies else float("inf")
+            # what the kernel counted of the receiver's part (BPF, bytes copied to user space per byte delivered)
+            counted = summary[
+                (summary["metric"] == "rcv_kernel_copies_per_byte")
+                & (summary["implementation"] == implementation)
+                & (summary["receive"] == receive)
+                & (summary["workload"] == "stream")
+            ]["mean"].dropna()
             rows.append(
                 {
                     "implementation": implementation,
                     "receive": receive,
                     "copies_per_byte": copies,
+                    "receiver_copies": implementations.RECEIVE_MODES[receive].copies,
+                    "receiver_counted": (float(counted.min()), float(counted.max())) if len(counted) else None,
                     "size_bytes": int(best["size_bytes"]),
                     "threads": int(best["threads"]),
                     "best_gbps": float(best["mean"]),

@@ -92,5 +92,5 @@ def _block_share(trials: pd.DataFrame, metric: str) -> Explained | None:
     within = float(((centred[metric] - groups.transform("mean")) ** 2).sum() / (n - a))
     k0 = (n - (sizes**2).sum() / n) / (a - 1)
     icc = (between - within) / (between + (k0 - 1) * within) if between + (k0 - 1) * within > 0 else 0.0
-    meaning = f"the block: what contenders run back to back share ({METRICS[metric].label})"
+    meaning = f"the block: what the implementations run back to back share ({METRICS[metric].label})"
     return Explained("block", meaning, float(np.clip(icc, 0, 1)), centred.groupby(list(CONFIG_KEYS)).ngroups, int(n))

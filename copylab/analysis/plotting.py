@@ -46,14 +46,19 @@ def curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: str) -> None:
     ax.scatter(rows.loc[~stable, x], rows.loc[~stable, "mean"], facecolors="white", edgecolors=color, s=14, zorder=3)
 
 
+# How far down the panel each further crossover's label starts (axes fraction): a label is three lines of 6 pt, so
+# two crossovers near each other no longer print their labels on top of each other.
+LABEL_STEP = 0.17
+
+
 def mark_crossovers(ax: Axes, crossovers: pd.DataFrame, label: Callable[[float], str]) -> None:
-    for _, row in crossovers.iterrows():
+    for step, (_, row) in enumerate(crossovers.sort_values("crossover_at").iterrows()):
         color = color_of(row["challenger"])
         ax.axvspan(row["ci_low"], row["ci_high"], color=color, alpha=0.12, linewidth=0)
         ax.axvline(row["crossover_at"], color=color, linestyle=":", linewidth=1.2)
         ax.text(
             row["crossover_at"],
-            0.98,
+            0.98 - step * LABEL_STEP,
             f" {row['challenger']} > {row['baseline']}\n from {label(row['crossover_at'])}\n"
             f" [{label(row['ci_low'])}, {label(row['ci_high'])}]",
             transform=ax.get_xaxis_transform(),
@@ -127,7 +132,7 @@ def legend(figure: Figure, handles: list[Any]) -> None:
         marker="o",
         markerfacecolor="white",
         linestyle="",
-        label="unstable (95% CI wider than +-10% or n < 3)",
+        label="unstable (95% CI wider than ±10% or n < 3)",
     )
     handles = [*handles, unstable]
     figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
@@ -137,8 +142,10 @@ def color_of(implementation: str) -> str:
     return implementations.get(implementation).color
 
 
-def describe_setup(manifest: Manifest) -> str:
-    """Two title lines: the host and the sweep's settings, from the manifest."""
+def describe_setup(manifest: Manifest, summary: pd.DataFrame) -> str:
+    """Two title lines: the host and the sweep's settings, from the manifest, with the successful trials per
+    configuration the SUMMARY holds (a blocked sweep adds trials where a comparison was undecided, so the manifest's
+    --trials is only the least)."""
     host, parameters = manifest.host, manifest.parameters
     machine = ", ".join(
         str(part)
@@ -154,9 +161,17 @@ def describe_setup(manifest: Manifest) -> str:
     )
     settings = [
         f"sweep {manifest.sweep}",
-        f"{parameters.trials} trials/config",
+        _trials_per_config(summary, parameters.trials),
         f"{parameters.duration_s:g} s each after {parameters.warmup_s:g} s warm-up",
         f"MTU {parameters.mtu}" if manifest.path == "veth" else "between two hosts",
         None if manifest.complete else "INCOMPLETE sweep",
     ]
     return machine + "\n" + ", ".join(s for s in settings if s)
+
+
+def _trials_per_config(summary: pd.DataFrame, planned: int) -> str:
+    counts = summary["n"][summary["n"] > 0] if "n" in summary else pd.Series(dtype=float)
+    if counts.empty:
+        return f"{planned} trials/config planned"
+    low, high = int(counts.min()), int(counts.max())
+    return f"{low} trials/config" if low == high else f"{low}–{high} trials/config"

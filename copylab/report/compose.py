@@ -70,6 +70,11 @@ def arrange(sweeps: list[Results]) -> ReportSweeps:
     return ReportSweeps(main, sections, further, companions)
 
 
+def every_sweep(sweeps: ReportSweeps) -> list[Results]:
+    """Every sweep of the report, in an order that arrange() gives the same roles again: the main one first."""
+    return [sweeps.main, *sweeps.companions.values(), *sweeps.sections.values(), *sweeps.further]
+
+
 def _role(sweep: Results) -> tuple[str, str]:
     parameters = sweep.manifest.parameters
     return parameters.experiment, parameters.load
@@ -88,15 +93,15 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         for sweep in found.values():
             content += _traced(module.parts(sweep), sweep)
         content += module.absent(frozenset(found))
-    content += [Markdown("# Limitations"), Markdown(sections.limitations(sweeps.main))]
+    content += [Markdown("# Limitations"), Markdown(sections.limitations(sweeps.main, sweeps.companions))]
     content += _further(sweeps)
     content += [
         Markdown("# Appendix A: Setup"),
         Markdown(sections.front_matter(sweeps.main, generated)),
         Markdown("# Appendix B: Method"),
-        Markdown(sections.method(sweeps.main)),
+        Markdown(sections.method(sweeps.main, every_sweep(sweeps))),
         Markdown("# Appendix C: Reproducing this report"),
-        Markdown(sections.reproduce(sweeps.main)),
+        Markdown(sections.reproduce(sweeps.main, every_sweep(sweeps))),
     ]
     if hasattr(main, "back"):
         content += [Markdown("# Appendix D: Glossary"), *main.back()]

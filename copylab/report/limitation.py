@@ -50,7 +50,8 @@ def main_metric(summary: pd.DataFrame) -> pd.DataFrame:
 def unstable_means(main: pd.DataFrame, unstable: pd.DataFrame) -> str:
     """How many main metrics are not known well enough yet, and the widest spread among them."""
     return (
-        f"{len(unstable)} of {len(main)} configurations were flagged unstable in their main metric (stream "
+        f"{len(unstable)} of {len(main)} configurations (every receive mode, in the study's message layout) were "
+        "flagged unstable in their main metric (stream "
         f"throughput or rr latency): a 95% interval reaching more than {fmt_pct(IMPRECISE)} either side of the "
         f"mean, or fewer than {MIN_TRIALS} successful trials"
         + (
@@ -165,7 +166,8 @@ def retransmits_seen(results: Results) -> str | None:
         else ""
     )
     text = (
-        f"{len(with_retransmits)} of {len(retransmits)} configurations{by_workload} saw TCP retransmits (up to "
+        f"{len(with_retransmits)} of {len(retransmits)} configurations receiving by copy{by_workload} saw TCP "
+        "retransmits (up to "
         f"{fmt_num(float(with_retransmits['mean'].max()))} per trial on average), which cost throughput and add "
         "noise."
     )
@@ -197,6 +199,18 @@ def without_root(manifest: Manifest) -> str | None:
             else ""
         )
         + "".join(f" {name}: {why}." for name, why in manifest.restrictions.items())
+    )
+
+
+def not_measured(manifest: Manifest) -> str | None:
+    """The report's sweeps that could not run on this host, why, and the command that measures them; None when all
+    ran."""
+    if not manifest.not_measured:
+        return None
+    missing = "; ".join(f"the {code(profile)} sweep ({why})" for profile, why in manifest.not_measured.items())
+    return (
+        f"Not measured here: {missing}. So the report leaves out what only that sweep shows. Run as root, "
+        f"{code('./inv report')} measures it too."
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_size, threads_text
 from copylab.report.results import Value
@@ -17,7 +18,7 @@ def count(value: float) -> str:
 
 
 def config_label(threads: int, pinning: str) -> str:
-    return f"{threads_text(threads)}, pinning {code(pinning)}"
+    return f"{threads_text(threads)}, CPU pinning {code(pinning)}"
 
 
 def value_interval(found: Value | None, unit: str = "") -> str:
@@ -32,6 +33,25 @@ def row_interval(row: pd.Series | None, unit: str = "") -> str:
 
 def not_measured(what: str) -> str:
     return f"The sweep has no {what} results, so the question cannot be answered from it."
+
+
+# How the prose says a comparison's status (copylab.analysis.crossover), never the status code itself.
+STATUS_WORDS = {
+    "challenger_always_better": "better at every point where the two differ",
+    "challenger_never_better": "never better",
+    "indistinguishable": "not distinguishable at any point",
+    "multiple_crossings": "better at some points and worse at others, changing more than once",
+}
+
+
+def spoken(label: str) -> str:
+    """A comparison's contender label as the prose says it: 'one_copy@contiguous' -> 'one_copy (contiguous
+    layout)', 'two_copy/truncate' -> 'two_copy (receiving by truncate)'."""
+    name, _, receive = label.partition("/")
+    implementation, _, layout = name.partition(implementations.LAYOUT_MARK)
+    said = [f"{layout} layout"] if layout else []
+    said += [f"receiving by {receive}"] if receive else []
+    return code(implementation) + (f" ({', '.join(said)})" if said else "")
 
 
 def axis_value(axis: str, value: float) -> str:
@@ -51,15 +71,15 @@ def crossover_sentences(crossovers: pd.DataFrame) -> list[str]:
         settings.append(f"{row.threads} thread" + ("s" if row.threads != 1 else ""))
         if row.axis != "connections" and row.connections != row.threads:
             settings.append(f"{row.connections} connections")
-        where = f"{', '.join(settings)}, pinning {row.pinning}, {METRICS[row.metric].label}"
-        head = f"{row.challenger} vs {row.baseline} ({where}): "
+        where = f"{', '.join(settings)}, CPU pinning {row.pinning}, {METRICS[row.metric].label}"
+        head = f"{spoken(row.challenger)} against {spoken(row.baseline)} ({where}): "
         if row.status == "crossover":
             body = (
                 f"better from about {axis_value(row.axis, row.crossover_at)} "
                 f"(CI {axis_value(row.axis, row.ci_low)} to {axis_value(row.axis, row.ci_high)})"
             )
         else:
-            body = row.status.replace("_", " ")
+            body = STATUS_WORDS.get(row.status, row.status.replace("_", " "))
         if not pd.isna(row.first_significant_at):
             noun = "size" if row.axis == "size_bytes" else "count"
             body += f"; significantly better at every {noun} from {axis_value(row.axis, row.first_significant_at)}"

@@ -5,7 +5,7 @@ Markdown computed from a sweep's Results and its typed manifest; nothing here ty
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -23,7 +23,8 @@ from copylab.measure.spec import cpus_for
 from copylab.paths import ROOT
 from copylab.record.calibration import FINDING_RATIO, ratio_rows
 from copylab.record.manifest import Manifest
-from copylab.report import limitation, transport_prose
+from copylab.record.tables import CONFIG_KEYS
+from copylab.report import limitation, spending, transport_prose
 from copylab.report.results import (
     Results,
     between_hosts,
@@ -33,7 +34,7 @@ from copylab.report.results import (
 
 # What --sender-pages set on the host for the sweep (copylab.testbeds.sender_pages).
 SENDER_PAGES = {
-    "large": "large (32 KiB), the kernel's default",
+    "large": "multi-page (32 KiB) buffers, the kernel's default",
     "small": "small (4 KiB): net.core.high_order_alloc_disable=1 for the sweep",
 }
 
@@ -98,7 +99,7 @@ def front_matter(results: Results, generated: date) -> str:
         ("Trials per configuration", params.trials),
         ("Measured window", f"{fmt_num(params.duration_s)} s"),
         ("Warm-up before the window", f"{fmt_num(params.warmup_s)} s"),
-        ("Pinning", ", ".join(params.pinning)),
+        ("CPU pinning", ", ".join(params.pinning)),
         ("Trial order seed", params.seed),
         ("Path", "network: two hosts over SSH" if m.path == "network" else "veth: two namespaces of one host"),
         *(
@@ -204,19 +205,35 @@ def _baselines_text(results: Results) -> str:
     )
     if results.manifest.parameters.design != "blocked":
         return (
-            f"Challenger against baseline ({against}): ratio of means with Fieller's 95% interval, Welch's t-test, "
-            "Holm correction over the sizes of one curve."
+            f"Each implementation against its baseline ({against}): ratio of means with Fieller's 95% interval, "
+            "Welch's t-test, Holm correction over the sizes of one curve."
         )
     return (
-        f"Challenger against baseline ({against}), paired within blocks. The ratio is the geometric mean of the "
-        "ratios of the two contenders' trials in each block they share. Its interval is the t interval of their "
-        "logarithms, its test the paired t-test, with Holm correction over the points of one curve. A block's "
-        "effect (the speed the host gives the guest while the block runs) scales both contenders alike. On the "
-        "log scale it is a random effect added to both, and the mixed model with the block as a random effect "
-        "estimates their difference by exactly this mean and interval. A bootstrap over blocks would need more "
-        "blocks than a sweep runs before its interval stops being too narrow. Where a metric is zero in some "
-        "trial (retransmits, say) the unpaired analysis stands (ratio of means, Fieller, Welch), and "
-        "comparisons.csv says which was used."
+        f"Each implementation against its baseline ({against}), paired within blocks. The ratio is the geometric "
+        "mean of the ratios of the two implementations' trials in each block they share. Its interval is the t "
+        "interval of their logarithms, its test the paired t-test, with Holm correction over the points of one "
+        "curve. A block's effect (the speed the host gives the guest while the block runs) scales both "
+        "implementations alike. On the log scale it is a random effect added to both, and the mixed model with the "
+        "block as a random effect estimates their difference by exactly this mean and interval. A bootstrap over "
+        "blocks would need more blocks than a sweep runs before its interval stops being too narrow. Where a metric "
+        "is zero in some trial (retransmits, say) the unpaired analysis stands (ratio of means, Fieller, Welch), "
+        "and comparisons.csv says which was used."
+    )
+
+
+def _configuration_totals(results: Results) -> str:
+    """Why the report counts its configurations three ways: all of them (Part C), those in the study's layout (the
+    Limitations' count), those of them receiving by copy (the figures' and the retransmits')."""
+    keys = [key for key in CONFIG_KEYS if key in results.trials.columns]
+    every = every_trial(results)[keys].drop_duplicates()
+    study = results.trials[keys].drop_duplicates()
+    by_copy = study[study["receive"] == implementations.BASELINE_RECEIVE]
+    if len(every) == len(study) == len(by_copy):
+        return ""
+    return (
+        f". The sweep has {len(every):,} configurations (Part C counts them all); {len(study):,} of them hold the "
+        f"message in the study's layout (the Limitations count these), and {len(by_copy):,} of those receive by "
+        "copy (the figures of Part D and the count of retransmits)"
     )
 
 
@@ -232,6 +249,7 @@ def _repetitions(results: Results) -> str:
             f"Only the section on message layouts compares those, so the other sections rest on "
             f"{len(results.trials):,}"
         )
+    counted += _configuration_totals(results)
     n = results.summary["n"]
     per = fmt_span(str(int(n.min())), str(int(n.max()))) if len(n) else "0"
     if params.design != "blocked":
@@ -241,8 +259,8 @@ def _repetitions(results: Results) -> str:
             "configuration."
         )
     text = (
-        f"**Repetitions.** {counted}. They ran in blocks: a block runs every contender (implementation and "
-        "receive mode) of one point (workload, size, threads, pinning) back to back in a seeded random order, and "
+        f"**Repetitions.** {counted}. They ran in blocks: a block runs every implementation, in each of its "
+        "receive modes, at one point (workload, size, threads, pinning) back to back in a seeded random order, and "
         "the blocks of a round are shuffled across points; a trial's repetition number is its block's. "
     )
     if params.budget_s is None:
@@ -250,15 +268,12 @@ def _repetitions(results: Results) -> str:
     pairs = implementations.deciding_pairs(experiments.get(params.experiment))
     deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
     return text + (
-        f"A first pass ran {params.trials} blocks of the contenders whose comparisons decide the study's "
-        f"answers ({deciding}) at every point, and of every contender at the first thread count; the rest of a "
-        f"{fmt_num(params.budget_s)} s budget went, round by round, to a block at every point where one of those "
-        "comparisons was still undecided (first where the estimate changes sign beside a significant point, then "
-        "those nearest to significance), then to a block, "
-        f"with what it is compared with, for every configuration whose mean was not yet known to within "
-        f"{fmt_pct(IMPRECISE)} (nearest first), each up to {params.max_trials} blocks, and then to the other "
-        f"contenders at the other thread counts, {params.trials} blocks a point or none. So configurations rest "
-        f"on {per} successful trials: the most where an answer was hardest to decide or a mean hardest to pin down."
+        f"A first pass ran {params.trials} blocks of the implementations whose comparisons decide the study's "
+        f"answers ({deciding}) at every point, and of every implementation at the first thread count. The time left "
+        "then went to a block at every point where one of those comparisons was still undecided (first where the "
+        "estimate changes sign beside a significant point, then those nearest to significance), each up to "
+        f"{params.max_trials} blocks; *Where the time went* below says how much each sweep got. So configurations "
+        f"rest on {per} successful trials: the most where an answer was hardest to decide."
     )
 
 
@@ -331,17 +346,18 @@ def _in_flight(manifest: Manifest) -> str:
     if chosen.throughput_gbps is not None and chosen.srtt_us is not None and chosen.bandwidth_delay_bytes is not None:
         text += (
             f" Measured at the sweep's start: {fmt_num(chosen.throughput_gbps)} Gbit/s with a smoothed round trip of "
-            f"{fmt_num(chosen.srtt_us)} us, a bandwidth-delay product of {fmt_size(chosen.bandwidth_delay_bytes)}."
+            f"{fmt_num(chosen.srtt_us)} µs, a bandwidth-delay product of {fmt_size(chosen.bandwidth_delay_bytes)}."
         )
     return text
 
 
-def method(results: Results) -> str:
-    """Topology, what one trial is, trial counts, and how intervals and crossovers are computed."""
+def method(results: Results, sweeps: Sequence[Results] = ()) -> str:
+    """Topology, what one trial is, trial counts, where each sweep's time went (SWEEPS: every sweep of the report),
+    and how intervals and crossovers are computed."""
     params = results.manifest.parameters
     return "\n".join(
         [
-            _topology(results) + " Pinning of both ends: " + "; ".join(_pinning_text(p) for p in params.pinning) + ".",
+            f"{_topology(results)} CPU pinning of both ends: {'; '.join(_pinning_text(p) for p in params.pinning)}.",
             "",
             "**One trial.** Every trial starts a fresh server and a fresh client process. The client opens one "
             "connection per thread; the server serves each with its own worker thread. After a warm-up of "
@@ -356,6 +372,8 @@ def method(results: Results) -> str:
             *([ring, ""] if (ring := _in_flight(results.manifest)) else []),
             _repetitions(results),
             "",
+            spending.paragraph(sweeps or [results]),
+            "",
             _noise(results),
             "",
             "**Intervals.** Every mean comes with a Student-t 95% confidence interval over its trials. A "
@@ -367,9 +385,9 @@ def method(results: Results) -> str:
             "neither. A single change from worse to better is a crossover. Its size is where the difference (the mean "
             "within-block log ratio, in a blocked design) crosses zero, interpolated linearly on log2(size) between "
             "the sizes on either side. Its 95% interval comes from a bootstrap that resamples the blocks (or the "
-            "trials) within each size. Otherwise the status says so (always "
-            "better, never better, indistinguishable, or multiple crossings); no size is ever extrapolated beyond "
-            "the tested range.",
+            "trials) within each size. Otherwise the comparison is one of the other cases: better at every size where "
+            "the two differ, never better, not distinguishable at any size, or changing sign more than once; no size "
+            "is ever extrapolated beyond the tested range.",
             *(["", calibration] if (calibration := _calibration(results)) else []),
         ]
     )
@@ -392,8 +410,9 @@ def _calibration(results: Results) -> str | None:
     )
 
 
-def limitations(results: Results) -> str:
-    """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest."""
+def limitations(results: Results, companions: Mapping[str, Results] | None = None) -> str:
+    """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest and, for the main
+    sweep, the sweeps its experiment claims beside it (COMPANIONS, copylab.report.compose.arrange)."""
     main = limitation.main_metric(results.summary)
     unstable = main[main["unstable"]]
     manifest = results.manifest
@@ -404,9 +423,10 @@ def limitations(results: Results) -> str:
         limitation.trials_per_configuration(main),
         limitation.missing_counters(results),
         limitation.shared_machine(results),
-        *experiments.get(manifest.parameters.experiment).parts().limitations(results),
+        *experiments.get(manifest.parameters.experiment).parts().limitations(results, companions),
         limitation.retransmits_seen(results),
         limitation.without_root(manifest),
+        limitation.not_measured(manifest),
         limitation.interrupted(manifest),
         limitation.uncommitted_code(manifest),
     ]
@@ -477,15 +497,23 @@ def _wrapped(words: list[str], first: str) -> list[str]:
     return lines
 
 
-def reproduce(results: Results) -> str:
-    """The commands that re-render this report and re-measure its sweep, and the code version."""
+def render_command(sweeps: Sequence[Results]) -> list[str]:
+    """./inv report's command that renders a report from SWEEPS, the main one first, one directory a line: a
+    backslash at a line's end continues the word, so the comma list stays one argument and inside the margin."""
+    directories = [_relative(sweep.store.directory) for sweep in sweeps]
+    return ["./inv report --data \\", *(f"{d},\\" for d in directories[:-1]), directories[-1]]
+
+
+def reproduce(results: Results, sweeps: Sequence[Results] = ()) -> str:
+    """The commands that re-render this report from every sweep it was built from (SWEEPS, the main one RESULTS
+    first; RESULTS alone by default) and re-measure its main sweep, and the code version."""
     git = results.manifest.git
     return "\n".join(
         [
-            "Re-render this report from the same data (no root needed):",
+            "Re-render this report from the same data, every sweep it was built from (no root needed):",
             "",
             "```",
-            f"./inv report --data {_relative(results.store.directory)}",
+            *render_command(sweeps or [results]),
             "```",
             "",
             "Measure a new quick sweep of each experiment and report them in one command (no root needed: without "
@@ -523,6 +551,6 @@ def sweep_heading(results: Results) -> str:
             "",
             f"Host {md_escape(host.hostname)} (kernel {md_escape(host.kernel)}, {host.cores} cores); {grid}; threads "
             + ", ".join(str(t) for t in params.threads)
-            + f"; pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
+            + f"; CPU pinning {', '.join(params.pinning)}; {params.trials} trials per configuration.",
         ]
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from copylab.experiments.copies.figures import PATH_COLORS
 from copylab.experiments.copies.queries import Focus, choose_focus, role, study, zero_copy_counts
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
-from copylab.record.calibration import region_costs
+from copylab.record.calibration import MEMCPY, READ, VECTOR, region_costs
 from copylab.report.prose import row_interval
 from copylab.report.results import (
     THROUGHPUT,
@@ -20,7 +21,26 @@ from copylab.report.results import (
 from copylab.report.results import receive_modes as receive_modes_measured
 from copylab.roles import Role
 
-INTERVALS = "Points are means over trials, bars Student-t 95% confidence intervals."
+
+def _intervals(results: Results, metric: str, names: list[str] | None = None, **where: object) -> str:
+    """What every curve of a figure drawn from METRIC's rows (of the implementations NAMES, default all) shows: means
+    over how many trials per configuration, and the shaded bands (copylab.analysis.plotting.curve), of the study's
+    message layout only."""
+    rows = metric_rows(results, metric, **where)
+    rows = rows if names is None else rows[rows["implementation"].isin(names)]
+    counts = rows["n"][rows["n"] > 0]
+    trials = (
+        fmt_span(f"{int(counts.min())}", f"{int(counts.max())}") + " successful trials per configuration"
+        if not counts.empty
+        else "trials"
+    )
+    layouts = (
+        " Every sender holds its message as the study's separate fields; the contiguous layout is compared only in "
+        "the section on message layouts."
+        if results.layouts is not None and not results.layouts.summary.empty
+        else ""
+    )
+    return f"Points are means over {trials}, shaded bands their Student-t 95% confidence intervals.{layouts}"
 
 
 def _extremes(results: Results, metric: str, pick: str, names: list[str], **where: object) -> list[str]:
@@ -87,23 +107,37 @@ def zero_copy_path(results: Results, focus: Focus) -> str:
 def throughput_vs_size(results: Results, focus: Focus) -> str:
     stream = metric_rows(results, THROUGHPUT, workload="stream", pinning=focus.pinning)
     threads = sorted({int(t) for t in stream["threads"]})
-    text = f"Stream throughput against message size, one panel per thread count. {INTERVALS}"
+    text = "Stream throughput against message size, one panel per thread count. " + _intervals(
+        results, THROUGHPUT, workload="stream", names=study(results)
+    )
     for n in sorted({threads[0], threads[-1]}):
         peaks = _extremes(
             results, THROUGHPUT, "max", study(results), workload="stream", threads=n, pinning=focus.pinning
         )
-        text += f" Peak throughput in Gbit/s with {threads_text(n)} (pinning {code(focus.pinning)}): "
+        text += f" Peak throughput in Gbit/s with {threads_text(n)} (CPU pinning {code(focus.pinning)}): "
         text += "; ".join(peaks) + "."
-    crossings = results.crossovers[
+    # the crossovers the figure draws (copylab.experiments.copies.figures.throughput_figure): between two of the
+    # senders it draws, in a panel it has
+    drawn = results.crossovers[
         (results.crossovers["status"] == "crossover")
         & (results.crossovers["metric"] == THROUGHPUT)
         & (results.crossovers["workload"] == "stream")
+        & results.crossovers["challenger"].isin(study(results))
+        & results.crossovers["baseline"].isin(study(results))
+        & results.crossovers["threads"].isin(threads)
     ]
-    if len(crossings):
+    marks = [
+        f"{code(row['challenger'])} over {code(row['baseline'])} at about "
+        f"{fmt_size(float(row['crossover_at']), approximate=True)} with {threads_text(int(row['threads']))}"
+        for _, row in drawn.iterrows()
+    ]
+    if marks:
+        line = "A dotted line marks the crossover" if len(marks) == 1 else "Dotted lines mark the crossovers"
         text += (
-            f" Dotted lines mark the {len(crossings)} crossover size(s) found, shaded bands their 95% bootstrap "
-            "intervals (see the answers to questions 4 and 5)."
+            f" {line} of {'; '.join(marks)}, a lighter band its 95% bootstrap interval (see the answer to question 4)."
         )
+    else:
+        text += " No crossover between these senders was found, so none is marked."
     return text
 
 
@@ -124,7 +158,8 @@ def latency_vs_threads(results: Results, focus: Focus) -> str:
             )
     return (
         f"Round-trip latency of the request/response workload against the number of threads, {fmt_size(size)} "
-        f"messages: mean (left) and 99th percentile (right). {INTERVALS} Mean latency, pinning "
+        f"messages: mean (left) and 99th percentile (right). "
+        f"{_intervals(results, 'latency_mean_us', workload='rr', names=study(results))} Mean latency, CPU pinning "
         f"{code(focus.pinning)}: {'; '.join(parts)}."
     )
 
@@ -141,8 +176,8 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
         copies = metric_rows(results, "rcv_kernel_copies_per_byte", workload="stream")
         counted = (
             " Left: the bytes the kernel copied to the receiver's user space per byte delivered, counted with BPF "
-            f"({fmt_span(fmt_num(copies['mean'].min()), fmt_num(copies['mean'].max()))} over the configurations; "
-            "dashed: receive modes other than copy), with the message sizes whose working set leaves each cache."
+            f"({fmt_span(fmt_num(copies['mean'].min()), fmt_num(copies['mean'].max()))} over the configurations, "
+            "receiving by copy), with the message sizes whose working set leaves each cache."
             if not copies.empty
             else ""
         )
@@ -172,15 +207,17 @@ def cache_misses_vs_size(results: Results, focus: Focus) -> str:
             + counted
             + f" Drawn instead: the calibrated cost of copying one byte against the working set (median over {rounds} "
             f"rounds, separate processes, of interleaved passes, hot buffers, CPU {record.cpu or 'any'}). The lines "
-            "are memcpy as linked (blue), glibc's memcpy without rep movsb (green) and the kernel's copy to user "
-            "space through read() (orange). Solid lines have source and destination at the same offset within a "
+            f"are memcpy as linked ({PATH_COLORS[MEMCPY][1]}), glibc's memcpy without rep movsb "
+            f"({PATH_COLORS[VECTOR][1]}) and the kernel's copy to user space through read() "
+            f"({PATH_COLORS[READ][1]}). Solid lines have source and destination at the same offset within a "
             f"page, dashed ones the destination 16 B past the source. Per level (memcpy, cheaper placement): {levels}. "
             f"{findings}{verdict} Grey dashed lines: the cache sizes; red dotted lines: the sweep's message sizes, at "
             "twice their size (a message and its copy)."
         )
     text = (
-        f"Sender cache load misses per KiB sent against message size, one panel per thread count. {INTERVALS} "
-        f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}:"
+        "Sender cache load misses per KiB sent against message size, one panel per thread count. "
+        f"{_intervals(results, next(iter(present.values())), workload='stream', names=study(results))} "
+        f"With {threads_text(focus.threads)}, CPU pinning {code(focus.pinning)}:"
     )
     for name, metric in present.items():
         text += f" {name}: {_at_sizes(results, metric, focus)}."
@@ -198,8 +235,9 @@ def cpu_per_byte_vs_size(results: Results, focus: Focus) -> str:
             "measurable on this host, so CPU time stands in for them"
         )
     text = (
-        f"CPU cost per byte against message size; rows: {rows_text}; one column per thread count. {INTERVALS} "
-        f"With {threads_text(focus.threads)}, pinning {code(focus.pinning)}, in {unit}: "
+        f"CPU cost per byte against message size, on a log axis; rows: {rows_text}; one column per thread count. "
+        f"{_intervals(results, metric, workload='stream', names=study(results))} "
+        f"With {threads_text(focus.threads)}, CPU pinning {code(focus.pinning)}, in {unit}: "
         f"{_at_sizes(results, metric, focus)}."
     )
     rows = metric_rows(results, metric, workload="stream", threads=focus.threads, pinning=focus.pinning)
@@ -244,7 +282,7 @@ def retransmits(results: Results, focus: Focus) -> str:
         f"stream configurations had none and {len(rows) - zero} saw some; the most, {fmt_num(worst['mean'])} per "
         "trial, occurred for "
         f"{code(worst['implementation'])} at "
-        f"{fmt_size(worst['size_bytes'])} with {threads_text(int(worst['threads']))} and pinning "
+        f"{fmt_size(worst['size_bytes'])} with {threads_text(int(worst['threads']))} and CPU pinning "
         f"{code(worst['pinning'])}."
     )
 
@@ -256,8 +294,9 @@ def senders_vs_size(results: Results, focus: Focus) -> str:
     )
     return (
         "Every sender's stream throughput (top) and CPU time per byte of both ends (bottom) against message size, "
-        f"receiving by copy; one column per thread count. {INTERVALS} Peak throughput in Gbit/s with "
-        f"{threads_text(threads[0])} (pinning {code(focus.pinning)}): {'; '.join(peaks)}."
+        "receiving by copy, CPU time on a log axis; one column per thread count. "
+        f"{_intervals(results, THROUGHPUT, workload='stream', receive='copy')} Peak throughput in Gbit/s with "
+        f"{threads_text(threads[0])} (CPU pinning {code(focus.pinning)}): {'; '.join(peaks)}."
     )
 
 
@@ -268,7 +307,9 @@ def receive_modes(results: Results, focus: Focus) -> str:
     return (
         "Stream throughput (top) and the receiver's CPU time per byte (bottom) against message size for each "
         f"sender measured in more than one receive mode ({', '.join(code(m) for m in modes)}), at the fewest "
-        f"threads of the first pinning. {INTERVALS} The gap between `copy` and `truncate` in the bottom row is the "
+        f"threads of the first pinning, CPU time on a log axis. "
+        f"{_intervals(results, THROUGHPUT, workload='stream', threads=focus.threads, pinning=focus.pinning)}"
+        " The gap between `copy` and `truncate` in the bottom row is the "
         "receiver's copy; the numbers are in the table of the receiver's copy below."
     )
 

@@ -108,14 +108,18 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     ),
     Implementation(
         name="sendfile",
-        summary="the same file and chunk size through sendfile(): page cache to socket, no user-space copy",
+        summary="the same file and chunk size through sendfile(): page-cache pages spliced into the skb, no copy",
         explanation=(
-            "**sendfile: `sendfile()` of the same file.** The kernel copies each chunk from the page cache "
-            "straight into socket buffers: the copy into user space and back disappears, the kernel's copy (2) "
-            "and the receiver's (3) remain."
+            "**sendfile: `sendfile()` of the same file.** The kernel hands each chunk's page-cache pages to TCP "
+            "with `MSG_SPLICE_PAGES`, and on a device with scatter-gather (veth is one) `tcp_sendmsg_locked` "
+            "(net/ipv4/tcp.c) attaches them to the skb by reference through `skb_splice_from_iter` "
+            "(net/core/skbuff.c): no copy is made, neither into user space nor into socket buffers. Local delivery "
+            "adds none either: `skb_orphan_frags_rx` (include/linux/skbuff.h) copies only an skb that holds a "
+            "zero-copy sender's user pages, and page-cache pages are not user pages. Of read_send's copies only "
+            "the receiver's (3) remains."
         ),
         driver=CopylabPrograms("sendfile", from_file=True, layouts=()),
-        copies=Copies(sender_user=0, sender_kernel=1),
+        copies=Copies(sender_user=0, sender_kernel=0),
         color="#cc78bc",
         baselines=("read_send",),
     ),

@@ -9,7 +9,7 @@ import pandas as pd
 from copylab.declarations import implementations
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
 from copylab.record.calibration import findings_for_copy
-from copylab.report.prose import crossover_sentences
+from copylab.report.prose import crossover_sentences, spoken
 from copylab.report.results import Results
 
 HEADING = "## What the message's layout costs"
@@ -40,7 +40,8 @@ def _rows(layouts: pd.DataFrame) -> list[dict[str, object]]:
             "Layout": layout,
         }
         throughput = [row.get((part, "throughput_gbps")) for part in ("mean", "ci_low", "ci_high")]
-        entry["Throughput"] = fmt_interval(*throughput, "Gbit/s") if pd.notna(throughput[0]) else "not measured"
+        # the unit in the heading: in each cell it wrapped onto a line of its own
+        entry["Throughput, Gbit/s"] = fmt_interval(*throughput) if pd.notna(throughput[0]) else "not measured"
         cpu = row.get(("mean", "cpu_ns_per_byte"))
         entry["CPU ns/B"] = fmt_num(cpu) if pd.notna(cpu) else "not measured"
         if len(set(summary["pinning"])) > 1:
@@ -58,7 +59,7 @@ def _verdicts(comparisons: pd.DataFrame) -> list[str]:
         worse = group[group["significant"] & ~group["challenger_better"]]
         ratios = group["ratio"]
         sentences.append(
-            f"{code(challenger)} against {code(baseline)}: significantly faster at {len(better)} and slower at "
+            f"{spoken(challenger)} against {spoken(baseline)}: significantly faster at {len(better)} and slower at "
             f"{len(worse)} of {len(group)} compared points (throughput ratio {fmt_num(ratios.min())} to "
             f"{fmt_num(ratios.max())})."
         )

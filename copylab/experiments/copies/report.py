@@ -11,7 +11,8 @@ from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.queries import role, zero_copy_counts
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
+from copylab.report import glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.results import Results, between_hosts, present, receive_modes
 from copylab.roles import Role
@@ -50,15 +51,29 @@ def copy_limit(results: Results) -> str:
     rows = copy_limit_rows(results.summary, memcpy)
     table = markdown_table(
         {
-            "Implementation": code(row["implementation"]),
+            "Sender": code(row["implementation"]),
             "Receive": row["receive"],
             "Copies": str(row["copies_per_byte"]),
-            "Best throughput, Gbit/s": f"{fmt_num(row['best_gbps'])} ({fmt_size(row['size_bytes'])}, "
-            f"{threads_text(row['threads'])})",
-            "Copy bound, Gbit/s": fmt_num(row["limit_gbps"]),
-            "Fraction of the bound": f"{row['fraction']:.0%}",
+            "Counted": _counted(row["receiver_counted"]),
+            "Best, Gbit/s": fmt_num(row["best_gbps"]),
+            "At": f"{fmt_size(row['size_bytes'])}, {threads_text(row['threads'])}",
+            "Bound, Gbit/s": fmt_num(row["limit_gbps"]),
+            "Of bound": f"{row['fraction']:.0%}",
         }
         for row in rows
+    )
+    disagree = [
+        f"{code(row['implementation'])} receiving by {row['receive']}"
+        for row in rows
+        if row["receiver_counted"] is not None
+        and any(abs(end - row["receiver_copies"]) > COUNT_TOLERANCE for end in row["receiver_counted"])
+    ]
+    agreement = (
+        f" The kernel's count disagrees with the declared receiver's copy for {', '.join(disagree)}."
+        if disagree
+        else " Of each count, the receiver's copies (1 receiving by copy, 0 by truncate) agree with what the "
+        "kernel counted with BPF per byte delivered (Part A, column Counted); the sender's copies come from its "
+        "code and the kernel's source (Part A), since counting them needs function probes."
     )
     above = implementations.ordered({row["implementation"] for row in rows if row["fraction"] > 1})
     beyond = (
@@ -74,12 +89,55 @@ def copy_limit(results: Results) -> str:
         f"So if every copy ran at that speed, an implementation making *k* copies could not exceed "
         f"{fmt_num(memcpy)}/*k* Gbit/s: its copy bound. Each receive mode has its own bound, since the receiver's "
         "copies depend on how it takes the bytes in (with `truncate` the receiver's copy is gone). A message that "
-        f"stays in the caches is copied faster than that.{beyond}\n\n{table}"
+        f"stays in the caches is copied faster than that.{beyond}{agreement}\n\n{table}"
     )
+
+
+# How far the kernel's count of the receiver's copies (bytes per byte delivered) may lie from the declared whole
+# number: headers and retransmitted bytes add a little (1.00 to 1.01 on the reference).
+COUNT_TOLERANCE = 0.05
+
+
+def _counted(span: tuple[float, float] | None) -> str:
+    """The receiver's copies per byte the kernel counted, as one number where the configurations agree to
+    COUNT_TOLERANCE (headers and retransmissions add a little to each)."""
+    if span is None:
+        return "n/a"
+    if span[1] - span[0] <= COUNT_TOLERANCE:
+        return fmt_num(sum(span) / 2)
+    return fmt_span(fmt_num(span[0]), fmt_num(span[1]))
 
 
 def _figure(results: Results, name: str) -> Figure:
     return Figure(results.store.figure_path(name), captions.caption(name, results))
+
+
+# The figures of the sweeps designed for questions 2 and 3, drawn from those sweeps (copylab.experiments.copies
+# .figures), with their captions.
+ANSWER_FIGURES = {
+    2: (
+        "caches",
+        "saving_vs_working_set",
+        "The eliminated copy by cache level: two_copy's sender user CPU per byte minus one_copy's (mean and 95% "
+        "interval, paired by block) and the packing copy's simulated misses per KiB, against the working set (twice "
+        "the message), with this host's cache sizes marked.",
+    ),
+    3: (
+        "threads",
+        "cost_vs_threads",
+        "CPU time per byte against the thread count of each end, both ends on one CPU and the two ends on two CPUs "
+        "(mean and 95% interval), with the threads' combined working set on the axis.",
+    ),
+}
+
+
+def _answer_figures(number: int, companions: Mapping[str, Results]) -> list[Block]:
+    """Question NUMBER's own figure, when the report has the sweep that draws it."""
+    kind, name, caption = ANSWER_FIGURES.get(number, (None, "", ""))
+    sweep = companions.get(kind) if kind else None
+    if sweep is None or not sweep.store.figure_path(name).exists():
+        return []
+    return [Figure(sweep.store.figure_path(name), f"{caption} {sweep.origin.stamp()}")]
 
 
 def where_it_pays_introduction(results: Results) -> str:
@@ -94,33 +152,51 @@ def where_it_pays_introduction(results: Results) -> str:
             f"copy. Sweeps on one host add {places}."
         )
     return (
-        "Over the veth the receiver is on this host, so the kernel copies a zero-copy send's pages on delivery "
-        f"anyway, and copying less cannot pay there. Sweeps beside the main one ask where it can: {places}."
+        "Over the veth the receiver is on this host, so the kernel copies a zero-copy send's user pages on "
+        "delivery anyway (`skb_orphan_frags_rx`); only sendfile's page-cache pages, which are not user pages, "
+        "arrive uncopied (Part A). Sweeps beside the main one ask what a zero-copy send saves where nothing copies "
+        f"its pages later, and what the receiver's copy costs: {places}."
     )
 
 
 def companion(results: Results) -> str | None:
     """The part a sweep of this experiment is for when it is not the main one, from its manifest: "sink" for one on
-    the sink path, "mmap" for one that receives by mapping pages ("mmap-small" with small sender pages); None for
-    any other."""
+    the sink path, "mmap" for one that receives by mapping pages ("mmap-small" with small sender pages), "threads" for
+    question 3's thread experiment, "caches" for question 2's cache-level grid; None for any other."""
     parameters = results.manifest.parameters
     if parameters.path == "sink":
         return "sink"
     if "mmap" in parameters.receive:
         return "mmap" if parameters.sender_pages == "large" else "mmap-small"
+    if answers.measures_threads(results):
+        return "threads"
+    if answers.measures_cache_levels(results):
+        return "caches"
     return None
 
 
 def where_it_pays(results: Results, companions: Mapping[str, Results]) -> list[Block]:
     """The sender behind the sink and the receiver's side at the MTU that maps, from the sweeps beside RESULTS."""
+    receivers = [companions[kind] for kind in ("mmap", "mmap-small") if kind in companions]
     return [
         Markdown("# Where copying less pays"),
         Markdown(where_it_pays_introduction(results)),
         Markdown("## The sender behind a sink"),
         Markdown(answers.sink_section(companions.get("sink"))),
+        *_data(companions.get("sink")),
         Markdown("## The receiver's side"),
         Markdown(answers.receiver_section(companions.get("mmap"), companions.get("mmap-small"), results)),
+        *(block for sweep in receivers for block in _data(sweep)),
     ]
+
+
+def _data(sweep: Results | None) -> list[Block]:
+    """Which sweep a section's numbers come from, as a figure's caption says it; the web page links its files."""
+    if sweep is None:
+        return []
+    store = sweep.store
+    links = (("trials.csv", str(store.trials_path)), ("manifest.json", str(store.manifest_path)))
+    return [Markdown(f"{sweep.origin.stamp()} Its settings: manifest.json.", links=links)]
 
 
 def parts(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
@@ -144,8 +220,12 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         *([Markdown(text)] if (text := layout.section(results)) else []),
         Markdown("# Part E: answers to the questions"),
         *(
-            Markdown(f"## {question}\n\n{answer}", anchor=f"question-{number}")
-            for number, (question, answer) in enumerate(answers.answers(results, companions.get("sink")), 1)
+            block
+            for number, (question, answer) in enumerate(answers.answers(results, companions), 1)
+            for block in (
+                Markdown(f"## {question}\n\n{answer}", anchor=f"question-{number}"),
+                *_answer_figures(number, companions),
+            )
         ),
         Markdown("# Other ways to send"),
         Markdown(OTHER_SENDERS_INTRODUCTION),
@@ -174,16 +254,15 @@ def _evidence_links(results: Results) -> tuple[tuple[str, str], ...]:
 
 def front(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
     """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
-    sink = (companions or {}).get("sink")
     return [
         Markdown("# Answers at a glance"),
-        Markdown(glance.at_a_glance(results, sink), links=_evidence_links(results)),
+        Markdown(glance.at_a_glance(results, companions), links=_evidence_links(results)),
     ]
 
 
 def back() -> list[Block]:
-    """What the report's appendices end with: the glossary."""
-    return [Markdown(glance.glossary())]
+    """What the report's appendices end with: the glossary, the experiment's words with the report's."""
+    return [Markdown(glossary.glossary(glance.GLOSSARY))]
 
 
 def absent(loads: frozenset[str] = frozenset()) -> list[Block]:
@@ -197,8 +276,9 @@ def summary(results: Results) -> str:
     return answers.crossover_summary(results)
 
 
-def limitations(results: Results) -> list[str]:
-    """What limits this sweep beyond what every sweep says: zero-copy's sends the kernel copied anyway."""
+def limitations(results: Results, companions: Mapping[str, Results] | None = None) -> list[str]:
+    """What limits this sweep beyond what every sweep says: zero-copy's sends the kernel copied anyway, and where
+    the sweeps beside it (COMPANIONS: the sink's) measured them uncopied."""
     zero_copy = role(results, Role.ZERO_COPY)
     counts = zero_copy_counts(results.trials, zero_copy) if zero_copy else None
     if counts is None or counts["copied_fraction"] <= 0:
@@ -208,7 +288,16 @@ def limitations(results: Results) -> list[str]:
             f"{fmt_pct(counts['copied_fraction'])} of zero-copy sends were copied by the kernel anyway on this "
             "network path (the setup table lists the interfaces' offloads)."
         ]
+    sink = (companions or {}).get("sink")
+    uncopied = zero_copy_counts(sink.trials, zero_copy) if sink is not None else None
+    behind = (
+        f" Behind the sink the kernel copied {fmt_pct(uncopied['copied_fraction'])} of them (*Where copying less "
+        "pays*), but the sink has no wire, no DMA and no receiver."
+        if uncopied is not None
+        else " No sweep behind a sink was given, where they would leave uncopied."
+    )
     return [
-        f"Zero-copy was measured only with local delivery over veth, where {fmt_pct(counts['copied_fraction'])} of "
-        "sends were copied by the kernel anyway; results do not carry over to a physical NIC."
+        f"Over the veth the kernel copied {fmt_pct(counts['copied_fraction'])} of zero-copy sends on local "
+        f"delivery, so Parts D and E measure zero-copy with a local receiver.{behind} Neither path is a physical "
+        "NIC, and the results do not carry over to one as they are."
     ]

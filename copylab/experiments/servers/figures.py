@@ -60,7 +60,7 @@ def servers_figures(
     """All plots of one servers sweep, keyed by file stem, in the report's order: along busy connections, with
     the fewest idle connections of the sweep (copylab.experiments.servers.waiting draws the idle connections'
     effect)."""
-    setup = plotting.describe_setup(manifest)
+    setup = plotting.describe_setup(manifest, summary)
     if manifest.parameters.load == "open":
         return {
             name: _against_rate(summary, metrics, f"{title} (mean, {confidence:.0%} CI)", setup, logs)
@@ -110,7 +110,7 @@ def _against_connections(
             )
             if metric in log_metrics:
                 ax.set_yscale("log")
-            ax.set_title(f"{fmt_size(size, approximate=True)} responses, pinning {pinning}", fontsize=9)
+            ax.set_title(f"{fmt_size(size, approximate=True)} responses, CPU pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
     return figure

@@ -24,13 +24,16 @@ from copylab.report.results import Results, present
 
 HEADING = "# How a server waits under open load"
 # What a report with a closed-loop servers sweep only says of open load.
+# The commands are set apart, each line inside the margin: inline, the long one ran past it.
 ABSENT = (
     "**Under open load.** This report's servers sweep kept every connection busy closed-loop, which hides "
-    "queueing: its latency is that of a server never offered more than it answers. `./inv run-sweep --name open "
-    "--experiment servers --load open --rates 5000,10000,20000,40000,60000 --connections 100 --trials 3` offers "
-    "rates on a schedule and times each request from it; `./inv report --data COPIES_DIR,SERVERS_DIR,data/open` "
-    "adds its section: each model's latency against the rate offered and the highest rate it serves within a "
-    f"p99 of {LATENCY_TARGET_US / 1000:g} ms."
+    "queueing: its latency is that of a server never offered more than it answers. This command offers rates on a "
+    "schedule and times each request from it:\n\n"
+    "```\n./inv run-sweep --name open --experiment servers --load open \\\n"
+    "    --rates 5000,10000,20000,40000,60000 --connections 100 --trials 3\n```\n\n"
+    "and this one adds its section, each model's latency against the rate offered and the highest rate it serves "
+    f"within a p99 of {LATENCY_TARGET_US / 1000:g} ms:\n\n"
+    "```\n./inv report --data COPIES_DIR,SERVERS_DIR,data/open\n```"
 )
 METRIC = "latency_p99_us"
 RESAMPLES = 2000

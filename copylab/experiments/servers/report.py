@@ -9,6 +9,7 @@ through the registry (its baselines, its connection limit, its explanation), nev
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -16,13 +17,32 @@ from copylab.declarations import implementations, limits
 from copylab.declarations.metrics import METRICS
 from copylab.experiments.servers import SERVERS, open_load, waiting
 from copylab.experiments.servers.figures import FIGURES
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report import prose
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.prose import axis_value, row_interval
 from copylab.report.results import Results, between_hosts, metric_rows, paired, present, select
 
-INTERVALS = "Lines are means over trials, bands Student-t 95% confidence intervals; open markers: unstable."
+
+def _per_configuration(results: Results) -> str:
+    """'3 to 8': the successful trials the sweep's configurations rest on (a blocked sweep adds blocks where a
+    comparison was undecided)."""
+    counts = results.summary["n"][results.summary["n"] > 0]
+    return fmt_span(f"{int(counts.min())}", f"{int(counts.max())}") if not counts.empty else "0"
+
+
+def trial_counts(results: Results) -> str:
+    """'122 trials (3 to 8 successful per configuration)'."""
+    return f"{len(results.trials):,} trials ({_per_configuration(results)} successful per configuration)"
+
+
+def _intervals(results: Results) -> str:
+    return (
+        f"Lines are means over {_per_configuration(results)} trials per configuration, shaded bands Student-t 95% "
+        "confidence intervals; open markers: unstable."
+    )
+
+
 QUESTIONS: tuple[str, ...] = (
     "From how many connections does one model beat another?",
     "Which model scales best here, and why?",
@@ -90,7 +110,7 @@ def _connections(value: float) -> str:
 
 def _setting(results: Results) -> str:
     size, pinning = focus(results)
-    return f"{fmt_size(size)} responses, pinning {code(pinning)}"
+    return f"{fmt_size(size)} responses, CPU pinning {code(pinning)}"
 
 
 # ---------------------------------------------------------------- introduction and captions
@@ -112,9 +132,10 @@ def introduction(results: Results) -> str:
             f"time) and a warm-up of {fmt_num(params.warmup_s)} s; "
             + (
                 "the models of one connection count run back to back in blocks, in a seeded random order, "
-                f"{params.trials} blocks and more where a comparison was still undecided."
+                f"{params.trials} blocks and more where a comparison was still undecided: "
+                f"{trial_counts(results)}."
                 if paired(results)
-                else f"{params.trials} trials per configuration in a seeded random order."
+                else f"{params.trials} trials per configuration in a seeded random order: {trial_counts(results)}."
             ),
             explained,
             f"Each model is compared with {code(baseline(results) or 'its baseline')} at every connection count "
@@ -166,7 +187,7 @@ def _requests_caption(results: Results) -> str:
         + _at_most(results, "requests_per_s", "")
         + ". The 99th percentile of the round-trip latency "
         + _at_most(results, "latency_p99_us", "µs")
-        + f". {INTERVALS}{marked}"
+        + f". {_intervals(results)}{marked}"
     )
 
 
@@ -177,7 +198,7 @@ def _cost_caption(results: Results) -> str:
         + ". Server context switches per request "
         + _at_most(results, "snd_ctx_per_request", "")
         + ". The lower panels show the share of the window each side spent on a CPU (user + system time over "
-        f"the window): near 1, that side had nothing to spare. {INTERVALS}"
+        f"the window): near 1, that side had nothing to spare. {_intervals(results)}"
     )
 
 
@@ -187,7 +208,7 @@ def _fairness_caption(results: Results) -> str:
         "completed at least one request in the window, and Jain's index over the requests each completed "
         "(1: all equal; 1/connections: one connection got them all). Served share "
         + _at_most(results, "served_fraction", "")
-        + f". {INTERVALS}"
+        + f". {_intervals(results)}"
     )
 
 
@@ -357,6 +378,19 @@ def answer_scaling(results: Results) -> str:
             f"does for a request, a receive and a send{cost}. So against the cheapest servers the client is "
             "saturated too. Their requests per second are what the pair could do, a lower bound of the server's own "
             "capacity; the server's CPU time per request is the comparison to trust."
+        )
+    over = [
+        f"{code(m)}'s {'server' if side == 'snd' else 'client'} {fmt_num(float(busy[side][m]['mean']))}"
+        for side in ("snd", "rcv")
+        for m in models(results)
+        if busy[side][m] is not None and busy[side][m]["mean"] > 1
+    ]
+    if over:
+        why.append(
+            f"A share of the window above 1 ({', '.join(over)}) is more than one CPU, which a process pinned to one "
+            "CPU cannot spend on its own work. getrusage charges a process the interrupt work (softirq) that runs "
+            "while it is on its CPU, the receive work for the peer's packets among it, and its sampled times have "
+            "an error of their own; such a share is flagged here, not read as a cost."
         )
     lead = (
         f"At {_connections(count)} ({_setting(results)}), {', '.join(map(code, best))} served the most requests "
@@ -539,6 +573,7 @@ def summary(results: Results) -> str:
     return answer_crossovers(results)
 
 
-def limitations(results: Results) -> list[str]:
-    """What limits a servers sweep beyond what every sweep says: nothing of its own yet."""
+def limitations(results: Results, companions: Mapping[str, Results] | None = None) -> list[str]:
+    """What limits a servers sweep beyond what every sweep says (with or without COMPANIONS, sweeps beside it):
+    nothing of its own yet."""
     return []

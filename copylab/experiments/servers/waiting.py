@@ -45,7 +45,7 @@ def answer_floor(results: Results) -> str:
     floor = results.manifest.host_floor
     model = implementations.floor_of(results.manifest.parameters.experiment)
     named = code(model.name) if model else "the floor's server"
-    measured = "; ".join(f"{fmt_num(value)} µs with pinning {code(pinning)}" for pinning, value in floor.items())
+    measured = "; ".join(f"{fmt_num(value)} µs with CPU pinning {code(pinning)}" for pinning, value in floor.items())
     lead = (
         f"A minimal ping-pong ({named} at one connection: a blocking receive and send, one round trip at a time), "
         f"measured before the sweep's trials with the same window, took on average {measured}."
@@ -53,7 +53,7 @@ def answer_floor(results: Results) -> str:
     one_cpu, across = FLOOR_PINNINGS
     if floor.get(one_cpu) and floor.get(across, 0) > floor[one_cpu]:
         lead += (
-            f" Across CPUs a round trip cost {fmt_num(floor[across] / floor[one_cpu])}x what it cost on one: "
+            f" Across CPUs a round trip cost {fmt_num(floor[across] / floor[one_cpu])}× what it cost on one: "
             "the wake-up of the other CPU is the host's, and no way of waiting removes it."
         )
     rows = select(results.summary, metric="latency_mean_us", connections=1)
@@ -63,7 +63,7 @@ def answer_floor(results: Results) -> str:
     table = [
         {
             "Model": code(row.implementation),
-            "Pinning": code(row.pinning),
+            "CPU pinning": code(row.pinning),
             "Mean round trip [µs]": fmt_interval(row.mean, row.ci_low, row.ci_high),
             "Above the floor [µs]": fmt_num(row.mean - floor[row.pinning]),
         }
@@ -75,8 +75,32 @@ def answer_floor(results: Results) -> str:
         .itertuples()
     ]
     return "\n\n".join(
-        [lead, f"At one connection ({fmt_size(rows['size_bytes'].min())} responses):", markdown_table(table)]
+        [
+            lead,
+            f"At one connection ({fmt_size(rows['size_bytes'].min())} responses):",
+            markdown_table(table),
+            _within_the_floor(rows, floor, model.name if model else None),
+        ]
     )
+
+
+def _within_the_floor(rows: pd.DataFrame, floor: dict[str, float], floor_model: str | None) -> str:
+    """How to read 'above the floor': the floor is one measurement without an interval, so a difference inside a
+    model's own 95% interval is the spread between two measurements, not a cost (not even a negative one)."""
+    inside = [row for row in rows.itertuples() if row.ci_low <= floor[row.pinning] <= row.ci_high]
+    names = [code(row.implementation) for row in inside]
+    text = "The floor is a single measurement taken before the trials, without an interval. " + (
+        f"For {', '.join(names)} it lies inside the model's own 95% interval, so their distance from it, above "
+        "or below, is the spread between measurements taken at different times, not a cost of waiting."
+        if inside
+        else "Every model's 95% interval lies above it: each distance is a cost of its way of waiting."
+    )
+    if floor_model is not None and floor_model in set(rows["implementation"]):
+        text += (
+            f" {code(floor_model)} at one connection runs the floor's own ping-pong, so its distance from the floor "
+            "says how much two measurements of the same thing differ here."
+        )
+    return text
 
 
 def _focus(results: Results) -> pd.DataFrame:
@@ -154,13 +178,13 @@ def answer_idle(results: Results) -> str:
     if paying:
         verdict = (
             f"{', '.join(code(m) for m in paying)} pay for the idle connections: their cost per request grew at least "
-            f"{fmt_num(PAYS)}x as much as {code(least['model'])}'s, with intervals apart. A model that hands the "
+            f"{fmt_num(PAYS)}× as much as {code(least['model'])}'s, with intervals apart. A model that hands the "
             "kernel every descriptor on each wait, and scans them all on return, pays per idle connection on every "
             "request; one whose kernel keeps the interest list pays only for the ready ones."
         )
     else:
         verdict = (
-            f"No model's cost per request grew {fmt_num(PAYS)}x as much as {code(least['model'])}'s with intervals "
+            f"No model's cost per request grew {fmt_num(PAYS)}× as much as {code(least['model'])}'s with intervals "
             "apart: on this host and at these counts, the idle connections did not set the models apart (the scan of "
             f"{most} descriptors per wait may cost little beside a wake-up, which is what a round trip costs here)."
         )
@@ -169,8 +193,8 @@ def answer_idle(results: Results) -> str:
 
 def _interval(value: float, low: float, high: float) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
-        return f"{fmt_num(value)}x (interval unbounded)"
-    return fmt_interval(value, low, high, "x")
+        return f"{fmt_num(value)}× (interval unbounded)"
+    return fmt_interval(value, low, high, "×")
 
 
 def further_pairs(results: Results) -> list[tuple[str, str]]:

@@ -68,7 +68,10 @@ def _ratio(row: Any) -> str:
     return f"{fmt_num(row.ratio)} [{fmt_num(row.ratio_ci_low)}, {fmt_num(row.ratio_ci_high)}]{mark}"
 
 
-PAGES = {"large": "large pages (the kernel's default)", "small": "small pages (`--sender-pages small`)"}
+PAGES = {
+    "large": "multi-page (32 KiB) buffers (the kernel's default)",
+    "small": "single 4 KiB pages (`--sender-pages small`)",
+}
 
 
 def _pages_of(results: Results) -> str:
@@ -94,8 +97,9 @@ def _over_the_veth() -> str:
     """Why a sender's pages decide what maps when both ends are on one host."""
     return (
         "Over the veth the receiver is handed the sender's own pages, and the kernel maps only single 4 KiB pages. "
-        "A copying sender's kernel copies its bytes into large pages of 32 KiB, joined from single ones, which "
-        "cannot map. With `--sender-pages small` it copies them into single pages, which can; that setting "
+        "A copying sender's kernel copies its bytes into multi-page buffers of 32 KiB (not huge pages: 8 single "
+        "pages allocated together), which cannot map. With `--sender-pages small` it copies them into single pages, "
+        "which can; that setting "
         "(`net.core.high_order_alloc_disable=1`) holds for the whole host while the sweep runs. A zero-copy "
         "sender's pages are copied on delivery into new single pages, which can map either way. When no more "
         "than the copy buffer is queued, the kernel copies it all inside the call, so the share mapped also "
@@ -130,11 +134,19 @@ def _table(results: Results, found: list[dict[str, object]]) -> str:
         for item in found
     )
     return (
-        f"With {_pages_of(results)}. Stream, {threads_text(min(parameters.threads))}, pinning "
-        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B. The table gives throughput receiving by "
+        f"With {_pages_of(results)}. Stream, {threads_text(min(parameters.threads))}, CPU pinning "
+        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B; {_trials(results)}. The table gives "
+        "throughput receiving by "
         "`mmap` over receiving by copy with its 95% interval, marked faster or slower where it differs "
         "significantly (Holm-corrected tests), and where the bytes received by `mmap` came from.\n\n" + table
     )
+
+
+def _trials(results: Results) -> str:
+    """How many trials the sweep ran and how many each configuration rests on."""
+    counts = results.summary["n"][results.summary["n"] > 0]
+    spread = fmt_span(f"{int(counts.min())}", f"{int(counts.max())}") if not counts.empty else "0"
+    return f"{len(results.trials):,} trials, {spread} successful per configuration"
 
 
 def _median(results: Results, sender: str, size: int, receive: str) -> float | None:
@@ -150,7 +162,7 @@ def _median(results: Results, sender: str, size: int, receive: str) -> float | N
 
 
 def _span(ratios: list[float]) -> str:
-    return fmt_span(f"{fmt_num(min(ratios))}x", f"{fmt_num(max(ratios))}x")
+    return fmt_span(f"{fmt_num(min(ratios))}×", f"{fmt_num(max(ratios))}×")
 
 
 def _small_against_large(large: Results, small: Results) -> tuple[list[float], list[float], list[str]]:
@@ -183,8 +195,8 @@ def _what_small_pages_cost(copy_ratios: list[float], best_ratios: list[float], s
     names = ", ".join(code(name) for name in implementations.ordered(set(senders)))
     return (
         f"Small pages cost something of their own. Receiving by copy from {names}, the median throughput with small "
-        f"pages was {_span(copy_ratios)} of that with large pages. Receiving by mapping with small pages was "
-        f"{_span(best_ratios)} of receiving by copy with large pages. These are medians of two sweeps, not a "
+        f"pages was {_span(copy_ratios)} of that with 32 KiB buffers. Receiving by mapping with small pages was "
+        f"{_span(best_ratios)} of receiving by copy with 32 KiB buffers. These are medians of two sweeps, not a "
         f"paired comparison. {_verdict_on_small_pages(best_ratios)}"
     )
 

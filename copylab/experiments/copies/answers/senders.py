@@ -96,7 +96,9 @@ def receiver_copy_cost(results: Results) -> str:
             "The sweep received by copy only, so the cost of the receiver's copy is not measured here "
             "(`--receive copy,truncate` measures it)."
         )
-    table = []
+    table: list[dict[str, str]] = []
+    ratios: list[dict[str, str]] = []
+    negative: list[tuple[str, int, float, tuple[float, float] | None]] = []
     for name in measured:
         for size in measured_sizes(results):
             where = {
@@ -121,14 +123,23 @@ def receiver_copy_cost(results: Results) -> str:
             if by_copy.empty or by_truncate.empty:
                 continue
             copy_row, truncate_row = by_copy.iloc[0], by_truncate.iloc[0]
+            difference = copy_row["mean"] - truncate_row["mean"]
+            if difference < 0:
+                negative.append((name, size, difference, _per_call(results, where)))
             table.append(
                 {
                     "Sender": code(name),
                     "Size": fmt_size(size),
                     "Receiver CPU ns/B, copy": fmt_interval(copy_row["mean"], copy_row["ci_low"], copy_row["ci_high"]),
                     "truncate": fmt_interval(truncate_row["mean"], truncate_row["ci_low"], truncate_row["ci_high"]),
-                    "The copy, ns/B": fmt_num(copy_row["mean"] - truncate_row["mean"]),
-                    "Throughput truncate/copy": "n/a"
+                    "The copy, ns/B": fmt_num(difference),
+                }
+            )
+            ratios.append(
+                {
+                    "Sender": code(name),
+                    "Size": fmt_size(size),
+                    "Throughput truncate / copy [95% CI]": "n/a"
                     if ratio.empty
                     else f"{fmt_num(ratio.iloc[0]['ratio'])} [{fmt_num(ratio.iloc[0]['ratio_ci_low'])}, "
                     f"{fmt_num(ratio.iloc[0]['ratio_ci_high'])}]",
@@ -145,6 +156,38 @@ def receiver_copy_cost(results: Results) -> str:
         "difference in the receiver's CPU time per byte between `copy` and `truncate` is what the receiver's copy "
         f"costs ({config_label(focus.threads, focus.pinning)}, stream; mean [95% CI] over trials).{verified}\n\n"
         + markdown_table(table)
+        + _negative_copies(negative)
+        + "\n\nThe same senders' throughput receiving by `truncate` over receiving by copy:\n\n"
+        + markdown_table(ratios)
+    )
+
+
+def _per_call(results: Results, where: dict[str, object]) -> tuple[float, float] | None:
+    """The bytes the receiver took per receive call at WHERE, receiving by copy and by truncate."""
+    by_copy = metric_rows(results, "rcv_bytes_per_call", **where)
+    by_truncate = metric_rows(results, "rcv_bytes_per_call", **where, receive="truncate")
+    if by_copy.empty or by_truncate.empty:
+        return None
+    return float(by_copy.iloc[0]["mean"]), float(by_truncate.iloc[0]["mean"])
+
+
+def _negative_copies(negative: list[tuple[str, int, float, tuple[float, float] | None]]) -> str:
+    """What a negative difference means: not a copy that costs less than nothing, but a receiver that spent more
+    receiving by truncate, said with the bytes per call that show why where the sweep counted them."""
+    if not negative:
+        return ""
+    where = ", ".join(f"{code(name)} at {fmt_size(size)}" for name, size, _, _ in negative)
+    smaller = [calls for *_, calls in negative if calls is not None and calls[1] < calls[0]]
+    why = (
+        " There the receiver took fewer bytes per call by `truncate` than by copy (for example "
+        f"{smaller[0][1]:,.0f} B against {smaller[0][0]:,.0f} B). With no copy to make, it drained the socket "
+        "sooner and so called more often per byte; those calls cost more than the copy saved."
+        if len(smaller) == len(negative)
+        else " This sweep does not show why; the difference is flagged, not explained."
+    )
+    return (
+        f"\n\nSome differences are negative ({where}). That is not a copy costing less than nothing: receiving "
+        f"by `truncate` cost the receiver more CPU per byte than receiving by copy.{why}"
     )
 
 

@@ -1,8 +1,8 @@
 """Question 5 answered twice, over the veth and behind the sink, and the sink's part of the section on where
 copying less pays.
 
-Over the veth the receiver is local, so the kernel copies a zero-copy send's pages anyway on delivery and zero copy
-cannot pay; behind the sink (docs/method.md: The sink) nothing undoes it.  The sink sweep comes beside the report's
+Over the veth the receiver is local, so the kernel copies a zero-copy send's pages anyway on delivery; behind the
+sink (docs/method.md: The sink) nothing undoes it.  The sink sweep comes beside the report's
 main sweep (copylab.report.compose.arrange finds it by its manifest's path); without one, each part says in one
 sentence that it was not measured and which command measures it.  Every number comes from the sweeps' rows.
 """
@@ -16,6 +16,7 @@ from copylab.experiments.copies.answers.crossovers import (
     crossover_bullets,
     how_sure,
     method_note,
+    pair_details,
     stream_crossovers,
 )
 from copylab.experiments.copies.queries import role, zero_copy_counts
@@ -27,6 +28,11 @@ from copylab.roles import Role
 KERNEL_FIGURE = (
     "The kernel's documentation says `MSG_ZEROCOPY` is generally only effective at writes over around 10 KB "
     "(Documentation/networking/msg_zerocopy.rst)."
+)
+# What an engineer quoting a size measured behind the sink must know: it is a UDP send's size, not a TCP one's.
+SINK_TRANSPORT = (
+    "The sink carries UDP datagrams, not TCP: `UDP_SEGMENT` splits each send into datagrams that a `blackhole` "
+    "queueing discipline (qdisc) drops, so its sizes are those of UDP sends."
 )
 SINK_MEANING = (
     "The sink stands for the sender's cost behind a device that takes the pages without copying them. It is not a "
@@ -157,6 +163,8 @@ def answer_q5(results: Results, sink: Results | None) -> str:
         stabilities += sure
     if sink is None:
         sentences.append(sink_not_measured("Behind a sink, where no receiver undoes the zero copy, it"))
+    else:
+        sentences.append(SINK_TRANSPORT)
     short = f"**In short:** {' '.join(sentences)} {KERNEL_FIGURE}{how_sure(stabilities)} {method_note(results)}"
     body = [short]
     for sender, baseline in pairs:
@@ -166,6 +174,7 @@ def answer_q5(results: Results, sink: Results | None) -> str:
                 body.append(
                     f"**{code(sender)} against {code(baseline)}, {where}.**\n\n{crossover_bullets(sweep, found)[0]}"
                 )
+                body += pair_details(sweep, sender, baseline)
     return "\n\n".join(body)
 
 
@@ -224,7 +233,7 @@ def sink_section(sink: Results | None) -> str:
             "copy's source is seldom in cache, as a server's data would be.",
             SINK_MEANING,
             f"Zero-copy sends the kernel still copied: {copied}." if copied else "",
-            f"Stream throughput on the sink ({threads_text(min(parameters.threads))}, pinning "
+            f"Stream throughput on the sink ({threads_text(min(parameters.threads))}, CPU pinning "
             f"{code(parameters.pinning[0])}): the ratio of each sender to {code(baseline or 'two-copy')}, 95% "
             "interval; a ratio marked faster or slower differs significantly (Holm-corrected tests), an unmarked one "
             "does not.\n\n" + table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from copylab.declarations import implementations
 from copylab.experiments.copies.answers.crossovers import ratio_table
 from copylab.experiments.copies.queries import choose_focus, role, zero_copy_counts
 from copylab.formatting import (
@@ -71,7 +72,7 @@ def answer_q1(results: Results) -> str:
                 f"{code(baseline)} {value_interval(cpu[(baseline, size)])}"
                 for size in (sizes[0], sizes[-1])
             )
-            + ". Pinning pages (get_user_pages, page reference counts) and handling completions are a fixed cost "
+            + ". Page pinning (get_user_pages, page reference counts) and handling completions are a fixed cost "
             "per send; it pays off only when it replaces a copy that costs more, which needs large messages and a "
             "receiver that does not copy: a remote peer behind a NIC, not a local one."
         )
@@ -81,11 +82,13 @@ def answer_q1(results: Results) -> str:
 def _in_short(zero_copy: str, baseline: str, faster: int, slower: int, sizes: int, counts: dict | None) -> str:
     """The answer in one sentence, and how sure it is: the Holm-corrected verdicts at each size."""
     copied = counts is not None and counts["copied_fraction"] >= 0.5
+    ours, theirs = (implementations.get(name).copies.per_byte() for name in (zero_copy, baseline))
     why = (
-        f"the kernel still copied {fmt_pct(counts['copied_fraction'])} of its sends, so it saved no copy but paid "
-        "for pinning pages and reading completions"
+        f"the kernel still copied {fmt_pct(counts['copied_fraction'])} of its sends on delivery. It made {ours} "
+        f"copies of each byte where {code(baseline)} makes {theirs}: its kernel's copy was deferred, not saved, and "
+        "it paid for page pinning and reading completions"
         if copied and counts is not None
-        else "pinning pages and reading completions cost more than the copy it saves at small messages"
+        else "page pinning and reading completions cost more than the copy it saves at small messages"
     )
     head = (
         f"**In short:** {code(zero_copy)} was significantly slower than {code(baseline)} at {slower} of {sizes} "
