@@ -50,14 +50,6 @@ struct point {
     double ns_per_byte[MAX_PASSES], on_cpu[MAX_PASSES];
 };
 
-static double clock_ns(clockid_t clock)
-{
-    struct timespec t;
-    if (clock_gettime(clock, &t) != 0)
-        die_errno("clock_gettime");
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static int parse(const char *text, unsigned long low, unsigned long high, unsigned long *value)
 {
     char *end;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 /* MIN_SIZE, MAX_SIZE, MAX_THREADS, MAX_CONNECTIONS, MAX_DURATION, MAX_WARMUP: the sweep's own limits;
  * FIELD_COUNT, SELECT_MAX_CONNECTIONS: constants the Python side uses too (copylab/declarations/limits.py). */
@@ -51,6 +52,8 @@ void *page_alloc_or_die(size_t size);
 
 /* ---- time (clock.c) ---- */
 uint64_t now_ns(void);
+/* CLOCK's reading in nanoseconds (the calibration programs read the monotonic and the thread's CPU clock). */
+double clock_ns(clockid_t clock);
 void sleep_seconds(double seconds);
 
 /* ---- options (options.c) ---- */

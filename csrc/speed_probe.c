@@ -19,14 +19,6 @@
 #define REPEATS 5
 #define COPY_BYTES (2u << 20)
 
-static double clock_ns(clockid_t clock)
-{
-    struct timespec t;
-    if (clock_gettime(clock, &t) != 0)
-        die_errno("clock_gettime");
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
