@@ -230,3 +230,24 @@ def test_no_page_describes_the_references_host_otherwise_than_their_manifests(pa
         for word in ("KVM", "EPYC", "Xeon", "docker"):
             if word in paragraph and word.lower() not in hosts:
                 pytest.fail(f"{page.name}: says {word} of the references, whose manifests record: {hosts}")
+
+
+def test_docs_sweeps_names_every_declared_profile():
+    from copylab.experiments import EXPERIMENTS
+
+    section = (ROOT / "docs" / "sweeps.md").read_text().split("## Profiles", 1)[1].split("\n## ", 1)[0]
+    for experiment in EXPERIMENTS.values():
+        for profile in experiment.profiles:
+            named = re.search(rf"`[^`]*(?<![\w-]){re.escape(profile)}(?![\w-])[^`]*`", section)
+            assert named, f"docs/sweeps.md: Profiles does not name {experiment.name}'s {profile}"
+
+
+def test_license_citation_and_changelog_say_what_a_user_needs():
+    assert "MIT License" in (ROOT / "LICENSE").read_text() and "the copylab authors" in (ROOT / "LICENSE").read_text()
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert re.search(r"^cff-version: 1\.2\.0$", citation, re.M) and re.search(r"^license: MIT$", citation, re.M)
+    message = citation.split("\nmessage:", 1)[1].split("\ntitle:", 1)[0]
+    assert "trials_sha256" in message and "commit" in message
+    sections = re.findall(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert sections and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) for date in sections)
+    assert sections == sorted(sections, reverse=True), "newest first"
