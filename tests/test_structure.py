@@ -7,6 +7,7 @@ import ast
 import dataclasses
 import graphlib
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -227,6 +228,43 @@ def test_only_an_experiments_own_package_names_it():
         if value in experiments.names() and path != PACKAGE / "experiments" / value / "__init__.py"
     ]
     assert found == []
+
+
+# A C function's definition: its head at the start of a line, its body's brace after the parameters.
+C_DEFINITION = re.compile(
+    r"^(?P<weak>__attribute__\(\(weak\)\)\s+)?(?P<static>static\s+)?[A-Za-z_][\w \t*]*?\b(?P<name>\w+)"
+    r"\s*\([^;{}]*\)\s*\{",
+    re.MULTILINE,
+)
+C_DECLARATION = re.compile(r"\b(\w+)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*(?:__attribute__\(\(.*\)\))?\s*;")
+
+
+def _c_definitions() -> dict[str, list[tuple[str, bool, bool]]]:
+    """Each C function defined in csrc/*.c: (file, static, weak) per definition."""
+    found: dict[str, list[tuple[str, bool, bool]]] = {}
+    for path in sorted(CSRC.glob("*.c")):
+        for match in C_DEFINITION.finditer(path.read_text()):
+            found.setdefault(match["name"], []).append((path.name, bool(match["static"]), bool(match["weak"])))
+    return found
+
+
+def test_no_c_function_is_defined_in_two_files():
+    """Code the programs share lives in one core file (the Makefile's CORE), not in copies that drift apart.
+    Only what a header asks of every sending path (send_*.c) or waiting model (wait_*.c) is defined once per
+    such file, a program linking one of them (and a weak default, which theirs replaces)."""
+    definitions = _c_definitions()
+    assert {"now_ns", "zc_reap", "main", "sender_create"} <= set(definitions)  # the pattern finds definitions
+    interface = {name for header in CSRC.glob("*.h") for name in C_DECLARATION.findall(header.read_text())}
+    assert {"sender_create", "model_serve"} <= interface
+    twice = []
+    for name, found in sorted(definitions.items()):
+        if name == "main" or len(found) < 2:
+            continue
+        kinds = {file.split("_", 1)[0] for file, _, weak in found if not weak}
+        one_per_program = name in interface and kinds in ({"send"}, {"wait"}) and not any(s for _, s, _ in found)
+        if not one_per_program:
+            twice.append(f"{name}: {', '.join(file for file, _, _ in found)}")
+    assert twice == []
 
 
 def test_the_c_limits_header_is_generated_from_the_settings():
