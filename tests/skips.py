@@ -174,17 +174,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Check(config), "copylab-declared-skips")
 
 
-def _item_reasons(item: pytest.Item) -> list[str]:
-    """Why ITEM will skip here, as far as is known before it runs: its skipif marks that hold, and the fixtures it
-    uses that skip for a declared reason that holds (the root one, for an unprivileged user)."""
-    reasons = []
+def _item_needs(item: pytest.Item) -> list[str]:
+    """What ITEM lacks here, as far as is known before it runs (each a declared reason's NEED, or an undeclared
+    reason's text): its skipif marks that hold, and the fixtures it uses that skip without root."""
+    needs = []
     for mark in item.iter_markers("skipif"):
         condition = mark.args[0] if mark.args else mark.kwargs.get("condition")
         if isinstance(condition, bool) and condition:
-            reasons.append(str(mark.kwargs.get("reason", "")))
+            text = str(mark.kwargs.get("reason", ""))
+            needs.append(reason.need if (reason := declared(text)) else text)
     if os.geteuid() != 0:
-        reasons += [reason.need for reason in DECLARED if set(reason.fixtures) & set(item.fixturenames)]
-    return reasons
+        needs += [reason.need for reason in DECLARED if set(reason.fixtures) & set(item.fixturenames)]
+    return needs
 
 
 class _Count:
@@ -207,10 +208,8 @@ def cannot_run(arguments: list[str]) -> str:
         pytest.main(["--collect-only", "-q", "-p", "no:xdist", *arguments], plugins=[count])
     reasons: Counter[str] = Counter()
     for item in count.items:
-        found = _item_reasons(item)
-        if found:
-            reason = declared(found[0])
-            reasons[reason.need if reason else found[0]] += 1
+        if needs := _item_needs(item):
+            reasons[needs[0]] += 1
     stopped = sum(reasons.values())
     why = ", ".join(f"{number} {need}" for need, number in reasons.most_common())
     line = f"{stopped} of {len(count.items)} tests cannot run here and will skip" + (f": {why}" if why else "")
