@@ -57,6 +57,41 @@ MMAP: dict[str, Any] = {
     "calibrate": False,  # as the sink's
 }
 
+# The eliminated copy, two_copy against one_copy, over a grid whose working sets (a message and its copy, twice the
+# message) cross every cache level of the development hosts (L1d 32-48 KiB, L2 1-2 MiB, L3 32 MiB) and reach past
+# the last one: 64 MiB at 32 MiB messages.  Question 2 reads it (copylab.experiments.copies.answers.caches).  One
+# thread, both ends on CPU 0, 3 fixed blocks.  It calibrates: its figure marks the cache sizes of the host it ran on.
+CACHE_SIZES = [4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 32 << 20]
+CACHES: dict[str, Any] = {
+    "implementations": Members(roles=(Role.TWO_COPY, Role.ONE_COPY)),
+    "workloads": ["stream"],
+    "sizes": CACHE_SIZES,
+    "threads": [1],
+    "trials": 3,
+    "duration_s": 0.2,
+    "warmup_s": 0.1,
+    "pinning": ["same_cpu"],
+    "design": "blocked",
+}
+# Question 3's sweep: two_copy at 2 MiB messages, more threads than the 2 CPUs, with both ends sharing CPU 0 and
+# with the two ends on CPUs 0 and 1.  Each thread's message and its packed copy make 4 MiB: past a 1-2 MiB L2 from
+# one thread on, the threads' combined working set stays inside a 32 MiB L3 up to 8 threads and passes it at 16
+# (copylab.experiments.copies.answers.threads).  Not 64 threads: in 0.2 s windows their CPU time came out 0.18 to
+# 0.47 ns per byte in three blocks on the 2-vCPU development host.  3 fixed blocks.
+THREAD_COUNTS = [1, 2, 4, 8, 16]
+THREADS: dict[str, Any] = {
+    "implementations": Members(roles=(Role.TWO_COPY,)),
+    "workloads": ["stream"],
+    "sizes": [2 << 20],
+    "threads": THREAD_COUNTS,
+    "trials": 3,
+    "duration_s": 0.2,
+    "warmup_s": 0.1,
+    "pinning": ["same_cpu", "split_cpu"],
+    "design": "blocked",
+    "calibrate": False,
+}
+
 # quick is ./inv report's sweep, within its 5-minute budget (docs/performance.md); full is the study's
 # grid, within 30 minutes: iperf3, whose windows are whole seconds (2 s a trial against 0.3 s, 9 of its minutes),
 # is left to `./inv bench`, which compares with it like for like, and to --implementations.  Both run blocked
@@ -112,6 +147,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     "mmap": MMAP,
     "mmap-small": {**MMAP, "sender_pages": "small"},
+    "caches": CACHES,
+    "threads": THREADS,
     "full": {
         "implementations": Members(references=False),
         "workloads": ["stream", "rr"],
@@ -179,5 +216,5 @@ COPIES = Experiment(
     deciding="roles",
     # The report's own sweep, then the sink and the receiver's side at MAPPING_MTU: the question has an answer
     # only where a zero copy is not undone by local delivery (copylab.experiments.copies.report claims them).
-    reported=("quick", "sink", "mmap", "mmap-small"),
+    reported=("quick", "sink", "mmap", "mmap-small", "caches", "threads"),
 )

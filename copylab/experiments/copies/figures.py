@@ -22,6 +22,8 @@ from copylab.analysis import plotting
 from copylab.declarations import implementations, schema
 from copylab.declarations.metrics import METRICS
 from copylab.declarations.vocabulary import NO_LAYOUT
+from copylab.experiments.copies import cachesim
+from copylab.experiments.copies.answers import caches, paired, threads
 from copylab.experiments.copies.diagram import zerocopy_path_figure
 from copylab.experiments.copies.queries import zero_copy_counts
 from copylab.formatting import fmt_size
@@ -67,7 +69,14 @@ def copies_figures(
     study_pairs = crossovers["challenger"].isin(study["implementation"]) & crossovers["baseline"].isin(
         study["implementation"]
     )
-    return {
+    answers_own = {}
+    if caches.grid_parameters(manifest.parameters) and {
+        implementations.by_role(role).name for role in (Role.TWO_COPY, Role.ONE_COPY)
+    } <= set(summary["implementation"]):
+        answers_own["saving_vs_working_set"] = saving_figure(trials, manifest, setup)
+    if threads.thread_parameters(manifest.parameters):
+        answers_own["cost_vs_threads"] = threads_figure(by_copy, setup)
+    return answers_own | {
         "zerocopy_path": zerocopy_path_diagram(trials, manifest.path == "network"),
         "throughput_vs_size": throughput_figure(study, crossovers[study_pairs], setup, confidence),
         "latency_vs_threads": latency_figure(study, setup, confidence, latency_size),
@@ -433,3 +442,101 @@ def _unmeasured_note(missing: list[str], manifest: Manifest, what: str) -> str:
 
 def _rows(summary: pd.DataFrame, metric: str, workload: str) -> pd.DataFrame:
     return summary[(summary["metric"] == metric) & (summary["workload"] == workload)]
+
+
+def saving_figure(trials: pd.DataFrame, manifest: Manifest, setup: str) -> Figure:
+    """Question 2's grid: the eliminated copy's measured saving per byte (two_copy minus one_copy sender user CPU,
+    paired by block) and the packing copy's simulated misses per KiB, against the working set (twice the message),
+    with the cache sizes of the sweep's calibration marked."""
+    two, one = (implementations.by_role(role) for role in (Role.TWO_COPY, Role.ONE_COPY))
+    blocks = paired.by_block(trials, caches.SAVING, ["size_bytes", "implementation"])
+    saving = (blocks[two.name] - blocks[one.name]).groupby(level="size_bytes").agg(list)
+    found = {int(size): paired.interval(values) for size, values in saving.items()}
+    points = pd.DataFrame(
+        [(2 * size, v.mean, v.low, v.high) for size, v in sorted(found.items()) if v is not None],
+        columns=["working_set", "mean", "ci_low", "ci_high"],
+    )
+    levels = manifest.calibration.caches if manifest.calibration else []
+    figure, axes = _own_axes("The eliminated copy by cache level", setup)
+    ax = axes[0][0]
+    ax.errorbar(
+        points["working_set"],
+        points["mean"],
+        yerr=[points["mean"] - points["ci_low"], points["ci_high"] - points["mean"]],
+        marker="o",
+        color=plotting.color_of(two.name),
+        capsize=3,
+        label=f"{two.name} minus {one.name}, sender user CPU",
+    )
+    ax.axhline(0, color="0.5", linewidth=0.8)
+    ax.set_ylabel("saving, ns per byte (mean, 95% CI)", fontsize=8)
+    ax.set_title("measured", fontsize=8)
+    ax.legend(fontsize=6, loc="lower right")
+    simulated = (
+        cachesim.simulate(tuple(int(ws) // 2 for ws in points["working_set"]), levels[0], levels[-1])
+        if levels
+        else "no calibration gives this host's caches"
+    )
+    right = axes[0][1]
+    if isinstance(simulated, str):
+        right.text(0.5, 0.5, textwrap.fill(f"Not simulated: {simulated}.", 40), ha="center", va="center", fontsize=8)
+    else:
+        for attribute, level, style in (("first_per_kib", levels[0], "-"), ("last_per_kib", levels[-1], "--")):
+            right.plot(
+                [2 * row.message_bytes for row in simulated],
+                [getattr(row, attribute) for row in simulated],
+                marker="o",
+                linestyle=style,
+                color="#555555",
+                label=f"{level.name} misses (cachegrind)",
+            )
+        right.legend(fontsize=6, loc="center left")
+    right.set_ylabel("simulated misses per KiB copied (user space only)", fontsize=8)
+    right.set_title("simulated: the packing copy alone", fontsize=8)
+    for ax in (axes[0][0], right):
+        plotting.log2_axis(ax, points["working_set"], SIZE_LABEL, "working set (message and its copy), log2 scale", 45)
+        for level in levels:
+            _mark(ax, level.size_bytes, f"{level.name} {fmt_size(level.size_bytes)}")
+    return figure
+
+
+def threads_figure(summary: pd.DataFrame, setup: str) -> Figure:
+    """Question 3's experiment: CPU per byte and context switches per message against the thread count of each
+    end, one line per pinning, the threads' combined working set on the axis."""
+    stream = summary[summary["workload"] == "stream"]
+    size = int(stream["size_bytes"].max())
+    stream = stream[stream["size_bytes"] == size]
+    metrics = ["cpu_ns_per_byte", "ctx_switches_per_msg"]
+    figure, axes = _own_axes(f"CPU per byte against threads, {fmt_size(size)} messages", setup)
+    pinnings = list(dict.fromkeys(stream["pinning"]))
+    for c, metric in enumerate(metrics):
+        ax = axes[0][c]
+        rows = stream[stream["metric"] == metric]
+        for pinning in pinnings:
+            color = _PINNING_COLORS.get(pinning, "#555555")
+            plotting.curve(ax, rows[rows["pinning"] == pinning], "threads", color, plotting.PINNING_STYLES[pinning])
+        counts = sorted(int(t) for t in rows["threads"].unique())
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts)
+        ax.set_xticklabels([f"{t}\n{fmt_size(2 * size * t)}" for t in counts], fontsize=7)
+        ax.set_xlabel("threads at each end\n(their messages and copies together)", fontsize=8)
+        ax.set_ylabel(plotting.ylabel(metric))
+    handles = [
+        Line2D([], [], color=_PINNING_COLORS.get(p, "#555555"), linestyle=plotting.PINNING_STYLES[p], label=p)
+        for p in pinnings
+    ]
+    plotting.legend(figure, handles)
+    return figure
+
+
+# Question 3's pinnings: both ends on one CPU, the two ends on two CPUs.
+_PINNING_COLORS = {"same_cpu": "#d55e00", "split_cpu": "#0173b2", "none": "#029e73"}
+
+
+def _own_axes(title: str, setup: str) -> tuple[Figure, list[list[Axes]]]:
+    """Two panels side by side, each with its own y axis (plotting.grid shares one)."""
+    with sns.axes_style("whitegrid"):
+        figure = Figure(figsize=(9.0, 4.6), layout="constrained")
+        axes = figure.subplots(1, 2, squeeze=False)
+    figure.suptitle(f"{title}\n{setup}", fontsize=9)
+    return figure, [list(axes[0])]

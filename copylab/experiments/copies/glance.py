@@ -5,6 +5,8 @@ The answers at a glance are each answer's own first paragraph ("In short", "How 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.experiments.copies import answers
@@ -19,8 +21,13 @@ EVIDENCE = (
     "the latency figure of Part D and the table under question 3",
     "the throughput figure of Part D and crossovers.csv",
     "the throughput figure of Part D and crossovers.csv",
-    "question 6",
+    "the table under question 6 and the section *What the message's layout costs*",
 )
+# Questions 2 and 3 where the report has the sweeps designed for them (copylab.experiments.copies.report.companion).
+COMPANION_EVIDENCE = {
+    "caches": "the figure of the eliminated copy by cache level and the table under question 2",
+    "threads": "the figure of CPU per byte against threads and question 3",
+}
 SHORT = "**In short:** "
 
 
@@ -33,15 +40,19 @@ def _short(answer: str) -> str:
     return short[:1].upper() + short[1:]
 
 
-def at_a_glance(results: Results, sink: Results | None = None) -> str:
-    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is; question 5 behind the
-    SINK too, when the report has that sweep."""
+def at_a_glance(results: Results, companions: Mapping[str, Results] | None = None) -> str:
+    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is, from the main sweep
+    and the sweeps COMPANIONS holds beside it (question 2's grid, question 3's threads, question 5's sink)."""
+    companions = companions or {}
     evidence = list(EVIDENCE)
-    if sink is not None:
+    if companions.get("sink") is not None:
         evidence[4] += ", and for the sink the section *Where copying less pays*"
+    for number, kind in ((2, "caches"), (3, "threads")):
+        if companions.get(kind) is not None:
+            evidence[number - 1] = COMPANION_EVIDENCE[kind]
     items = [
         f"{number}. **{question}** {_short(answer)} *Evidence:* {evidence[number - 1]}."
-        for number, (question, answer) in enumerate(answers.answers(results, sink), start=1)
+        for number, (question, answer) in enumerate(answers.answers(results, companions), start=1)
     ]
     return (
         "The study's six questions (Part E) and this sweep's answers, each with how sure it is. Each is argued in "

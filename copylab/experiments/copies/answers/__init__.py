@@ -9,8 +9,10 @@ found by their role in the registry (copylab.roles), never by name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from copylab.experiments.copies.answers.anomalies import answer_q6
-from copylab.experiments.copies.answers.caches import answer_q2
+from copylab.experiments.copies.answers.caches import answer_q2, measures_cache_levels
 from copylab.experiments.copies.answers.crossovers import answer_crossover, answer_q4, crossover_statement
 from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
 from copylab.experiments.copies.answers.receiving import receiver_section
@@ -23,7 +25,7 @@ from copylab.experiments.copies.answers.senders import (
     which_copy_costs_most,
 )
 from copylab.experiments.copies.answers.sink import answer_q5, sink_section
-from copylab.experiments.copies.answers.threads import answer_q3
+from copylab.experiments.copies.answers.threads import answer_q3, measures_threads
 from copylab.experiments.copies.answers.zero_copy import answer_q1
 from copylab.experiments.copies.queries import role
 from copylab.report.results import Results
@@ -45,6 +47,8 @@ __all__ = [
     "crossover_summary",
     "kernel_copy_evidence",
     "mapped_receive",
+    "measures_cache_levels",
+    "measures_threads",
     "other_ways_to_send",
     "receiver_copy_cost",
     "receiver_section",
@@ -76,13 +80,16 @@ def crossover_summary(results: Results) -> str:
     )
 
 
-def answers(results: Results, sink: Results | None = None) -> list[tuple[str, str]]:
-    """(question, Markdown answer) for the six questions, in the assignment's order; question 5 over the veth and,
-    given the SINK sweep, behind the sink too."""
+def answers(results: Results, companions: Mapping[str, Results] | None = None) -> list[tuple[str, str]]:
+    """(question, Markdown answer) for the six questions, in the assignment's order, from the main sweep RESULTS and
+    the sweeps COMPANIONS holds beside it (copylab.experiments.copies.report.companion): question 2 from the
+    cache-level grid, question 3 from the thread experiment, question 5 over the veth and behind the sink too."""
+    companions = companions or {}
+    sink = companions.get("sink")
     bodies = (
         answer_q1(results),
-        answer_q2(results),
-        answer_q3(results),
+        answer_q2(results, companions.get("caches")),
+        answer_q3(results, companions.get("threads")),
         answer_q4(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
         answer_q5(results, sink),
         answer_q6(results),

@@ -3,22 +3,41 @@ them, else from the copy-cost calibration."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from copylab.declarations import implementations
+from copylab.experiments.copies import cachesim
+from copylab.experiments.copies.answers import paired
 from copylab.experiments.copies.queries import Focus, choose_focus, role
 from copylab.formatting import (
     code,
+    fmt_interval,
     fmt_num,
     fmt_pct,
     fmt_size,
     markdown_table,
     md_escape,
 )
-from copylab.record.calibration import Calibration, copy_cost_at, findings_for_copy, region_costs, region_rounds
+from copylab.record.calibration import (
+    Calibration,
+    copy_cost_at,
+    findings_for_copy,
+    region_costs,
+    region_of,
+    region_rounds,
+)
 from copylab.report.prose import config_label, value_interval
-from copylab.report.results import Results, comparison_rows, counters_unavailable_reason, measured_sizes, value
+from copylab.report.results import (
+    Results,
+    comparison_rows,
+    counters_unavailable_reason,
+    measured,
+    measured_sizes,
+    value,
+)
 from copylab.roles import Role
 
 CACHE_METRICS = {"L1 data cache": "snd_l1d_misses_per_kib", "last-level cache": "snd_llc_misses_per_kib"}
@@ -150,8 +169,11 @@ def _costliest_level(record: Calibration, regions: set[str]) -> str:
     return f" Among this sweep's sizes the level that gains most from one copy less is {costliest.pop()}."
 
 
-def answer_q2(results: Results) -> str:
-    """Which cache level loses the most misses, or why that is not measurable here."""
+def answer_q2(results: Results, grid: Results | None = None) -> str:
+    """Which cache level loses the most misses: from the cache-level GRID when the report has it, else from the main
+    sweep's counters or calibration, or why that is not measurable here."""
+    if grid is not None:
+        return _q2_from_grid(results, grid)
     focus = choose_focus(results)
     baseline, one_copy = role(results, Role.TWO_COPY), role(results, Role.ONE_COPY)
     challengers = [name for name in (one_copy, role(results, Role.ZERO_COPY)) if name]
@@ -216,4 +238,235 @@ def answer_q2(results: Results) -> str:
         f"The {best['level']} shows the largest reduction: the median over sizes for {code(best['challenger'])} is "
         f"{fmt_pct(best['reduction'])} fewer sender misses per KiB than {code(baseline)}{other_text} "
         f"({config_label(focus.threads, focus.pinning)}, stream). {why}\n\n{table}"
+    )
+
+
+# A sweep whose largest message reaches this far is question 2's grid (copylab.experiments.copies.CACHES): the main
+# sweeps stop at 256 KiB, whose working sets stay inside a last-level cache.
+GRID_LARGEST = 4 << 20
+SAVING = "snd_user_ns_per_byte"
+
+
+def grid_parameters(parameters: Any) -> bool:
+    """Whether a sweep's PARAMETERS make a grid for question 2: stream, one thread count, messages up to at least
+    GRID_LARGEST."""
+    return (
+        len(parameters.threads) == 1
+        and "stream" in parameters.workloads
+        and max(parameters.sizes, default=0) >= GRID_LARGEST
+    )
+
+
+def measures_cache_levels(sweep: Results) -> bool:
+    """Whether SWEEP is a grid for question 2 that measured two_copy and one_copy."""
+    return grid_parameters(sweep.manifest.parameters) and all(
+        role(sweep, name) for name in (Role.TWO_COPY, Role.ONE_COPY)
+    )
+
+
+def host_calibration(sweep: Results, main: Results | None) -> Calibration | None:
+    """The calibration that places SWEEP's working sets in cache levels: its own, else the main sweep's when both
+    ran on the same machine (./inv report calibrates once, in the main sweep)."""
+    own = sweep.manifest.calibration
+    if own is not None and own.caches:
+        return own
+    if main is None or main.manifest.calibration is None or not main.manifest.calibration.caches:
+        return None
+    same = [(s.manifest.host.hostname, s.manifest.host.cpu_model) for s in (sweep, main)]
+    return main.manifest.calibration if same[0] == same[1] else None
+
+
+def overflowed(working_set: int, record: Calibration) -> str | None:
+    """The cache a working set overflows, whose misses a copy of it adds (the largest level smaller than it); None
+    inside the first level."""
+    smaller = [level.name for level in record.caches if level.size_bytes < working_set]
+    return smaller[-1] if smaller else None
+
+
+def level_rows(grid: Results, record: Calibration) -> pd.DataFrame:
+    """Per message size of GRID: its working set, where it lies, the level it overflows, the eliminated copy's
+    saving per byte (two_copy minus one_copy sender CPU, paired by block) and the calibrated copy cost there."""
+    baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
+    blocks = paired.by_block(grid.trials, SAVING, ["size_bytes", "implementation"])
+    medians = region_costs(record)
+    records = []
+    for size, rows in blocks.groupby(level="size_bytes"):
+        found = paired.interval(rows[baseline] - rows[one_copy]) if {baseline, one_copy} <= set(rows) else None
+        if found is None:
+            continue
+        region = region_of(2 * int(size), record.caches)
+        records.append(
+            {
+                "size": int(size),
+                "region": region,
+                "overflows": overflowed(2 * int(size), record),
+                "saving": found,
+                "cost": medians.get(region),
+            }
+        )
+    return pd.DataFrame.from_records(records, columns=["size", "region", "overflows", "saving", "cost"])
+
+
+def _by_level(rows: pd.DataFrame, grid: Results) -> dict[str, np.ndarray]:
+    """Per level the grid's working sets overflow, the savings per byte of its sizes' blocks."""
+    baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
+    blocks = paired.by_block(grid.trials, SAVING, ["size_bytes", "implementation"]).reset_index()
+    blocks["saving"] = blocks[baseline] - blocks[one_copy]
+    blocks["level"] = blocks["size_bytes"].map(dict(zip(rows["size"], rows["overflows"], strict=True)))
+    blocks = blocks.dropna(subset=["level", "saving"])
+    return {str(level): group["saving"].to_numpy() for level, group in blocks.groupby("level") if len(group) > 1}
+
+
+def simulated_text(grid: Results, record: Calibration) -> tuple[str, dict[int, cachesim.Simulated]]:
+    """What the cache simulator says of the packing copy at the grid's sizes, and its results by size."""
+    first, last = record.caches[0], record.caches[-1]
+    found = cachesim.simulate(tuple(measured_sizes(grid)), first, last)
+    if isinstance(found, str):
+        return f" The packing copy's misses could not be simulated here: {found}.", {}
+    by_size = {row.message_bytes: row for row in found}
+    beyond = [row for row in found if row.last_per_kib > 0]
+    text = (
+        f" **Simulated, not counted:** valgrind's cachegrind ran the packing copy alone (csrc/pack_copy.c) with this "
+        f"host's {first.name} ({fmt_size(first.size_bytes)}) and last-level cache ({last.name}, "
+        f"{fmt_size(last.size_bytes)}). It misses {fmt_num(max(row.first_per_kib for row in found))} times per KiB "
+        f"copied in {first.name} (a source and a destination line per 64 B) at every size whose working set passes "
+        f"{first.name}"
+    )
+    text += (
+        f", and as often in the last level only from {fmt_size(beyond[0].message_bytes)} on, where the working set "
+        "passes it: there every line of the copy comes from memory."
+        if beyond
+        else f", and never in the last level: no working set of the grid passes {fmt_size(last.size_bytes)}."
+    )
+    return text + (
+        " It simulates user space only: the kernel's copies into and out of socket buffers are not in it, and "
+        "cachegrind models the first and last levels, not an L2."
+    ), by_size
+
+
+def _q2_from_grid(results: Results, grid: Results) -> str:
+    """Question 2 from the cache-level grid GRID: counted misses where the host counts them, else the measured
+    saving per byte of the eliminated copy by cache level and the simulated misses of the packing copy."""
+    record = host_calibration(grid, results)
+    baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
+    if record is None:
+        return (
+            "**In short:** not answered: the cache-level sweep has no calibration of its own and ran on another host "
+            "than the main sweep, so its working sets cannot be placed in this host's caches. **How sure:** open; "
+            f"`./inv calibrate --data data/{grid.name}` adds a calibration."
+        )
+    if measured(grid, "snd_l1d_misses_per_kib") or measured(grid, "snd_llc_misses_per_kib"):
+        return _q2_counted(grid, record)
+    rows = level_rows(grid, record)
+    last = record.caches[-1]
+    largest = int(rows["size"].max())
+    savings = _by_level(rows, grid)
+    levels = {level: found for level, values in savings.items() if (found := paired.interval(values))}
+    simulated, by_size = simulated_text(grid, record)
+    if not levels:
+        return "**In short:** not answered: the cache-level sweep has no paired blocks of two_copy and one_copy."
+    best, sure = _best_level(levels, savings)
+    passes = 2 * largest > last.size_bytes
+    where = (
+        f"the grid's largest working set ({fmt_size(2 * largest)}) passes the {fmt_size(last.size_bytes)} {last.name}"
+        if passes
+        else f"the grid's largest working set ({fmt_size(2 * largest)}) stays inside the {fmt_size(last.size_bytes)} "
+        f"{last.name}, so this host's last level is not reached and no claim about it is made"
+    )
+    value = levels[best]
+    level_name = "the last-level cache" if best == last.name else best
+    short = (
+        f"**In short:** {level_name} ({best}): removing {code(baseline)}'s packing copy saved the sender "
+        f"{fmt_interval(value.mean, value.low, value.high, 'ns')} of CPU per byte where the working set "
+        f"overflows {best}, the most of any level; {where}. **How sure:** {sure}."
+    )
+    if not passes and best == last.name:
+        short = short.replace(level_name, f"the largest level reached, {best}")
+    table = _level_table(rows, record, by_size)
+    why = (
+        f" Why: {code(baseline)} reads the message and writes a copy of it, a working set of twice the message, and "
+        f"{code(one_copy)} skips that copy. Inside {record.caches[0].name} the copy hits and costs little per byte; "
+        "once the working set overflows a level, each 64-byte line of the source and of the destination misses there "
+        "and is fetched from the level below, so the copy costs what that level costs to reach. The last level's "
+        "misses go to memory, the farthest and slowest, so the copy it no longer makes saves most per byte there."
+    )
+    measured_text = (
+        f" **Measured, not counted:** the saving is {code(baseline)}'s sender user-space CPU time per byte minus "
+        f"{code(one_copy)}'s, paired by block ({grid.manifest.host.cpu_model or 'this CPU'}, both ends on one CPU, "
+        "stream, one thread): the packing copy is the sender's user-space work, while the kernel's copy into the "
+        "socket buffer, which both make, is system time. The calibrated cost of copying a byte where the working set "
+        "lies is beside it."
+    )
+    counters = (
+        f"This host counts no cache misses: {counters_unavailable_reason(grid)}. `perf stat -e "
+        "L1-dcache-load-misses,LLC-load-misses` on a host with a PMU would count them; so the answer stands on "
+        "two labelled stand-ins."
+    )
+    return f"{short}\n\n{counters}{measured_text}{simulated}{why}\n\n{table}"
+
+
+def _level_table(rows: pd.DataFrame, record: Calibration, by_size: dict[int, cachesim.Simulated]) -> str:
+    """The grid by message size: where its working set lies, the measured saving, the calibrated and simulated."""
+    return markdown_table(
+        {
+            "Message": fmt_size(r.size),
+            "Working set": fmt_size(2 * r.size),
+            "Lies in": r.region,
+            "Misses it adds": r.overflows if isinstance(r.overflows, str) else "none",
+            "Saving, ns/B (95% CI)": fmt_interval(r.saving.mean, r.saving.low, r.saving.high),
+            "Calibrated copy, ns/B": fmt_num(r.cost) if r.cost is not None else "not calibrated",
+            f"Simulated {record.caches[0].name} misses/KiB": fmt_num(by_size[r.size].first_per_kib)
+            if r.size in by_size
+            else "not simulated",
+            "Simulated LL misses/KiB": fmt_num(by_size[r.size].last_per_kib) if r.size in by_size else "not simulated",
+        }
+        for r in rows.itertuples()
+    )
+
+
+def _best_level(levels: dict[str, paired.Interval], savings: dict[str, np.ndarray]) -> tuple[str, str]:
+    """The level whose overflow the eliminated copy saves most per byte at, and how sure that is against the next."""
+    best = max(levels, key=lambda level: levels[level].mean)
+    runner_up = max((level for level in levels if level != best), key=lambda level: levels[level].mean, default=None)
+    margin = paired.difference(savings[best], savings[runner_up]) if runner_up else None
+    sure = (
+        f"settled: it saves {fmt_interval(margin.mean, margin.low, margin.high, 'ns')} per byte more than where the "
+        f"working set overflows {runner_up}, the next level (Welch's 95% interval of the difference)"
+        if margin is not None and margin.low > 0
+        else "not settled against "
+        + f"{runner_up}: "
+        + ", ".join(f"{level} {fmt_interval(v.mean, v.low, v.high, 'ns')}" for level, v in levels.items())
+        + " overlap; more blocks of the grid would decide it"
+        if runner_up
+        else "one level only was reached"
+    )
+    return best, sure
+
+
+def _q2_counted(grid: Results, record: Calibration) -> str:
+    """Question 2 where the host counted misses: the counted reduction per KiB by level, two_copy minus one_copy."""
+    baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
+    found = {}
+    for level, metric in CACHE_METRICS.items():
+        blocks = paired.by_block(grid.trials, metric, ["size_bytes", "implementation"])
+        if {baseline, one_copy} <= set(blocks):
+            found[level] = paired.interval(blocks[baseline] - blocks[one_copy])
+    found = {level: value for level, value in found.items() if value is not None}
+    if not found:
+        return "**In short:** not answered: the counted misses have no paired blocks of two_copy and one_copy."
+    best = max(found, key=lambda level: found[level].mean)
+    return (
+        f"**In short:** the {best}: removing {code(baseline)}'s packing copy removed "
+        f"{fmt_interval(found[best].mean, found[best].low, found[best].high)} sender misses per KiB there, counted by "
+        f"perf over the grid's sizes. **How sure:** "
+        + (
+            "settled by the intervals."
+            if all(found[best].above(v) for k, v in found.items() if k != best)
+            else "the levels' intervals overlap."
+        )
+        + "\n\n"
+        + "; ".join(f"{level}: {fmt_interval(v.mean, v.low, v.high)} misses per KiB" for level, v in found.items())
+        + f" (the caches of {record.cpu or 'the sending CPU'}: "
+        + ", ".join(f"{level.name} {fmt_size(level.size_bytes)}" for level in record.caches)
+        + ")."
     )

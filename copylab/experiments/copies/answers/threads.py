@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from copylab.declarations import implementations
+from copylab.experiments.copies.answers import paired
+from copylab.experiments.copies.answers.caches import host_calibration
 from copylab.experiments.copies.queries import choose_focus, study
 from copylab.formatting import (
     code,
@@ -12,12 +21,16 @@ from copylab.formatting import (
     markdown_table,
 )
 from copylab.measure.spec import cpus_for
+from copylab.record.calibration import CacheLevel, Calibration, region_costs
 from copylab.report.prose import value_interval
 from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, value
 
 
-def answer_q3(results: Results) -> str:
-    """Thread count against throughput, CPU per byte, context switches and (if measured) cache misses."""
+def answer_q3(results: Results, threads: Results | None = None) -> str:
+    """From the thread experiment THREADS when the report has it; else thread count against throughput, CPU per
+    byte, context switches and (if measured) cache misses of the main sweep."""
+    if threads is not None:
+        return answer_from_threads(threads, results)
     focus = choose_focus(results)
     stream = metric_rows(results, THROUGHPUT, workload="stream", pinning=focus.pinning)
     threads = sorted(int(t) for t in stream["threads"].unique())
@@ -128,3 +141,178 @@ def _where_threads_ran(pinning: str, cores: int | None, most: int) -> str:
             "compete for the shared last-level cache."
         )
     return "The threads were not pinned and had a core each, so they compete only for the shared last-level cache."
+
+
+# A sweep with at least this many thread counts, in more than one pinning, is question 3's
+# (copylab.experiments.copies.THREADS).
+THREAD_COUNTS_AT_LEAST = 4
+COST = "cpu_ns_per_byte"
+
+
+def measures_threads(sweep: Results) -> bool:
+    """Whether SWEEP is question 3's thread experiment."""
+    return thread_parameters(sweep.manifest.parameters)
+
+
+def thread_parameters(parameters: Any) -> bool:
+    """Whether a sweep's PARAMETERS make question 3's thread experiment: stream, several thread counts in more than
+    one pinning."""
+    return (
+        "stream" in parameters.workloads
+        and len(parameters.threads) >= THREAD_COUNTS_AT_LEAST
+        and len(parameters.pinning) > 1
+    )
+
+
+def thread_rows(sweep: Results) -> pd.DataFrame:
+    """Per pinning and thread count of SWEEP: the combined working set (a message and its copy per thread), CPU per
+    byte, its ratio to one thread's paired by block, context switches per message and the time a message of one
+    thread spends in the system (Little's law: threads over messages per second)."""
+    first = study(sweep)[0]
+    trials = sweep.trials[sweep.trials["implementation"] == first]
+    size = int(trials["size_bytes"].max())
+    rows = paired.ok_rows(trials[trials["size_bytes"] == size], COST)
+    records = []
+    for pinning, group in rows.groupby("pinning", sort=False):
+        blocks = group.pivot_table(index="repetition", columns="threads", values=COST, aggfunc="mean")
+        least = int(min(blocks.columns))
+        for count in sorted(int(t) for t in blocks.columns):
+            at = group[group["threads"] == count]
+            ratio = paired.interval(np.log(blocks[count] / blocks[least])) if count != least else None
+            per_second = (at["messages"] / at["measured_s"]).mean()
+            records.append(
+                {
+                    "pinning": str(pinning),
+                    "threads": count,
+                    "working_set": 2 * size * count,
+                    "cost": paired.interval(at[COST]),
+                    "ratio": ratio,
+                    "switches": paired.interval(at["ctx_switches_per_msg"]),
+                    "residence_us": count / per_second * 1e6 if per_second > 0 else math.nan,
+                }
+            )
+    return pd.DataFrame.from_records(
+        records, columns=["pinning", "threads", "working_set", "cost", "ratio", "switches", "residence_us"]
+    )
+
+
+def _rise(rows: pd.DataFrame) -> pd.Series | None:
+    """The fewest threads from which CPU per byte stays above one thread's, beyond the paired interval."""
+    above = [row.ratio is not None and np.exp(row.ratio.low) > 1 for row in rows.itertuples()]
+    for index in range(1, len(rows)):
+        if all(above[index:]):
+            return rows.iloc[index]
+    return None
+
+
+def _change(row: pd.Series | Any) -> str:
+    """A paired change against one thread: '+10% [+3%, +17%]'."""
+    return f"{np.exp(row.ratio.mean) - 1:+.0%} [{np.exp(row.ratio.low) - 1:+.0%}, {np.exp(row.ratio.high) - 1:+.0%}]"
+
+
+def private_cache(record: Calibration | None) -> CacheLevel | None:
+    """The largest cache only one CPU uses: what threads sharing that CPU refill at each switch."""
+    if record is None:
+        return None
+    private = [level for level in record.caches if "," not in level.shared_cpus and "-" not in level.shared_cpus]
+    return private[-1] if private else None
+
+
+def _verdict(pinning: str, rows: pd.DataFrame, record: Calibration | None) -> str:
+    """What adding threads did to CPU per byte under PINNING, with the cache it ties to, in one clause."""
+    least, most = rows.iloc[0], rows.iloc[-1]
+    rise = _rise(rows)
+    changed = [row for row in rows.iloc[1:].itertuples() if row.ratio is not None]
+    if rise is None:
+        low = min(np.exp(row.ratio.low) - 1 for row in changed)
+        high = max(np.exp(row.ratio.high) - 1 for row in changed)
+        return (
+            f"with {_PINNING_WORDS.get(pinning, code(pinning))} it did not rise: from {least.threads} to "
+            f"{most.threads} threads every change against one thread lies within {low:+.0%} to {high:+.0%}"
+        )
+    server, client = cpus_for(pinning)
+    private = private_cache(record)
+    tie = (
+        f": the threads' combined working set ({fmt_size(rise.working_set)}) then overflows CPU {server}'s private "
+        f"{fmt_size(private.size_bytes)} {private.name} many times over, so what one thread wrote is refilled from "
+        "the next level when its peer reads it"
+        if private is not None and server is not None and server == client and rise.working_set > private.size_bytes
+        else f", at a combined working set of {fmt_size(rise.working_set)}"
+    )
+    return (
+        f"with {_PINNING_WORDS.get(pinning, code(pinning))} it rose from {rise.threads} threads "
+        f"({_change(rise)}) to {_change(most)} at {most.threads}{tie}"
+    )
+
+
+_PINNING_WORDS = {"same_cpu": "both ends sharing one CPU", "split_cpu": "the two ends on two CPUs"}
+
+
+def _pinning_text(pinning: str, rows: pd.DataFrame) -> str:
+    """One pinning's numbers: CPU per byte against one thread's, context switches, time in the system."""
+    least, most = rows.iloc[0], rows.iloc[-1]
+    changes = "; ".join(f"{row.threads}: {_change(row)}" for row in rows.iloc[1:].itertuples() if row.ratio is not None)
+    return (
+        f"- {code(pinning)}: CPU per byte {fmt_num(least.cost.mean)} ns at {least.threads} thread, "
+        f"{fmt_num(most.cost.mean)} ns at {most.threads}; change against one thread, paired by block, mean [95% CI], "
+        f"at {changes}. Context switches per message {fmt_num(least.switches.mean)} to "
+        f"{fmt_num(most.switches.mean)}; a message of one thread spends {fmt_num(least.residence_us)} to "
+        f"{fmt_num(most.residence_us)} µs in the system (Little's law: threads over messages per second). "
+        + _where_threads_ran(pinning, None, int(most.threads))
+    )
+
+
+def answer_from_threads(sweep: Results, main: Results | None) -> str:
+    """Question 3 from the thread experiment SWEEP: per pinning, CPU per byte against one thread's, queueing apart
+    from cache refills."""
+    rows = thread_rows(sweep)
+    if rows.empty or rows["ratio"].isna().all():
+        return "**In short:** not answered: the thread sweep has no paired stream results at two thread counts."
+    record = host_calibration(sweep, main)
+    found = {str(pinning): group.reset_index(drop=True) for pinning, group in rows.groupby("pinning", sort=False)}
+    groups = {pinning: found[pinning] for pinning in sweep.manifest.parameters.pinning if pinning in found}
+    verdicts = [_verdict(pinning, group, record) for pinning, group in groups.items()]
+    name, size = study(sweep)[0], int(sweep.trials["size_bytes"].max())
+    cores = sweep.manifest.host.cores
+    counts = sorted(int(t) for t in rows["threads"].unique())
+    fewer = (
+        f" This host has {cores} CPUs and the sweep at most {max(counts)} threads, so more threads than CPUs were "
+        "not measured here."
+        if cores and max(counts) <= int(cores)
+        else ""
+    )
+    return (
+        f"**In short:** CPU time per byte of {fmt_size(size)} messages: {'; '.join(verdicts)}. "
+        "**How sure:** settled by paired intervals: each change is "
+        f"{code(name)}'s CPU per byte against one thread's in the same block, with its 95% interval.\n\n"
+        f"The thread experiment: {code(name)}, {fmt_size(size)} messages, {', '.join(str(c) for c in counts)} "
+        f"threads at each end, on {cores or 'these'} CPUs, each end's threads pinned as each pinning says.{fewer}\n\n"
+        + "\n".join(_pinning_text(pinning, group) for pinning, group in groups.items())
+        + f"\n\n{_refill_text(groups, record, name)}"
+    )
+
+
+def _refill_text(groups: dict[str, pd.DataFrame], record: Calibration | None, name: str) -> str:
+    """Queueing against cache refills: context switches and time in the system against what the calibrated copy
+    cost says a refill adds per byte, and the pinnings compared."""
+    text = (
+        "Queueing is not cache contention: threads sharing a CPU wait their turn, which lengthens the time a message "
+        "spends in the system in proportion to the threads (above) and adds context switches, not CPU per byte."
+    )
+    private = private_cache(record)
+    if record is None or private is None or not region_costs(record):
+        return text + " No calibration of this host prices a copy per cache level, so refills are not priced here."
+    costs = region_costs(record)
+    below = next((level.name for level in record.caches if level.size_bytes > private.size_bytes), "memory")
+    copies = implementations.get(name).copies.per_byte()
+    added = (costs.get(below, float("nan")) - costs[private.name]) * copies
+    rises = {p: g.iloc[-1].cost.mean - g.iloc[0].cost.mean for p, g in groups.items()}
+    measured_rises = "; ".join(f"{code(p)} {fmt_num(rise)} ns" for p, rise in rises.items())
+    return text + (
+        f" Refills add CPU per byte: the calibration prices a copied byte at {fmt_num(costs[private.name])} ns "
+        f"inside {private.name} and {fmt_num(costs.get(below, float('nan')))} ns in {below}, so {copies} copies of "
+        f"each byte that no longer find their data in {private.name} cost about {fmt_num(added)} ns per byte more. "
+        f"From the fewest threads to the most, CPU per byte changed by: {measured_rises}. Ends on two CPUs hand "
+        f"every byte from one core to the other through the shared {record.caches[-1].name} at any thread count, "
+        "which is why they pay the refill from the first thread and do not rise with more threads."
+    )
