@@ -251,3 +251,11 @@ def test_license_citation_and_changelog_say_what_a_user_needs():
     sections = re.findall(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(), re.M)
     assert sections and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) for date in sections)
     assert sections == sorted(sections, reverse=True), "newest first"
+
+
+def test_every_manifest_field_says_what_it_holds():
+    rows = [line for line in reference.manifest_page().splitlines() if line.startswith("| `")]
+    assert rows
+    for row in rows:
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert cells[2], f"docs/reference/manifest.md: no meaning for {cells[0]} (comment its field)"

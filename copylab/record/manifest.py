@@ -127,9 +127,10 @@ class Manifest:
     # Without --zc-inflight, for a sweep with a zero-copy sender: what it was set to from the path, and why.
     in_flight: InFlight | None = None
     # Written by ./inv report into its first sweep's manifest: the sweeps it measured together (directory names, this
-    # one first), which `./inv report --more` goes on measuring, and those that could not run here (profile -> why;
-    # without root, those that change a setting of the whole host).
+    # one first), which `./inv report --more` goes on measuring.
     report_sweeps: list[str] = field(default_factory=list)
+    # Written beside report_sweeps: the reported profiles that could not run here (profile -> why; without root,
+    # those that change a setting of the whole host).
     not_measured: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
