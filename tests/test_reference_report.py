@@ -80,8 +80,7 @@ def compose_results(results: Results, companions: dict[str, Results] | None = No
     """The copies report's sections from analysed RESULTS, with the sink's and the mapping receiver's sweeps
     COMPANIONS holds beside it ("sink", "mmap")."""
     companions = companions or {}
-    sink = companions.get("sink")
-    parts = [glance.at_a_glance(results, sink), glance.part_b(results), glance.part_c(results)]
+    parts = [glance.at_a_glance(results, companions), glance.part_b(results), glance.part_c(results)]
     parts += [
         sections.front_matter(results, date(2026, 1, 1)),
         sections.method(results),
@@ -89,7 +88,7 @@ def compose_results(results: Results, companions: dict[str, Results] | None = No
     ]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(copies_report.copy_limit(results))
-    parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results, sink)]
+    parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results, companions)]
     parts += [block.text for block in copies_report.where_it_pays(results, companions) if hasattr(block, "text")]
     parts.append(sections.limitations(results, companions))
     return "\n\n----\n\n".join(parts)

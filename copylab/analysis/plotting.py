@@ -13,7 +13,7 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
@@ -66,6 +66,15 @@ def mark_crossovers(ax: Axes, crossovers: pd.DataFrame, label: Callable[[float],
             fontsize=6,
             color=color,
         )
+
+
+def plain_log_y(ax: Axes) -> None:
+    """A log y axis labelled in plain numbers: figures print text literally (literal_text), so the log scale's own
+    labels, written for mathtext, printed as '$\\mathdefault{10^{-1}}$'.  Between the powers of ten only 2 and 5
+    are labelled: every minor tick's label ran into the next."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "25" else ""))
 
 
 def log2_axis(ax: Axes, values: pd.Series, label: Any, title: str, rotation: int) -> None:

@@ -57,17 +57,31 @@ FIGURE = re.compile(
 )
 
 
+# A table as pandoc sets it; TABLE_ROOM_LINES at most of it is kept on one page, so that a short table is never
+# split and a long one leaves no lone row at a page's foot.
+TABLE = re.compile(r"\\begin\{longtable\}.*?\\end\{longtable\}", re.DOTALL)
+TABLE_ROOM_LINES = 20
+
+
+def _kept_together(table: re.Match[str]) -> str:
+    """A table after the room its rows need (a heading's and the rule's lines besides), up to TABLE_ROOM_LINES."""
+    rows = table.group(0).count("\\\\")
+    return f"\\needspace{{{min(rows + 3, TABLE_ROOM_LINES)}\\baselineskip}}\n{table.group(0)}"
+
+
 def _paper(latex: str) -> str:
     """nbconvert's LaTeX set like a paper: a table of contents after the title, each heading kept with what follows
-    it, and each figure with its caption in one unbreakable box, so that neither parts across a page."""
+    it, a table's rows together (_kept_together), and each figure with its caption in one unbreakable box, so that
+    neither parts across a page."""
     for needed in (r"\maketitle", r"\begin{document}"):
         if needed not in latex:
             raise CopylabError(f"nbconvert's LaTeX template has no {needed} where copylab adds the table of contents")
     latex = latex.replace(
         r"\begin{document}", "\\usepackage{needspace}\n\\setcounter{tocdepth}{2}\n\\begin{document}", 1
     )
-    latex = latex.replace(r"\maketitle", "\\maketitle\n\\tableofcontents\n\\clearpage", 1)
+    latex = latex.replace(r"\maketitle", "\\maketitle\n\\tableofcontents\n\\bigskip", 1)
     latex = HEADING.sub(lambda m: f"{m.group(1)}{HEADING_ROOM}\n{m.group(1)}{m.group(2)}", latex)
+    latex = TABLE.sub(_kept_together, latex)
     return FIGURE.sub(
         lambda m: (
             "\\noindent\\begin{minipage}{\\linewidth}\n\\begin{center}\n"

@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from copylab.analysis import plotting
 from copylab.declarations import implementations, schema
@@ -249,8 +250,10 @@ def _cost_panel(ax: Axes, calibration: Calibration, sizes: list[int], caches: li
         ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
     ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 × size)")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("working set (source + destination bytes)")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: SIZE_LABEL(value)))
+    ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+    plotting.plain_log_y(ax)
+    ax.set_xlabel("working set (source + destination bytes), log2 scale")
     ax.set_ylabel("ns per byte copied (median)")
     if calibration.inconsistent:
         ax.set_title(textwrap.fill(f"inconsistent: {calibration.inconsistent}", 70), fontsize=7)
@@ -281,7 +284,7 @@ def cpu_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence
     figure = _size_panels(summary, metrics, manifest, title, setup, "CPU cycles")
     for ax in figure.axes:  # the same log axis as the CPU time per byte of the every-sender figure
         if ax.has_data():
-            ax.set_yscale("log")
+            plotting.plain_log_y(ax)
     return figure
 
 
@@ -318,7 +321,7 @@ def senders_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confid
 def _per_byte_scale(ax: Axes, metric: str) -> None:
     """Costs per byte span orders of magnitude from the smallest message to the largest: a log axis."""
     if METRICS[metric].unit.endswith("/B"):
-        ax.set_yscale("log")
+        plotting.plain_log_y(ax)
 
 
 def receive_modes_figure(summary: pd.DataFrame, setup: str, confidence: float) -> Figure:

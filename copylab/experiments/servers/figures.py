@@ -109,7 +109,7 @@ def _against_connections(
                 ax, data["connections"], connections_label, "concurrent connections, log scale", rotation=0
             )
             if metric in log_metrics:
-                ax.set_yscale("log")
+                plotting.plain_log_y(ax)
             ax.set_title(f"{fmt_size(size, approximate=True)} responses, CPU pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
@@ -145,7 +145,7 @@ def _against_rate(
                 ax.plot(offered, offered, color="grey", linestyle=":", linewidth=0.8)
             plotting.log2_axis(ax, data["offered_rate"], fmt_rate, "requests/s offered, log scale", rotation=30)
             if metric in log_metrics:
-                ax.set_yscale("log")
+                plotting.plain_log_y(ax)
                 # a t interval of few trials may reach below zero: the means, not the bands, set a log axis's range
                 means = data.loc[data["metric"] == metric, "mean"]
                 ax.set_ylim(means.min() / 3, means.max() * 3)
