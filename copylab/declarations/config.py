@@ -258,6 +258,49 @@ def check_descriptor_limit(config: SweepConfig) -> None:
         )
 
 
+# Where this host says how much memory a new process may take: the cgroup's limit and use, and the kernel's estimate.
+CGROUP_MEMORY = Path("/sys/fs/cgroup")
+MEMINFO = Path("/proc/meminfo")
+
+
+def available_memory() -> int | None:
+    """Bytes this host can give the sweep's programs: the kernel's MemAvailable, or less where a cgroup limit leaves
+    less; None where neither can be read."""
+    found = []
+    try:
+        line = next(line for line in MEMINFO.read_text().splitlines() if line.startswith("MemAvailable:"))
+        found.append(int(line.split()[1]) * 1024)
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
+    try:
+        limit = (CGROUP_MEMORY / "memory.max").read_text().strip()
+        used = int((CGROUP_MEMORY / "memory.current").read_text())
+        if limit != "max":
+            found.append(int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def memory_needed(config: Any) -> int:
+    """Bytes of messages the sweep's largest trial holds at its two ends: each sender thread its distinct messages and
+    a packed copy of one, each receiver thread a buffer of a message."""
+    largest = max((*config.sizes, *config.rr_sizes), default=0)
+    return max(config.threads, default=1) * largest * (config.distinct_messages + 2)
+
+
+def check_memory_limit(config: Any) -> None:
+    """Refuses, before running here, messages that do not fit in the memory this host has left."""
+    available = available_memory()
+    needed = memory_needed(config)
+    if available is not None and needed > available:
+        largest = max((*config.sizes, *config.rr_sizes), default=0)
+        raise CopylabError(
+            f"sizes: {largest} B messages need about {needed >> 20} MiB at the two ends ({max(config.threads)} "
+            f"threads, {config.distinct_messages} distinct messages) and this host has {available >> 20} MiB available"
+        )
+
+
 def _members(experiment: str, chosen: Members) -> list[str]:
     found = [implementations.get(name) for name in implementations.names(experiment)]
     return [

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from copylab.declarations import implementations, socket_buffer
-from copylab.declarations.config import SweepConfig, check_descriptor_limit
+from copylab.declarations.config import SweepConfig, check_descriptor_limit, check_memory_limit
 from copylab.errors import CopylabError
 from copylab.paths import program
 from copylab.programs import perf
@@ -233,6 +233,7 @@ class Namespaces(Testbed):
     def _require(self) -> None:
         if self.config is not None:
             check_descriptor_limit(self.config)
+            check_memory_limit(self.config)
             why = congestion.check_here(self.config.congestion_control) or socket_buffer.refusal(
                 self.config.socket_buffer, self.socket_buffer_caps(), "kernel of this machine"
             )

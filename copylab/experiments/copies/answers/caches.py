@@ -377,11 +377,9 @@ def _q2_from_grid(results: Results, grid: Results) -> str:
     level_name = "the last-level cache" if best == last.name else best
     short = (
         f"**In short:** {level_name} ({best}): removing {code(baseline)}'s packing copy saved the sender "
-        f"{fmt_interval(value.mean, value.low, value.high, 'ns')} of CPU per byte where the working set "
+        f"{fmt_interval(value.mean, value.low, value.high, 'ns')} of user-space CPU per byte where the working set "
         f"overflows {best}, the most of any level; {where}. **How sure:** {sure}."
     )
-    if not passes and best == last.name:
-        short = short.replace(level_name, f"the largest level reached, {best}")
     table = _level_table(rows, record, by_size)
     why = (
         f" Why: {code(baseline)} reads the message and writes a copy of it, a working set of twice the message, and "
