@@ -29,8 +29,10 @@ class Driver(Protocol):
     """What the registry knows of a driver (copylab.measure.drivers): the programs it runs and the message
     layouts its sender can be given."""
 
-    programs: tuple[str, ...]
-    layouts: tuple[str, ...]
+    @property
+    def programs(self) -> tuple[str, ...]: ...
+    @property
+    def layouts(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)

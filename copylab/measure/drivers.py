@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from copylab.declarations import contract
+from copylab.declarations.implementations import Implementation
 from copylab.declarations.vocabulary import LAYOUTS
 from copylab.measure.spec import TrialSettings, TrialSpec
 from copylab.measure.window import Window
@@ -63,6 +64,14 @@ class Driver:
     def window(self, client_out: str) -> Window | None:
         """The measured window, as the client reports it (its ends, its pid, the bytes it received), or None."""
         return None
+
+
+def of(implementation: Implementation) -> Driver:
+    """IMPLEMENTATION's driver as measure runs it: the registry knows only its programs and layouts."""
+    driver = implementation.driver
+    if not isinstance(driver, Driver):
+        raise TypeError(f"{implementation.name}: {driver!r} is not a copylab.measure.drivers.Driver")
+    return driver
 
 
 def _client_window(client_out: str) -> Window | None:

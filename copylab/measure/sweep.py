@@ -23,7 +23,7 @@ from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.errors import CopylabError
-from copylab.measure import allocation, kernel_copies
+from copylab.measure import allocation, drivers, kernel_copies
 from copylab.measure.drivers import GRACE_S
 from copylab.measure.floor import host_floor
 from copylab.measure.in_flight import measure as in_flight_from_path
@@ -130,7 +130,7 @@ def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
     """Implementations of the sweep that cannot run on its server end, with the reason."""
     reasons = {}
     for name in config.implementations:
-        why = config.member(name).driver.unavailable(bed.server, config.sanitize)
+        why = drivers.of(config.member(name)).unavailable(bed.server, config.sanitize)
         if why:
             reasons[name] = why
     return reasons

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from copylab.declarations.schema import PERF_EVENTS
+from copylab.measure import drivers
 from copylab.measure.drivers import GRACE_S, Driver, TrialFailed
 from copylab.measure.host_speed import trial_speed
 from copylab.measure.spec import TrialSettings, TrialSpec, cpus_for
@@ -35,7 +36,7 @@ def _pinned(cpu: str | None, command: list[str]) -> list[str]:
 
 def measured_window_s(spec: TrialSpec, settings: TrialSettings) -> float:
     """Warm-up + measured window the trial is meant to spend; the rest of its wall time is harness."""
-    return spec.implementation.driver.window_s(settings)
+    return drivers.of(spec.implementation).window_s(settings)
 
 
 @contextmanager
@@ -225,7 +226,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     """Runs one trial and returns its row (status ok or failed, never raises TrialFailed)."""
     row = _row_identity(spec, settings)
     started = time.monotonic()
-    driver = spec.implementation.driver
+    driver = drivers.of(spec.implementation)
     use_perf = settings.perf.available and driver.unprofiled_reason is None
     cpus = cpus_for(spec.pinning)
     budget = driver.window_s(settings) + GRACE_S
