@@ -14,6 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.typing import LineStyleType
 
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
@@ -30,7 +31,8 @@ def literal_text(function: Drawn) -> Drawn:
     return matplotlib.rc_context({"text.parse_math": False})(function)
 
 
-PINNING_STYLES = {"none": "-", "same_cpu": "--", "split_cpu": ":"}  # only used when a sweep has several
+# only used when a sweep has several
+PINNING_STYLES: dict[str, LineStyleType] = {"none": "-", "same_cpu": "--", "split_cpu": ":"}
 NO_DATA_COLOR = "0.35"
 
 
@@ -123,7 +125,7 @@ def implementation_handles(present: pd.Series, dashed: Iterable[str] = ()) -> li
     ]
 
 
-def pinning_styles(pinnings: list[str]) -> dict[str, str]:
+def pinning_styles(pinnings: list[str]) -> dict[str, LineStyleType]:
     return {p: PINNING_STYLES[p] if len(pinnings) > 1 else "-" for p in pinnings}
 
 

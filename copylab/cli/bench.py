@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import math
 import statistics
@@ -162,7 +163,8 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
         trials=1 if smoke else 2,
         namespaces=["copylab_bsrv", "copylab_bcli"],
         calibrate=not smoke,  # part of a sweep's wall time as users run it; a smoke run only checks the parts run
-        **({"duration_s": 0.1, "warmup_s": 0.05} if smoke else {}),
+        duration_s=0.1 if smoke else None,
+        warmup_s=0.05 if smoke else None,
     )
     result = sweep.run(settings, data_root=data_root, progress=False)
     ratio = result.wall_s / result.window_s
@@ -479,7 +481,7 @@ def explorer_redraw_time(reference: Path, changes: int = 7) -> list[Figure]:
         explorer.fixed.value = values[0]
         # Cycling through the values: every change differs from the value before it, so each one redraws.
         times = [
-            _timed(lambda value=value: setattr(explorer.fixed, "value", value))
+            _timed(functools.partial(setattr, explorer.fixed, "value", value))
             for value in (values * changes)[1 : changes + 1]
         ]
     median = statistics.median(times)

@@ -117,7 +117,9 @@ def netns_status() -> int:
 
 def _sweep_overrides(options: dict[str, Any]) -> dict[str, Any]:
     """The settings run-sweep's options give (None: not given), an experiment's own word (--models) included."""
-    overrides = {s.name: setting_value(s, options.get(s.parameter)) for s in settings.SETTINGS if s.option}
+    overrides = {
+        s.name: setting_value(s, options.get(parameter)) for s in settings.SETTINGS if (parameter := s.parameter)
+    }
     for experiment in experiments.EXPERIMENTS.values():
         aliased = options.get(experiment.noun) if experiment.noun != "implementations" else None
         if aliased is None:

@@ -134,7 +134,7 @@ def _field_comments(record: type) -> dict[str, str]:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             line = node.lineno - 1
             beside = source[line].partition("  # ")[2]
-            above = []
+            above: list[str] = []
             while line > 0 and source[line - 1].strip().startswith("#"):
                 line -= 1
                 above.insert(0, source[line].strip().lstrip("# "))

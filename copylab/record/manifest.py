@@ -189,7 +189,7 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         if value is None and type(None) in arguments:
             return None
         return _value(next(a for a in arguments if a is not type(None)), value, where)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return value if isinstance(value, hint) else _build(hint, value, f"{where}.")
     if origin is list and arguments and dataclasses.is_dataclass(arguments[0]):
         if not isinstance(value, list):

@@ -97,7 +97,8 @@ def _paper(latex: str) -> str:
 class _FittingLatex(LatexExporter):
     """nbconvert's LaTeX with every figure bounded by the text height (TEXT_BOUND), set like a paper (_paper)."""
 
-    def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> tuple[str, Any]:
+    # nbconvert declares an exporter's result a notebook; a template exporter's is its text.
+    def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> tuple[str, Any]:  # type: ignore[override]
         latex, resources = super().from_notebook_node(nb, resources=resources, **kw)
         if PAPER_BOUND not in latex:
             raise CopylabError("nbconvert's LaTeX template no longer bounds figures as copylab expects")

@@ -209,7 +209,7 @@ class Namespaces(Testbed):
         self.config = config
         self.server = NamespaceEnd("server", pair.server)
         # On the sink path the client counts the sink device's drops, in the server's namespace.
-        self.client = NamespaceEnd("client", pair.server if pair.sink else pair.client)
+        self.client: NamespaceEnd = NamespaceEnd("client", pair.server if pair.sink else pair.client)
         self.server_address = pair.server_address
 
     @classmethod
