@@ -313,8 +313,8 @@ def _where_each_wins(results: Results, crossovers: pd.DataFrame, base: str) -> l
 
 def _best(results: Results, metric: str, count: int) -> list[str]:
     """The models whose interval overlaps the best one's at COUNT connections (ties are named together)."""
-    values = {m: _value(results, metric, m, count) for m in models(results)}
-    values = {m: v for m, v in values.items() if v is not None and math.isfinite(v["mean"])}
+    found = {m: _value(results, metric, m, count) for m in models(results)}
+    values = {m: v for m, v in found.items() if v is not None and math.isfinite(v["mean"])}
     if not values:
         return []
     higher = METRICS[metric].direction == "higher"
@@ -339,8 +339,11 @@ def answer_scaling(results: Results) -> str:
             cells[METRICS[metric].label] = row_interval(_value(results, metric, model, count), unit)
         table.append(cells)
     best = _best(results, "requests_per_s", count)
-    switches = {m: _value(results, "snd_ctx_per_request", m, count) for m in models(results)}
-    switches = {m: float(v["mean"]) for m, v in switches.items() if v is not None}
+    switches = {
+        m: float(v["mean"])
+        for m in models(results)
+        if (v := _value(results, "snd_ctx_per_request", m, count)) is not None
+    }
     per_request = [m for m, v in switches.items() if v >= 0.5]
     batched = [m for m, v in switches.items() if v < 0.5]
     why = []
@@ -353,10 +356,13 @@ def answer_scaling(results: Results) -> str:
             "request: one thread collects every ready connection in one wait and answers them in a row, so the "
             "wake-ups and switches are shared by many requests."
         )
-    cpu = {m: _value(results, "snd_cpu_us_per_request", m, count) for m in models(results)}
-    cpu = {m: float(v["mean"]) for m, v in cpu.items() if v is not None}
+    cpu = {
+        m: float(v["mean"])
+        for m in models(results)
+        if (v := _value(results, "snd_cpu_us_per_request", m, count)) is not None
+    }
     if cpu:
-        cheapest, dearest = min(cpu, key=cpu.get), max(cpu, key=cpu.get)
+        cheapest, dearest = min(cpu, key=cpu.__getitem__), max(cpu, key=cpu.__getitem__)
         why.append(
             f"A request cost the server {fmt_num(cpu[cheapest])} µs of CPU with {code(cheapest)} and "
             f"{fmt_num(cpu[dearest])} µs with {code(dearest)}. A thread or process per connection also costs a "
@@ -366,7 +372,7 @@ def answer_scaling(results: Results) -> str:
     both = [
         m
         for m in models(results)
-        if all(busy[s][m] is not None and busy[s][m]["mean"] >= SATURATED for s in ("snd", "rcv"))
+        if all((v := busy[s][m]) is not None and v["mean"] >= SATURATED for s in ("snd", "rcv"))
     ]
     if both:
         client = [_value(results, "rcv_cpu_us_per_request", m, count) for m in both]
@@ -380,10 +386,10 @@ def answer_scaling(results: Results) -> str:
             "capacity; the server's CPU time per request is the comparison to trust."
         )
     over = [
-        f"{code(m)}'s {'server' if side == 'snd' else 'client'} {fmt_num(float(busy[side][m]['mean']))}"
+        f"{code(m)}'s {'server' if side == 'snd' else 'client'} {fmt_num(float(v['mean']))}"
         for side in ("snd", "rcv")
         for m in models(results)
-        if busy[side][m] is not None and busy[side][m]["mean"] > 1
+        if (v := busy[side][m]) is not None and v["mean"] > 1
     ]
     if over:
         why.append(
