@@ -26,9 +26,12 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 # pins their pages (two_copy packs them whatever their layout).
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
-# Sizes of ./inv report's copies sweeps, quick's and the sink's: 1 KiB to 256 KiB, every other power of two, so that
-# they fit its time and question 5 is answered over the same sizes over the veth and behind the sink.
-REPORT_SIZES = [1024, 4096, 16384, 65536, 262144]
+# Sizes of ./inv report's copies sweeps, quick's and the sink's: every power of two from 1 KiB to 256 KiB, so that a
+# crossover of questions 4 and 5 is placed between sizes 2x apart, over the veth and behind the sink alike.  The
+# contenders that decide no answer run at every other one of them (--side-sizes), which keeps the first pass of
+# ./inv report within its share of the time.
+REPORT_SIZES = _sizes(1024, 256 << 10)
+SIDE_SIZES = REPORT_SIZES[::2]
 # Messages each sender cycles through on the sink: "thousands make it cold" (the setting's help).  2,048 rather than
 # the 4,096 of issue 37's throwaway test: a trial's wall time grows with the messages it allocates and fills (4,096
 # at 256 KiB, 1 GiB, took 2.3 s a trial against 0.5 s at 1 KiB), and from 16 KiB up 2,048 messages (32 MiB and
@@ -92,29 +95,23 @@ THREADS: dict[str, Any] = {
     "calibrate": False,
 }
 
-# quick is ./inv report's sweep, within its 5-minute budget (docs/performance.md); full is the study's
-# grid, within 30 minutes: iperf3, whose windows are whole seconds (2 s a trial against 0.3 s, 9 of its minutes),
-# is left to `./inv bench`, which compares with it like for like, and to --implementations.  Both run blocked
-# designs with short windows.  The window is 0.3 s, not shorter: with four threads at
-# each end on one CPU, what the scheduler hands each end varies within a window and averages out over it (on the
-# 2-vCPU development host, 0.2 s windows left 10-25% between identical trials at 1-4 KiB and 0.4 s windows 4-9%;
-# at one thread both left 2-7%), while a warm-up longer than 0.1 s changed nothing.
-# ./inv report also runs the sink and mmap profiles (on the loaded 2-vCPU development host 83 s and 38 s, each with
-# a 27 s start-up of which the calibration, now left out of them, was most).  To stay within 5 minutes quick gave
-# up 64 B (its sizes are the sink's, 1 KiB to 256 KiB, so question 5's two answers span the same sizes) and its
-# budget went from 180 s to 120 s: its first pass alone, 294 trials with 64 B, took 192 s on that loaded host, so
-# the budget buys extra blocks only on a quiet one.  With mmap-small too, the whole job took 295-299 s on a quiet
-# host, whose first pass (134 s) outlasted any budget; at 110 s the extra blocks stop sooner on a faster one.
+# quick is ./inv report's main sweep; full is the study's grid, within 30 minutes (iperf3, whose windows are whole
+# seconds, is left to `./inv bench` and to --implementations).  Both run blocked designs with short windows.  With
+# four threads at each end on one CPU, what the scheduler hands each end varies within a window and averages out
+# over it, so quick's window stays at 0.2 s; the warm-up only has to outlast the connection's start, which on a
+# veth takes microseconds.  Its budget is for run-sweep alone: inside ./inv report the report's one budget decides
+# (copylab.study.budget).  docs/performance.md gives the spread each window left and what each sweep took.
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(references=False),
         "workloads": ["stream", "rr"],
         "sizes": REPORT_SIZES,
+        "side_sizes": SIDE_SIZES,
         "rr_sizes": [4096],
         "threads": [1, 4],
         "trials": 3,
-        "duration_s": 0.3,
-        "warmup_s": 0.1,
+        "duration_s": 0.2,
+        "warmup_s": 0.05,
         "pinning": ["same_cpu"],
         "receive": ["copy", "truncate"],
         "receive_for": STUDY_EDGES,
@@ -128,16 +125,17 @@ PROFILES: dict[str, dict[str, Any]] = {
     # that drops them once built, so MSG_ZEROCOPY completes uncopied.  Every sender that holds its message in
     # memory, stream only, one thread.  Cold sources: each sender cycles through DISTINCT_MESSAGES messages, as a
     # server's data would be; with one message the copy's source stays in cache and the copy looks cheaper than it
-    # is.  A fixed design of 3 blocks, no budget, so that its time is known: it is part of ./inv report's 5 minutes.
-    # 0.2 s windows: with one thread at each end 0.2 and 0.4 s windows left the same spread (docs/method.md).
+    # is.  A fixed design of 3 blocks, no budget; ./inv report gives it extra blocks where question 5 is undecided.
+    # Short windows: with one thread at each end, short and long windows left the same spread (docs/method.md).
     "sink": {
         "implementations": Members(references=False, in_memory=True),
         "workloads": ["stream"],
         "sizes": REPORT_SIZES,
+        "side_sizes": SIDE_SIZES,
         "threads": [1],
         "trials": 3,
-        "duration_s": 0.2,
-        "warmup_s": 0.1,
+        "duration_s": 0.15,
+        "warmup_s": 0.05,
         "pinning": ["same_cpu"],
         "path": "sink",
         "distinct_messages": DISTINCT_MESSAGES,
