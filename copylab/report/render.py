@@ -60,13 +60,15 @@ FIGURE = re.compile(
 # A table as pandoc sets it; TABLE_ROOM_LINES at most of it is kept on one page, so that a short table is never
 # split and a long one leaves no lone row at a page's foot.
 TABLE = re.compile(r"\\begin\{longtable\}.*?\\end\{longtable\}", re.DOTALL)
-TABLE_ROOM_LINES = 20
+TABLE_ROOM_LINES = 25
 
 
 def _kept_together(table: re.Match[str]) -> str:
-    """A table after the room its rows need (a heading's and the rule's lines besides), up to TABLE_ROOM_LINES."""
+    """A table after the room its rows need, up to TABLE_ROOM_LINES: two lines a row, since a cell may wrap (with
+    one, a table of wrapped rows started at a page's foot and broke right after its heading, which longtable then
+    printed twice), and its heading's and rules' lines."""
     rows = table.group(0).count("\\\\")
-    return f"\\needspace{{{min(rows + 3, TABLE_ROOM_LINES)}\\baselineskip}}\n{table.group(0)}"
+    return f"\\needspace{{{min(2 * rows + 4, TABLE_ROOM_LINES)}\\baselineskip}}\n{table.group(0)}"
 
 
 def _paper(latex: str) -> str:
