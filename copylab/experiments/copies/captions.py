@@ -132,10 +132,12 @@ def throughput_vs_size(results: Results, focus: Focus) -> str:
         for _, row in drawn.iterrows()
     ]
     if marks:
-        line = "A dotted line marks the crossover" if len(marks) == 1 else "Dotted lines mark the crossovers"
-        text += (
-            f" {line} of {'; '.join(marks)}, a lighter band its 95% bootstrap interval (see the answer to question 4)."
+        drawn_as = (
+            f"A dotted line marks the crossover of {marks[0]}, a lighter band its 95% bootstrap interval"
+            if len(marks) == 1
+            else f"Dotted lines mark the crossovers of {'; '.join(marks)}, lighter bands their 95% bootstrap intervals"
         )
+        text += f" {drawn_as} (see the answer to question 4)."
     else:
         text += " No crossover between these senders was found, so none is marked."
     return text
@@ -165,8 +167,8 @@ def latency_vs_threads(results: Results, focus: Focus) -> str:
 
 
 def cache_misses_vs_size(results: Results, focus: Focus) -> str:
-    levels = {"L1d": "snd_l1d_misses_per_kib", "LLC": "snd_llc_misses_per_kib"}
-    present = {name: metric for name, metric in levels.items() if measured(results, metric)}
+    counters = {"L1d": "snd_l1d_misses_per_kib", "LLC": "snd_llc_misses_per_kib"}
+    present = {name: metric for name, metric in counters.items() if measured(results, metric)}
     if not present:
         record = results.manifest.calibration
         unmeasurable = (

@@ -175,13 +175,26 @@ def _at_most(results: Results, metric: str, unit: str) -> str:
     return f"at {_connections(count)}: " + ", ".join(parts)
 
 
+def _marked(results: Results, name: str) -> str:
+    """The crossovers figure NAME draws (copylab.experiments.servers.figures marks every one of its metrics'), each
+    named, or nothing when it draws none."""
+    marks = []
+    for metric in FIGURES[name][1]:
+        found = _crossovers(results, metric)
+        for _, row in found[found["status"] == "crossover"].iterrows():
+            marks.append(
+                f"{code(row['challenger'])} over {code(row['baseline'])} in {METRICS[metric].label} from about "
+                f"{_connections(float(row['crossover_at']))}"
+            )
+    if not marks:
+        return ""
+    if len(marks) == 1:
+        return f" A dotted line marks the crossover of {marks[0]}, a lighter band its 95% bootstrap interval."
+    return f" Dotted lines mark the crossovers of {'; '.join(marks)}, lighter bands their 95% bootstrap intervals."
+
+
 def _requests_caption(results: Results) -> str:
-    crossings = _crossovers(results, "requests_per_s")
-    marked = (
-        " Dotted lines mark where a model's requests per second overtake its baseline's, shaded bands their interval."
-        if (crossings["status"] == "crossover").any()
-        else ""
-    )
+    marked = _marked(results, "requests_vs_connections")
     return (
         f"{FIGURES['requests_vs_connections'][0]} ({_setting(results)}). Requests per second "
         + _at_most(results, "requests_per_s", "")
@@ -199,6 +212,7 @@ def _cost_caption(results: Results) -> str:
         + _at_most(results, "snd_ctx_per_request", "")
         + ". The lower panels show the share of the window each side spent on a CPU (user + system time over "
         f"the window): near 1, that side had nothing to spare. {_intervals(results)}"
+        + _marked(results, "cost_per_request")
     )
 
 
@@ -209,6 +223,7 @@ def _fairness_caption(results: Results) -> str:
         "(1: all equal; 1/connections: one connection got them all). Served share "
         + _at_most(results, "served_fraction", "")
         + f". {_intervals(results)}"
+        + _marked(results, "fairness_vs_connections")
     )
 
 
