@@ -1,8 +1,8 @@
 """Robustness: link and process faults, interruption, hostile environments, bad files, stress, security.
 
 Every case records what it tried and what copylab did through the ``outcome`` fixture; after the suite,
-./inv test writes test-artifacts/ROBUSTNESS.md from that record and holds the committed ROBUSTNESS.md to it.  Every namespace,
-sweep and trial directory here carries this run's own tag, so a sweep running beside the suite
+./inv test writes test-artifacts/ROBUSTNESS.md from that record and holds the committed ROBUSTNESS.md to it.
+Every namespace, sweep and trial directory here carries this run's own tag, so a sweep running beside the suite
 is never touched.
 """
 
@@ -467,7 +467,7 @@ def test_link_fault(support, outcome, fault, tmp_path):
         assert reordered > 0
     else:
         assert rr["status"] != "ok" or rr["latency_mean_us"] >= 10_000, describe(rr)
-    assert outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(2, 0) and outcome["leftovers"] == []
 
 
 @needs_root
@@ -496,7 +496,7 @@ def test_link_goes_down_mid_trial(support, outcome, flap, tmp_path):
     outcome.update(behaviour=describe(row), leftovers=leftovers(name), rows_lost=lost([row], tmp_path))
     assert cuts, "the link really went down during the trial"
     check_recorded(row, settings)
-    assert outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(1, 0) and outcome["leftovers"] == []
 
 
 # ---------------------------------------------------------------- process faults
@@ -1100,7 +1100,7 @@ def test_port_already_taken(support, outcome, tmp_path):
     check_recorded(row, settings)
     assert row["status"] == "failed" and "Address already in use" in row["error"], row["error"]
     assert row["error"].startswith("server: cannot bind")
-    assert outcome["leftovers"] == []
+    assert outcome["rows_lost"] == Counted(1, 0) and outcome["leftovers"] == []
 
 
 @needs_root
