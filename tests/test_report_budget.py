@@ -104,3 +104,34 @@ def test_question_4_names_a_size_or_every_size_per_thread_count_with_a_table_eac
         assert phrase in short and "with 1 thread" in short and "with 4 threads" in short
         assert text.count("| Size | Throughput ratio |") == 2  # a ratio table per thread count
         assert "not settled" not in short
+
+
+def test_the_verified_pass_checks_every_reported_implementation_in_each_of_its_receive_modes():
+    from copylab.study.pipeline import report_sweeps
+    from copylab.study.verification import _wanted
+
+    wanted = _wanted(report_sweeps("S"))
+    for experiment, profile, _ in report_sweeps("S"):
+        reported = config.make_config("x", profile, experiment=experiment)
+        for name in reported.implementations:
+            assert set(schedule.receive_modes_of(reported, name)) <= wanted[experiment][name]
+
+
+def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatch, tmp_path):
+    import pandas as pd
+
+    from copylab.study import verification
+
+    class Ran:
+        directory = tmp_path / "verify-copies-S"
+
+    monkeypatch.setattr(verification.sweep, "run", lambda *args, **kwargs: Ran())
+    rows = pd.DataFrame(
+        {"implementation": ["two_copy"], "receive": ["mmap"], "status": ["failed"], "error": ["byte 7 differs"]}
+    )
+    monkeypatch.setattr(verification.SweepStore, "recorded_trials", lambda self: rows)
+    with pytest.raises(CopylabError, match=r"two_copy receiving by mmap: byte 7 differs .* nothing was measured"):
+        verification.verified_pass([("copies", "quick", "quick-S")], "S", tmp_path)
+    rows.loc[0, "status"] = "ok"
+    found = verification.verified_pass([("copies", "quick", "quick-S")], "S", tmp_path)
+    assert found.checked == ["two_copy mmap"] and found.sweeps == ["verify-copies-S"]

@@ -132,6 +132,10 @@ class Manifest:
     # Written beside report_sweeps: the reported profiles that could not run here (profile -> why; without root,
     # those that change a setting of the whole host).
     not_measured: dict[str, str] = field(default_factory=dict)
+    # Written by ./inv report into its first sweep's manifest: what its verified pass checked before it measured
+    # ("implementation receive-mode", every byte as sent) and the sweeps that ran it.
+    verified: list[str] = field(default_factory=list)
+    verified_in: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)

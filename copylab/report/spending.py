@@ -22,34 +22,51 @@ def _points(extra: pd.DataFrame) -> str:
     return "; ".join(by_threads)
 
 
+def _time(trials: pd.DataFrame) -> str:
+    """The trials' own time (their windows and the harness around each), or nothing where it was not recorded."""
+    if "trial_wall_s" not in trials or trials["trial_wall_s"].isna().all():
+        return ""
+    return f" in {fmt_duration(float(trials['trial_wall_s'].sum()))}"
+
+
 def sentence(results: Results) -> str:
     """How the sweep's trials were spent: a fixed design, or a first pass and the extra blocks after it."""
     params, trials = results.manifest.parameters, every_trial(results)
     name = f"{code(results.name)} ({params.experiment}, profile {params.profile})"
-    total = f"{len(trials):,} trials, {fmt_duration(float(trials['trial_wall_s'].sum()))} of trial time"
+    total = f"{len(trials):,} trials{_time(trials)}"
     if params.design != "blocked" or params.budget_s is None:
         return f"{name}: a fixed design, {total}."
     first = trials[trials["repetition"] <= params.trials]
     extra = trials[trials["repetition"] > params.trials]
-    text = (
-        f"{name}: a first pass of {params.trials} blocks, {len(first):,} trials in "
-        f"{fmt_duration(float(first['trial_wall_s'].sum()))}"
-    )
+    text = f"{name}: a first pass of {params.trials} blocks, {len(first):,} trials{_time(first)}"
     if extra.empty:
         return text + "; no extra blocks (every deciding comparison was decided, or no time was left)."
     blocks = extra.groupby(["workload", "size_bytes", "threads", "connections", "pinning", "repetition"]).ngroups
     return (
-        text + f"; then {blocks} extra blocks ({len(extra):,} trials, "
-        f"{fmt_duration(float(extra['trial_wall_s'].sum()))}) where a deciding comparison was still undecided: at "
-        f"{_points(extra)}."
+        text + f"; then {blocks} extra blocks ({len(extra):,} trials{_time(extra)}) where a comparison was still "
+        f"undecided or a mean imprecise: at {_points(extra)}."
+    )
+
+
+def verified(results: Results) -> str:
+    """What ./inv report's verified pass checked before it measured, or that none ran."""
+    manifest = results.manifest
+    if not manifest.verified:
+        return "No verified pass ran before these sweeps (the report was rendered from sweeps measured on their own)."
+    implementations = sorted({item.split()[0] for item in manifest.verified})
+    return (
+        f"Before measuring, a short verified pass checked every byte that {len(implementations)} implementations "
+        f"delivered, in {len(manifest.verified)} pairs of implementation and receive mode (sweeps "
+        f"{', '.join(code(name) for name in manifest.verified_in)}): every byte arrived as sent. Its trials are not "
+        "in the results."
     )
 
 
 def paragraph(sweeps: Sequence[Results]) -> str:
-    """The sentence of every sweep of the report."""
+    """The sentence of every sweep of the report, after what the verified pass checked."""
     return (
         "**Where the time went.** `./inv report` spends one time budget on all its sweeps: a first pass of each, then "
         "blocks where the study's deciding comparisons are still undecided, ranked across sweeps (a point where the "
-        "estimate changes sign first, then the nearest to significance).\n\n"
+        f"estimate changes sign first, then the nearest to significance). {verified(sweeps[0])}\n\n"
         + "\n".join(f"- {sentence(results)}" for results in sweeps)
     )

@@ -28,6 +28,7 @@ from copylab.report.comparison import write_comparison
 from copylab.report.render import render_report
 from copylab.study import REPORT_BUDGET_S
 from copylab.study.budget import MAX_CYCLES, shares, still_open
+from copylab.study.verification import verified_pass
 from copylab.testbeds import sender_pages
 
 
@@ -95,10 +96,19 @@ def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
     build()
     started = time.monotonic()
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
+    runnable = [sweep for sweep in report_sweeps(stamp) if not _not_here(sweep[0], sweep[1])]
+    verified = verified_pass(runnable, stamp)
     stores, skipped = first_passes(stamp)
     main = stores[0]
-    together = [store.name for store in stores]
-    main.write_manifest(dataclasses.replace(main.read_manifest(), report_sweeps=together, not_measured=skipped))
+    main.write_manifest(
+        dataclasses.replace(
+            main.read_manifest(),
+            report_sweeps=[store.name for store in stores],
+            not_measured=skipped,
+            verified=verified.checked,
+            verified_in=verified.sweeps,
+        )
+    )
     spent = time.monotonic() - started
     left = f"{budget_s - spent:.0f} s are" if spent < budget_s else "no time is"
     print(

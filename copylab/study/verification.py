@@ -1,0 +1,78 @@
+"""Before ./inv report measures: one short trial of every implementation it reports, in every receive mode it reports
+it in, with every byte that arrives checked against its pattern (--verify).  Nothing is measured when any byte
+arrives wrong, so no report rests on an implementation that delivers the wrong bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from copylab import experiments
+from copylab.declarations.config import make_config
+from copylab.errors import CopylabError
+from copylab.measure import sweep
+from copylab.measure.schedule import receive_modes_of
+from copylab.paths import DATA
+from copylab.record.store import SweepStore
+from copylab.segments import MAPPING_MTU
+
+# Short: the pass checks bytes, it measures nothing, and it is paid from the report's budget.
+PASS = {"trials": 1, "duration_s": 0.05, "warmup_s": 0.02, "verify": True, "calibrate": False, "kernel_copies": False}
+PASS_SIZE = 65536  # several pages and a few segments, from every layout's fields
+
+
+def _wanted(sweeps: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, set[str]]]:
+    """Per experiment, per implementation, the receive modes the report's sweeps hold it in (the sink's senders
+    over the veth: nothing arrives on the sink)."""
+    wanted: dict[str, dict[str, set[str]]] = {}
+    for experiment, profile, _ in sweeps:
+        config = make_config("verify", profile, experiment=experiment)
+        for name in config.implementations:
+            modes = receive_modes_of(config, name)
+            wanted.setdefault(experiment, {}).setdefault(name, set()).update(modes)
+    return wanted
+
+
+class Verified(NamedTuple):
+    checked: list[str]  # "implementation receive-mode", each with every byte as sent
+    sweeps: list[str]  # the sweeps that ran the pass, under data/
+
+
+def verified_pass(sweeps: Iterable[tuple[str, str, str]], stamp: str, data_root: Path = DATA) -> Verified:
+    """Runs the pass for SWEEPS ((experiment, profile, name) of the report); returns what it checked. Raises
+    CopylabError naming what arrived wrong."""
+    checked: list[str] = []
+    where: list[str] = []
+    for experiment, members in _wanted(sweeps).items():
+        declared = experiments.get(experiment)
+        modes = sorted(set().union(*members.values()))
+        config = make_config(
+            f"verify-{experiment}-{stamp}",
+            "quick",
+            experiment=experiment,
+            implementations=sorted(members),
+            receive=modes,
+            receive_for=sorted(name for name, theirs in members.items() if theirs - {"copy"}),
+            threads=[1],
+            budget_s=None,
+            # where a receiver maps, at the MTU whose segments carry whole pages, so the mapping path is checked too
+            **({"mtu": MAPPING_MTU} if "mmap" in modes else {}),
+            **PASS,
+            workloads=[declared.workload],
+            **({"sizes": [PASS_SIZE], "side_sizes": []} if declared.workload == "stream" else {}),
+            **({"connections": [1]} if declared.axis == "connections" else {}),
+        )
+        result = sweep.run(config, data_root=data_root, progress=False)
+        rows = SweepStore(result.directory, data_root=data_root).recorded_trials()
+        wrong = rows[rows["status"] != "ok"]
+        if len(wrong):
+            first = wrong.iloc[0]
+            raise CopylabError(
+                f"the verified pass before measuring: {first['implementation']} receiving by {first['receive']}: "
+                f"{first['error']} ({result.directory}); nothing was measured"
+            )
+        checked += sorted({f"{row.implementation} {row.receive}" for row in rows.itertuples()})
+        where.append(result.directory.name)
+        print(f"copylab: verified pass: {len(rows)} trials, every byte as sent ({result.directory.name})")
+    return Verified(checked, where)
