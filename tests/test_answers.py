@@ -620,3 +620,21 @@ def test_what_part_a_says_of_the_kernel_is_cited_and_its_copy_counts_agree():
     sweep = make_sweep()
     q1 = answers.answer_q1(sweep)
     assert "saved no copy" not in q1 and "It made 2 copies of each byte where `two_copy` makes 3" in q1
+
+
+def test_a_negative_receivers_copy_is_flagged_not_read_as_a_cost():
+    """Where receiving by truncate cost the receiver more per byte than receiving by copy, the table's difference is
+    negative: the text says so and why (fewer bytes per call by truncate), not a copy costing less than nothing."""
+    sweep = _with_receiver_side(make_sweep())
+    summary = sweep.summary.copy()
+    at_64 = (summary["metric"] == "rcv_cpu_ns_per_byte") & (summary["size_bytes"] == 64)
+    summary.loc[at_64 & (summary["receive"] == "truncate"), ["mean", "ci_low", "ci_high"]] = (2.5, 2.4, 2.6)
+    calls = [
+        {**_summary_row("two_copy", "stream", 64, 1, "rcv_bytes_per_call", value), "receive": receive}
+        for receive, value in (("copy", 4096.0), ("truncate", 1024.0))
+    ]
+    sweep = dataclasses.replace(sweep, summary=pd.concat([summary, pd.DataFrame(calls)], ignore_index=True))
+    cost = answers.receiver_copy_cost(sweep)
+    assert "| -0.500 |" in cost and "Some differences are negative (`two_copy` at 64 B)" in cost
+    assert "not a copy costing less than nothing" in cost and "(for example 1,024 B against 4,096 B)" in cost
+    assert "Size" in cost.split("same senders' throughput")[1]  # the ratio table keeps its Size column
