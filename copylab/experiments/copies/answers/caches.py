@@ -329,12 +329,12 @@ def simulated_text(grid: Results, record: Calibration) -> tuple[str, dict[int, c
         f" **Simulated, not counted:** valgrind's cachegrind ran the packing copy alone (csrc/pack_copy.c) with this "
         f"host's {first.name} ({fmt_size(first.size_bytes)}) and last-level cache ({last.name}, "
         f"{fmt_size(last.size_bytes)}). It misses {fmt_num(max(row.first_per_kib for row in found))} times per KiB "
-        f"copied in {first.name} (a source and a destination line per 64 B) at every size whose working set passes "
+        f"copied in {first.name} (a source and a destination line per 64 B) wherever the working set passes "
         f"{first.name}"
     )
     text += (
-        f", and as often in the last level only from {fmt_size(beyond[0].message_bytes)} on, where the working set "
-        "passes it: there every line of the copy comes from memory."
+        f". It misses as often in the last level only from {fmt_size(beyond[0].message_bytes)} on, where the "
+        "working set passes it: there every line of the copy comes from memory."
         if beyond
         else f", and never in the last level: no working set of the grid passes {fmt_size(last.size_bytes)}."
     )
@@ -349,6 +349,7 @@ def _q2_from_grid(results: Results, grid: Results) -> str:
     saving per byte of the eliminated copy by cache level and the simulated misses of the packing copy."""
     record = host_calibration(grid, results)
     baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
+    assert baseline is not None and one_copy is not None  # a grid measured both (measures_cache_levels)
     if record is None:
         return (
             "**In short:** not answered: the cache-level sweep has no calibration of its own and ran on another host "
@@ -391,9 +392,9 @@ def _q2_from_grid(results: Results, grid: Results) -> str:
     measured_text = (
         f" **Measured, not counted:** the saving is {code(baseline)}'s sender user-space CPU time per byte minus "
         f"{code(one_copy)}'s, paired by block ({grid.manifest.host.cpu_model or 'this CPU'}, both ends on one CPU, "
-        "stream, one thread): the packing copy is the sender's user-space work, while the kernel's copy into the "
-        "socket buffer, which both make, is system time. The calibrated cost of copying a byte where the working set "
-        "lies is beside it."
+        "stream, one thread). The packing copy is the sender's user-space work; the kernel's copy into the socket "
+        "buffer, which both make, is system time. The calibrated cost of copying a byte where the working set lies "
+        "is beside it."
     )
     counters = (
         f"This host counts no cache misses: {counters_unavailable_reason(grid)}. `perf stat -e "
@@ -444,12 +445,13 @@ def _best_level(levels: dict[str, paired.Interval], savings: dict[str, np.ndarra
 def _q2_counted(grid: Results, record: Calibration) -> str:
     """Question 2 where the host counted misses: the counted reduction per KiB by level, two_copy minus one_copy."""
     baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
-    found = {}
+    assert baseline is not None and one_copy is not None  # a grid measured both (measures_cache_levels)
+    intervals = {}
     for level, metric in CACHE_METRICS.items():
         blocks = paired.by_block(grid.trials, metric, ["size_bytes", "implementation"])
         if {baseline, one_copy} <= set(blocks):
-            found[level] = paired.interval(blocks[baseline] - blocks[one_copy])
-    found = {level: value for level, value in found.items() if value is not None}
+            intervals[level] = paired.interval(blocks[baseline] - blocks[one_copy])
+    found = {level: value for level, value in intervals.items() if value is not None}
     if not found:
         return "**In short:** not answered: the counted misses have no paired blocks of two_copy and one_copy."
     best = max(found, key=lambda level: found[level].mean)
