@@ -26,8 +26,14 @@ static int read_count(const char *text, unsigned long low, unsigned long high, u
     return errno == 0 && *end == '\0' && end != text && *value >= low && *value <= high;
 }
 
+static const char USAGE[] =
+    "usage: pack_copy MESSAGE_BYTES ROUNDS\n"
+    "The two-copy sender's packing copy alone, for a cache simulator: 8 fields of MESSAGE_BYTES together (8 B to\n"
+    "64 MiB) copied into one buffer ROUNDS times (0 to 1000000). Prints nothing: run it under valgrind's cachegrind.\n";
+
 int main(int argc, char **argv)
 {
+    help_if_asked(argc, argv, USAGE);
     unsigned long size, rounds;
     if (argc != 3 || !read_count(argv[1], FIELDS, MAX_MESSAGE, &size) || !read_count(argv[2], 0, MAX_ROUNDS, &rounds))
         die("usage: pack_copy MESSAGE_BYTES ROUNDS (MESSAGE_BYTES %d to %lu, ROUNDS 0 to %lu)", FIELDS, MAX_MESSAGE,

@@ -55,21 +55,20 @@ def setting_value(setting: Setting, given: Any) -> Any:
         return None if given in (None, setting.default) else bool(given)
     if given is None:
         return None
-    converters: dict[str, Callable[[str], Any]] = {"ints": int, "sizes": parse_size, "strs": str}
-    convert = converters.get(setting.kind)
+    convert = {"ints": int, "sizes": parse_size, "strs": str}.get(setting.kind)
     if convert is not None:
         return parse_list(given, convert)
     if setting.kind in ("int", "float"):
-        return parse_number(setting.option or setting.name, given, int if setting.kind == "int" else float)
+        return parse_number(setting.option, given, int if setting.kind == "int" else float)
     return str(given)
 
 
-def _value_text(setting: Setting, value: Any) -> str:
+def value_text(setting: Setting, value: Any) -> str:
     """VALUE of SETTING as the command line would give it."""
     if setting.kind == "bool":
         return "yes" if value else "no"
     if isinstance(value, (tuple, list)):
-        return ",".join(_value_text(setting, item) for item in value)
+        return ",".join(value_text(setting, item) for item in value)
     if setting.kind == "sizes":
         return fmt_size(value).replace(" KiB", "K").replace(" MiB", "M").replace(" B", "")
     return str(value)
@@ -91,7 +90,7 @@ def default_text(setting: Setting) -> str:
     elif setting.default == ():
         own = "none"
     else:
-        own = _value_text(setting, setting.default)
+        own = value_text(setting, setting.default)
     if not profiled(setting):
         return own
     return "the profile's" if setting.default in (None, ()) else f"the profile's, else {own}"

@@ -3,7 +3,8 @@
     python -m copylab.cli.reference            # rewrite docs/reference/*.md
     python -m copylab.cli.reference --check    # exit 1 naming every page that differs (what the tests check)
 
-run-sweep's options come from the command table (copylab.cli.commands, itself from the settings), trials.csv's
+run-sweep's options come from the command table (copylab.cli.commands, itself from the settings), the profiles from
+each experiment's declaration, trials.csv's
 columns from copylab.declarations.schema, the programs' JSON keys from copylab.declarations.contract and the
 manifest's fields from copylab.record.manifest's dataclasses and the comments beside their fields.
 """
@@ -17,10 +18,11 @@ import json
 import sys
 import typing
 from collections.abc import Callable
+from typing import Any
 
 from copylab.cli import parsing
 from copylab.cli.commands import COMMANDS
-from copylab.declarations import contract, schema, settings
+from copylab.declarations import config, contract, schema, settings
 from copylab.experiments import EXPERIMENTS
 from copylab.paths import ROOT
 from copylab.record import manifest
@@ -66,6 +68,35 @@ def options_page() -> str:
 def _profiles() -> list[str]:
     """Every experiment's profiles, each named once, in their declared order."""
     return list(dict.fromkeys(name for experiment in EXPERIMENTS.values() for name in experiment.profiles))
+
+
+def profiles_page() -> str:
+    """Every profile of every experiment, with each setting it sets, from the experiments' declarations."""
+    lines = [
+        "# The profiles",
+        "",
+        "`--profile NAME` starts a sweep from a profile of its experiment; options and a sweep file override any of "
+        "its settings. A setting a profile leaves out takes its default ([run-sweep's options](options.md)), shown "
+        "here in italics. Lists are comma-separated; sizes in bytes with K and M suffixes.",
+    ]
+    for experiment in EXPERIMENTS.values():
+        names = list(experiment.profiles)
+        chosen = {name: config.profile_settings(experiment.name, name) for name in names}
+        used = [s for s in settings.SETTINGS if any(s.name in values for values in chosen.values())]
+        reported = ", ".join(f"`{name}`" for name in experiment.reported)
+        lines += ["", f"## {experiment.name}", "", f"`./inv report` runs {reported}.", ""]
+        lines += ["| setting | " + " | ".join(f"`{name}`" for name in names) + " |", "|---" * (len(names) + 1) + "|"]
+        for setting in used:
+            cells = [_profile_cell(setting, chosen[name]) for name in names]
+            lines.append(f"| `{setting.option or setting.name}` | " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _profile_cell(setting: settings.Setting, values: dict[str, Any]) -> str:
+    """SETTING's value in a profile's VALUES, or its default in italics when the profile leaves it out."""
+    if setting.name in values:
+        return parsing.value_text(setting, values[setting.name])
+    return f"*{'none' if setting.default in (None, ()) else parsing.value_text(setting, setting.default)}*"
 
 
 def columns_page() -> str:
@@ -189,6 +220,7 @@ def manifest_page() -> str:
 
 PAGES: dict[str, Callable[[], str]] = {
     "options.md": options_page,
+    "profiles.md": profiles_page,
     "columns.md": columns_page,
     "programs.md": programs_page,
     "manifest.md": manifest_page,
