@@ -36,7 +36,7 @@ PINNING_STYLES: dict[str, LineStyleType] = {"none": "-", "same_cpu": "--", "spli
 NO_DATA_COLOR = "0.35"
 
 
-def curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: str) -> None:
+def curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: LineStyleType) -> None:
     """Mean line with a CI band; filled markers, open ones where the configuration is unstable."""
     rows = rows.dropna(subset=["mean"]).sort_values(x)
     if rows.empty:

@@ -123,9 +123,9 @@ Value = tuple[float, float, float]  # mean, ci_low, ci_high
 
 
 def value(
-    results: Results, metric: str, implementation: str, workload: str, size: int, threads: int, pinning: str
+    results: Results, metric: str, implementation: str | None, workload: str, size: int, threads: int, pinning: str
 ) -> Value | None:
-    """(mean, ci_low, ci_high) of one configuration, or None when not measured."""
+    """(mean, ci_low, ci_high) of one configuration, or None when not measured (or no IMPLEMENTATION plays it)."""
     found = metric_rows(
         results,
         metric,

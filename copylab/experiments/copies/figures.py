@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
+from matplotlib.typing import LineStyleType
 
 from copylab.analysis import plotting
 from copylab.declarations import implementations, schema
@@ -72,7 +73,7 @@ def copies_figures(
     )
     answers_own = {}
     if caches.grid_parameters(manifest.parameters) and {
-        implementations.by_role(role).name for role in (Role.TWO_COPY, Role.ONE_COPY)
+        impl.name for role in (Role.TWO_COPY, Role.ONE_COPY) if (impl := implementations.by_role(role))
     } <= set(summary["implementation"]):
         answers_own["saving_vs_working_set"] = saving_figure(trials, manifest, setup)
     if threads.thread_parameters(manifest.parameters):
@@ -112,7 +113,7 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
             panel = data[(data["pinning"] == pinning) & (data["threads"] == n_threads)]
             for implementation in implementations.ordered(panel["implementation"]):
                 rows = panel[panel["implementation"] == implementation]
-                style = "--" if implementation in _reference_tools() else "-"
+                style: LineStyleType = "--" if implementation in _reference_tools() else "-"
                 plotting.curve(ax, rows, "size_bytes", plotting.color_of(implementation), style)
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
             plotting.mark_crossovers(ax, here[here["status"] == "crossover"], SIZE_LABEL)
@@ -452,6 +453,7 @@ def saving_figure(trials: pd.DataFrame, manifest: Manifest, setup: str) -> Figur
     paired by block) and the packing copy's simulated misses per KiB, against the working set (twice the message),
     with the cache sizes of the sweep's calibration marked."""
     two, one = (implementations.by_role(role) for role in (Role.TWO_COPY, Role.ONE_COPY))
+    assert two is not None and one is not None  # the copies experiment declares both roles
     blocks = paired.by_block(trials, caches.SAVING, ["size_bytes", "implementation"])
     saving = (blocks[two.name] - blocks[one.name]).groupby(level="size_bytes").agg(list)
     found = {int(size): paired.interval(values) for size, values in saving.items()}

@@ -289,7 +289,7 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
             "network path (the setup table lists the interfaces' offloads)."
         ]
     sink = (companions or {}).get("sink")
-    uncopied = zero_copy_counts(sink.trials, zero_copy) if sink is not None else None
+    uncopied = zero_copy_counts(sink.trials, zero_copy) if sink is not None and zero_copy else None
     behind = (
         f" Behind the sink the kernel copied {fmt_pct(uncopied['copied_fraction'])} of them (*Where copying less "
         "pays*), but the sink has no wire, no DMA and no receiver."

@@ -223,11 +223,12 @@ def _shapes(results: Results, arms: tuple[Arm, Arm, Arm]) -> tuple[int, dict[Arm
     focus = choose_focus(results)
     trials = every_trial(results)
     trials = trials[(trials["threads"] == focus.threads) & (trials["pinning"] == focus.pinning)]
-    shapes = {}
+    shapes: dict[int, dict[Arm, dict[str, Any]]] = {}
     for size in measured_sizes(results):
         found = {arm: _skb_shape(trials, *arm, size) for arm in arms}
-        if all(found.values()):
-            shapes[size] = found
+        counted = {arm: shape for arm, shape in found.items() if shape}
+        if len(counted) == len(found):
+            shapes[size] = counted
     if not shapes:
         return None
     size = min(shapes, key=lambda s: shapes[s][arms[0]]["kib"].mean / shapes[s][arms[2]]["kib"].mean)
@@ -279,8 +280,9 @@ def _fragments_finding(results: Results) -> str | None:
     if found is None:
         return None
     size, shape = found
-    speeds = {arm: _speed(results, arm, size) for arm in arms}
-    if not all(speeds.values()):
+    measured_speeds = {arm: _speed(results, arm, size) for arm in arms}
+    speeds = {arm: speed for arm, speed in measured_speeds.items() if speed}
+    if len(speeds) < len(measured_speeds):
         return None
     fields, control, copying = (shape[arm] for arm in arms)
     fast, slow = speeds[arms[1]], speeds[arms[0]]

@@ -41,7 +41,7 @@ def _shares(trials: pd.DataFrame, sender: str, size: int) -> dict[str, float] | 
     return {column: total / whole for column, total in totals.items()} if whole > 0 else None
 
 
-def _rows(results: Results) -> list[dict[str, object]]:
+def _rows(results: Results) -> list[dict[str, Any]]:
     """A row per sender and size: mmap's throughput over copy's, its verdict and the three shares."""
     parameters = results.manifest.parameters
     threads, pinning = min(parameters.threads), parameters.pinning[0]
@@ -78,13 +78,13 @@ def _pages_of(results: Results) -> str:
     return PAGES[results.manifest.parameters.sender_pages]
 
 
-def _summary(results: Results, found: list[dict[str, object]]) -> str:
+def _summary(results: Results, found: list[dict[str, Any]]) -> str:
     """Per sender: at how many sizes mapping was faster and slower, and the share it mapped over them all."""
     clauses = []
     for sender in implementations.ordered({str(item["sender"]) for item in found}):
         mine = [item for item in found if item["sender"] == sender]
         verdicts = [verdict(item["row"]) for item in mine]
-        mapped = [item["shares"]["rx_mapped_bytes"] for item in mine]  # type: ignore[index]
+        mapped = [item["shares"]["rx_mapped_bytes"] for item in mine]
         share = fmt_span(fmt_pct(min(mapped)), fmt_pct(max(mapped)))
         clauses.append(
             f"{code(sender)} faster at {verdicts.count('faster')} of {len(mine)} sizes and slower at "
@@ -121,15 +121,15 @@ def _pages(mtu: int) -> str:
     )
 
 
-def _table(results: Results, found: list[dict[str, object]]) -> str:
+def _table(results: Results, found: list[dict[str, Any]]) -> str:
     parameters = results.manifest.parameters
     path = main_path(results) + ("" if between_hosts(results) else " (both ends on this host)")
     table = markdown_table(
         {
             "Sender": code(str(item["sender"])),
-            "Size": fmt_size(int(item["size"])),  # type: ignore[arg-type]
+            "Size": fmt_size(int(item["size"])),
             "Throughput mmap / copy": _ratio(item["row"]),
-            **{label: fmt_pct(item["shares"][column]) for column, label in SHARES},  # type: ignore[index]
+            **{label: fmt_pct(item["shares"][column]) for column, label in SHARES},
         }
         for item in found
     )
@@ -170,7 +170,7 @@ def _small_against_large(large: Results, small: Results) -> tuple[list[float], l
     ones, and receiving by mapping with small pages over receiving by copy with large ones (medians)."""
     copy_ratios, best_ratios, senders = [], [], []
     for item in _rows(small):
-        sender, size = str(item["sender"]), int(item["size"])  # type: ignore[call-overload]
+        sender, size = str(item["sender"]), int(item["size"])
         if implementations.uses_zero_copy(sender):
             continue
         copy_large = _median(large, sender, size, "copy")

@@ -198,7 +198,7 @@ def which_copy_costs_most(results: Results) -> str:
     if not (baseline and one_copy):
         return ""
     at = ("stream", focus.size, focus.threads, focus.pinning)
-    user = {name: value(results, "snd_user_ns_per_byte", name, *at) for name in (baseline, one_copy)}
+    two_user, one_user = (value(results, "snd_user_ns_per_byte", name, *at) for name in (baseline, one_copy))
     copy = value(results, "rcv_cpu_ns_per_byte", baseline, *at)
     truncate = metric_rows(
         results,
@@ -216,10 +216,10 @@ def which_copy_costs_most(results: Results) -> str:
         "the sender (the packing `memcpy` and `send()`'s copy into socket buffers) and one on the receiver "
         "(`recv()`), which the name does not count."
     )
-    if not (all(user.values()) and copy and not truncate.empty):
+    if not (two_user and one_user and copy and not truncate.empty):
         return text + " This sweep did not measure both the packing copy and the receiver's copy, so it cannot say "
         "which costs most."
-    packing = user[baseline][0] - user[one_copy][0]
+    packing = two_user[0] - one_user[0]
     receiver = copy[0] - float(truncate.iloc[0]["mean"])
     costlier, cheaper = (
         ("receiver's copy", "packing copy") if receiver > packing else ("packing copy", "receiver's copy")

@@ -170,7 +170,7 @@ def answer_q5(results: Results, sink: Results | None) -> str:
     for sender, baseline in pairs:
         for where, sweep in ((main_path(results), results), ("behind the sink", sink)):
             found = stream_crossovers(sweep, sender, baseline) if sweep is not None else pd.DataFrame()
-            if not found.empty:
+            if sweep is not None and not found.empty:
                 body.append(
                     f"**{code(sender)} against {code(baseline)}, {where}.**\n\n{crossover_bullets(sweep, found)[0]}"
                 )

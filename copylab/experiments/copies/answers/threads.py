@@ -33,8 +33,8 @@ def answer_q3(results: Results, threads: Results | None = None) -> str:
         return answer_from_threads(threads, results)
     focus = choose_focus(results)
     stream = metric_rows(results, THROUGHPUT, workload="stream", pinning=focus.pinning)
-    threads = sorted(int(t) for t in stream["threads"].unique())
-    hi = threads[-1]
+    counts = sorted(int(t) for t in stream["threads"].unique())
+    hi = counts[-1]
     llc = measured(results, "snd_llc_misses_per_kib")
     rows, sentences = [], []
     changes: list[Change] = []
@@ -42,11 +42,11 @@ def answer_q3(results: Results, threads: Results | None = None) -> str:
         values = {
             (metric, t): value(results, metric, impl, "stream", focus.size, t, focus.pinning)
             for metric in (THROUGHPUT, "cpu_ns_per_byte", "ctx_switches_per_msg", "snd_llc_misses_per_kib")
-            for t in threads
+            for t in counts
         }
-        if all(values[(THROUGHPUT, t)] is None for t in threads):
+        if all(values[(THROUGHPUT, t)] is None for t in counts):
             continue
-        for t in threads:
+        for t in counts:
             row = {
                 "Implementation": impl,
                 "Threads": t,
@@ -57,7 +57,7 @@ def answer_q3(results: Results, threads: Results | None = None) -> str:
             if llc:
                 row["Sender LLC misses/KiB"] = value_interval(values[("snd_llc_misses_per_kib", t)])
             rows.append(row)
-        throughput = {t: found for t in threads if (found := values[(THROUGHPUT, t)]) is not None}
+        throughput = {t: found for t in counts if (found := values[(THROUGHPUT, t)]) is not None}
         first, last = min(throughput), max(throughput)
         if first != last:
             tp0, tp1 = throughput[first][0], throughput[last][0]
@@ -75,7 +75,7 @@ def answer_q3(results: Results, threads: Results | None = None) -> str:
             sentences.append(f"- {text}.")
     if not rows:
         return "The sweep has no stream results at the focus size, so the question cannot be answered from it."
-    intro = f"{_conclusion(changes, threads[0], hi)}\n\nAt {fmt_size(focus.size)} per message (stream, pinning "
+    intro = f"{_conclusion(changes, counts[0], hi)}\n\nAt {fmt_size(focus.size)} per message (stream, pinning "
     intro += f"{code(focus.pinning)}):\n\n" + "\n".join(sentences) + "\n\n"
     intro += _where_threads_ran(focus.pinning, results.manifest.host.cores, hi)
     if not llc:

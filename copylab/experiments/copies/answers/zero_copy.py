@@ -43,7 +43,7 @@ def answer_q1(results: Results) -> str:
     comparisons = comparison_rows(
         results, zero_copy, baseline, workload="stream", threads=focus.threads, pinning=focus.pinning
     )
-    if not comparisons.empty:
+    if baseline is not None and not comparisons.empty:
         verdicts = [verdict(row) for row in comparisons.itertuples()]
         faster = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "faster"]
         slower = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "slower"]
@@ -64,7 +64,7 @@ def answer_q1(results: Results) -> str:
         for impl in (zero_copy, baseline)
         for size in (sizes[0], sizes[-1])
     }
-    if all(cpu.values()):
+    if baseline is not None and all(cpu.values()):
         parts.append(
             "CPU time of both ends per byte (ns, mean [95% CI]): "
             + "; ".join(
