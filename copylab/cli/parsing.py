@@ -55,11 +55,12 @@ def setting_value(setting: Setting, given: Any) -> Any:
         return None if given in (None, setting.default) else bool(given)
     if given is None:
         return None
-    convert = {"ints": int, "sizes": parse_size, "strs": str}.get(setting.kind)
+    converters: dict[str, Callable[[str], Any]] = {"ints": int, "sizes": parse_size, "strs": str}
+    convert = converters.get(setting.kind)
     if convert is not None:
         return parse_list(given, convert)
     if setting.kind in ("int", "float"):
-        return parse_number(setting.option, given, int if setting.kind == "int" else float)
+        return parse_number(setting.option or setting.name, given, int if setting.kind == "int" else float)
     return str(given)
 
 
