@@ -123,8 +123,9 @@ def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author
         outputs = cell.get("outputs", [])
         cell["outputs"] = [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
     exporter = _PaperExporter()
-    # Tables (longtable) settle their column widths in a second pass; a third, nbconvert's default, changes nothing.
-    exporter.latex_count = 2
+    # The first pass writes the table of contents, the second sets it before the report, which moves every page by
+    # its length; the third gives the contents those pages (tables settle their column widths by the second).
+    exporter.latex_count = 3
     exporter.exclude_input = True
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
