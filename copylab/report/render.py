@@ -63,12 +63,28 @@ TABLE = re.compile(r"\\begin\{longtable\}.*?\\end\{longtable\}", re.DOTALL)
 TABLE_ROOM_LINES = 25
 
 
-def _kept_together(table: re.Match[str]) -> str:
-    """A table after the room its rows need, up to TABLE_ROOM_LINES: two lines a row, since a cell may wrap (with
-    one, a table of wrapped rows started at a page's foot and broke right after its heading, which longtable then
-    printed twice), and its heading's and rules' lines."""
-    rows = table.group(0).count("\\\\")
-    return f"\\needspace{{{min(2 * rows + 4, TABLE_ROOM_LINES)}\\baselineskip}}\n{table.group(0)}"
+# A paragraph before a table at most this long introduces it ("Per size, ..."): it goes to the page its table goes to.
+LEAD_IN_CHARACTERS = 400
+BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _kept_together(latex: str) -> str:
+    """LATEX with room asked for before each table (and before a short paragraph that leads into it): as many lines
+    as its rows need, two a row since a cell may wrap, up to TABLE_ROOM_LINES.  With one line a row, a table of
+    wrapped rows started at a page's foot and broke right after its heading, which longtable then printed twice."""
+    pieces, done = [], 0
+    for table in TABLE.finditer(latex):
+        start = table.start()
+        before = [blank.end() for blank in BLANK_LINE.finditer(latex, done, start)]
+        lead = latex[before[-2] : before[-1]] if len(before) >= 2 else ""
+        if lead.strip() and len(lead) <= LEAD_IN_CHARACTERS and "\\end{" not in lead:
+            start = before[-2]
+        lines = min(2 * table.group(0).count("\\\\") + 4, TABLE_ROOM_LINES) + (
+            len(lead) // 80 + 1 if start != table.start() else 0
+        )
+        pieces += [latex[done:start], f"\\needspace{{{lines}\\baselineskip}}\n", latex[start : table.end()]]
+        done = table.end()
+    return "".join([*pieces, latex[done:]])
 
 
 def _paper(latex: str) -> str:
@@ -83,7 +99,7 @@ def _paper(latex: str) -> str:
     )
     latex = latex.replace(r"\maketitle", "\\maketitle\n\\tableofcontents\n\\bigskip", 1)
     latex = HEADING.sub(lambda m: f"{m.group(1)}{HEADING_ROOM}\n{m.group(1)}{m.group(2)}", latex)
-    latex = TABLE.sub(_kept_together, latex)
+    latex = _kept_together(latex)
     return FIGURE.sub(
         lambda m: (
             "\\noindent\\begin{minipage}{\\linewidth}\n\\begin{center}\n"
