@@ -485,15 +485,24 @@ def remeasure_command(results: Results) -> list[str]:
     return words
 
 
+# The longest line of a command the PDF sets inside its margin (verbatim text does not wrap).
+COMMAND_LINE = 66
+
+
 def _wrapped(words: list[str], first: str) -> list[str]:
-    """A shell command's words on lines of at most 66 characters (verbatim text does not wrap), continued by '\\'."""
+    """A shell command's words on lines of at most COMMAND_LINE characters, continued by '\\'.  A word longer than
+    a line (an option's long list) is cut after a comma: a '\\' at a line's end with no space before it and none
+    at the next line's start continues the word itself."""
     lines = [first]
     for word in words:
-        if len(lines[-1]) + len(word) > 66:
-            lines[-1] += " \\"
-            lines.append("    " + word)
-        else:
+        if len(lines[-1]) + len(word) < COMMAND_LINE:
             lines[-1] += " " + word
+            continue
+        lines[-1] += " \\"
+        lines.append("    " + word)
+        while len(lines[-1]) > COMMAND_LINE and "," in lines[-1][: COMMAND_LINE - 1]:
+            cut = lines[-1].rindex(",", 0, COMMAND_LINE - 1) + 1
+            lines[-1:] = [lines[-1][:cut] + "\\", lines[-1][cut:]]
     return lines
 
 
