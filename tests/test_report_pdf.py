@@ -412,3 +412,16 @@ def test_the_method_shows_the_copy_calibration_ratios_with_their_spread():
     assert table.count("\n| ") == len({p.working_set_bytes for p in record.copy_points})
     assert "finding" in table and "[" in table
     assert "The copy calibration" not in sections.method(make_sweep())
+
+
+def test_a_command_longer_than_the_margin_is_cut_inside_a_list_and_stays_one_command():
+    """An option's list longer than a line is cut after a comma; the shell joins a word continued by a backslash
+    with no space around it, so the lines still read as the same words."""
+    names = "two_copy,one_copy,zero_copy,read_send,sendfile,uring_send,uring_send_zc,iperf3"
+    lines = sections._wrapped(["--name x", f"--implementations {names}", "--trials 5"], "./inv run-sweep")
+    assert all(len(line) <= sections.COMMAND_LINE for line in lines), lines
+    joined = "".join(line[:-1] if line.endswith(",\\") else line + "\n" for line in lines)
+    assert (
+        " ".join(joined.replace("\\\n", " ").split())
+        == f"./inv run-sweep --name x --implementations {names} --trials 5"
+    )
