@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from copylab import experiments
 from copylab.declarations.config import make_config
@@ -18,7 +18,14 @@ from copylab.record.store import SweepStore
 from copylab.segments import MAPPING_MTU
 
 # Short: the pass checks bytes, it measures nothing, and it is paid from the report's budget.
-PASS = {"trials": 1, "duration_s": 0.05, "warmup_s": 0.02, "verify": True, "calibrate": False, "kernel_copies": False}
+PASS: dict[str, Any] = {
+    "trials": 1,
+    "duration_s": 0.05,
+    "warmup_s": 0.02,
+    "verify": True,
+    "calibrate": False,
+    "kernel_copies": False,
+}
 PASS_SIZE = 65536  # several pages and a few segments, from every layout's fields
 
 
@@ -47,6 +54,10 @@ def verified_pass(sweeps: Iterable[tuple[str, str, str]], stamp: str, data_root:
     for experiment, members in _wanted(sweeps).items():
         declared = experiments.get(experiment)
         modes = sorted(set().union(*members.values()))
+        # where a receiver maps, at the MTU whose segments carry whole pages, so the mapping path is checked too
+        mapping: dict[str, Any] = {"mtu": MAPPING_MTU} if "mmap" in modes else {}
+        stream: dict[str, Any] = {"sizes": [PASS_SIZE], "side_sizes": []} if declared.workload == "stream" else {}
+        busy: dict[str, Any] = {"connections": [1]} if declared.axis == "connections" else {}
         config = make_config(
             f"verify-{experiment}-{stamp}",
             "quick",
@@ -56,12 +67,11 @@ def verified_pass(sweeps: Iterable[tuple[str, str, str]], stamp: str, data_root:
             receive_for=sorted(name for name, theirs in members.items() if theirs - {"copy"}),
             threads=[1],
             budget_s=None,
-            # where a receiver maps, at the MTU whose segments carry whole pages, so the mapping path is checked too
-            **({"mtu": MAPPING_MTU} if "mmap" in modes else {}),
+            **mapping,
             **PASS,
             workloads=[declared.workload],
-            **({"sizes": [PASS_SIZE], "side_sizes": []} if declared.workload == "stream" else {}),
-            **({"connections": [1]} if declared.axis == "connections" else {}),
+            **stream,
+            **busy,
         )
         result = sweep.run(config, data_root=data_root, progress=False)
         rows = SweepStore(result.directory, data_root=data_root).recorded_trials()
