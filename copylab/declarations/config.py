@@ -282,14 +282,14 @@ def available_memory() -> int | None:
     return min(found) if found else None
 
 
-def memory_needed(config: Any) -> int:
+def memory_needed(config: SweepConfig) -> int:
     """Bytes of messages the sweep's largest trial holds at its two ends: each sender thread its distinct messages and
     a packed copy of one, each receiver thread a buffer of a message."""
     largest = max((*config.sizes, *config.rr_sizes), default=0)
     return max(config.threads, default=1) * largest * (config.distinct_messages + 2)
 
 
-def check_memory_limit(config: Any) -> None:
+def check_memory_limit(config: SweepConfig) -> None:
     """Refuses, before running here, messages that do not fit in the memory this host has left."""
     available = available_memory()
     needed = memory_needed(config)

@@ -3,12 +3,11 @@ them, else from the copy-cost calibration."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from copylab.declarations import implementations
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.experiments.copies import cachesim
 from copylab.experiments.copies.answers import paired
 from copylab.experiments.copies.queries import Focus, choose_focus, role
@@ -247,7 +246,7 @@ GRID_LARGEST = 4 << 20
 SAVING = "snd_user_ns_per_byte"
 
 
-def grid_parameters(parameters: Any) -> bool:
+def grid_parameters(parameters: SweepConfig) -> bool:
     """Whether a sweep's PARAMETERS make a grid for question 2: stream, one thread count, messages up to at least
     GRID_LARGEST."""
     return (

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from copylab.declarations import implementations
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.experiments.copies.answers import paired
 from copylab.experiments.copies.answers.caches import host_calibration
 from copylab.experiments.copies.queries import choose_focus, study
@@ -154,7 +155,7 @@ def measures_threads(sweep: Results) -> bool:
     return thread_parameters(sweep.manifest.parameters)
 
 
-def thread_parameters(parameters: Any) -> bool:
+def thread_parameters(parameters: SweepConfig) -> bool:
     """Whether a sweep's PARAMETERS make question 3's thread experiment: stream, several thread counts in more than
     one pinning."""
     return (
