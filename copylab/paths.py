@@ -16,11 +16,15 @@ REFERENCE_OPEN_LOAD_DATA = DATA / "reference-open-load"  # the servers experimen
 REFERENCE_SINK_DATA = DATA / "reference-sink"  # the copies experiment's sink profile
 REFERENCE_MMAP_DATA = DATA / "reference-mmap"  # the copies experiment's mmap profile (the receiver's side)
 REFERENCE_MMAP_SMALL_DATA = DATA / "reference-mmap-small"  # its mmap-small profile (small sender pages)
+REFERENCE_CACHES_DATA = DATA / "reference-caches"  # its caches profile (question 2's grid)
+REFERENCE_THREADS_DATA = DATA / "reference-threads"  # its threads profile (question 3's experiment)
 REFERENCES = (
     REFERENCE_DATA,
     REFERENCE_SINK_DATA,
     REFERENCE_MMAP_DATA,
     REFERENCE_MMAP_SMALL_DATA,
+    REFERENCE_CACHES_DATA,
+    REFERENCE_THREADS_DATA,
     REFERENCE_SERVERS_DATA,
     REFERENCE_OPEN_LOAD_DATA,
 )

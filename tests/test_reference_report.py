@@ -32,12 +32,14 @@ from copylab.experiments.copies import report as copies_report
 from copylab.experiments.servers import open_load
 from copylab.experiments.servers import report as server_report
 from copylab.paths import (
+    REFERENCE_CACHES_DATA,
     REFERENCE_DATA,
     REFERENCE_MMAP_DATA,
     REFERENCE_MMAP_SMALL_DATA,
     REFERENCE_OPEN_LOAD_DATA,
     REFERENCE_SERVERS_DATA,
     REFERENCE_SINK_DATA,
+    REFERENCE_THREADS_DATA,
     ROOT,
 )
 from copylab.record.store import SweepStore
@@ -66,6 +68,8 @@ def _companions(scratch: Path) -> dict[str, Results]:
         "sink": _analysed(scratch, REFERENCE_SINK_DATA),
         "mmap": _analysed(scratch, REFERENCE_MMAP_DATA),
         "mmap-small": _analysed(scratch, REFERENCE_MMAP_SMALL_DATA),
+        "caches": _analysed(scratch, REFERENCE_CACHES_DATA),
+        "threads": _analysed(scratch, REFERENCE_THREADS_DATA),
     }
 
 

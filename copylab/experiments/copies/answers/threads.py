@@ -228,21 +228,21 @@ def _verdict(pinning: str, rows: pd.DataFrame, record: Calibration | None) -> st
         low = min(np.exp(row.ratio.low) - 1 for row in changed)
         high = max(np.exp(row.ratio.high) - 1 for row in changed)
         return (
-            f"with {_PINNING_WORDS.get(pinning, code(pinning))} it did not rise: from {least.threads} to "
-            f"{most.threads} threads every change against one thread lies within {low:+.0%} to {high:+.0%}"
+            f"With {_PINNING_WORDS.get(pinning, code(pinning))} it did not rise: from {least.threads} to "
+            f"{most.threads} threads every change against one thread lies within {low:+.0%} to {high:+.0%}."
         )
     server, client = cpus_for(pinning)
     private = private_cache(record)
     tie = (
-        f": the threads' combined working set ({fmt_size(rise.working_set)}) then overflows CPU {server}'s private "
-        f"{fmt_size(private.size_bytes)} {private.name} many times over, so what one thread wrote is refilled from "
-        "the next level when its peer reads it"
+        f" There the threads' combined working set ({fmt_size(rise.working_set)}) overflows CPU {server}'s private "
+        f"{fmt_size(private.size_bytes)} {private.name} many times over. So what one thread wrote is refilled from "
+        "the next level when its peer reads it."
         if private is not None and server is not None and server == client and rise.working_set > private.size_bytes
-        else f", at a combined working set of {fmt_size(rise.working_set)}"
+        else f" There the threads' combined working set is {fmt_size(rise.working_set)}."
     )
     return (
-        f"with {_PINNING_WORDS.get(pinning, code(pinning))} it rose from {rise.threads} threads "
-        f"({_change(rise)}) to {_change(most)} at {most.threads}{tie}"
+        f"With {_PINNING_WORDS.get(pinning, code(pinning))} it rose from {rise.threads} threads "
+        f"({_change(rise)}) to {_change(most)} at {most.threads}.{tie}"
     )
 
 
@@ -283,7 +283,7 @@ def answer_from_threads(sweep: Results, main: Results | None) -> str:
         else ""
     )
     return (
-        f"**In short:** CPU time per byte of {fmt_size(size)} messages: {'; '.join(verdicts)}. "
+        f"**In short:** CPU time per byte of {fmt_size(size)} messages against one thread's. {' '.join(verdicts)} "
         "**How sure:** settled by paired intervals: each change is "
         f"{code(name)}'s CPU per byte against one thread's in the same block, with its 95% interval.\n\n"
         f"The thread experiment: {code(name)}, {fmt_size(size)} messages, {', '.join(str(c) for c in counts)} "
