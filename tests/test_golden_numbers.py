@@ -1,19 +1,23 @@
-"""The golden copies report's sections on the sender behind a sink and on the receiver's side, number by number,
-against what the analysis of their reference sweeps wrote (comparisons.csv, summary.csv, trials.csv, manifest.json):
-a numeric bug regenerated into the golden text with --write fails here.  tests/test_reference_report.py holds
-questions 1, 4 and 5 and the limitations to their tables the same way."""
+"""The golden texts, number by number, against what the analysis of their reference sweeps wrote: the copies
+report's sections on the sender behind a sink and on the receiver's side (comparisons.csv, summary.csv, trials.csv,
+manifest.json), and the open-load section (its trials.csv, recomputed): a numeric bug regenerated into a golden text
+with --write fails here.  tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their
+tables the same way."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from copylab.paths import REFERENCE_MMAP_DATA, REFERENCE_MMAP_SMALL_DATA, REFERENCE_SINK_DATA
-from tests.test_reference_report import GOLDEN, THROUGHPUT, _analysed, _close, _size
+from copylab.experiments.servers.figures import fmt_rate
+from copylab.paths import REFERENCE_MMAP_DATA, REFERENCE_MMAP_SMALL_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SINK_DATA
+from tests.test_reference_report import GOLDEN, GOLDEN_OPEN_LOAD, THROUGHPUT, _analysed, _close, _size
 
 _RATIO = re.compile(r"([\d.,]+) \[([\d.,]+),\s+([\d.,]+)\](?: (faster|slower))?")
 _SPAN = r"([\d.]+)[×x](?:\s+to\s+([\d.]+)[×x])?"
@@ -202,3 +206,55 @@ def test_the_receivers_sections_numbers_are_its_tables(analysed):
     for match, ratios in ((copying, copy_ratios), (mapping, best_ratios)):
         low, high = match.groups()[-2:]
         assert _close(low, min(ratios)) and _close(high or low, max(ratios)), (match[0], ratios)
+
+
+# ---------------------------------------------------------------- the open-load golden
+
+TARGET_US = 1000.0  # the target the golden text states, read back below
+
+
+def _rate(text: str) -> float:
+    """A rate as the report prints it ('29.2k/s', '500/s')."""
+    number = re.fullmatch(r"([\d.]+)(k?)/s", text.strip())
+    assert number, text
+    return float(number[1]) * (1000 if number[2] else 1)
+
+
+def test_the_open_load_sections_numbers_are_its_trials(tmp_path):
+    """Each model's row recomputed from the open-load reference's trials.csv: the geometric mean p99 at each rate,
+    where it crosses the target (interpolated on log axes), the trials per rate and the client's lag."""
+    text = GOLDEN_OPEN_LOAD.read_text()
+    directory = _analysed(tmp_path, REFERENCE_OPEN_LOAD_DATA).store.directory
+    trials = pd.read_csv(directory / "trials.csv", low_memory=False)
+    trials = trials[trials["offered_rate"] > 0]
+    target = re.search(r"the dashed line is the ([\d,]+) µs target", text)
+    assert target and _number(target[1]) == TARGET_US
+    rates = sorted(trials["offered_rate"].unique())
+    offered = re.search(r"on a schedule at (.*?) over all busy connections \((\d+)\)", text)
+    assert offered and [_rate(r) for r in offered[1].split(", ")] == rates
+    assert int(offered[2]) == trials["connections"].max()
+    header, rows = _tables(text)[0]
+    assert len(rows) == trials["implementation"].nunique() > 0
+    for cells in rows:
+        row = dict(zip(header, cells, strict=True))
+        mine = trials[trials["implementation"] == row["model"].strip("`")]
+        ok = mine[mine["status"] == "ok"]
+        assert int(row["connections"]) == mine["connections"].iloc[0]
+        assert int(row["trials per rate"]) == ok.groupby("offered_rate").size().min()
+        assert _close(row["client lag p99 (µs)"], ok["issue_lag_p99_us"].median()), row
+        means = np.log(ok["latency_p99_us"]).groupby(ok["offered_rate"]).mean()
+        beyond = [rate for rate in rates if means[rate] > math.log(TARGET_US)]
+        cell = row["highest rate within the target"]
+        if not beyond:
+            assert cell == f"at least {fmt_rate(rates[-1])}/s (every rate judged kept it)", cell
+        elif beyond[0] == rates[0]:
+            assert cell == f"below {fmt_rate(rates[0])}/s (the lowest rate exceeded it)", cell
+        else:
+            above = rates.index(beyond[0])
+            x0, x1 = math.log(rates[above - 1]), math.log(rates[above])
+            y0, y1 = means[rates[above - 1]], means[rates[above]]
+            crossing = math.exp(x0 + (math.log(TARGET_US) - y0) * (x1 - x0) / (y1 - y0))
+            assert _close(cell.split()[0].removesuffix("k/s"), crossing / 1000), (cell, crossing)
+    lags = trials.loc[trials["status"] == "ok", "issue_lag_p99_us"]
+    worst = re.search(r"The largest in any trial was ([\d,.]+) µs, ([\d.]+)% of the target", text)
+    assert worst and _close(worst[1], lags.max()) and _close(worst[2], 100 * lags.max() / TARGET_US)
