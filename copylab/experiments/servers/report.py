@@ -337,6 +337,11 @@ def _best(results: Results, metric: str, count: int) -> list[str]:
     return [m for m, v in values.items() if v["ci_low"] <= best["ci_high"] and best["ci_low"] <= v["ci_high"]]
 
 
+def _means(results: Results, metric: str, count: int) -> dict[str, float]:
+    """Each measured model's mean of METRIC at COUNT connections."""
+    return {m: float(v["mean"]) for m in models(results) if (v := _value(results, metric, m, count)) is not None}
+
+
 def answer_scaling(results: Results) -> str:
     """Which model serves the most at the largest common count, what a request costs each, and who was saturated."""
     count = _most_common(results)
@@ -354,11 +359,7 @@ def answer_scaling(results: Results) -> str:
             cells[METRICS[metric].label] = row_interval(_value(results, metric, model, count), unit)
         table.append(cells)
     best = _best(results, "requests_per_s", count)
-    switches = {
-        m: float(v["mean"])
-        for m in models(results)
-        if (v := _value(results, "snd_ctx_per_request", m, count)) is not None
-    }
+    switches = _means(results, "snd_ctx_per_request", count)
     per_request = [m for m, v in switches.items() if v >= 0.5]
     batched = [m for m, v in switches.items() if v < 0.5]
     why = []
@@ -371,11 +372,7 @@ def answer_scaling(results: Results) -> str:
             "request: one thread collects every ready connection in one wait and answers them in a row, so the "
             "wake-ups and switches are shared by many requests."
         )
-    cpu = {
-        m: float(v["mean"])
-        for m in models(results)
-        if (v := _value(results, "snd_cpu_us_per_request", m, count)) is not None
-    }
+    cpu = _means(results, "snd_cpu_us_per_request", count)
     if cpu:
         cheapest, dearest = min(cpu, key=cpu.__getitem__), max(cpu, key=cpu.__getitem__)
         why.append(
