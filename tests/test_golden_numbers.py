@@ -1,7 +1,8 @@
 """The golden texts, number by number, against what the analysis of their reference sweeps wrote: the copies
 report's sections on the sender behind a sink and on the receiver's side (comparisons.csv, summary.csv, trials.csv,
-manifest.json), and the open-load section (its trials.csv, recomputed): a numeric bug regenerated into a golden text
-with --write fails here.  tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their
+manifest.json), the open-load section (its trials.csv, recomputed) and every value the servers section gives with its
+interval (a row of its summary, comparisons or crossovers): a numeric bug regenerated into a golden text with --write
+fails here.  tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their
 tables the same way."""
 
 from __future__ import annotations
@@ -16,8 +17,22 @@ import pandas as pd
 import pytest
 
 from copylab.experiments.servers.figures import fmt_rate
-from copylab.paths import REFERENCE_MMAP_DATA, REFERENCE_MMAP_SMALL_DATA, REFERENCE_OPEN_LOAD_DATA, REFERENCE_SINK_DATA
-from tests.test_reference_report import GOLDEN, GOLDEN_OPEN_LOAD, THROUGHPUT, _analysed, _close, _size
+from copylab.paths import (
+    REFERENCE_MMAP_DATA,
+    REFERENCE_MMAP_SMALL_DATA,
+    REFERENCE_OPEN_LOAD_DATA,
+    REFERENCE_SERVERS_DATA,
+    REFERENCE_SINK_DATA,
+)
+from tests.test_reference_report import (
+    GOLDEN,
+    GOLDEN_OPEN_LOAD,
+    GOLDEN_SERVERS,
+    THROUGHPUT,
+    _analysed,
+    _close,
+    _size,
+)
 
 _RATIO = re.compile(r"([\d.,]+) \[([\d.,]+),\s+([\d.,]+)\](?: (faster|slower))?")
 _SPAN = r"([\d.]+)[×x](?:\s+to\s+([\d.]+)[×x])?"
@@ -258,3 +273,43 @@ def test_the_open_load_sections_numbers_are_its_trials(tmp_path):
     lags = trials.loc[trials["status"] == "ok", "issue_lag_p99_us"]
     worst = re.search(r"The largest in any trial was ([\d,.]+) µs, ([\d.]+)% of the target", text)
     assert worst and _close(worst[1], lags.max()) and _close(worst[2], 100 * lags.max() / TARGET_US)
+
+
+# ---------------------------------------------------------------- every interval of the servers golden
+
+# A value with its 95% interval as the report prints it: "12,417 [11,660, 13,173]", "0.947 [0.860, 1.03]".
+_INTERVAL = re.compile(r"(-?[\d.,]+)\s?\[(?:≤\s)?(-?[\d.,]+),\s+(?:≥\s)?(-?[\d.,]+)\]")
+
+
+_WRITTEN = {
+    "summary": ["mean", "ci_low", "ci_high"],
+    "comparisons": ["ratio", "ratio_ci_low", "ratio_ci_high"],
+    "crossovers": ["crossover_at", "ci_low", "ci_high"],
+}
+
+
+def _intervals_written(directories: list[Path]) -> np.ndarray:
+    """Every (value, low, high) the analysis wrote into the sweeps' tables: summary.csv's means, comparisons.csv's
+    ratios and crossovers.csv's crossing points, each with its interval."""
+    found = [
+        pd.read_csv(directory / f"{name}.csv")[columns].dropna().to_numpy(dtype=float)
+        for directory in directories
+        for name, columns in _WRITTEN.items()
+    ]
+    return np.concatenate(found)
+
+
+def test_every_interval_in_the_servers_golden_is_one_the_analysis_wrote(tmp_path):
+    """Each value the servers section prints with its interval is a row of a table the analysis of the servers
+    reference wrote, all three numbers at once (a misstated or mislabelled one matches none)."""
+    written = _intervals_written([_analysed(tmp_path, REFERENCE_SERVERS_DATA).store.directory])
+    text = GOLDEN_SERVERS.read_text()
+    printed = _INTERVAL.findall(text)
+    assert printed
+    # as _close: the report prints about three significant digits
+    unmatched = [
+        triple
+        for triple in printed
+        if not np.isclose(written, [float(n.replace(",", "")) for n in triple], rtol=5e-3, atol=1e-12).all(1).any()
+    ]
+    assert not unmatched, f"{len(unmatched)} of {len(printed)} intervals match no table row: {unmatched[:10]}"
