@@ -137,15 +137,19 @@ def _compared(first: Results, other: Results) -> list[Block]:
 def _traced(content: list[Block], results: Results) -> list[Block]:
     """CONTENT with every figure's caption naming the data and code it was drawn from (copylab.record.origin), and
     the files themselves for the web page to link: the sweep's data and the executed notebook that drew it, where
-    the analysis left one."""
-    stamp = results.origin.stamp()
+    the analysis left one.  A figure that names its sources already was drawn from another sweep, which its caption
+    names: it is left as it is."""
+    return [
+        traced(block, results) if isinstance(block, Figure) and not block.sources else block for block in content
+    ]
+
+
+def traced(figure: Figure, results: Results) -> Figure:
+    """FIGURE, drawn from RESULTS, with its caption naming their data and code and their files to link."""
     store = results.store
     sources = [store.trials_path, store.manifest_path, store.table_path("summary"), executed_notebook(store)]
     found = tuple(path for path in sources if path.is_file())
-    return [
-        Figure(block.path, f"{block.caption} {stamp}", found) if isinstance(block, Figure) else block
-        for block in content
-    ]
+    return Figure(figure.path, f"{figure.caption} {results.origin.stamp()}", found)
 
 
 def _numbered(content: list[Block]) -> list[Block]:

@@ -14,6 +14,7 @@ from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report import glossary
 from copylab.report.blocks import Block, Figure, Markdown
+from copylab.report.compose import traced
 from copylab.report.results import Results, between_hosts, present, receive_modes
 from copylab.roles import Role
 
@@ -137,7 +138,7 @@ def _answer_figures(number: int, companions: Mapping[str, Results]) -> list[Bloc
     sweep = companions.get(kind) if kind else None
     if sweep is None or not sweep.store.figure_path(name).exists():
         return []
-    return [Figure(sweep.store.figure_path(name), f"{caption} {sweep.origin.stamp()}")]
+    return [traced(Figure(sweep.store.figure_path(name), caption), sweep)]
 
 
 def where_it_pays_introduction(results: Results) -> str:
