@@ -29,7 +29,7 @@ from copylab.experiments.copies.answers import caches, paired, threads
 from copylab.experiments.copies.diagram import zerocopy_path_figure
 from copylab.experiments.copies.queries import zero_copy_counts
 from copylab.formatting import fmt_size
-from copylab.record.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, Calibration
+from copylab.record.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, CacheLevel, Calibration
 from copylab.record.manifest import Manifest
 from copylab.roles import Role
 
@@ -217,7 +217,7 @@ _PATH_COLORS = {path: color for path, (color, _) in PATH_COLORS.items()}
 _OFFSET_STYLES = {0: "-", 16: "--"}
 
 
-def _cost_panel(ax: Axes, calibration: Calibration, sizes: list[int], caches: list) -> None:
+def _cost_panel(ax: Axes, calibration: Calibration, sizes: list[int], caches: list[CacheLevel]) -> None:
     """The calibrated cost per byte by working set: every path at every placement where the calibration kept its
     samples (else the costs by level), the findings shaded, cache sizes and the sweep's messages marked."""
     if calibration.copy_points:

@@ -79,7 +79,9 @@ def answer_q1(results: Results) -> str:
     return "\n\n".join(parts)
 
 
-def _in_short(zero_copy: str, baseline: str, faster: int, slower: int, sizes: int, counts: dict | None) -> str:
+def _in_short(
+    zero_copy: str, baseline: str, faster: int, slower: int, sizes: int, counts: dict[str, float] | None
+) -> str:
     """The answer in one sentence, and how sure it is: the Holm-corrected verdicts at each size."""
     copied = counts is not None and counts["copied_fraction"] >= 0.5
     ours, theirs = (implementations.get(name).copies.per_byte() for name in (zero_copy, baseline))
