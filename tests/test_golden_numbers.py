@@ -1,9 +1,9 @@
 """The golden texts, number by number, against what the analysis of their reference sweeps wrote: the copies
 report's sections on the sender behind a sink and on the receiver's side (comparisons.csv, summary.csv, trials.csv,
-manifest.json), the open-load section (its trials.csv, recomputed) and every value the servers section gives with its
-interval (a row of its summary, comparisons or crossovers): a numeric bug regenerated into a golden text with --write
-fails here.  tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their
-tables the same way."""
+manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), the open-load section (its
+trials.csv, recomputed) and every value the servers section gives with its interval (a row of its summary,
+comparisons or crossovers): a numeric bug regenerated into a golden text with --write fails here.
+tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their tables the same way."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from copylab.declarations.implementations import STUDY_LAYOUT
+from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.experiments.servers.figures import fmt_rate
 from copylab.paths import (
+    REFERENCE_DATA,
     REFERENCE_MMAP_DATA,
     REFERENCE_MMAP_SMALL_DATA,
     REFERENCE_OPEN_LOAD_DATA,
@@ -313,3 +316,50 @@ def test_every_interval_in_the_servers_golden_is_one_the_analysis_wrote(tmp_path
         if not np.isclose(written, [float(n.replace(",", "")) for n in triple], rtol=5e-3, atol=1e-12).all(1).any()
     ]
     assert not unmatched, f"{len(unmatched)} of {len(printed)} intervals match no table row: {unmatched[:10]}"
+
+
+# ---------------------------------------------------------------- the copy bound
+
+
+def _rounded(written: str, value: float) -> bool:
+    """Whether WRITTEN is VALUE rounded to the decimals it shows (a share as '57%')."""
+    decimals = len(written.partition(".")[2])
+    return abs(float(written.replace(",", "")) - value) <= 0.5 * 10**-decimals + 1e-9
+
+
+_AT = re.compile(r"([\d,]+\s(?:B|KiB|MiB)), (\d+) threads?")
+
+
+def test_the_copy_bounds_numbers_are_the_calibration_and_the_summary(tmp_path):
+    """The copy bound's table: memcpy's speed from the manifest's calibration, each bound that over the copies
+    made, each best the highest stream throughput summary.csv holds for the sender and receive mode, where it was
+    measured, and its share of the bound."""
+    directory = _analysed(tmp_path, REFERENCE_DATA).store.directory
+    summary = pd.read_csv(directory / "summary.csv")
+    memcpy = _manifest(directory)["calibration"]["memcpy_gbps"]
+    text = GOLDEN.read_text()
+    said = re.search(r"Single-core memcpy on this host copies ([\d.]+) Gbit/s from memory", text)
+    assert said and _close(said[1], memcpy)
+    header, rows = next((h, r) for h, r in _tables(text) if "Copies" in h and any("ound, Gbit/s" in c for c in h))
+    assert rows
+    # the columns by what they hold: the sender, receive mode and copies first, the share of the bound last
+    best_column = next(c for c in header if c.startswith("Best"))
+    bound_column = next(c for c in header if c.lower().endswith("bound, gbit/s"))
+    for cells in rows:
+        row = dict(zip(header, cells, strict=True))
+        sender, receive, copies = cells[0].strip("`"), cells[1], int(cells[2])
+        bound = memcpy / copies
+        assert _close(row[bound_column], bound), row
+        best, _, at = row[best_column].partition(" (")
+        at = row.get("At") or at.rstrip(")")
+        size, threads = _AT.fullmatch(at).groups()  # type: ignore[union-attr]
+        mine = summary[
+            (summary["implementation"] == sender)
+            & (summary["receive"] == receive)
+            & (summary["workload"] == "stream")
+            & (summary["metric"] == THROUGHPUT)
+            & (summary["layout"].isin([STUDY_LAYOUT, NO_LAYOUT]))  # the study's messages, or none of a layout
+        ]
+        top = mine.loc[mine["mean"].idxmax()]
+        assert (top["size_bytes"], top["threads"]) == (_size(size), int(threads)), (row, top.to_dict())
+        assert _close(best, top["mean"]) and _rounded(cells[-1].rstrip("%"), 100 * top["mean"] / bound), row
