@@ -140,3 +140,16 @@ def test_a_message_too_large_for_the_hosts_memory_is_refused_in_one_line(monkeyp
     assert "\n" not in str(refused.value)
     monkeypatch.setattr(config, "available_memory", lambda: 1 << 40)
     config.check_memory_limit(made)
+
+
+def test_answer_2_counts_misses_where_the_host_counts_them(grid, monkeypatch):
+    """On a host with a PMU the answer is the counted reduction per KiB, two_copy's sender misses minus one_copy's."""
+    trials = grid.trials.copy()
+    kib = trials["bytes"] / 1024
+    copies = trials["implementation"].map({"two_copy": 2.0, "one_copy": 1.0})
+    trials["snd_l1d_load_misses"] = 32 * copies * kib  # the packing copy's 32 L1d misses per KiB, on top
+    trials["snd_llc_load_misses"] = 1 * copies * kib
+    monkeypatch.setattr(caches, "measured", lambda sweep, metric: True)
+    text = caches.answer_q2(grid, dataclasses.replace(grid, trials=trials))
+    assert text.startswith("**In short:** the L1 data cache: removing `two_copy`'s packing copy removed 32.0")
+    assert "settled by the intervals" in text
