@@ -71,9 +71,7 @@ def test_answer_2_names_a_level_from_the_grid(grid):
 def test_answer_2_places_no_level_without_this_hosts_calibration(grid, main):
     other = dataclasses.replace(grid.manifest, calibration=None)
     foreign = dataclasses.replace(main.manifest, host=dataclasses.replace(main.manifest.host, hostname="elsewhere"))
-    text = caches.answer_q2(
-        dataclasses.replace(main, manifest=foreign), dataclasses.replace(grid, manifest=other)
-    )
+    text = caches.answer_q2(dataclasses.replace(main, manifest=foreign), dataclasses.replace(grid, manifest=other))
     assert text.startswith("**In short:** not answered") and "./inv calibrate --data" in text
 
 
