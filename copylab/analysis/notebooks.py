@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import papermill
-from jupyter_client import AsyncKernelManager
+from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from papermill.exceptions import PapermillExecutionError
 from traitlets import Unicode

@@ -27,7 +27,9 @@ from copylab import experiments
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import config, implementations
 from copylab.declarations.implementations import BenchGoal
+from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import get as setting
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.measure import schedule, sweep
 from copylab.measure.spec import TrialSettings, TrialSpec
@@ -122,7 +124,7 @@ def goal_comparisons(
     (a wrapped tool cannot run under perf's window control), in the goal's layout and, BESIDE, its others; then
     what profiling costs copylab in a sweep."""
     goals = [(impl.name, impl.bench) for impl in implementations.registry().values() if impl.bench]
-    bed = testbed.Namespaces(netns.NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")
+    bed = testbed.Namespaces(NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")
     # Wrapped tools may take whole seconds: give every contender the same warm-up and window.
     duration_s = float(math.ceil(duration_s))
     unprofiled = TrialSettings("bench", bed, perf.PerfSupport(available=False, version=None), duration_s, 1.0)
@@ -370,8 +372,8 @@ def full_profile_estimate(overhead_s: float) -> Figure:
     )
 
 
-def _window_settings(settings: config.SweepConfig) -> TrialSettings:
-    bed = testbed.Namespaces(netns.NamespacePair(*settings.namespaces), settings.name)
+def _window_settings(settings: SweepConfig) -> TrialSettings:
+    bed = testbed.Namespaces(NamespacePair(*settings.namespaces), settings.name)
     return TrialSettings(settings.name, bed, perf.PerfSupport(False, None), settings.duration_s, settings.warmup_s)
 
 

@@ -235,6 +235,7 @@ def report(
 ) -> int:
     """The main job: build, run the sweeps the experiments declare for the report under one time budget, analyse
     them and write report/report.pdf."""
+    from copylab.programs.build import build as run_build
     from copylab.study import pipeline
 
     seconds = _seconds("more", more)
@@ -247,7 +248,7 @@ def report(
         committed = [store.name for store in stores if store.directory in {path.resolve() for path in REFERENCES}]
         if committed:
             raise CopylabError(f"--more: {', '.join(committed)} is a committed reference; measure a sweep of your own")
-        pipeline.build()
+        run_build()
         pipeline.more_time(stores, seconds)
     for store in stores:
         say_if_modified(store)

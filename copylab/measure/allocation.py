@@ -18,8 +18,8 @@ import pandas as pd
 from copylab.analysis.crossover import SETTLED, classify, curve_advantages, verdict_stability
 from copylab.analysis.stats import compare
 from copylab.declarations import implementations
-from copylab.declarations.config import SweepConfig
 from copylab.declarations.metrics import add_metrics
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.schedule import Contender, Point, configurations, point_of, study_contender
 from copylab.record.tables import curve_keys
 

@@ -32,8 +32,9 @@ from scipy import stats
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations import implementations
-from copylab.declarations.config import ADAPTIVE_MIN_TRIALS, SweepConfig
+from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
 from copylab.declarations.implementations import STUDY_LAYOUT
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.measure import drivers
 from copylab.measure.spec import TrialSpec

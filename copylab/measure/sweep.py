@@ -19,9 +19,9 @@ import pandas as pd
 from tqdm import tqdm
 
 from copylab import experiments
-from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.measure import allocation, drivers, kernel_copies
 from copylab.measure.drivers import GRACE_S

@@ -13,7 +13,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from copylab.declarations.config import SweepConfig, from_parameters
+from copylab.declarations.config import from_parameters
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.record.calibration import Calibration
 

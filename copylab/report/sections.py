@@ -14,10 +14,10 @@ from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
 from copylab.analysis.noise import spread_explained
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
 from copylab.declarations import implementations, settings
-from copylab.declarations.config import SweepConfig
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.declarations.settings import LISTS as LIST_KINDS
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.measure.spec import cpus_for
 from copylab.paths import ROOT

@@ -30,7 +30,8 @@ import paramiko
 from invoke.exceptions import CommandTimedOut
 
 from copylab.declarations import implementations, socket_buffer
-from copylab.declarations.config import HOST_PATTERN, SweepConfig
+from copylab.declarations.config import HOST_PATTERN
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import CSRC
 from copylab.programs import perf

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from copylab.declarations import implementations, socket_buffer
-from copylab.declarations.config import SweepConfig, check_descriptor_limit, check_memory_limit
+from copylab.declarations.config import check_descriptor_limit, check_memory_limit
+from copylab.declarations.namespace_pair import NamespacePair
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import program
 from copylab.programs import perf
@@ -203,7 +205,7 @@ class Namespaces(Testbed):
 
     path = "veth"
 
-    def __init__(self, pair: netns.NamespacePair, name: str, config: SweepConfig | None = None) -> None:
+    def __init__(self, pair: NamespacePair, name: str, config: SweepConfig | None = None) -> None:
         self.pair = pair
         self.name = name  # the sweep's, in the names of its temporary files
         self.config = config
@@ -214,7 +216,7 @@ class Namespaces(Testbed):
 
     @classmethod
     def for_sweep(cls, config: SweepConfig) -> Namespaces:
-        pair = netns.NamespacePair(
+        pair = NamespacePair(
             *config.namespaces, mtu=config.mtu, optmem_max=config.optmem_max, sink=config.path == "sink"
         )
         return cls(pair, config.name, config)

@@ -15,7 +15,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from copylab.declarations import socket_buffer
-from copylab.declarations.config import SweepConfig
+from copylab.declarations.namespace_pair import NamespacePair
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.testbeds import netns, sender_pages
 from copylab.testbeds.testbed import NamespaceEnd, Namespaces, Testbed, message_files
@@ -103,7 +104,7 @@ class UserNamespaces(Namespaces):
 
     privilege = "user-namespace"
 
-    def __init__(self, pair: netns.NamespacePair, name: str, config: SweepConfig | None = None) -> None:
+    def __init__(self, pair: NamespacePair, name: str, config: SweepConfig | None = None) -> None:
         super().__init__(pair, name, config)
         self.userns = UserNamespace()
         self.server = UserNamespaceEnd("server", pair.server, self.userns)
