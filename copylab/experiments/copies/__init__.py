@@ -1,10 +1,9 @@
 """The copies experiment: senders that differ only in how the bytes of a message leave user space, and a
 receiver that takes them in one of three ways, compared along message size.
 
-This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.copies.figures), its
-captions and its answers to the study's questions (copylab.experiments.copies.captions,
-copylab.experiments.copies.answers) and its parts
-of the report (copylab.experiments.copies.report).
+This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.copies.figures),
+its captions and its answers to the study's questions (copylab.experiments.copies.captions,
+copylab.experiments.copies.answers) and its parts of the report (copylab.experiments.copies.report).
 """
 
 from __future__ import annotations
@@ -33,18 +32,16 @@ LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 REPORT_SIZES = _sizes(1024, 256 << 10)
 SIDE_SIZES = REPORT_SIZES[::2]
 # Messages each sender cycles through on the sink: "thousands make it cold" (the setting's help).  2,048 rather than
-# the 4,096 of issue 37's throwaway test: a trial's wall time grows with the messages it allocates and fills (4,096
-# at 256 KiB, 1 GiB, took 2.3 s a trial against 0.5 s at 1 KiB), and from 16 KiB up 2,048 messages (32 MiB and
-# more) already reach past the development host's 32 MiB last-level cache.
+# the 4,096 of issue 37's throwaway test: a trial's wall time grows with the messages it allocates and fills, and
+# from 16 KiB up 2,048 messages (32 MiB and more) already reach past the development host's 32 MiB last-level cache.
 DISTINCT_MESSAGES = 2048
 
 # The receiver's side: receiving by mapping (TCP_ZEROCOPY_RECEIVE) against receiving by copy, from a copying
 # sender and the zero-copy one, at two large sizes, 3 blocks, no budget.  At MTU MAPPING_MTU a TCP segment's
 # payload is whole pages.  Over the veth the receiver maps only single pages of the sender's, and a copying
 # sender's are large unless --sender-pages small: "mmap" runs with the kernel's default, "mmap-small" with
-# small pages, where mapping a copying sender's bytes can pay (on the 2-vCPU development host, two_copy at
-# 256 KiB: mmap/copy 0.93-0.97 with large pages, 1.15-1.19 with small, at 57% mapped; at MTU 1500 with small
-# pages 92% mapped and 0.63-0.70).
+# small pages, where mapping a copying sender's bytes can pay (the report's section on the receiver's side says
+# whether it did, and by how much).
 MMAP: dict[str, Any] = {
     "implementations": STUDY_EDGES,
     "workloads": ["stream"],
@@ -97,7 +94,7 @@ THREADS: dict[str, Any] = {
     "calibrate": False,
 }
 
-# quick is ./inv report's main sweep; full is the study's grid, within 30 minutes (iperf3, whose windows are whole
+# quick is ./inv report's main sweep; full is the study's grid (iperf3, whose windows are whole
 # seconds, is left to `./inv bench` and to --implementations).  Both run blocked designs with short windows.  With
 # four threads at each end on one CPU, what the scheduler hands each end varies within a window and averages out
 # over it, so quick's window stays at 0.2 s; the warm-up only has to outlast the connection's start, which on a
@@ -142,7 +139,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "path": "sink",
         "distinct_messages": DISTINCT_MESSAGES,
         "design": "blocked",
-        # The report states the quick sweep's calibration; this sweep's would take a quarter of a minute more.
+        # The report states the quick sweep's calibration; one of this sweep's own would only lengthen it.
         "calibrate": False,
     },
     "mmap": MMAP,
