@@ -1,6 +1,7 @@
 """The golden texts, number by number, against what the analysis of their reference sweeps wrote: the copies
 report's sections on the sender behind a sink and on the receiver's side (comparisons.csv, summary.csv, trials.csv,
-manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), the open-load section (its
+manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), question 6's table (its
+trials.csv, recomputed), the open-load section (its
 trials.csv, recomputed) and every value the servers section gives with its interval (a row of its summary,
 comparisons or crossovers): a numeric bug regenerated into a golden text with --write fails here.
 tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their tables the same way."""
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.vocabulary import NO_LAYOUT
@@ -363,3 +365,52 @@ def test_the_copy_bounds_numbers_are_the_calibration_and_the_summary(tmp_path):
         top = mine.loc[mine["mean"].idxmax()]
         assert (top["size_bytes"], top["threads"]) == (_size(size), int(threads)), (row, top.to_dict())
         assert _close(best, top["mean"]) and _rounded(cells[-1].rstrip("%"), 100 * top["mean"] / bound), row
+
+
+# ---------------------------------------------------------------- question 6
+
+
+def test_question_6s_skb_table_is_the_references_trials(tmp_path):
+    """Question 6's table recomputed from the reference's trials.csv (BPF counts) at the size the answer names: KiB
+    per skb per trial with its Student-t 95% interval, fragments per skb and KiB per fragment pooled, pages pinned
+    per message; each throughput a summary.csv row (whose threads and pinning the rest is computed at)."""
+    directory = _analysed(tmp_path, REFERENCE_DATA).store.directory
+    trials = pd.read_csv(directory / "trials.csv", low_memory=False)
+    summary = pd.read_csv(directory / "summary.csv")
+    text = _part("Identify one unexpected result and explain it using OS or hardware concepts.")
+    size = _size(re.search(r"\*\*In short:\*\* at ([\d,]+\s(?:B|KiB|MiB)) ", text)[1])  # type: ignore[index]
+    header, rows = next((h, r) for h, r in _tables(text) if h[0] == "Sender, layout")
+    assert len(rows) == 3
+    for cells in rows:
+        row = dict(zip(header, cells, strict=True))
+        sender, layout = row["Sender, layout"].replace("`", "").split()
+        speed = [float(n) for n in _INTERVAL.fullmatch(row["Throughput, Gbit/s"]).groups()]  # type: ignore[union-attr]
+        at = summary[
+            (summary["implementation"] == sender)
+            & (summary["layout"] == layout)
+            & (summary["size_bytes"] == size)
+            & (summary["metric"] == THROUGHPUT)
+            & (summary["workload"] == "stream")
+            & (summary["receive"] == "copy")
+        ]
+        at = at[np.isclose(at[["mean", "ci_low", "ci_high"]].to_numpy(dtype=float), speed, rtol=5e-3).all(1)]
+        assert len(at) == 1, (row, "no summary row holds this throughput")
+        mine = trials[
+            (trials["implementation"] == sender)
+            & (trials["layout"] == layout)
+            & (trials["size_bytes"] == size)
+            & (trials["threads"] == at["threads"].iloc[0])
+            & (trials["pinning"] == at["pinning"].iloc[0])
+            & (trials["status"] == "ok")
+            & (trials["workload"] == "stream")
+            & (trials["receive"] == "copy")
+            & (trials["snd_skbs"] > 0)
+        ]
+        per_skb = (mine["bytes"] / mine["snd_skbs"] / 1024).to_numpy(dtype=float)
+        half = stats.t.ppf(0.975, per_skb.size - 1) * per_skb.std(ddof=1) / math.sqrt(per_skb.size)
+        kib = [float(n) for n in _INTERVAL.fullmatch(row["KiB per skb (95% CI)"]).groups()]  # type: ignore[union-attr]
+        assert np.isclose(kib, [per_skb.mean(), per_skb.mean() - half, per_skb.mean() + half], rtol=5e-3).all(), row
+        frags = mine["snd_skb_frags"].sum() / mine["snd_skbs"].sum()
+        assert _close(row["Fragments per skb"], frags) and _close(row["KiB per fragment"], per_skb.mean() / frags)
+        pinned = row["Pages pinned per message"]
+        assert pinned == "none" if sender != "zero_copy" else _close(pinned, mine["zc_pages_per_message"].mean())
