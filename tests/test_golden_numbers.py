@@ -1,6 +1,7 @@
 """The golden texts, number by number, against what the analysis of their reference sweeps wrote: the copies
 report's sections on the sender behind a sink and on the receiver's side (comparisons.csv, summary.csv, trials.csv,
-manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), question 6's table (its
+manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), question 3's bullets (the
+thread reference's summary.csv and trials.csv, its paired changes recomputed), question 6's table (its
 trials.csv, recomputed), the open-load section (its
 trials.csv, recomputed) and every value the servers section gives with its interval (a row of its summary,
 comparisons or crossovers): a numeric bug regenerated into a golden text with --write fails here.
@@ -19,6 +20,7 @@ import pytest
 from scipy import stats
 
 from copylab.declarations.implementations import STUDY_LAYOUT
+from copylab.declarations.metrics import add_metrics
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.experiments.servers.figures import fmt_rate
 from copylab.paths import (
@@ -28,6 +30,7 @@ from copylab.paths import (
     REFERENCE_OPEN_LOAD_DATA,
     REFERENCE_SERVERS_DATA,
     REFERENCE_SINK_DATA,
+    REFERENCE_THREADS_DATA,
 )
 from tests.test_reference_report import (
     GOLDEN,
@@ -414,3 +417,54 @@ def test_question_6s_skb_table_is_the_references_trials(tmp_path):
         assert _close(row["Fragments per skb"], frags) and _close(row["KiB per fragment"], per_skb.mean() / frags)
         pinned = row["Pages pinned per message"]
         assert pinned == "none" if sender != "zero_copy" else _close(pinned, mine["zc_pages_per_message"].mean())
+
+
+# ---------------------------------------------------------------- question 3
+
+
+def _t_interval(values: np.ndarray) -> tuple[float, float, float]:
+    half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
+    return values.mean(), values.mean() - half, values.mean() + half
+
+
+def test_question_3s_numbers_are_the_thread_references(tmp_path):
+    """Each pinning's bullet recomputed from the thread reference: CPU per byte at the fewest and most threads (its
+    summary.csv), each change against one thread paired by block (log ratios per repetition, a t interval), context
+    switches per message and the time a message spends in the system (trials.csv)."""
+    directory = _analysed(tmp_path, REFERENCE_THREADS_DATA).store.directory
+    summary = pd.read_csv(directory / "summary.csv")
+    trials = add_metrics(pd.read_csv(directory / "trials.csv", low_memory=False))
+    text = _part("How does thread count interact with cache contention?")
+    bullets = re.findall(r"^- `(\w+)`: (.*)$", text, re.M)
+    assert bullets
+    for pinning, bullet in bullets:
+        sender = re.search(r"The thread experiment: `(\w+)`", text)[1]  # type: ignore[index]
+        mine = trials[
+            (trials["implementation"] == sender)
+            & (trials["pinning"] == pinning)
+            & (trials["status"] == "ok")
+            & (trials["workload"] == "stream")
+        ]
+        mine = mine[mine["size_bytes"] == mine["size_bytes"].max()]
+        counts = sorted(mine["threads"].unique())
+        costs = re.search(r"CPU per byte ([\d.]+) ns at (\d+) threads?, ([\d.]+) ns at (\d+);", bullet)
+        assert costs and [int(costs[2]), int(costs[4])] == [counts[0], counts[-1]], bullet
+        for written, count in ((costs[1], counts[0]), (costs[3], counts[-1])):
+            row = _one(summary, implementation=sender, pinning=pinning, threads=count, metric="cpu_ns_per_byte")
+            assert _close(written, row["mean"]), (bullet, count)
+        blocks = mine.pivot_table(index="repetition", columns="threads", values="cpu_ns_per_byte", aggfunc="mean")
+        changes = re.findall(r"(\d+): ([+-]\d+)% \[([+-]\d+)%, ([+-]\d+)%\]", bullet)
+        assert [int(count) for count, *_ in changes] == counts[1:], bullet
+        for count, *percents in changes:
+            log_ratios = np.log(blocks[int(count)] / blocks[counts[0]]).dropna().to_numpy(dtype=float)
+            expected = [100 * (math.exp(v) - 1) for v in _t_interval(log_ratios)]
+            assert all(_rounded(p, e) for p, e in zip(percents, expected, strict=True)), (count, percents, expected)
+        switches = re.search(r"Context switches per message ([\d.]+) to ([\d.]+)", bullet)
+        at = {count: mine[mine["threads"] == count] for count in (counts[0], counts[-1])}
+        assert switches and _close(switches[1], at[counts[0]]["ctx_switches_per_msg"].mean())
+        assert _close(switches[2], at[counts[-1]]["ctx_switches_per_msg"].mean())
+        residence = re.search(r"spends ([\d,]+) to ([\d,]+) µs in the system", bullet)
+        assert residence
+        for written, count in zip(residence.groups(), (counts[0], counts[-1]), strict=True):
+            per_second = (at[count]["messages"] / at[count]["measured_s"]).mean()
+            assert _close(written, count / per_second * 1e6), (bullet, count)
