@@ -21,7 +21,8 @@ from typing import Any
 def resolve(target: str) -> Callable[..., Any]:
     """The function a "package.module:function" string names."""
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return function
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,8 @@ def find_crossovers(
 
 def _values(trials: pd.DataFrame, contender: str, axis: str, point: int, metric: str) -> np.ndarray:
     chosen = (trials["contender"] == contender) & (trials[axis] == point)
-    return trials.loc[chosen, metric].dropna().to_numpy()
+    values: np.ndarray = trials.loc[chosen, metric].dropna().to_numpy()
+    return values
 
 
 def _log_ratios(trials: pd.DataFrame, challenger: str, baseline: str, axis: str, point: int, metric: str) -> np.ndarray:
@@ -240,13 +241,15 @@ def _log_ratios(trials: pd.DataFrame, challenger: str, baseline: str, axis: str,
     c = here[here["contender"] == challenger].set_index("repetition")[metric].dropna()
     b = here[here["contender"] == baseline].set_index("repetition")[metric].dropna()
     both = c.index.intersection(b.index)
-    return np.log(c[both].to_numpy(dtype=float) / b[both].to_numpy(dtype=float))
+    ratios: np.ndarray = np.log(c[both].to_numpy(dtype=float) / b[both].to_numpy(dtype=float))
+    return ratios
 
 
 def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     n = len(values)
     expanded = values.mean() + (values - values.mean()) * np.sqrt(n / (n - 1))
-    return expanded[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)
+    means: np.ndarray = expanded[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)
+    return means
 
 
 # A verdict that a fresh draw of the blocks reproduces less often than this is not settled (the report says so, and a

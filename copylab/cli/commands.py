@@ -220,7 +220,7 @@ def _seconds(option: str, value: Any) -> float | None:
     """A time option in seconds, above 0 and at most a day; None when not given."""
     if value is None:
         return None
-    seconds = parse_number(option, value, float)
+    seconds: float = parse_number(option, value, float)
     if not 0 < seconds <= 24 * 3600:
         raise CopylabError(f"--{option}: {value} is out of range (seconds above 0, at most a day)")
     return seconds

@@ -43,7 +43,7 @@ def parse_size(text: str) -> int:
 
 
 def parse_port(text: Any) -> int:
-    port = parse_number("port", text, int)
+    port: int = parse_number("port", text, int)
     if not 1 <= port <= 65535:
         raise CopylabError(f"--port: {port} is not a port (1 to 65535)")
     return port

@@ -270,7 +270,8 @@ def _iperf3_socket_buffer(start: dict[str, Any]) -> int:
     buffers (the server's are capped alike) say what it got, doubled by the kernel."""
     if not start.get("sock_bufsize"):
         return 0
-    return min(start.get("sndbuf_actual", 0), start.get("rcvbuf_actual", 0)) // 2
+    smaller: int = min(start.get("sndbuf_actual", 0), start.get("rcvbuf_actual", 0))
+    return smaller // 2
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def measure_memcpy(
     result = run(_pinned(cpu, [program_path, str(mib), str(runs)]))
     if result.returncode != 0:
         raise CopylabError(f"memcpy calibration failed: {result.stderr.strip() or result.returncode}")
-    measured = json.loads(result.stdout)
+    measured: dict[str, Any] = json.loads(result.stdout)
     measured["llc_bytes"] = llc
     measured["cpu"] = cpu
     return measured

@@ -166,7 +166,8 @@ class Manifest:
         if not isinstance(parameters, dict):
             raise CopylabError("key 'parameters' missing or not an object")
         record["parameters"] = from_parameters(str(record.get("sweep")), str(record.get("profile")), parameters)
-        return _build(cls, record, "")
+        manifest: Manifest = _build(cls, record, "")
+        return manifest
 
 
 def _build(cls: type, record: Any, where: str) -> Any:

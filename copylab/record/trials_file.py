@@ -162,7 +162,8 @@ def _check_rows(text: str, path: Path) -> tuple[list[str], list[int]]:
 
 
 def _at_end(text: str, reader: Any) -> bool:
-    return reader.line_num >= len(text.splitlines())
+    read: int = reader.line_num
+    return read >= len(text.splitlines())
 
 
 def _check_header(header: list[str], path: Path) -> None:

@@ -307,7 +307,8 @@ def _notebook(content: list[Block]) -> nbformat.NotebookNode:
             image = nbformat.v4.new_output("display_data", data={"image/png": _base64(block.path)})
             cells.append(nbformat.v4.new_code_cell("", outputs=[image]))
             cells.append(nbformat.v4.new_markdown_cell(block.caption))
-    return nbformat.v4.new_notebook(cells=cells)
+    notebook: nbformat.NotebookNode = nbformat.v4.new_notebook(cells=cells)
+    return notebook
 
 
 def _base64(path: Path) -> str:

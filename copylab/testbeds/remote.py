@@ -216,7 +216,8 @@ class RemoteEnd(End):
         self._check(self.call("create fifos", shlex.join(["mkfifo", "-m", "600", *paths])), "mkfifo")
 
     def read(self, path: str, offset: int = 0) -> str:
-        return self.call("read " + path, f"tail -c +{offset + 1} {shlex.quote(path)} 2>/dev/null || true").stdout
+        text: str = self.call("read " + path, f"tail -c +{offset + 1} {shlex.quote(path)} 2>/dev/null || true").stdout
+        return text
 
     def _check(self, result: Any, what: str) -> None:
         if result.exited != 0:
