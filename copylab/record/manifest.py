@@ -134,8 +134,9 @@ class Manifest:
     # those that change a setting of the whole host).
     not_measured: dict[str, str] = field(default_factory=dict)
     # Written by ./inv report into its first sweep's manifest: what its verified pass checked before it measured
-    # ("implementation receive-mode", every byte as sent) and the sweeps that ran it.
+    # ("implementation receive-mode", every byte as sent).
     verified: list[str] = field(default_factory=list)
+    # Written beside verified: the sweeps that ran the verified pass, under data/.
     verified_in: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
