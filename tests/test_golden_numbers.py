@@ -1,11 +1,12 @@
 """The golden texts, number by number, against what the analysis of their reference sweeps wrote: the copies
 report's sections on the sender behind a sink and on the receiver's side (comparisons.csv, summary.csv, trials.csv,
-manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), question 3's bullets (the
-thread reference's summary.csv and trials.csv, its paired changes recomputed), question 6's table (its
-trials.csv, recomputed), the open-load section (its
-trials.csv, recomputed) and every value the servers section gives with its interval (a row of its summary,
-comparisons or crossovers): a numeric bug regenerated into a golden text with --write fails here.
-tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their tables the same way."""
+manifest.json), the copy bound's table (the calibration in the manifest, summary.csv), question 2's savings (the
+cache-level reference's trials.csv, paired by block and pooled by level), question 3's bullets (the thread
+reference's summary.csv and trials.csv, its paired changes recomputed), question 6's table (its trials.csv,
+recomputed), the open-load section (its trials.csv, recomputed) and every value the servers section gives with its
+interval (a row of its summary, comparisons or crossovers): a numeric bug regenerated into a golden text with --write
+fails here.  tests/test_reference_report.py holds questions 1, 4 and 5 and the limitations to their tables the same
+way."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from copylab.declarations.metrics import add_metrics
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.experiments.servers.figures import fmt_rate
 from copylab.paths import (
+    REFERENCE_CACHES_DATA,
     REFERENCE_DATA,
     REFERENCE_MMAP_DATA,
     REFERENCE_MMAP_SMALL_DATA,
@@ -468,3 +470,51 @@ def test_question_3s_numbers_are_the_thread_references(tmp_path):
         for written, count in zip(residence.groups(), (counts[0], counts[-1]), strict=True):
             per_second = (at[count]["messages"] / at[count]["measured_s"]).mean()
             assert _close(written, count / per_second * 1e6), (bullet, count)
+
+
+# ---------------------------------------------------------------- question 2
+
+_SAVED = "snd_user_ns_per_byte"  # the sender's user-space CPU per byte: where the packing copy runs
+
+
+def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = stats.t.ppf(0.975, dof) * math.sqrt(va + vb)
+    return a.mean() - b.mean(), a.mean() - b.mean() - half, a.mean() - b.mean() + half
+
+
+def test_question_2s_savings_are_the_cache_references_blocks(tmp_path):
+    """Question 2 recomputed from the cache-level reference's trials.csv: each size's saving (two_copy's sender
+    user CPU per byte minus one_copy's, block by block, a t interval), the level the answer names (the blocks of
+    the sizes whose working set overflows it, pooled) and its margin over the next (Welch's interval)."""
+    directory = _analysed(tmp_path, REFERENCE_CACHES_DATA).store.directory
+    trials = add_metrics(pd.read_csv(directory / "trials.csv", low_memory=False))
+    ok = trials[(trials["status"] == "ok") & (trials["workload"] == "stream")]
+    blocks = ok.pivot_table(index=["size_bytes", "repetition"], columns="implementation", values=_SAVED)
+    saving = (blocks["two_copy"] - blocks["one_copy"]).dropna()
+    text = _part("Which cache level shows the most reduction in misses, and why?")
+    header, rows = next((h, r) for h, r in _tables(text) if "Saving, ns/B (95% CI)" in h)
+    overflows: dict[str, list[int]] = {}
+    for cells in rows:
+        row = dict(zip(header, cells, strict=True))
+        size = _size(row["Message"])
+        assert _size(row["Working set"]) == 2 * size, row
+        written = [float(n.replace(",", "")) for n in _INTERVAL.fullmatch(row["Saving, ns/B (95% CI)"]).groups()]  # type: ignore[union-attr]
+        expected = _t_interval(saving.loc[size].to_numpy(dtype=float))
+        assert np.isclose(written, expected, rtol=5e-3, atol=1e-12).all(), (row, expected)
+        overflows.setdefault(row["Misses it adds"], []).append(size)
+    short = re.search(
+        r"saved the sender (\S+) \[(\S+), (\S+)\] ns of user-space CPU per byte where the working set overflows (\w+)",
+        text,
+    )
+    assert short, text[:500]
+    pooled = {level: saving.loc[sizes].to_numpy(dtype=float) for level, sizes in overflows.items() if level != "none"}
+    best = pooled[short[4]]
+    assert np.isclose([float(v) for v in short.groups()[:3]], _t_interval(best), rtol=5e-3).all(), short[0]
+    margin = re.search(
+        r"it saves (\S+) \[(\S+), (\S+)\] ns per byte more than where the working set overflows (\w+)", text
+    )
+    assert margin, text[:500]
+    expected = _welch(best, pooled[margin[4]])
+    assert np.isclose([float(v) for v in margin.groups()[:3]], expected, rtol=5e-3).all(), (margin[0], expected)
