@@ -531,13 +531,13 @@ def test_cache_caption_with_counters_gives_both_levels():
 def test_short_answer_summarises_all_configurations():
     text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy", "two_copy")
     assert text.startswith(
-        "**In short:** `one_copy` outperforms `two_copy` above a crossover size of about 5,793 B in 2 of 2 "
-        "configurations."
+        "**In short:** `one_copy` against `two_copy`: with 1 thread, CPU pinning `same_cpu`, faster from about 5,793 B "
+        "(95% CI 4,100 B to 8,191 B); with 4 threads, CPU pinning `same_cpu`, faster from about 5,793 B"
     )
     text = answers.answer_crossover(make_sweep(status="indistinguishable"), "one_copy", "two_copy")
     assert text.startswith(
-        "**In short:** `one_copy` has no crossover over `two_copy`; it is not distinguishable from the baseline in "
-        "2 of 2 configurations."
+        "**In short:** `one_copy` against `two_copy`: with 1 thread, CPU pinning `same_cpu`, indistinguishable at "
+        "every size from 64 B to 64 KiB; with 4 threads"
     )
 
 

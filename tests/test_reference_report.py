@@ -196,12 +196,13 @@ _STATUS_WORDS = {
     "indistinguishable": r"are indistinguishable",
     "multiple_crossings": r"there is no single size",
 }
+# Question 4's short answer, a clause per thread count (copylab.experiments.copies.answers.crossovers._short_status)
 _SHORT_WORDS = {
-    "crossover": r"above a crossover size [^;]*?",
-    "challenger_always_better": "better at every tested size where the difference is significant",
-    "challenger_never_better": "never better within the tested range",
-    "indistinguishable": "not distinguishable from the baseline",
-    "multiple_crossings": "better at some sizes and worse at others, with no single crossover",
+    "crossover": r"faster from about ([\d,]+) B \(95% CI ([\d,]+) B to ([\d,]+) B\)",
+    "challenger_always_better": r"faster at every size (?:from|where the two differ)",
+    "challenger_never_better": r"(?:slower at every size from|never faster)",
+    "indistinguishable": r"indistinguishable at every size",
+    "multiple_crossings": r"no single crossover",
 }
 
 
@@ -274,15 +275,19 @@ def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challeng
     assert short.startswith("**In short:**"), short
     if "Over the veth" in short:  # question 5, answered over the veth and behind the sink
         return checked + _check_veth_short(short, rows, tables["trials"], challenger)
-    for status, words in _SHORT_WORDS.items():
-        found = re.search(rf"{words} in (\d+) of (\d+) configurations", short)
-        count = int((rows["status"] == status).sum())
-        assert (int(found[1]), int(found[2])) == (count, len(rows)) if found else count == 0, (status, short)
+    clauses = re.findall(r"with (\d+) threads?, CPU pinning `([^`]+)`, (.*?)(?:;|\. \*\*How sure)", short)
+    assert len(clauses) == len(rows), (short, len(rows))
+    for threads, pinning, clause in clauses:
+        row = rows[(rows["threads"] == int(threads)) & (rows["pinning"] == pinning)].iloc[0]
+        said = [status for status, words in _SHORT_WORDS.items() if re.search(words, clause)]
+        assert said == [row["status"]], (clause, row["status"])
         checked += 1
-    crossings = rows[rows["status"] == "crossover"]["crossover_at"]
-    for written in re.findall(r"about ([\d,]+) B", short):
-        assert int(written.replace(",", "")) in {round(crossings.min()), round(crossings.max())}, short
-        checked += 1
+        if row["status"] == "crossover":
+            at, low, high = re.search(_SHORT_WORDS["crossover"], clause).groups()  # type: ignore[union-attr]
+            assert [int(v.replace(",", "")) for v in (at, low, high)] == [
+                round(row[c]) for c in ("crossover_at", "ci_low", "ci_high")
+            ], clause
+            checked += 3
     return checked
 
 
@@ -375,7 +380,7 @@ def _check_limitations(text: str, tables: dict[str, pd.DataFrame]) -> int:
         | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
     ].dropna(subset=["mean"])
     main = main[main["layout"].isin(["fields", "none"])]  # the study's message layout, as the report's sections
-    unstable, configurations = re.search(r"(\d+) of (\d+) configurations were flagged unstable", text).groups()  # type: ignore[union-attr]
+    unstable, configurations = re.search(r"(\d+) of (\d+) configurations(?: \([^)]*\))? were flagged unstable", text).groups()  # type: ignore[union-attr]
     assert (int(unstable), int(configurations)) == (int(main["unstable"].sum()), len(main))
     cv = re.search(r"reached a CV of ([\d.]+)%", text)
     assert cv and _close(cv[1], 100 * main.loc[main["unstable"], "cv"].max())

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,13 +24,11 @@ from copylab import experiments
 from copylab.cli import commands
 for experiment, profile in experiments.reported():
     declared = experiment.profiles[profile]
-    sizes = list(declared.get("sizes") or [])[:2]
     declared.update(trials=3, duration_s=0.05, warmup_s=0.02, max_trials=4)
-    if sizes:
-        declared.update(sizes=sizes, side_sizes=sizes[:1])
+    if declared.get("side_sizes"):  # the sweeps of many sizes; the others' grids are what makes them theirs
+        declared.update(sizes=list(declared["sizes"])[:2], side_sizes=list(declared["sizes"])[:1])
     if declared.get("connections"):
         declared.update(connections=list(declared["connections"])[:2])
-    declared.update(threads=list(declared["threads"])[:2])
 sys.exit(commands.report(budget="3"))
 """
 
@@ -87,8 +86,12 @@ def _report_without_root(scratch: Path) -> None:
         f"PATH={os.environ['PATH']}",
         f"HOME={home}",
         f"MPLCONFIGDIR={home}",
-        f"JUPYTER_PATH={jupyter}",
+        # the kernel above, then the environment's own (nbconvert's templates): it is not activated, only shown
+        f"JUPYTER_PATH={jupyter}:{shown.seen_as(Path(sys.prefix) / 'share' / 'jupyter')}",
         f"PYTHONPATH={':'.join(map(str, [copy, *shown.path]))}",
+        # an interpreter built with a shared libpython finds it by an absolute path nobody may not reach, and would
+        # load the system's instead (another patch release, whose C modules its standard library does not fit)
+        f"LD_LIBRARY_PATH={shown.seen_as(Path(sys.base_prefix) / 'lib')}",
     ]
     command = ["env", "-i", *environment, str(shown.interpreter), "-c", TINY]
     if os.geteuid() == 0:  # CI runs as root: drop to nobody, who owns the copy

@@ -328,7 +328,7 @@ def _ranking_differs(results: Results, row: pd.Series) -> str | None:
         return None
     return (
         f"At {', '.join(parted)} the two senders' own 95% intervals overlap, so the ranking of *Other ways to send* "
-        "calls them tied, while the paired comparison here separates them: pairing the two trials of one block "
+        "calls them tied, while the paired comparison here separates them. Pairing the two trials of one block "
         "removes the drift between blocks that widens each sender's own interval, so the paired verdict stands."
     )
 
@@ -364,16 +364,21 @@ def _to_settle(results: Results, row: pd.Series) -> str:
     each = results.trials["trial_wall_s"].median() if "trial_wall_s" in results.trials else math.nan
     seconds = extra * 2 * (float(each) if each == each else 0.5)  # 0.5 s: a trial of ./inv report's profiles
     named = ", ".join(f"{fmt_size(size)} ({int(need - have)} more)" for size, have, need in reachable)
-    return (
+    text = (
         f"The verdict is not settled. If the differences stay as measured, about this many more blocks would make "
-        f"them significant: {named}, about {fmt_duration(seconds)} of trials. This command goes on measuring the "
-        f"same sweeps there and renders the report again: {code(more_command(results, seconds))}"
+        f"them significant: {named}, about {fmt_duration(seconds)} of trials."
     )
+    command = more_command(results, seconds)
+    if command is None:
+        return text
+    return f"{text} This command measures them in the same sweeps and renders again: {code(command)}"
 
 
-def more_command(results: Results, seconds: float) -> str:
-    """`./inv report --more`, naming every sweep measured with this one (its manifest's report_sweeps)."""
-    names = results.manifest.report_sweeps or [results.store.name]
-    directories = [results.store.directory.parent / name for name in names]
-    listed = ",".join(shown(directory) for directory in directories)
+def more_command(results: Results, seconds: float) -> str | None:
+    """`./inv report --more`, naming every sweep ./inv report measured with this one (its manifest's report_sweeps);
+    None for a sweep measured on its own, such as a committed reference."""
+    names = results.manifest.report_sweeps
+    if not names:
+        return None
+    listed = ",".join(shown(results.store.directory.parent / name) for name in names)
     return f"./inv report --data {listed} --more {int(np.ceil(seconds))}"
