@@ -86,6 +86,7 @@ LAYERS = (
     ("copylab.measure",),
     ("copylab.report",),
     ("copylab.explore",),
+    ("copylab.study",),  # ./inv report's pipeline: measure, analyse, render
     ("copylab.cli", "copylab.__main__"),
 )
 

@@ -139,9 +139,7 @@ def _traced(content: list[Block], results: Results) -> list[Block]:
     the files themselves for the web page to link: the sweep's data and the executed notebook that drew it, where
     the analysis left one.  A figure that names its sources already was drawn from another sweep, which its caption
     names: it is left as it is."""
-    return [
-        traced(block, results) if isinstance(block, Figure) and not block.sources else block for block in content
-    ]
+    return [traced(block, results) if isinstance(block, Figure) and not block.sources else block for block in content]
 
 
 def traced(figure: Figure, results: Results) -> Figure:
