@@ -53,7 +53,8 @@ class Experiment:
     # profile name -> sweep settings (copylab.declarations.settings names); Members stands for a list of implementations
     profiles: Mapping[str, Mapping[str, Any]]
     figures: str  # "module:function" drawing its figures from a sweep's tables
-    # a module with parts(results), absent(loads), summary(results) and limitations(results): its blocks of the report
+    # a module with parts(results), absent(loads), summary(results) and limitations(results, companions): its blocks
+    # of the report
     report: str
     # "module:NAME" of its implementations (copylab.declarations.implementations.Implementation), in order
     implementations: str
@@ -82,6 +83,6 @@ class Experiment:
 
     def parts(self) -> ModuleType:
         """Its report module: parts(results) and absent(loads) give its blocks of a report (copylab.report.compose),
-        summary(results) the lines that sum up a further sweep of it, limitations(results) what limits a sweep of
-        it beyond what every sweep's limitations say (copylab.report.sections)."""
+        summary(results) the lines that sum up a further sweep of it, limitations(results, companions) what limits a
+        sweep of it beyond what every sweep's limitations say (copylab.report.sections)."""
         return importlib.import_module(self.report)

@@ -380,7 +380,9 @@ def _check_limitations(text: str, tables: dict[str, pd.DataFrame]) -> int:
         | ((summary["workload"] == "rr") & (summary["metric"] == "latency_mean_us"))
     ].dropna(subset=["mean"])
     main = main[main["layout"].isin(["fields", "none"])]  # the study's message layout, as the report's sections
-    unstable, configurations = re.search(r"(\d+) of (\d+) configurations(?: \([^)]*\))? were flagged unstable", text).groups()  # type: ignore[union-attr]
+    unstable, configurations = re.search(
+        r"(\d+) of (\d+) configurations(?: \([^)]*\))? were flagged unstable", text
+    ).groups()  # type: ignore[union-attr]
     assert (int(unstable), int(configurations)) == (int(main["unstable"].sum()), len(main))
     cv = re.search(r"reached a CV of ([\d.]+)%", text)
     assert cv and _close(cv[1], 100 * main.loc[main["unstable"], "cv"].max())

@@ -109,7 +109,11 @@ def part_c(results: Results) -> str:
 
 
 GLOSSARY = (
-    ("block", "one trial of every contender at one setting, run back to back; comparisons pair trials within it"),
+    (
+        "block",
+        "one trial of every implementation, in each of its receive modes and layouts, at one setting, run back to "
+        "back; comparisons pair trials within it",
+    ),
     ("configuration", "one implementation at one setting: message size, threads, pinning, receive mode, layout"),
     ("crossover", "the message size from which one sender is significantly better than another"),
     ("Fieller interval", "a confidence interval for a ratio of two means"),
@@ -124,8 +128,3 @@ GLOSSARY = (
     ("trial, window", "one fresh server and client process; the measured part of it, after a warm-up"),
     ("unstable", f"a mean whose 95% interval reaches more than {fmt_pct(IMPRECISE)} either side of it"),
 )
-
-
-def glossary() -> str:
-    """The words of the report a reader may not know, each in one line."""
-    return markdown_table({"Word": word, "Meaning": meaning} for word, meaning in GLOSSARY)

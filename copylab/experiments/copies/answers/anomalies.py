@@ -168,9 +168,9 @@ def answer_q6(results: Results) -> str:
         rule = "the largest drop of a throughput curve as the message size grows"
     else:
         finding = (
-            f"At {fmt_size(anomaly.size)} (pinning {code(anomaly.pinning)}, stream), {code(anomaly.implementation)} "
-            f"moved {fmt_interval(*obs[1:], 'Gbit/s')} with {threads_text(int(obs[0]))} but only "
-            f"{fmt_interval(*exp[1:], 'Gbit/s')} with {exp[0]}."
+            f"At {fmt_size(anomaly.size)} (CPU pinning {code(anomaly.pinning)}, stream), "
+            f"{code(anomaly.implementation)} moved {fmt_interval(*obs[1:], 'Gbit/s')} with "
+            f"{threads_text(int(obs[0]))} but only {fmt_interval(*exp[1:], 'Gbit/s')} with {exp[0]}."
         )
         rule = "the largest loss of throughput from the fewest to the most threads"
     if anomaly.score > 0:
