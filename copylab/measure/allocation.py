@@ -2,12 +2,12 @@
 
 A deciding comparison is one of the experiment's deciding pairs (copylab.declarations.implementations.Experiment) on its
 metric and workload, receiving by copy, along the experiment's axis, with the analysis's own paired statistics
-(copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its points are all significant, or when
-it has a
-crossover and no undecided point is left inside its bracket; otherwise its undecided points (and points not
-compared yet) get a block each, those next to a change of sign of the estimate beside a significant point first
-(that is where a crossover would be placed), then those nearest to significance: where a few more blocks decide
-most.
+(copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its verdict is decisive (a crossover,
+or better or never better wherever the two differ) and a redraw of its blocks gives it again at least SETTLED of the
+time, the report's own rule for "settled".  Otherwise its undecided points (and points not compared yet) get a block
+each, those next to a change of sign of the estimate beside a significant point first (that is where a crossover
+would be placed), then those nearest to significance; a curve with no undecided point left gets blocks at its
+weakest significant points.
 """
 
 from __future__ import annotations
@@ -64,17 +64,27 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     ]
 
 
-def _unsettled(group: pd.DataFrame, trials: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
-    """(priority, point) of a curve whose labels look decided but whose verdict a fresh draw of its blocks gives
-    again less than SETTLED of the time: its significant points, the weakest first, after the points beside a change
-    of sign."""
+# Verdicts that answer a question: a crossover, or one option better (or never better) wherever they differ.
+DECISIVE = ("crossover", "challenger_always_better", "challenger_never_better")
+
+
+def _settled(group: pd.DataFrame, trials: pd.DataFrame, axis: str) -> bool:
+    """Whether a curve's verdict is decided: decisive, and given again by at least SETTLED of the redraws of its
+    blocks (the report's own rule), or, where its trials are not paired, no point left undecided that could move it."""
     group = group.sort_values(axis)
+    labels = _labels(group)
+    if classify(labels) not in DECISIVE:
+        return False
     if not (group["method"] == "paired").all():
-        return []
+        return not _targets(group, axis)
     row = group.iloc[0]
     advantages = curve_advantages(trials, row["challenger"], row["baseline"], row["metric"], axis, group[axis])
-    if verdict_stability(advantages, classify(_labels(group))) >= SETTLED:
-        return []
+    return verdict_stability(advantages, classify(labels)) >= SETTLED
+
+
+def _weakest(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
+    """(priority, point) of a curve's significant points, the weakest first, after the points beside a change of
+    sign: where a verdict that looks decided but is not settled is firmed up."""
     weakest = group[group["significant"].astype(bool)].sort_values("p_holm", ascending=False)
     return [(0.5 + 0.4 * index / len(weakest), int(point)) for index, point in enumerate(weakest[axis])]
 
@@ -118,7 +128,9 @@ def prioritized(
                 want(point, -1.0, challenger, baseline)  # not compared yet: first
         for keys, group in mine.groupby(keys_of):
             curve = ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)]
-            targets = _targets(group, experiment.axis) or _unsettled(group, add_metrics(curve), experiment.axis)
+            if _settled(group, add_metrics(curve), experiment.axis):
+                continue
+            targets = _targets(group, experiment.axis) or _weakest(group, experiment.axis)
             for priority, position in targets:
                 row = group[group[experiment.axis] == position].iloc[0]
                 want(point_of_row(row), priority, challenger, baseline)
