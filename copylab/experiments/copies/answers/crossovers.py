@@ -218,9 +218,10 @@ def how_sure(stabilities: list[tuple[str, float] | None]) -> str:
             f" **How sure:** decided; each of the {len(known)} verdicts comes out again in at least "
             f"{fmt_pct(SETTLED)} of redraws of its blocks."
         )
+    verb = "is" if unsettled == 1 else "are"
     return (
-        f" **How sure:** {unsettled} of the {len(known)} verdicts are not settled (they come out again in fewer than "
-        f"{fmt_pct(SETTLED)} of redraws of their blocks); more blocks at those sizes would decide them."
+        f" **How sure:** {unsettled} of the {len(known)} verdicts {verb} not settled (they come out again in fewer "
+        f"than {fmt_pct(SETTLED)} of redraws of their blocks); more blocks at those sizes would decide them."
     )
 
 
@@ -356,17 +357,19 @@ def _to_settle(results: Results, row: pd.Series) -> str:
     needs = [(size, len(a), blocks_to_decide(a, len(rows))) for size, a in zip(sizes, advantages, strict=True)]
     reachable = [(size, have, need) for size, have, need in needs if np.isfinite(need) and need <= MOST_BLOCKS]
     if not reachable:
-        return (
-            f"The verdict is not settled, and at {', '.join(fmt_size(size) for size in sizes) or 'no size'} the "
-            "difference is too close to none for a few more blocks to decide it."
-        )
+        # No undecided size would turn significant soon: the verdict wavers on its significant sizes, which two more
+        # blocks each firm up.
+        reachable = [
+            (int(size), int(n), int(n) + 2) for size, n in zip(rows["size_bytes"], rows["n_pairs"], strict=True)
+        ]
     extra = sum(need - have for _, have, need in reachable)
     each = results.trials["trial_wall_s"].median() if "trial_wall_s" in results.trials else math.nan
     seconds = extra * 2 * (float(each) if each == each else 0.5)  # 0.5 s: a trial of ./inv report's profiles
     named = ", ".join(f"{fmt_size(size)} ({int(need - have)} more)" for size, have, need in reachable)
     text = (
-        f"The verdict is not settled. If the differences stay as measured, about this many more blocks would make "
-        f"them significant: {named}, about {fmt_duration(seconds)} of trials."
+        f"The verdict is not settled: a redraw of its blocks gives it again {fmt_pct(stability[1])} of the time. If "
+        f"the differences stay as measured, about this many more blocks would decide it: {named}, about "
+        f"{fmt_duration(seconds)} of trials."
     )
     command = more_command(results, seconds)
     if command is None:
