@@ -135,3 +135,26 @@ def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatc
     rows.loc[0, "status"] = "ok"
     found = verification.verified_pass([("copies", "quick", "quick-S")], "S", tmp_path)
     assert found.checked == ["two_copy mmap"] and found.sweeps == ["verify-copies-S"]
+
+
+def test_a_curve_gets_blocks_at_its_most_promising_undecided_points_only():
+    import pandas as pd
+
+    from copylab.measure import allocation
+
+    sizes = [1024 << k for k in range(9)]
+    ratios = [0.90, 0.97, 0.98, 0.99, 1.01, 1.02, 1.03, 1.05, 1.10]
+    curve = pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "ratio": ratios,
+            "ratio_ci_low": [r - 0.04 for r in ratios],
+            "ratio_ci_high": [r + 0.04 for r in ratios],
+            "significant": [True] + [False] * 8,
+            "challenger_better": [r > 1 for r in ratios],
+        }
+    )
+    targets = allocation._targets(curve, "size_bytes")
+    assert len(targets) == allocation.MOST_PER_CURVE
+    # the undecided point nearest to significance first: 256 KiB, 10% from even
+    assert targets[0][1] == sizes[-1] and all(point != sizes[0] for _, point in targets)

@@ -31,6 +31,10 @@ def _labels(group: pd.DataFrame) -> list[str]:
     ]
 
 
+# The undecided points of one curve that get a block in one round: the most promising.
+MOST_PER_CURVE = 3
+
+
 def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     """(priority, point on the axis) of a curve's points that still need blocks; lower priority first."""
     group = group.sort_values(axis)
@@ -58,10 +62,12 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     changes = {j for i in crossings for j in (i, i + 1)}
     width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
     closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
-    return [
+    ranked = sorted(
         (0.0 if i in changes else 1.0 - min(1.0, float(np.nan_to_num(closeness[i], nan=0.0))), int(points[i]))
         for i in candidates
-    ]
+    )
+    # A few points at a time: blocks spread over every undecided size would lift none of them to significance.
+    return ranked[:MOST_PER_CURVE]
 
 
 # Verdicts that answer a question: a crossover, or one option better (or never better) wherever they differ.
