@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 
@@ -81,8 +80,7 @@ class Experiment:
         module, _, name = self.implementations.partition(":")
         return tuple(getattr(importlib.import_module(module), name))
 
-    def parts(self) -> ModuleType:
-        """Its report module: parts(results) and absent(loads) give its blocks of a report (copylab.report.compose),
-        summary(results) the lines that sum up a further sweep of it, limitations(results, companions) what limits a
-        sweep of it beyond what every sweep's limitations say (copylab.report.sections)."""
-        return importlib.import_module(self.report)
+    def parts(self) -> Any:
+        """What its report module gives the report: its REPORT, a copylab.report.contract.ExperimentReport (parts,
+        summary, limitations, and what may be left out: absent, front, back, companion)."""
+        return importlib.import_module(self.report).REPORT

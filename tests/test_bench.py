@@ -6,16 +6,16 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from copylab.cli import bench
+from copylab.bench import goals as bench
 from copylab.paths import REFERENCE_DATA
 from tests.conftest import needs_root
 
 
 def test_table_marks_goals():
     figures = [
-        bench.Figure("a", ">= 1", "1.2x", True),
-        bench.Figure("b", "<= 2", "3", False),
-        bench.Figure("c", "report", "x", None),
+        bench.BenchFigure("a", ">= 1", "1.2x", True),
+        bench.BenchFigure("b", "<= 2", "3", False),
+        bench.BenchFigure("c", "report", "x", None),
     ]
     lines = bench.table(figures).splitlines()
     assert lines[2].endswith("| pass |") and lines[3].endswith("| FAIL |") and lines[4].endswith("| - |")

@@ -86,7 +86,7 @@ LAYERS = (
     ("copylab.measure",),
     ("copylab.report",),
     ("copylab.explore",),
-    ("copylab.study",),  # ./inv report's pipeline: measure, analyse, render
+    ("copylab.study", "copylab.bench"),  # ./inv report's pipeline (measure, analyse, render) and ./inv bench
     ("copylab.cli", "copylab.__main__"),
 )
 

@@ -39,8 +39,8 @@ class ReportSweeps:
 
 def _companion(sweep: Results) -> str | None:
     """The kind of part the main experiment's report module claims SWEEP for, if it claims it."""
-    module = experiments.main().parts()
-    return module.companion(sweep) if hasattr(module, "companion") else None
+    claimed: str | None = experiments.main().parts().companion(sweep)
+    return claimed
 
 
 def arrange(sweeps: list[Results]) -> ReportSweeps:
@@ -83,7 +83,7 @@ def _role(sweep: Results) -> tuple[str, str]:
 def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
     """The whole report, figures numbered."""
     main = experiments.get(sweeps.main.manifest.parameters.experiment).parts()
-    content: list[Block] = list(main.front(sweeps.main, sweeps.companions)) if hasattr(main, "front") else []
+    content: list[Block] = list(main.front(sweeps.main, sweeps.companions))
     content += _traced(main.parts(sweeps.main, sweeps.companions), sweeps.main)
     for experiment in experiments.EXPERIMENTS.values():
         if experiment.main:
@@ -91,7 +91,7 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         module = experiment.parts()
         found = {load: sweep for (name, load), sweep in sweeps.sections.items() if name == experiment.name}
         for sweep in found.values():
-            content += _traced(module.parts(sweep), sweep)
+            content += _traced(module.parts(sweep, None), sweep)
         content += module.absent(frozenset(found))
     content += [Markdown("# Limitations"), Markdown(sections.limitations(sweeps.main, sweeps.companions))]
     content += _further(sweeps)
@@ -103,8 +103,9 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         Markdown("# Appendix C: Reproducing this report"),
         Markdown(sections.reproduce(sweeps.main, every_sweep(sweeps))),
     ]
-    if hasattr(main, "back"):
-        content += [Markdown("# Appendix D: Glossary"), *main.back()]
+    glossary = main.back()
+    if glossary:
+        content += [Markdown("# Appendix D: Glossary"), *glossary]
     return _numbered(content)
 
 

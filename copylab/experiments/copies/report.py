@@ -15,6 +15,7 @@ from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markd
 from copylab.report import glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.compose import traced
+from copylab.report.contract import ExperimentReport
 from copylab.report.results import Results, between_hosts, present, receive_modes
 from copylab.roles import Role
 
@@ -302,3 +303,14 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
         f"delivery, so Parts D and E measure zero-copy with a local receiver.{behind} Neither path is a physical "
         "NIC, and the results do not carry over to one as they are."
     ]
+
+
+REPORT = ExperimentReport(
+    parts=parts,
+    summary=summary,
+    limitations=limitations,
+    absent=absent,
+    front=front,
+    back=back,
+    companion=companion,
+)

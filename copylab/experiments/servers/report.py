@@ -20,6 +20,7 @@ from copylab.experiments.servers.figures import FIGURES
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report import prose
 from copylab.report.blocks import Block, Figure, Markdown
+from copylab.report.contract import ExperimentReport
 from copylab.report.prose import axis_value, row_interval
 from copylab.report.results import Results, between_hosts, metric_rows, paired, present, select
 
@@ -553,9 +554,9 @@ INTRODUCTION = (
 )
 
 
-def parts(results: Results) -> list[Block]:
+def parts(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
     """The section of a report whose servers sweep RESULTS is (copylab.experiments.servers.open_load's under open
-    load)."""
+    load); a servers sweep has no COMPANIONS."""
     if results.manifest.parameters.load == "open":
         return open_load.parts(results)
     return [
@@ -595,3 +596,6 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
     """What limits a servers sweep beyond what every sweep says (with or without COMPANIONS, sweeps beside it):
     nothing of its own yet."""
     return []
+
+
+REPORT = ExperimentReport(parts=parts, summary=summary, limitations=limitations, absent=absent)

@@ -44,7 +44,7 @@ from copylab.testbeds import congestion, netns, testbed
 
 
 @dataclass(frozen=True)
-class Figure:
+class BenchFigure:
     name: str
     goal: str
     measured: str
@@ -105,10 +105,10 @@ def _ratio_text(ratios: list[float]) -> str:
 
 def _held_to(
     goal: BenchGoal, challenger: Contender, settings: TrialSettings, size: int, pairs: int, checked: bool
-) -> Figure:
+) -> BenchFigure:
     """CHALLENGER against its goal's implementation (run with SETTINGS), interleaved; CHECKED: against the goal."""
     ratios = _pair_ratios(challenger, Contender(goal.against, goal.against, settings), size, pairs)
-    return Figure(
+    return BenchFigure(
         f"{challenger.implementation} --layout {challenger.layout} / {goal.against} throughput, {size // 1024} KiB, "
         "1 thread, same CPU",
         f">= {goal.at_least:g}x" if checked else "report",
@@ -119,7 +119,7 @@ def _held_to(
 
 def goal_comparisons(
     pairs: int, duration_s: float, beside: bool = True, sizes: tuple[int, ...] = (65536, 1024)
-) -> list[Figure]:
+) -> list[BenchFigure]:
     """Each implementation with a bench goal against the implementation the goal names at SIZES, both unprofiled
     (a wrapped tool cannot run under perf's window control), in the goal's layout and, BESIDE, its others; then
     what profiling costs copylab in a sweep."""
@@ -145,7 +145,7 @@ def goal_comparisons(
             pairs,
         )
         figures.append(
-            Figure(
+            BenchFigure(
                 f"{profiled_name} throughput under perf stat / without, 64 KiB, 1 thread",
                 "report",
                 _ratio_text(ratios),
@@ -155,7 +155,7 @@ def goal_comparisons(
     return figures
 
 
-def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
+def harness_cost(data_root: Path, smoke: bool) -> list[BenchFigure]:
     """A reduced quick sweep: how much of its wall time is not warm-up or measured window."""
     settings = config.make_config(
         "bench-harness",
@@ -172,14 +172,14 @@ def harness_cost(data_root: Path, smoke: bool) -> list[Figure]:
     ratio = result.wall_s / result.window_s
     overhead = result.median_overhead_s()
     return [
-        Figure(
+        BenchFigure(
             "time outside measured windows per trial (median)",
             f"<= {OVERHEAD_BUDGET_S:.2f} s",
             f"{overhead:.3f} s over {result.ran} trials",
             overhead <= OVERHEAD_BUDGET_S,
         ),
         full_profile_estimate(overhead),
-        Figure("sweep wall time / (warm-up + measured windows)", "<= 1.20", f"{ratio:.3f}", ratio <= 1.2),
+        BenchFigure("sweep wall time / (warm-up + measured windows)", "<= 1.20", f"{ratio:.3f}", ratio <= 1.2),
     ]
 
 
@@ -210,7 +210,7 @@ def _deciding(trials: pd.DataFrame, paired: bool) -> pd.DataFrame:
     return found.set_index(["challenger", "size_bytes"]).sort_index()
 
 
-def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
+def design_comparison(data_root: Path, smoke: bool) -> list[BenchFigure]:
     """The blocked and the randomized design on this host, at an equal number of trials, each twice: how wide
     the deciding ratios' intervals are, and whether two runs of a design reach the same verdicts."""
     trials = 2 if smoke else 8
@@ -240,7 +240,7 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
         verdicts = [run["significant"].astype(str) + run["challenger_better"].astype(str) for run in runs]
         same = int((verdicts[0] == verdicts[1]).sum())
         figures.append(
-            Figure(
+            BenchFigure(
                 f"{design} design, {trials} trials each: width of the deciding ratios' 95% intervals (log ratio, "
                 "median over comparisons)",
                 "report",
@@ -254,7 +254,7 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
             )
         )
         figures.append(
-            Figure(
+            BenchFigure(
                 f"{design} design: the same verdict from two runs",
                 "report",
                 f"{same} of {len(verdicts[0])} comparisons (significant and direction alike)",
@@ -264,7 +264,7 @@ def design_comparison(data_root: Path, smoke: bool) -> list[Figure]:
     return figures
 
 
-def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
+def window_spread(data_root: Path, smoke: bool) -> list[BenchFigure]:
     """The spread between identical trials with a short and a long window: what a longer window averages away."""
     figures = []
     baseline = implementations.by_role(Role.TWO_COPY)
@@ -285,7 +285,7 @@ def window_spread(data_root: Path, smoke: bool) -> list[Figure]:
         )
         values = trials.loc[trials["status"] == "ok", "throughput_gbps"]
         figures.append(
-            Figure(
+            BenchFigure(
                 f"spread between identical trials ({baseline.name}, 64 KiB), {duration:g} s window after {warmup:g} s",
                 "report",
                 f"CV {values.std() / values.mean():.1%} over {len(values)} trials, "
@@ -314,7 +314,7 @@ def _transports() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def transport_spread(data_root: Path, smoke: bool) -> list[Figure]:
+def transport_spread(data_root: Path, smoke: bool) -> list[BenchFigure]:
     """The study's two copying senders under the default transport and under each change of it the kernel
     offers: each's throughput and spread between identical trials, and their within-block ratio."""
     one_copy, two_copy = implementations.by_role(Role.ONE_COPY), implementations.by_role(Role.TWO_COPY)
@@ -323,7 +323,7 @@ def transport_spread(data_root: Path, smoke: bool) -> list[Figure]:
     for number, (label, transport) in enumerate(_transports()):
         refused = congestion.check_here(transport["congestion_control"])
         if refused:
-            figures.append(Figure(label, "report", refused, None))
+            figures.append(BenchFigure(label, "report", refused, None))
             continue
         trials = _measured(
             f"bench-transport-{number}",
@@ -344,7 +344,7 @@ def transport_spread(data_root: Path, smoke: bool) -> list[Figure]:
             blocks = group.pivot_table(index="repetition", columns="implementation", values="throughput_gbps")
             log_ratios = (blocks[one_copy.name] / blocks[two_copy.name]).apply(math.log)
             figures.append(
-                Figure(
+                BenchFigure(
                     f"{label}, {size // 1024} KiB, 1 thread, {len(blocks)} blocks: throughput (CV between identical "
                     f"trials); {one_copy.name}/{two_copy.name} within blocks",
                     "report",
@@ -359,12 +359,12 @@ def transport_spread(data_root: Path, smoke: bool) -> list[Figure]:
     return figures
 
 
-def full_profile_estimate(overhead_s: float) -> Figure:
+def full_profile_estimate(overhead_s: float) -> BenchFigure:
     """The copies study's full profile: its trials times (warm-up + window + the harness's time per trial)."""
     full = config.make_config("bench-full", "full")
     trials = schedule.plan(full)
     minutes = sum(measured_window_s(spec, _window_settings(full)) + overhead_s for spec in trials) / 60
-    return Figure(
+    return BenchFigure(
         f"full profile of the copies study ({len(trials):,} trials), estimated from its plan and the harness time",
         f"<= {FULL_PROFILE_BUDGET_MIN} min",
         f"{minutes:.1f} min",
@@ -377,7 +377,7 @@ def _window_settings(settings: SweepConfig) -> TrialSettings:
     return TrialSettings(settings.name, bed, perf.PerfSupport(False, None), settings.duration_s, settings.warmup_s)
 
 
-def report_time(smoke: bool) -> list[Figure]:
+def report_time(smoke: bool) -> list[BenchFigure]:
     """The main job end to end, as a user runs it: ./inv report (build, the sweeps the experiments declare for it,
     analysis, PDF)."""
     if smoke:
@@ -388,7 +388,7 @@ def report_time(smoke: bool) -> list[Figure]:
     if result.returncode != 0:
         raise CopylabError(f"./inv report failed: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
     return [
-        Figure(
+        BenchFigure(
             f"./inv report (build, the declared sweeps: {_declared_sweeps()}; analysis, PDF)",
             f"<= {REPORT_BUDGET_S / 60:.0f} min",
             f"{seconds / 60:.1f} min",
@@ -447,7 +447,7 @@ def _declared_sweeps() -> str:
     )
 
 
-def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: bool = False) -> list[Figure]:
+def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: bool = False) -> list[BenchFigure]:
     """The analysis notebook on a trials.csv of ROWS rows drawn from REFERENCE's, and the report rendered from the
     reference sweep (SMOKE: from those rows, already analysed, so that no second analysis runs)."""
     from copylab.analysis.analyze_sweep import run_analysis_notebook
@@ -461,17 +461,17 @@ def analysis_and_report_time(reference: Path, rows: int, scratch: Path, smoke: b
         run_analysis_notebook(reported, output=scratch / "reference.ipynb")
     report_s = _timed(lambda: render_report([reported], scratch / "report.pdf"))
     return [
-        Figure(
+        BenchFigure(
             f"analysis notebook on a {rows:,}-row trials.csv",
             f"<= {ANALYSIS_BUDGET_S} s",
             f"{analysis_s:.1f} s",
             analysis_s <= ANALYSIS_BUDGET_S,
         ),
-        Figure("report rendered from existing data", "<= 60 s", f"{report_s:.1f} s", report_s <= 60),
+        BenchFigure("report rendered from existing data", "<= 60 s", f"{report_s:.1f} s", report_s <= 60),
     ]
 
 
-def explorer_redraw_time(reference: Path, changes: int = 7) -> list[Figure]:
+def explorer_redraw_time(reference: Path, changes: int = 7) -> list[BenchFigure]:
     """Median time from moving the explorer's slider to a finished redraw, on the reference sweep."""
     from copylab.explore.explorer import Explorer
 
@@ -488,7 +488,7 @@ def explorer_redraw_time(reference: Path, changes: int = 7) -> list[Figure]:
         ]
     median = statistics.median(times)
     return [
-        Figure(
+        BenchFigure(
             f"explorer redraw after a slider change ({reference.name}, median of {len(times)})",
             "<= 0.5 s",
             f"{median:.2f} s",
@@ -520,14 +520,14 @@ def replay_adaptive(trials: pd.DataFrame, target: float) -> tuple[int, int, int,
     return fixed_trials, adaptive_trials, fixed_precise, adaptive_precise
 
 
-def adaptive_saving(reference: Path, target: float = 0.05) -> list[Figure]:
+def adaptive_saving(reference: Path, target: float = 0.05) -> list[BenchFigure]:
     """Replays the reference sweep's trials in their recorded order under the adaptive rule."""
     trials, _ = SweepStore(reference).load()
     fixed_trials, adaptive_trials, fixed_precise, adaptive_precise = replay_adaptive(trials, target)
     seconds_per_trial = float(trials.loc[trials["status"] == "ok", "trial_wall_s"].mean())
     saved = (fixed_trials - adaptive_trials) * seconds_per_trial
     return [
-        Figure(
+        BenchFigure(
             f"adaptive repetition (--target-ci {target}) replayed on {reference.name}",
             "report the saving",
             f"{adaptive_trials} instead of {fixed_trials} trials, {saved / 60:.1f} min saved "
@@ -538,7 +538,7 @@ def adaptive_saving(reference: Path, target: float = 0.05) -> list[Figure]:
     ]
 
 
-def copy_limit(reference: Path) -> list[Figure]:
+def copy_limit(reference: Path) -> list[BenchFigure]:
     """Best throughput of each implementation against its copy bound, from the sweep's own calibration."""
     from copylab.analysis.stats import summarize
 
@@ -546,7 +546,7 @@ def copy_limit(reference: Path) -> list[Figure]:
     calibrated = manifest.calibration.memcpy_gbps if manifest.calibration else None
     now = measure_memcpy()["memcpy_gbps"]
     figures = [
-        Figure(
+        BenchFigure(
             "single-core memcpy bandwidth",
             "report",
             f"{calibrated or float('nan'):.1f} Gbit/s when {reference.name} started, {now:.1f} Gbit/s now",
@@ -558,7 +558,7 @@ def copy_limit(reference: Path) -> list[Figure]:
     summary = summarize(trials, metrics=["throughput_gbps"])
     for row in copy_limit_rows(summary, calibrated):
         figures.append(
-            Figure(
+            BenchFigure(
                 f"{row['implementation']}, receive {row['receive']}: best throughput / copy bound "
                 f"({row['copies_per_byte']} copies)",
                 "report",
@@ -570,7 +570,7 @@ def copy_limit(reference: Path) -> list[Figure]:
     return figures
 
 
-def table(figures: list[Figure]) -> str:
+def table(figures: list[BenchFigure]) -> str:
     lines = ["| figure | goal | measured | result |", "|---|---|---|---|"]
     for figure in figures:
         verdict = "-" if figure.passed is None else ("pass" if figure.passed else "FAIL")
@@ -580,7 +580,7 @@ def table(figures: list[Figure]) -> str:
 
 def run_bench(
     pairs: int = 5, duration_s: float = 2.0, rows: int = 100_000, smoke: bool = False, reference: Path = REFERENCE_DATA
-) -> list[Figure]:
+) -> list[BenchFigure]:
     """All figures; smoke=True runs each part as briefly as possible (for CI)."""
     netns.require_root("bench")
     if not (reference / "trials.csv").exists():

@@ -1,0 +1,37 @@
+"""What an experiment's report module gives the report: one object, REPORT, that copylab.report.compose and
+copylab.report.sections call, with defaults for what an experiment may leave out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from copylab.report.blocks import Block
+from copylab.report.results import Results
+
+Companions = Mapping[str, Results]
+
+
+def _no_blocks(*_: object) -> list[Block]:
+    return []
+
+
+def _claims_none(_: Results) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class ExperimentReport:
+    # its sections of a report, from its first sweep and the sweeps its main experiment claims beside it
+    parts: Callable[[Results, Companions | None], list[Block]]
+    # the lines that sum up a further sweep of it
+    summary: Callable[[Results], str]
+    # what limits a sweep of it beyond what every sweep's limitations say
+    limitations: Callable[[Results, Companions | None], list[str]]
+    # what the report says where none of its sweeps was given, per load measured
+    absent: Callable[[frozenset[str]], list[Block]] = _no_blocks
+    # the main experiment's front (the answers at a glance, Parts B and C) and back (the glossary)
+    front: Callable[[Results, Companions | None], list[Block]] = _no_blocks
+    back: Callable[[], list[Block]] = _no_blocks
+    # the part a sweep of the main experiment is for when it is not the main one (copies: "sink", "mmap", ...)
+    companion: Callable[[Results], str | None] = _claims_none
