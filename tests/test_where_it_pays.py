@@ -168,12 +168,12 @@ def test_small_pages_are_their_own_sweep_and_their_cost_is_computed(three_sweeps
     text = _text([veth, mapped, small])
     where = text[text.index("## The receiver's side") : text.index("# Limitations")].replace("\n", " ")
     # two_copy mapped nothing with large pages and half with small ones, from the rows.
-    assert "With large pages (the kernel's default): `two_copy` faster at 0 of 1 sizes" in where
-    assert "With small pages (`--sender-pages small`): `two_copy` faster at" in where
+    assert "With multi-page (32 KiB) buffers (the kernel's default): `two_copy` faster at 0 of 1 sizes" in where
+    assert "With single 4 KiB pages (`--sender-pages small`): `two_copy` faster at" in where
     assert "with 0.0% of the bytes mapped" in where and where.count("with 50.0% of the bytes mapped") == 3
     assert "Small pages also slowed receiving by copy." in where
-    assert f"with small pages was {fmt_num(SMALL_PAGES_COPY)}x of that with large pages" in where
-    assert f"Receiving by mapping with small pages was {fmt_num(SMALL_PAGES_MAPPED)}x of receiving by copy" in where
+    assert f"pages was {fmt_num(SMALL_PAGES_COPY)}× of that with 32 KiB buffers" in where
+    assert f"Receiving by mapping with small pages was {fmt_num(SMALL_PAGES_MAPPED)}× of receiving by copy" in where
     assert "So mapping did not beat copying into the kernel's default pages here." in where
     alone = _text([veth, mapped]).replace("\n", " ")
     assert f"Small pages were not measured; {sink_answers.measure_command('mmap-small')} measures them." in alone

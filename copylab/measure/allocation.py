@@ -32,7 +32,7 @@ def _labels(group: pd.DataFrame) -> list[str]:
 
 
 # The undecided points of one curve that get a block in one round: the most promising.
-MOST_PER_CURVE = 3
+MOST_PER_CURVE = 2
 
 
 def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
