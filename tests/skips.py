@@ -46,6 +46,7 @@ DECLARED = (
     ),
     Reason(r"this kernel has no netem", "need netem", "kernels built without sch_netem (CI's among them)", on_ci=True),
     Reason(r"needs Debian's chromium", "need Chromium", "hosts without /usr/bin/chromium (CI has it)", on_ci=False),
+    Reason(r"needs valgrind", "need valgrind", "hosts without valgrind (./inv installs it, so CI has it)", on_ci=False),
     Reason(
         r"could not import 'playwright",
         "need playwright",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,27 +15,34 @@ from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.experiments.copies import CACHES, PROFILES, THREADS, cachesim, report
 from copylab.experiments.copies.answers import anomalies, caches, paired, threads
-from copylab.paths import DATA, program
+from copylab.paths import DATA
 from copylab.record.calibration import CacheLevel
-from copylab.record.store import SweepStore
-from copylab.report.results import load_results
+from copylab.report.results import Results
+from tests.test_reference_report import _analysed
 
 GRID, THREAD_SWEEP, MAIN = (DATA / name for name in ("reference-caches", "reference-threads", "reference"))
 
 
 @pytest.fixture(scope="module")
-def grid():
-    return load_results(SweepStore(GRID))
+def analysed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Results]:
+    """A reference analysed in a scratch copy of its own (a fresh clone has no analysis tables)."""
+    scratch = tmp_path_factory.mktemp("references")
+    return lambda reference: _analysed(scratch, reference)
 
 
 @pytest.fixture(scope="module")
-def thread_sweep():
-    return load_results(SweepStore(THREAD_SWEEP))
+def grid(analysed: Callable[[Path], Results]) -> Results:
+    return analysed(GRID)
 
 
 @pytest.fixture(scope="module")
-def main():
-    return load_results(SweepStore(MAIN))
+def thread_sweep(analysed: Callable[[Path], Results]) -> Results:
+    return analysed(THREAD_SWEEP)
+
+
+@pytest.fixture(scope="module")
+def main(analysed: Callable[[Path], Results]) -> Results:
+    return analysed(MAIN)
 
 
 def test_the_profiles_are_reported_and_reach_past_the_caches():
@@ -103,8 +112,8 @@ def test_the_simulator_says_in_one_sentence_why_it_cannot_run(monkeypatch):
     cachesim.simulate.cache_clear()
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None or not program("pack_copy").exists(), reason="needs valgrind")
-def test_the_simulated_copy_misses_only_past_each_level():
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_the_simulated_copy_misses_only_past_each_level(bin_dir):  # built first: a fresh clone has no programs yet
     cachesim.simulate.cache_clear()
     first, last = CacheLevel("L1d", 32 << 10, "0"), CacheLevel("L3", 1 << 20, "0-1")
     small, middle, large = cachesim.simulate((4096, 256 << 10, 2 << 20), first, last)

@@ -466,7 +466,7 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
     results = load_results(store)
     assert set(results.summary["layout"]) == {"fields", NO_LAYOUT}, "the study's statements see its layout only"
     text = layout.section(results)
-    assert text is not None and "one_copy@contiguous" in text and "| aligned |" in text
+    assert text is not None and "`one_copy` (contiguous layout)" in text and "| aligned |" in text
     pinned = {
         (row["implementation"], row["layout"], int(row["size_bytes"])): float(row["zc_pages_per_message"])
         for row in rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -88,6 +89,18 @@ def _exclusive() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is done, then act: an `ip netns add` cut short by them could leave a
+    namespace that copylab's clean-up looked for too early, and then could not tell from someone else's."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def up(pair: NamespacePair) -> None:
     """Creates both namespaces and the link; refuses to touch namespaces it did not create."""
     require_root("setting up namespaces")
@@ -95,10 +108,11 @@ def up(pair: NamespacePair) -> None:
         check_free(pair)
         _remove([pair.server, pair.client])
         try:
-            for name in (pair.server, pair.client):
-                _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
-            for command in setup_commands(pair):
-                _run(*command)
+            with _uninterrupted():  # an interruption arrives once the pair is whole, and is cleaned up below
+                for name in (pair.server, pair.client):
+                    _marker(name).write_text(json.dumps({**asdict(pair), "owner_pid": os.getpid()}))
+                for command in setup_commands(pair):
+                    _run(*command)
         except BaseException:
             _remove([pair.server, pair.client])
             raise
