@@ -35,8 +35,9 @@ def _labels(group: pd.DataFrame) -> list[str]:
 MOST_PER_CURVE = 2
 
 
-def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
-    """(priority, point on the axis) of a curve's points that still need blocks; lower priority first."""
+def _targets(group: pd.DataFrame, axis: str, most_blocks: int | None = None) -> list[tuple[float, int]]:
+    """(priority, point on the axis) of a curve's points that still need blocks, leaving out those that have
+    MOST_BLOCKS already; lower priority first."""
     group = group.sort_values(axis)
     labels = _labels(group)
     if "0" not in labels:
@@ -62,9 +63,11 @@ def _targets(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
     changes = {j for i in crossings for j in (i, i + 1)}
     width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
     closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
+    blocks = group["n_pairs"].to_numpy() if "n_pairs" in group else np.zeros(len(group))
     ranked = sorted(
         (0.0 if i in changes else 1.0 - min(1.0, float(np.nan_to_num(closeness[i], nan=0.0))), int(points[i]))
         for i in candidates
+        if most_blocks is None or not blocks[i] >= most_blocks  # a point at its cap gets no more: the next does
     )
     # A few points at a time: blocks spread over every undecided size would lift none of them to significance.
     return ranked[:MOST_PER_CURVE]
@@ -88,10 +91,11 @@ def _settled(group: pd.DataFrame, trials: pd.DataFrame, axis: str) -> bool:
     return verdict_stability(advantages, classify(labels)) >= SETTLED
 
 
-def _weakest(group: pd.DataFrame, axis: str) -> list[tuple[float, int]]:
-    """(priority, point) of a curve's significant points, the weakest first, after the points beside a change of
-    sign: where a verdict that looks decided but is not settled is firmed up."""
-    weakest = group[group["significant"].astype(bool)].sort_values("p_holm", ascending=False)
+def _weakest(group: pd.DataFrame, axis: str, most_blocks: int) -> list[tuple[float, int]]:
+    """(priority, point) of a curve's significant points short of MOST_BLOCKS, the weakest first, after the points
+    beside a change of sign: where a verdict that looks decided but is not settled is firmed up."""
+    open_ = group["n_pairs"] < most_blocks if "n_pairs" in group else True
+    weakest = group[group["significant"].astype(bool) & open_].sort_values("p_holm", ascending=False)
     return [(0.5 + 0.4 * index / len(weakest), int(point)) for index, point in enumerate(weakest[axis])]
 
 
@@ -136,7 +140,9 @@ def prioritized(
             curve = ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)]
             if _settled(group, add_metrics(curve), experiment.axis):
                 continue
-            targets = _targets(group, experiment.axis) or _weakest(group, experiment.axis)
+            targets = _targets(group, experiment.axis, config.max_trials) or _weakest(
+                group, experiment.axis, config.max_trials
+            )
             for priority, position in targets:
                 row = group[group[experiment.axis] == position].iloc[0]
                 want(point_of_row(row), priority, challenger, baseline)
