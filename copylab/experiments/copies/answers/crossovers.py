@@ -374,14 +374,17 @@ def _to_settle(results: Results, row: pd.Series) -> str:
     command = more_command(results, seconds)
     if command is None:
         return text
-    return f"{text} This command measures them in the same sweeps and renders again: {code(command)}"
+    block = "\n".join(["```", *command, "```"])
+    return f"{text} This command measures them in the same sweeps and renders again:\n\n{block}"
 
 
-def more_command(results: Results, seconds: float) -> str | None:
-    """`./inv report --more`, naming every sweep ./inv report measured with this one (its manifest's report_sweeps);
-    None for a sweep measured on its own, such as a committed reference."""
+def more_command(results: Results, seconds: float) -> list[str] | None:
+    """`./inv report --more`, naming every sweep ./inv report measured with this one (its manifest's report_sweeps),
+    one directory a line (a backslash at a line's end continues the comma list); None for a sweep measured on its
+    own, such as a committed reference."""
     names = results.manifest.report_sweeps
     if not names:
         return None
-    listed = ",".join(shown(results.store.directory.parent / name) for name in names)
-    return f"./inv report --data {listed} --more {int(np.ceil(seconds))}"
+    directories = [shown(results.store.directory.parent / name) for name in names]
+    first = f"./inv report --more {int(np.ceil(seconds))} --data \\"
+    return [first, *(f"{directory},\\" for directory in directories[:-1]), directories[-1]]
