@@ -340,15 +340,7 @@ def _to_settle(results: Results, row: pd.Series) -> str:
     stability = _stability(results, row)
     if stability is None or stability[1] >= SETTLED:
         return ""
-    rows = comparison_rows(
-        results,
-        row["challenger"],
-        row["baseline"],
-        row["metric"],
-        workload=row["workload"],
-        threads=int(row["threads"]),
-        pinning=row["pinning"],
-    )
+    rows = _rows_of(results, row)
     open_rows = rows[~rows["significant"].astype(bool)]
     where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
     trials = select(results.trials, **where, connections=int(row["connections"]))
