@@ -27,7 +27,9 @@ OWN = ("command", "name", "profile", "sweep_file", "resume", "analyze")
 def _command(sweep: Any) -> list[str]:
     """The printed command's words after ./inv run-sweep, read back from the report's text as a shell would."""
     text = sections.reproduce(sweep)
-    line = next(part for part in text.replace("\\\n", " ").splitlines() if part.startswith("./inv run-sweep"))
+    # as a shell joins lines: a backslash before a line's end is removed with it, so a word cut after a comma
+    # continues on the next line, and spaces still part the words
+    line = next(part for part in text.replace("\\\n", "").splitlines() if part.startswith("./inv run-sweep"))
     return shlex.split(line)[2:]
 
 

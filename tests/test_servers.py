@@ -438,7 +438,7 @@ def test_idle_connections_and_a_further_baseline_are_answered_from_the_tables(tm
         results, manifest=dataclasses.replace(results.manifest, host_floor={"split_cpu": 30.0})
     )
     floor = dict(waiting.answers(floored))[waiting.FLOOR_QUESTION]
-    assert "took on average 30.0 µs with pinning `split_cpu`" in floor
+    assert "took on average 30.0 µs with CPU pinning `split_cpu`" in floor
     one = select(results.summary, metric="latency_mean_us", connections=1, idle_connections=0)
     for row in one.itertuples():
         assert f"| `{row.implementation}` | `split_cpu` |" in floor and fmt_num(row.mean - 30.0) in floor
