@@ -34,6 +34,7 @@ from copylab.paths import (
     REFERENCE_SINK_DATA,
     REFERENCE_THREADS_DATA,
 )
+from copylab.report.results import select
 from tests.test_reference_report import (
     GOLDEN,
     GOLDEN_OPEN_LOAD,
@@ -178,13 +179,7 @@ def _check_receiver_table(header: list[str], rows: list[list[str]], directory: P
 
 
 def _median(trials: pd.DataFrame, sender: str, size: int, receive: str) -> float:
-    rows = trials[
-        (trials["implementation"] == sender)
-        & (trials["size_bytes"] == size)
-        & (trials["receive"] == receive)
-        & (trials["status"] == "ok")
-        & (trials["workload"] == "stream")
-    ]
+    rows = select(trials, implementation=sender, size_bytes=size, receive=receive, status="ok", workload="stream")
     return float(rows["throughput_gbps"].median())
 
 

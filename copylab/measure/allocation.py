@@ -63,11 +63,11 @@ def _targets(group: pd.DataFrame, axis: str, most_blocks: int | None = None) -> 
     changes = {j for i in crossings for j in (i, i + 1)}
     width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
     closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
-    blocks = group["n_pairs"].to_numpy() if "n_pairs" in group else np.zeros(len(group))
+    blocks = np.nan_to_num(group["n_pairs"].to_numpy(dtype=float)) if "n_pairs" in group else np.zeros(len(group))
     ranked = sorted(
         (0.0 if i in changes else 1.0 - min(1.0, float(np.nan_to_num(closeness[i], nan=0.0))), int(points[i]))
         for i in candidates
-        if most_blocks is None or not blocks[i] >= most_blocks  # a point at its cap gets no more: the next does
+        if most_blocks is None or blocks[i] < most_blocks  # a point at its cap gets no more: the next does
     )
     # A few points at a time: blocks spread over every undecided size would lift none of them to significance.
     return ranked[:MOST_PER_CURVE]

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from copylab import experiments
 from copylab.formatting import code, fmt_duration, fmt_size
 from copylab.report.results import Results, every_trial
 
 
-def _points(extra: pd.DataFrame) -> str:
-    """The points extra blocks went to, e.g. '8 KiB and 16 KiB with 1 thread; 4 KiB with 4 threads'."""
-    axis = "connections" if (extra["workload"] == "rr").all() and extra["connections"].nunique() > 1 else "size_bytes"
+def _points(extra: pd.DataFrame, axis: str) -> str:
+    """The points extra blocks went to along AXIS, e.g. '8 KiB and 16 KiB with 1 thread; 4 KiB with 4 threads'."""
     by_threads = []
     for threads, group in extra.groupby("threads"):
         values = sorted(int(v) for v in group[axis].unique())
@@ -44,7 +44,7 @@ def sentence(results: Results) -> str:
     blocks = extra.groupby(["workload", "size_bytes", "threads", "connections", "pinning", "repetition"]).ngroups
     return (
         text + f"; then {blocks} extra blocks ({len(extra):,} trials{_time(extra)}) where a comparison was still "
-        f"undecided or a mean imprecise: at {_points(extra)}."
+        f"undecided or a mean imprecise: at {_points(extra, experiments.get(params.experiment).axis)}."
     )
 
 

@@ -24,7 +24,16 @@ from copylab.formatting import (
 from copylab.measure.spec import cpus_for
 from copylab.record.calibration import findings_for_copy
 from copylab.report.prose import config_label, value_interval
-from copylab.report.results import THROUGHPUT, Results, between_hosts, every_trial, measured_sizes, present, value
+from copylab.report.results import (
+    THROUGHPUT,
+    Results,
+    between_hosts,
+    every_trial,
+    measured_sizes,
+    present,
+    select,
+    value,
+)
 from copylab.roles import Role
 
 
@@ -197,15 +206,16 @@ CONTROL_LAYOUT = "contiguous"
 def _skb_shape(trials: pd.DataFrame, name: str, layout: str, size: int) -> dict[str, Any] | None:
     """What NAME's kernel transmitted at SIZE in LAYOUT, per trial (BPF counts): KiB per skb with its interval,
     page fragments per skb and KiB per fragment, pooled, and pages pinned per message; None where not counted."""
-    rows = trials[
-        (trials["implementation"] == name)
-        & (trials["size_bytes"] == size)
-        & (trials["layout"] == layout)
-        & (trials["status"] == "ok")
-        & (trials["workload"] == "stream")
-        & (trials["receive"] == implementations.BASELINE_RECEIVE)
-        & (trials["snd_skbs"] > 0)
-    ]
+    rows = select(
+        trials,
+        implementation=name,
+        size_bytes=size,
+        layout=layout,
+        status="ok",
+        workload="stream",
+        receive=implementations.BASELINE_RECEIVE,
+    )
+    rows = rows[rows["snd_skbs"] > 0]
     per_skb = paired.interval(rows["bytes"] / rows["snd_skbs"] / 1024)
     if per_skb is None:
         return None

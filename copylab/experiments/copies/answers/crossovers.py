@@ -355,8 +355,10 @@ def _to_settle(results: Results, row: pd.Series) -> str:
             (int(size), int(n), int(n) + 2) for size, n in zip(rows["size_bytes"], rows["n_pairs"], strict=True)
         ]
     extra = sum(need - have for _, have, need in reachable)
+    parameters = results.manifest.parameters
     each = results.trials["trial_wall_s"].median() if "trial_wall_s" in results.trials else math.nan
-    seconds = extra * 2 * (float(each) if each == each else 0.5)  # 0.5 s: a trial of ./inv report's profiles
+    # a trial's recorded wall time, or, where rows predate it, its warm-up and window
+    seconds = extra * 2 * (float(each) if each == each else parameters.warmup_s + parameters.duration_s)
     named = ", ".join(f"{fmt_size(size)} ({int(need - have)} more)" for size, have, need in reachable)
     text = (
         f"The verdict is not settled: a redraw of its blocks gives it again {fmt_pct(stability[1])} of the time. If "
