@@ -137,7 +137,8 @@ def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatc
     assert found.checked == ["two_copy mmap"] and found.sweeps == ["verify-copies-S"]
 
 
-def test_a_curve_gets_blocks_at_its_most_promising_undecided_points_only():
+def test_a_curve_gets_blocks_where_the_fewest_more_blocks_would_decide_it():
+    import numpy as np
     import pandas as pd
 
     from copylab.measure import allocation
@@ -148,13 +149,19 @@ def test_a_curve_gets_blocks_at_its_most_promising_undecided_points_only():
         {
             "size_bytes": sizes,
             "ratio": ratios,
-            "ratio_ci_low": [r - 0.04 for r in ratios],
-            "ratio_ci_high": [r + 0.04 for r in ratios],
             "significant": [True] + [False] * 8,
             "challenger_better": [r > 1 for r in ratios],
         }
     )
-    targets = allocation._targets(curve, "size_bytes")
+    spread = np.array([-1.0, 0.0, 1.0])
+    advantages = [np.log(r) + 0.03 * spread for r in ratios]
+    # 128 KiB gains more than it spreads, 256 KiB gains twice as much but spreads ten times as much: the nearer
+    # estimate is not the one a few blocks decide.
+    advantages[-1] = np.log(ratios[-1]) + 0.3 * spread
+    targets = allocation._targets(curve, "size_bytes", advantages)
     assert len(targets) == allocation.MOST_PER_CURVE
-    # the undecided point nearest to significance first: 256 KiB, 10% from even
-    assert targets[0][1] == sizes[-1] and all(point != sizes[0] for _, point in targets)
+    assert targets[0][1] == sizes[-2] and all(point not in (sizes[0], sizes[-1]) for _, point in targets)
+    # beside a change of sign next to a significant point, the same need counts half
+    curve.loc[1, "ratio"] = ratios[-2]
+    advantages[1] = advantages[-2]
+    assert allocation._targets(curve, "size_bytes", advantages)[0][1] == sizes[1]

@@ -120,9 +120,8 @@ SETTINGS: tuple[Setting, ...] = (
         "side_sizes",
         "sizes",
         (),
-        "stream sizes, among --sizes, of everything but the comparisons that decide the experiment's answers at the "
-        "first thread count, which run at every size: the other implementations, receive modes and layouts, and "
-        "every thread count but the first (default: all)",
+        "stream sizes, among --sizes, of everything but the comparisons that decide the experiment's answers, which "
+        "run at every size: the other implementations, receive modes and layouts (default: all)",
         low=8,
         high=64 << 20,
     ),

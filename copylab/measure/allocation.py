@@ -5,9 +5,9 @@ metric and workload, receiving by copy, along the experiment's axis, with the an
 (copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its verdict is decisive (a crossover,
 or better or never better wherever the two differ) and a redraw of its blocks gives it again at least SETTLED of the
 time, the report's own rule for "settled".  Otherwise its undecided points (and points not compared yet) get a block
-each, those next to a change of sign of the estimate beside a significant point first (that is where a crossover
-would be placed), then those nearest to significance; a curve with no undecided point left gets blocks at its
-weakest significant points.
+each, those needing the fewest more blocks to come out significant first, where the estimate changes sign beside a
+significant point (that is where a crossover would be placed) at half their count; a curve with no undecided point
+left gets blocks at its weakest significant points.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import SETTLED, classify, curve_advantages, verdict_stability
+from copylab.analysis.crossover import SETTLED, blocks_to_decide, classify, curve_advantages, verdict_stability
 from copylab.analysis.stats import compare
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
@@ -33,12 +33,26 @@ def _labels(group: pd.DataFrame) -> list[str]:
 
 # The undecided points of one curve that get a block in one round: the most promising.
 MOST_PER_CURVE = 2
+# A point's priority is (more blocks it needs) / (that + HALF_PRIORITY_BLOCKS): a point this many blocks from
+# significance ranks halfway between one that needs none and one that never gets there.
+HALF_PRIORITY_BLOCKS = 4.0
 
 
-def _targets(group: pd.DataFrame, axis: str, most_blocks: int | None = None) -> list[tuple[float, int]]:
+def _priority(values: np.ndarray, tests: int, beside_change: bool) -> float:
+    """How far a point is from significance, from 0 (a block or two away) to 1 (out of reach): the blocks its paired
+    test still needs (copylab.analysis.crossover.blocks_to_decide), halved beside a change of sign, where a crossover
+    would be placed.  Counting blocks, not closeness, sends none to a point whose spread no block will tame."""
+    more = blocks_to_decide(values, tests) - len(values) if len(values) else np.inf
+    priority = 1.0 if not np.isfinite(more) else more / (more + HALF_PRIORITY_BLOCKS)
+    return priority / 2 if beside_change else priority
+
+
+def _targets(
+    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], most_blocks: int | None = None
+) -> list[tuple[float, int]]:
     """(priority, point on the axis) of a curve's points that still need blocks, leaving out those that have
-    MOST_BLOCKS already; lower priority first."""
-    group = group.sort_values(axis)
+    MOST_BLOCKS already; lower priority first.  GROUP is sorted along AXIS; ADVANTAGES[i] holds the log ratios of
+    the blocks of its i-th point."""
     labels = _labels(group)
     if "0" not in labels:
         return []
@@ -47,27 +61,20 @@ def _targets(group: pd.DataFrame, axis: str, most_blocks: int | None = None) -> 
     if status == "crossover":
         low = max(i for i, label in enumerate(labels) if label == "W")
         high = min(i for i, label in enumerate(labels) if label == "B")
-        inside = [i for i in range(low + 1, high) if labels[i] == "0"]
-        if not inside:
-            return []
-        candidates = inside
+        candidates = [i for i in range(low + 1, high) if labels[i] == "0"]
     else:
         candidates = [i for i, label in enumerate(labels) if label == "0"]
-    log_ratio = np.log(group["ratio"].to_numpy(dtype=float))
-    sign = np.sign(log_ratio)
+    sign = np.sign(np.log(group["ratio"].to_numpy(dtype=float)))
     # A change of sign next to a significant point is where a crossover would be placed; between two undecided
-    # points it is noise around no difference, where more blocks decide nothing (servers at one connection).
+    # points it is noise around no difference (servers at one connection).
     crossings = [
         i for i in range(len(sign) - 1) if sign[i] != sign[i + 1] and (labels[i] != "0" or labels[i + 1] != "0")
     ]
     changes = {j for i in crossings for j in (i, i + 1)}
-    width = np.log(group["ratio_ci_high"].to_numpy(dtype=float) / group["ratio_ci_low"].to_numpy(dtype=float))
-    closeness = np.abs(log_ratio) / np.where(width > 0, width, np.inf)  # how near significance, roughly
-    blocks = np.nan_to_num(group["n_pairs"].to_numpy(dtype=float)) if "n_pairs" in group else np.zeros(len(group))
     ranked = sorted(
-        (0.0 if i in changes else 1.0 - min(1.0, float(np.nan_to_num(closeness[i], nan=0.0))), int(points[i]))
+        (_priority(advantages[i], len(group), i in changes), int(points[i]))
         for i in candidates
-        if most_blocks is None or blocks[i] < most_blocks  # a point at its cap gets no more: the next does
+        if most_blocks is None or len(advantages[i]) < most_blocks  # a point at its cap gets no more: the next does
     )
     # A few points at a time: blocks spread over every undecided size would lift none of them to significance.
     return ranked[:MOST_PER_CURVE]
@@ -77,18 +84,15 @@ def _targets(group: pd.DataFrame, axis: str, most_blocks: int | None = None) -> 
 DECISIVE = ("crossover", "challenger_always_better", "challenger_never_better")
 
 
-def _settled(group: pd.DataFrame, trials: pd.DataFrame, axis: str) -> bool:
+def _settled(group: pd.DataFrame, axis: str, advantages: list[np.ndarray]) -> bool:
     """Whether a curve's verdict is decided: decisive, and given again by at least SETTLED of the redraws of its
     blocks (the report's own rule), or, where its trials are not paired, no point left undecided that could move it."""
-    group = group.sort_values(axis)
-    labels = _labels(group)
-    if classify(labels) not in DECISIVE:
+    status = classify(_labels(group))
+    if status not in DECISIVE:
         return False
     if not (group["method"] == "paired").all():
-        return not _targets(group, axis)
-    row = group.iloc[0]
-    advantages = curve_advantages(trials, row["challenger"], row["baseline"], row["metric"], axis, group[axis])
-    return verdict_stability(advantages, classify(labels)) >= SETTLED
+        return not _targets(group, axis, advantages)
+    return verdict_stability(advantages, status) >= SETTLED
 
 
 def _weakest(group: pd.DataFrame, axis: str, most_blocks: int) -> list[tuple[float, int]]:
@@ -137,10 +141,14 @@ def prioritized(
             if point not in compared:
                 want(point, -1.0, challenger, baseline)  # not compared yet: first
         for keys, group in mine.groupby(keys_of):
-            curve = ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)]
-            if _settled(group, add_metrics(curve), experiment.axis):
+            group = group.sort_values(experiment.axis)
+            curve = add_metrics(ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)])
+            advantages = curve_advantages(
+                curve, challenger, baseline, experiment.metric, experiment.axis, group[experiment.axis]
+            )
+            if _settled(group, experiment.axis, advantages):
                 continue
-            targets = _targets(group, experiment.axis, config.max_trials) or _weakest(
+            targets = _targets(group, experiment.axis, advantages, config.max_trials) or _weakest(
                 group, experiment.axis, config.max_trials
             )
             for priority, position in targets:

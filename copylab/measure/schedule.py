@@ -172,12 +172,12 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
 
 
 def _runs_at(config: SweepConfig, deciding: set[Contender], configuration: Configuration) -> bool:
-    """Whether CONFIGURATION is measured: the deciding contenders at the first thread count at every stream size,
-    everything else at --side-sizes."""
+    """Whether CONFIGURATION is measured: the deciding contenders at every stream size, everything else at
+    --side-sizes."""
     c = configuration
     if c.workload != "stream" or not config.side_sizes or c.size_bytes in config.side_sizes:
         return True
-    return contender_of(c) in deciding and c.threads == min(config.threads)
+    return contender_of(c) in deciding
 
 
 def configuration_of(row: Any) -> Configuration:

@@ -269,9 +269,11 @@ def _repetitions(results: Results) -> str:
     deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
     return text + (
         f"A first pass ran {params.trials} blocks of the implementations whose comparisons decide the study's "
-        f"answers ({deciding}) at every point, and of every implementation at the first thread count. The time left "
-        "then went to a block at every point where one of those comparisons was still undecided (first where the "
-        "estimate changes sign beside a significant point, then those nearest to significance), each up to "
+        f"answers ({deciding}) at every point, and of every implementation at the first thread count (at the side "
+        "sizes only, where the sweep has them). The time left "
+        "then went to a block at every point where one of those comparisons was still undecided (first the points "
+        "that needed the fewest more blocks to come out significant, a point where the estimate changes sign beside "
+        "a significant one counting half), each up to "
         f"{params.max_trials} blocks; *Where the time went* below says how much each sweep got. So configurations "
         f"rest on {per} successful trials: the most where an answer was hardest to decide."
     )

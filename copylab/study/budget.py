@@ -2,9 +2,9 @@
 
 ./inv report runs a first pass of every sweep it reports, then gives the time left to the deciding comparisons
 (copylab.measure.allocation) that are still undecided, across sweeps: every undecided point of every sweep is ranked
-by the same priority (a point beside a change of sign first, then the nearest to significance), and the time goes,
-cycle by cycle, to a block at as many of the best-ranked points as it affords.  Each sweep then goes on (resumed, its
-budget grown by its share) and spends its share with its own allocator, which picks the same points.
+by the same priority (the blocks it still needs to come out significant, halved beside a change of sign), and the
+time goes, cycle by cycle, to a block at as many of the best-ranked points as it affords.  Each sweep then goes on
+(resumed, its budget grown by its share) and spends its share with its own allocator, which picks the same points.
 """
 
 from __future__ import annotations
