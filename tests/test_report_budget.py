@@ -63,12 +63,13 @@ def test_the_time_left_goes_to_the_best_ranked_points_across_sweeps():
     given = budget.shares([quick, sink], 30.0)
     # the three best-ranked points (-1, 0, 0.5) fit, the worst (0.9) does not
     assert given == {sink.store: 20.0, quick.store: 10.0}
-    assert budget.shares([quick, sink], 1000.0) == {quick.store: 20.0, sink.store: 20.0}
+    # time for more than one block at each point: rounds of them, so neither sweep is left waiting for the other
+    assert budget.shares([quick, sink], 85.0) == {quick.store: 40.0, sink.store: 40.0}
 
 
 def test_a_share_too_small_for_a_sweeps_start_up_is_not_given():
     tiny = _open("tiny", [0.0], budget.LEAST_SHARE_S / 2)
-    assert budget.shares([tiny], 100.0) == {}
+    assert budget.shares([tiny], budget.LEAST_SHARE_S * 0.75) == {}  # one block fits, a second does not
     assert budget.shares([_open("quick", [0.0], 10.0)], 5.0) == {}  # nothing affordable
 
 

@@ -3,8 +3,9 @@
 ./inv report runs a first pass of every sweep it reports, then gives the time left to the deciding comparisons
 (copylab.measure.allocation) that are still undecided, across sweeps: every undecided point of every sweep is ranked
 by the same priority (the blocks it still needs to come out significant, halved beside a change of sign), and the
-time goes, cycle by cycle, to a block at as many of the best-ranked points as it affords.  Each sweep then goes on
-(resumed, its budget grown by its share) and spends its share with its own allocator, which picks the same points.
+time goes, cycle by cycle, to rounds of a block at every point, best-ranked first, as far as the cycle's part of
+the time goes.  Each sweep then goes on (resumed, its budget grown by its share) and spends its share with its own
+allocator, which picks the same points.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def still_open(store: SweepStore) -> Open | None:
 
 def shares(found: list[Open], seconds: float) -> dict[SweepStore, float]:
     """How much of SECONDS each sweep gets this cycle: a block at each undecided point, best-ranked first across
-    sweeps, as far as SECONDS go; a share too small to be worth a sweep's start-up is dropped."""
+    sweeps, then another round of them, as far as SECONDS go; a share too small to be worth a sweep's start-up is
+    dropped.  A sweep that needs less than its share hands the rest back (copylab.study.pipeline.more_time)."""
     ranked = sorted(
         (priority, index, cost)
         for index, item in enumerate(found)
@@ -72,9 +74,9 @@ def shares(found: list[Open], seconds: float) -> dict[SweepStore, float]:
     )
     given: dict[int, float] = {}
     left = seconds
-    for _, index, cost in ranked:
-        if cost > left:
-            continue
-        given[index] = given.get(index, 0.0) + cost
-        left -= cost
+    while ranked and left >= min(cost for _, _, cost in ranked):
+        for _, index, cost in ranked:
+            if cost <= left:
+                given[index] = given.get(index, 0.0) + cost
+                left -= cost
     return {found[index].store: share for index, share in given.items() if share >= LEAST_SHARE_S}

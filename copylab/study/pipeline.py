@@ -75,7 +75,8 @@ def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
     across sweeps, in up to MAX_CYCLES cycles; says where the blocks went."""
     deadline = time.monotonic() + seconds
     for cycle in range(1, MAX_CYCLES + 1):
-        left = deadline - time.monotonic()
+        # An even part of what is left, so that the points are ranked again after each part: the last takes the rest.
+        left = (deadline - time.monotonic()) / (MAX_CYCLES - cycle + 1)
         found = [item for item in map(still_open, stores) if item is not None]
         given = shares(found, left)
         if not given:
