@@ -4,24 +4,27 @@ An experiment is a family of implementations measured against each other along o
 bytes leave user space, along message size; copylab.experiments.servers: how a server waits, along connections).  Its
 package declares one Experiment; copylab.experiments lists them.  Generic code (settings, sweeps, analysis,
 report, explorer) asks the declaration, never the experiment's name: what it compares along, which metrics and
-settings it has, which comparisons decide its answers, its profiles, its figures and its report parts.  The
-figures ("module:function") and the report module are named by strings, so that declaring an experiment imports
-no plotting or prose.
+settings it has, which comparisons decide its answers, its profiles and its implementations.
+
+A declaration is plain data, imported normally: it holds the records of its implementations
+(copylab.declarations.implementation), whose drivers are specs that copylab.measure.drivers maps to the code that
+runs them, so declaring an experiment runs, draws and writes nothing.  What an experiment gives the report, its figures and its report
+parts, is made of the report's results and prose: the package's plug-in module (copylab.experiments.NAME.plugin)
+bundles them with the declaration, and copylab.experiments.plugins lists the plug-ins.
+
+Adding an experiment is one package, copylab/experiments/NAME/: its declaration (__init__.py, with its
+implementations.py), its figures, its report parts and its plug-in module; and one entry in each of two lists, the
+declarations in copylab.experiments and the plug-ins in copylab.experiments.plugins.  Lower layers import only the
+list of declarations, which is why there are two; a test fails naming an experiment missing from either.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def resolve(target: str) -> Callable[..., Any]:
-    """The function a "package.module:function" string names."""
-    module, _, name = target.partition(":")
-    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
-    return function
+from copylab.declarations.implementation import Implementation
 
 
 @dataclass(frozen=True)
@@ -51,12 +54,8 @@ class Experiment:
     compared: tuple[str, ...]
     # profile name -> sweep settings (copylab.declarations.settings names); Members stands for a list of implementations
     profiles: Mapping[str, Mapping[str, Any]]
-    figures: str  # "module:function" drawing its figures from a sweep's tables
-    # a module with parts(results), absent(loads), summary(results) and limitations(results, companions): its blocks
-    # of the report
-    report: str
-    # "module:NAME" of its implementations (copylab.declarations.implementations.Implementation), in order
-    implementations: str
+    # its implementations, in the order of every table, legend and list (the registry sets their experiment)
+    implementations: tuple[Implementation, ...]
     # Settings it has no use for, with the reason a sweep giving one is refused.
     refuses: Mapping[str, str] = field(default_factory=dict)
     # The only values it allows for some settings (the servers experiment: request/response, receiving by copy),
@@ -71,16 +70,3 @@ class Experiment:
     # The profiles `./inv report` runs, in order: the first is the sweep the experiment's parts describe, the others
     # sweeps its report module claims for parts of their own (copylab.report.compose.arrange reads their manifests).
     reported: tuple[str, ...] = ("quick",)
-
-    def draw(self) -> Callable[..., Any]:
-        return resolve(self.figures)
-
-    def members(self) -> tuple[Any, ...]:
-        """Its implementations, loaded on first use so that declaring an experiment imports no driver."""
-        module, _, name = self.implementations.partition(":")
-        return tuple(getattr(importlib.import_module(module), name))
-
-    def parts(self) -> Any:
-        """What its report module gives the report: its REPORT, a copylab.report.contract.ExperimentReport (parts,
-        summary, limitations, and what may be left out: absent, front, back, companion)."""
-        return importlib.import_module(self.report).REPORT

@@ -14,6 +14,7 @@ import pytest
 from copylab.analysis.analyze_sweep import NOTEBOOK, analyze, run_analysis_notebook
 from copylab.analysis.crossover import STATUSES
 from copylab.errors import CopylabError
+from copylab.experiments import plugins
 from copylab.record import tables
 from copylab.record.store import SweepStore
 from copylab.report.prose import crossover_sentences
@@ -51,7 +52,7 @@ def test_notebook_is_committed_clean_with_a_parameters_cell():
 
 def test_analyze_writes_the_three_tables_and_the_figures(tmp_path):
     store = _sweep(tmp_path, "unit")
-    result = analyze(store, n_resamples=300)
+    result = analyze(store, plugins.draw, n_resamples=300)
     written = {name: store.read_table(name) for name in tables.TABLES}
     for name, frame in written.items():
         assert dict(frame.dtypes.astype(str)) == tables.TABLES[name], name  # typed after the round trip
@@ -67,18 +68,18 @@ def test_analyze_writes_the_three_tables_and_the_figures(tmp_path):
 def test_analyze_rejects_bad_arguments(tmp_path):
     store = _sweep(tmp_path, "args")
     with pytest.raises(CopylabError, match="confidence"):
-        analyze(store, confidence=95)
+        analyze(store, plugins.draw, confidence=95)
     with pytest.raises(CopylabError, match="unknown implementation 'four_copy'"):
-        analyze(store, pairs=[("four_copy", "two_copy")])
+        analyze(store, plugins.draw, pairs=[("four_copy", "two_copy")])
     with pytest.raises(CopylabError, match="no such sweep directory"):
-        analyze(SweepStore(tmp_path / "data" / "missing"))
+        analyze(SweepStore(tmp_path / "data" / "missing"), plugins.draw)
 
 
 def test_a_nested_sweep_gets_its_figures_under_figures_never_under_data(tmp_path):
     trials = make_trials(sweep="run1", sizes=(512, 2048), workloads=("stream",), threads=(1,), trials=3, seed=4)
     directory = write_sweep(tmp_path / "data" / "study" / "run1", trials)
     store = SweepStore(directory, figures_root=tmp_path / "figures", data_root=tmp_path / "data")
-    analyze(store, n_resamples=100)
+    analyze(store, plugins.draw, n_resamples=100)
     assert {p.name for p in (tmp_path / "figures" / "study" / "run1").iterdir()} == FIGURES
     assert not list((tmp_path / "data").rglob("*.png"))
 
@@ -89,7 +90,7 @@ def test_notebook_runs_under_papermill_and_writes_everything(tmp_path, capfd):
     # sweep holds afterwards, the notebook wrote.
     baseline = _sweep(tmp_path / "baseline", "nb")
     started = time.monotonic()
-    analyze(baseline, **options)
+    analyze(baseline, plugins.draw, **options)
     in_process = time.monotonic() - started
     store = _sweep(tmp_path, "nb")
     data_dir, figures = store.directory, tmp_path / "figures" / "nb"

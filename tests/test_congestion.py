@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import config, contract, implementations, socket_buffer
+from copylab.declarations.implementation import program_pair
 from copylab.measure import sweep
 from copylab.measure.drivers import CopylabPrograms, TrialFailed
 from copylab.measure.spec import TrialSettings, TrialSpec
@@ -47,7 +48,7 @@ def _result(program: str, **given: object) -> str:
 
 
 def test_a_trial_whose_ends_used_different_algorithms_fails():
-    driver = CopylabPrograms("two_copy")
+    driver = CopylabPrograms(program_pair("two_copy"))
     spec = TrialSpec("t", 0, implementations.get("two_copy"), "stream", 1024, 1, "same_cpu", 1)
     asked = dict(variant="two_copy", mode="stream", size=1024, threads=1, layout="fields")
     server = _result("server", role="server", congestion_control="cubic", **asked)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import contract, implementations
-from copylab.measure.drivers import CopylabPrograms
+from copylab.declarations.implementation import DriverKind, DriverSpec
 from copylab.paths import CSRC
 
 # Which source emits which result: the server's main and the client's main.
@@ -36,9 +36,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _run(bin_dir: Path, driver: CopylabPrograms, mode: str, files: Path) -> dict[str, str]:
+def _run(bin_dir: Path, driver: DriverSpec, mode: str, files: Path) -> dict[str, str]:
     port = str(_free_port())
-    variant = driver.variant
+    variant = driver.name
     common = ["--port", port, "--size", "1000", "--mode", mode]
     file = ["--file", str(files / "messages-1000.bin")] if driver.from_file else []
     server = subprocess.Popen(
@@ -74,9 +74,9 @@ def _run(bin_dir: Path, driver: CopylabPrograms, mode: str, files: Path) -> dict
 
 
 DRIVERS = {
-    impl.driver.variant: impl.driver
+    impl.driver.name: impl.driver
     for impl in implementations.registry().values()
-    if isinstance(impl.driver, CopylabPrograms)
+    if impl.driver.kind is DriverKind.PROGRAM_PAIR
 }
 
 

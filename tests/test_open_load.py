@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
+from copylab.experiments import plugins
 from copylab.experiments.servers import open_load
 from copylab.experiments.servers import report as server_report
 from copylab.experiments.servers.figures import LATENCY_TARGET_US
@@ -255,7 +256,7 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
         tmp_path / "data" / "open", frame, {"parameters": {"load": "open", "rates": list(RATES), "connections": [100]}}
     )
     store = SweepStore(directory, figures_root=tmp_path / "figures")
-    analyze(store, n_resamples=200)
+    analyze(store, plugins.draw, n_resamples=200)
     results = load_results(store)
     assert store.figure_path("latency_vs_offered_rate").is_file()
     text = open_load.answer_target(results)
@@ -270,7 +271,7 @@ def test_the_report_section_answers_from_an_open_load_sweep(tmp_path):
         ("closed", make_server_trials(sweep="closed", models=("thread", "epoll"), connections=(1, 100), trials=3)),
     ):
         other = SweepStore(write_sweep(tmp_path / "data" / name, trials), figures_root=tmp_path / "figures")
-        analyze(other, n_resamples=200)
+        analyze(other, plugins.draw, n_resamples=200)
         others.append(load_results(other))
     sweeps = compose.arrange([*others, results])
     assert sweeps.main is others[0] and not sweeps.further

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import implementations
+from copylab.declarations.implementation import DriverKind
 from copylab.declarations.schema import RECEIVE_MODES
-from copylab.measure.drivers import CopylabPrograms
 from copylab.programs.build import build
 from copylab.testbeds import netns
 from tests.conftest import needs_root, run_in
 
 DRIVERS = {
-    impl.driver.variant: impl.driver
+    impl.driver.name: impl.driver
     for impl in implementations.registry().values()
-    if isinstance(impl.driver, CopylabPrograms)
+    if impl.driver.kind is DriverKind.PROGRAM_PAIR
 }
 VARIANTS = tuple(DRIVERS)
 ZERO_COPY = tuple(name for name in VARIANTS if implementations.uses_zero_copy(name))

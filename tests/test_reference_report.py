@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
+from copylab.experiments import plugins
 from copylab.experiments.copies import answers, captions, glance
 from copylab.experiments.copies import report as copies_report
 from copylab.experiments.servers import open_load
@@ -58,7 +59,7 @@ def _analysed(scratch: Path, reference: Path) -> Results:
     for name in ("trials.csv", "manifest.json"):
         shutil.copy(reference / name, directory / name)
     store = SweepStore(directory, figures_root=scratch / "figures", data_root=scratch / "data")
-    analyze(store)
+    analyze(store, plugins.draw)
     return load_results(store)
 
 

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from datetime import date
 
 import pytest
 
+from copylab import experiments
 from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config, implementations
-from copylab.declarations.implementations import Copies, Implementation
+from copylab.declarations.implementation import Copies, Implementation, program_pair
+from copylab.experiments import plugins
 from copylab.experiments.copies import answers, captions
-from copylab.experiments.copies import implementations as copies_list
 from copylab.experiments.copies import report as copies_report
 from copylab.explore.explorer import Explorer
 from copylab.measure import schedule, sweep
-from copylab.measure.drivers import CopylabPrograms
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.results import load_results
@@ -27,7 +28,7 @@ FAKE = Implementation(
     name="fake_copy",
     summary="two_copy's programs under another name",
     explanation="**fake_copy.** A test's implementation: it reuses the two_copy programs.",
-    driver=CopylabPrograms("two_copy"),
+    driver=program_pair("two_copy"),
     copies=Copies(sender_user=1, sender_kernel=1),
     color="#cc79a7",
     baselines=("two_copy",),
@@ -37,7 +38,9 @@ FAKE = Implementation(
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Implementation]:
     """FAKE added the way a new implementation is: one entry in its experiment's list, nothing else."""
-    monkeypatch.setattr(copies_list, "IMPLEMENTATIONS", (*copies_list.IMPLEMENTATIONS, FAKE))
+    copies = experiments.main()
+    extended = dataclasses.replace(copies, implementations=(*copies.implementations, FAKE))
+    monkeypatch.setitem(experiments.EXPERIMENTS, copies.name, extended)
     implementations.registry.cache_clear()
     yield implementations.get(FAKE.name)
     monkeypatch.undo()
@@ -56,7 +59,7 @@ def test_a_registered_implementation_is_analysed_reported_and_explored(registere
     )
     calibration = {"calibration": {"memcpy_gbps": 90.0, "runs": 7, "buffer_mib": 128}}
     store = SweepStore(write_sweep(tmp_path / "data" / "fake", trials, calibration), figures_root=tmp_path / "figures")
-    result = analyze(store, n_resamples=100)
+    result = analyze(store, plugins.draw, n_resamples=100)
     assert FAKE.name in set(result.comparisons["challenger"])
     fake_vs_baseline = result.crossovers[
         (result.crossovers["challenger"] == FAKE.name)

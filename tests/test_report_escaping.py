@@ -14,6 +14,7 @@ import unicodedata
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
+from copylab.experiments import plugins
 from copylab.record.store import SweepStore
 from copylab.report.render import render_report
 from tests.synthetic import make_trials, write_sweep
@@ -43,7 +44,7 @@ def test_every_given_string_prints_literally(tmp_path):
     trials = make_trials(sweep="escapes", sizes=(1024, 4096), rr_sizes=(1024,), threads=(1,), trials=3)
     overrides = {"host": HOST, "toolchain": {"gcc": f"gcc {SPECIALS}"}}
     store = SweepStore(write_sweep(tmp_path / "data" / "escapes", trials, overrides), tmp_path / "figures")
-    analyze(store)  # a '$' in a title of the figures must not start mathtext
+    analyze(store, plugins.draw)  # a '$' in a title of the figures must not start mathtext
     pdf = render_report([store], tmp_path / "report" / "report.pdf", title=TITLE, author=AUTHOR)
     text = _printed(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout)
     for given in (TITLE, AUTHOR, *HOST.values(), f"gcc {SPECIALS}"):

@@ -1426,10 +1426,12 @@ def test_servers_listen_only_on_the_given_address(bin_dir, pair, outcome):
 NOBODY_ANALYSIS = """
 import json, os, sys
 from copylab.analysis import analyze_sweep
+from copylab.experiments import plugins
 from copylab.explore import explorer
 from copylab.record.store import SweepStore
 directory = sys.argv[1]
-result = analyze_sweep.analyze(SweepStore(directory, figures_root=os.path.join(directory, "figures")), n_resamples=200)
+store = SweepStore(directory, figures_root=os.path.join(directory, "figures"))
+result = analyze_sweep.analyze(store, plugins.draw, n_resamples=200)
 table = explorer.sweep_summary(directory, 0.95, "throughput_gbps")
 print(json.dumps({"euid": os.geteuid(), "trials": len(result.trials), "summary": len(result.summary),
                   "crossovers": len(result.crossovers), "written": len(result.written), "explorer": len(table)}))

@@ -24,6 +24,7 @@ from copylab.declarations import implementations
 from copylab.declarations.config import check_descriptor_limit, make_config
 from copylab.declarations.limits import SATURATED
 from copylab.errors import CopylabError
+from copylab.experiments import plugins
 from copylab.experiments.servers import report as server_report
 from copylab.experiments.servers import waiting
 from copylab.explore.explorer import Explorer
@@ -343,7 +344,7 @@ def test_connections_beyond_the_descriptor_limit_are_refused_unprivileged(monkey
 @pytest.fixture(scope="module")
 def servers_sweep(tmp_path_factory) -> Path:
     directory = write_sweep(tmp_path_factory.mktemp("servers") / "data" / "synthetic-servers", make_server_trials())
-    analyze(SweepStore(directory, figures_root=directory.parent.parent / "figures"), n_resamples=400)
+    analyze(SweepStore(directory, figures_root=directory.parent.parent / "figures"), plugins.draw, n_resamples=400)
     return directory
 
 
@@ -418,7 +419,7 @@ def test_idle_connections_and_a_further_baseline_are_answered_from_the_tables(tm
     )
     directory = write_sweep(tmp_path / "data" / "idle", trials)
     store = SweepStore(directory, figures_root=tmp_path / "figures")
-    analyze(store, n_resamples=200)
+    analyze(store, plugins.draw, n_resamples=200)
     results = load_results(store)
     answers = dict(waiting.answers(results))
     idle = answers[waiting.IDLE_QUESTION]

@@ -32,14 +32,32 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+# A module named by a string, to be loaded by name later ("copylab.x.y:NAME", or a module path for importlib): an
+# import all the same.
+NAMED_MODULE = re.compile(r"(copylab(?:\.\w+)+)(?::\w+)?")
+
+
 def _imports(tree: ast.Module) -> Iterator[str]:
-    """Every module an import statement names: deferred and type-only imports included."""
+    """Every module an import statement names, deferred and type-only imports included, and every module a string
+    names: a "copylab.x.y:NAME" target or a module path "copylab.x.y"."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             yield node.module
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and (named := NAMED_MODULE.fullmatch(str(node.value))):
+            yield named[1]
+
+
+def test_a_module_named_by_a_string_is_an_import():
+    """The import graph counts what is loaded by name, so that a loop through such names cannot hide."""
+    planted = ast.parse(
+        "import importlib\n"
+        'FIGURES = "copylab.report.compose:blocks"\n'
+        'REPORT = importlib.import_module("copylab.report.sections")\n'
+    )
+    assert {"copylab.report.compose", "copylab.report.sections"} <= set(_imports(planted))
 
 
 def _import_graph() -> dict[str, set[str]]:
@@ -64,18 +82,18 @@ def test_no_import_cycle_at_all():
 
 
 # The packages from the bottom up: a module imports only modules of its own layer or of a layer below.  An
-# experiment's declaration (copylab/experiments/NAME/__init__.py) sits just above the basics, so that the settings
-# can list the experiments; the rest of an experiment's package (its implementations, figures, answers and report
-# parts) sits at the top, found through its declaration's "module:name" strings.
+# experiment's declaration (copylab/experiments/NAME/__init__.py and the implementations it lists) sits just above
+# the records it is written in, so that the settings can list the experiments; the rest of an experiment's package
+# (its figures, answers and report parts, and its plug-in module that bundles them) sits with the report, whose
+# results and prose it is made of, and the report finds it through the list of plug-ins.
 LAYERS = (
+    ("copylab.errors", "copylab.paths", "copylab.formatting", "copylab.scratch", "copylab.roles", "copylab.segments"),
+    # what an experiment is declared with: what an experiment and an implementation are, the words and the limits
     (
-        "copylab.errors",
-        "copylab.paths",
-        "copylab.formatting",
-        "copylab.scratch",
         "copylab.experiment",
-        "copylab.roles",
-        "copylab.segments",
+        "copylab.declarations.implementation",
+        "copylab.declarations.vocabulary",
+        "copylab.declarations.limits",
     ),
     ("copylab.experiments",),  # the list, and each experiment's declaration
     ("copylab.declarations",),
@@ -84,7 +102,7 @@ LAYERS = (
     ("copylab.programs",),
     ("copylab.testbeds",),
     ("copylab.measure",),
-    ("copylab.report",),
+    ("copylab.report", "copylab.experiments.plugins"),  # the report, and each experiment's figures and report parts
     ("copylab.explore",),
     ("copylab.study", "copylab.bench"),  # ./inv report's pipeline (measure, analyse, render) and ./inv bench
     ("copylab.cli", "copylab.__main__"),
@@ -94,18 +112,30 @@ LAYERS = (
 def _experiment_of(module: str) -> str | None:
     """The experiment whose package holds MODULE, if one does."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "experiments" else None
+    found = len(parts) > 2 and parts[1] == "experiments" and (PACKAGE / "experiments" / parts[2]).is_dir()
+    return parts[2] if found else None
+
+
+def _is_declaration(module: str) -> bool:
+    """An experiment's declaration: its package's __init__ and the implementations it lists."""
+    return len(module.split(".")) == 3 or module.endswith(".implementations")
 
 
 def _layer(module: str) -> int:
     if _experiment_of(module):
-        return 1 if len(module.split(".")) == 3 else len(LAYERS)  # its declaration, or one of its parts
+        return _layer("copylab.experiments" if _is_declaration(module) else "copylab.report")
     if module == "copylab":
         return 0
-    for index, prefixes in enumerate(LAYERS):
-        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
-            return index
-    raise AssertionError(f"{module} is in no layer: add its package to LAYERS")
+    # the most precise entry decides: copylab.experiments.plugins is not where the rest of copylab.experiments is
+    found = [
+        (len(prefix), index)
+        for index, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    if not found:
+        raise AssertionError(f"{module} is in no layer: add its package to LAYERS")
+    return max(found)[1]
 
 
 def test_each_package_imports_only_the_layers_below_it():
@@ -119,16 +149,31 @@ def test_each_package_imports_only_the_layers_below_it():
 
 
 def test_nothing_outside_an_experiments_package_imports_it():
-    """An experiment is a plug-in: only the list of experiments imports its declaration, and nothing else of it."""
+    """An experiment is a plug-in: only the list of experiments imports its declaration, only the list of plug-ins
+    its plug-in module, and nothing else of it."""
+    listed = {
+        "copylab.experiments": "copylab.experiments.{}",
+        "copylab.experiments.plugins": "copylab.experiments.{}.plugin",
+    }
     leaks = [
         f"{module} imports {target}"
         for module, targets in sorted(_import_graph().items())
         for target in sorted(targets)
         if (owner := _experiment_of(target))
         and _experiment_of(module) != owner
-        and not (module == "copylab.experiments" and target == f"copylab.experiments.{owner}")
+        and target != listed.get(module, "").format(owner)
     ]
     assert leaks == []
+
+
+def test_every_experiment_is_in_both_lists():
+    """Adding an experiment is its package and an entry in each list: its declaration's and its plug-in's."""
+    from copylab.experiments import plugins
+
+    packages = sorted(path.parent.name for path in PACKAGE.glob("experiments/*/__init__.py"))
+    assert sorted(experiments.names()) == packages, "list its declaration in copylab/experiments/__init__.py"
+    assert tuple(plugins.PLUGINS) == experiments.names(), "list its plug-in in copylab/experiments/plugins.py"
+    assert all(plugin.experiment is experiments.get(name) for name, plugin in plugins.PLUGINS.items())
 
 
 MAX_MODULES_PER_FOLDER = 12

@@ -20,6 +20,7 @@ from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
 from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
+from copylab.experiments import plugins
 from copylab.experiments.copies import layout
 from copylab.measure import schedule, sweep
 from copylab.measure.drivers import CopylabPrograms
@@ -416,7 +417,9 @@ def test_an_implementation_that_cannot_run_here_is_reported_and_skipped(tmp_path
     monkeypatch.setattr(
         CopylabPrograms,
         "unavailable",
-        lambda self, run, sanitize: "the test says so" if self.variant == "zero_copy" else real(self, run, sanitize),
+        lambda self, run, sanitize: (
+            "the test says so" if self.declared.name == "zero_copy" else real(self, run, sanitize)
+        ),
     )
     result = sweep.run(
         tiny("unavailable", workloads=["stream"], sizes=[4096], threads=[1], trials=1),
@@ -462,7 +465,7 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
     }
     assert {row["zc_inflight_bytes"] for row in rows} == {str(128 << 10)}
     store = SweepStore(tmp_path / "layouts")
-    analyze(store, n_resamples=200)
+    analyze(store, plugins.draw, n_resamples=200)
     results = load_results(store)
     assert set(results.summary["layout"]) == {"fields", NO_LAYOUT}, "the study's statements see its layout only"
     text = layout.section(results)

@@ -13,6 +13,7 @@ from copylab.analysis.analyze_sweep import analyze
 from copylab.analysis.two_runs import HIGHER, LOWER, NOT_COMPARED, ONLY_A, ONLY_B, SAME, compare_runs, run_ratios
 from copylab.declarations.metrics import add_metrics
 from copylab.errors import CopylabError
+from copylab.experiments import plugins
 from copylab.record.store import SweepStore
 from copylab.report import compose
 from copylab.report.blocks import Figure, Markdown
@@ -144,7 +145,7 @@ def test_a_report_of_two_sweeps_of_one_experiment_has_their_comparison(tmp_path)
     for name, seed in (("first", 1), ("second", 2)):
         trials = make_trials(sweep=name, sizes=SIZES, workloads=("stream",), threads=(1,), seed=seed)
         store = SweepStore(write_sweep(tmp_path / "data" / name, trials), figures_root=tmp_path / "figures")
-        analyze(store, n_resamples=200)
+        analyze(store, plugins.draw, n_resamples=200)
         stores.append(store)
     sweeps = compose.arrange([load_results(store) for store in stores])
     content = compose.blocks(sweeps, date(2026, 1, 2))

@@ -14,6 +14,7 @@ import pytest
 from copylab import experiments
 from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config
+from copylab.experiments import plugins
 from copylab.experiments.copies import MAPPING_MTU, answers
 from copylab.experiments.copies.answers import sink as sink_answers
 from copylab.formatting import fmt_num, fmt_size
@@ -90,7 +91,7 @@ def test_q5_behind_the_sink_is_computed_from_crossovers():
 def _synthetic(directory: Path, trials: pd.DataFrame, **parameters: object) -> Results:
     write_sweep(directory, trials, {"parameters": parameters})
     store = SweepStore(directory, figures_root=directory.parent.parent / "figures", data_root=directory.parent)
-    analyze(store)
+    analyze(store, plugins.draw)
     return load_results(store)
 
 

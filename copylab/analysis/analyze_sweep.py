@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from copylab import experiments
 from copylab.analysis import plotting
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.notebooks import execute
@@ -25,6 +24,10 @@ from copylab.record.store import SweepStore
 from copylab.record.tables import curve_keys
 
 NOTEBOOK = NOTEBOOKS / "10_analyze_sweep.ipynb"
+
+# Draws a sweep's figures, keyed by file stem, from its trials, summary and crossovers, its manifest and confidence:
+# each experiment's are its plug-in's (copylab.experiments.plugins.draw picks them by the manifest).
+DrawFigures = Callable[[pd.DataFrame, pd.DataFrame, pd.DataFrame, Manifest, float], dict[str, Figure]]
 
 
 @dataclass
@@ -41,6 +44,7 @@ class AnalysisResult:
 
 def analyze(
     store: SweepStore,
+    draw: DrawFigures,
     confidence: float = 0.95,
     pairs: Iterable[tuple[str, str]] | None = None,
     metrics: Iterable[str] | None = None,
@@ -49,7 +53,7 @@ def analyze(
     seed: int | None = None,
     write: bool = True,
 ) -> AnalysisResult:
-    """Analyse the sweep of STORE (trials.csv + manifest.json).
+    """Analyse the sweep of STORE (trials.csv + manifest.json), its figures drawn by DRAW.
 
     summary.csv covers every metric (the figures need them); METRICS (default: all) limits
     comparisons.csv and crossovers.csv.  PAIRS are (challenger, baseline) implementations, by default
@@ -73,8 +77,7 @@ def analyze(
     measured = add_metrics(trials)
     summary = summarize(measured, confidence=confidence)
     comparisons, crossovers = comparison_tables(measured, manifest, pairs, metrics, confidence, n_resamples, seed)
-    draw = plotting.literal_text(experiments.get(manifest.parameters.experiment).draw())
-    figures = draw(trials, summary, crossovers, manifest, confidence)
+    figures = plotting.literal_text(draw)(trials, summary, crossovers, manifest, confidence)
     written: list[Path] = []
     if write:
         for name, frame in (("summary", summary), ("comparisons", comparisons), ("crossovers", crossovers)):

@@ -3,7 +3,7 @@
 With both ends on one CPU, that core makes every copy of every byte, so an implementation that copies each
 byte k times cannot exceed memcpy bandwidth / k while its copies run at memcpy's speed from memory.  Messages that
 stay in the caches copy faster, and go past it (a fraction above 1).  The receiver's copies depend on how it takes
-the bytes in (copylab.declarations.implementations.RECEIVE_MODES), so each receive mode has its own bound.
+the bytes in (copylab.declarations.implementation.RECEIVE_MODES), so each receive mode has its own bound.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from copylab.declarations import implementations
+from copylab.declarations.implementation import RECEIVE_MODES
 
 
 def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
@@ -24,7 +25,7 @@ def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str,
     rows = []
     for implementation in implementations.ordered(throughput["implementation"]):
         mine = throughput[throughput["implementation"] == implementation]
-        for receive in [mode for mode in implementations.RECEIVE_MODES if mode in set(mine["receive"])]:
+        for receive in [mode for mode in RECEIVE_MODES if mode in set(mine["receive"])]:
             copies = implementations.get(implementation).copies.per_byte(receive)
             here = mine[mine["receive"] == receive]
             best = here.loc[here["mean"].idxmax()]
@@ -41,7 +42,7 @@ def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str,
                     "implementation": implementation,
                     "receive": receive,
                     "copies_per_byte": copies,
-                    "receiver_copies": implementations.RECEIVE_MODES[receive].copies,
+                    "receiver_copies": RECEIVE_MODES[receive].copies,
                     "receiver_counted": (float(counted.min()), float(counted.max())) if len(counted) else None,
                     "size_bytes": int(best["size_bytes"]),
                     "threads": int(best["threads"]),

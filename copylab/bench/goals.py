@@ -26,7 +26,7 @@ import pandas as pd
 from copylab import experiments
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import config, implementations
-from copylab.declarations.implementations import BenchGoal
+from copylab.declarations.implementation import BenchGoal
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import get as setting
 from copylab.declarations.sweep_config import SweepConfig

@@ -1,13 +1,15 @@
 """The registry: every implementation copylab can measure, and everything the rest of copylab needs to know of it.
 
-An implementation declares how its two ends are started and read (its driver), which optional trials.csv
-columns it fills, how many times each payload byte is copied on its path, the baselines it is compared with,
-its colour, its paragraph in the report's Part A and its goal in ./inv bench.  Each experiment lists its own
-(copylab.experiments.NAME.implementations, named by its declaration); this module collects them once, on first
-use, in the experiments' order.  Adding one is a C file in csrc/ (or a wrapper in copylab.measure.drivers), one
-entry in its experiment's list and its tests; no other module names an implementation.
+An implementation declares (copylab.declarations.implementation) how its two ends are started and read (its
+driver's spec), which optional trials.csv columns it fills, how many times each payload byte is copied on its path,
+the baselines it is compared with, its colour, its paragraph in the report's Part A and its goal in ./inv bench.
+Each experiment lists its own (copylab.experiments.NAME.implementations, held by its declaration); this module
+collects them once, on first use, in the experiments' order.  Adding one is a C file in csrc/ (or, for an external
+tool, a runner in copylab.measure.drivers), one entry in its experiment's list and its tests; no other module names
+an implementation.
 
-The receiver's side has its own small registry, RECEIVE_MODES: how the client takes the bytes in.
+The receiver's side has its own small registry, copylab.declarations.implementation.RECEIVE_MODES: how the client
+takes the bytes in.
 """
 
 from __future__ import annotations
@@ -15,144 +17,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Protocol
 
 from copylab import experiments
+from copylab.declarations.implementation import RECEIVE_MODES, Implementation
 from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.experiment import Experiment
 from copylab.roles import STUDY_BASELINE, Role
 
-
-class Driver(Protocol):
-    """What the registry knows of a driver (copylab.measure.drivers): the programs it runs and the message
-    layouts its sender can be given."""
-
-    @property
-    def programs(self) -> tuple[str, ...]: ...
-    @property
-    def layouts(self) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True)
-class UserCopy:
-    """How a sender copies a message into a buffer of its own before sending it."""
-
-    call: str  # "memcpy" (libc, in user space) or "read" (the kernel's copy to user space)
-    per_message: int  # calls per message: one per field, or one for the whole message
-
-    def bytes_per_call(self, size: int) -> int:
-        return size // self.per_message
-
-
-@dataclass(frozen=True)
-class Copies:
-    """How many times the CPU copies each payload byte on its way from the sender's memory to the receiver's."""
-
-    sender_user: int  # in user space before the send (packing the fields, reading a file into a buffer)
-    sender_kernel: int  # by the sending kernel, into socket buffers
-    local_delivery: int = 0  # by the kernel when a local receiver may not keep the sender's pinned pages
-    user_copy: UserCopy | None = None  # how the sender_user copy is made
-
-    @property
-    def at_send(self) -> int:
-        """Copies made on the sending side when the message leaves user space."""
-        return self.sender_user + self.sender_kernel
-
-    def per_byte(self, receive: str = "copy") -> int:
-        """Copies end to end on local delivery (veth), the receiver's included."""
-        return self.at_send + self.local_delivery + RECEIVE_MODES[receive].copies
-
-
-@dataclass(frozen=True)
-class ReceiveMode:
-    """A way for the client to take the bytes in (csrc/receive.c)."""
-
-    name: str
-    copies: int  # copies of each byte into the receiver's user space (mmap: 0 where whole pages map)
-    explanation: str  # Markdown paragraph of the report's Part A
-    color: str
-
-
-RECEIVE_MODES: dict[str, ReceiveMode] = {
-    mode.name: mode
-    for mode in (
-        ReceiveMode(
-            "copy",
-            1,
-            "**Receive `copy`.** The client's `recv()` copies the data from the socket buffers into its own "
-            "buffer: the receiver's copy, made by the receiving kernel for every byte.",
-            "#333333",
-        ),
-        ReceiveMode(
-            "truncate",
-            0,
-            "**Receive `truncate`.** `recv(MSG_TRUNC)` on TCP consumes the data without copying it to user space: "
-            "the receiver's copy disappears, so comparing `truncate` with `copy` for the same sender measures what "
-            "that copy costs. (With `--verify` the bytes are first read with `MSG_PEEK`, a copy, to check them.)",
-            "#e69f00",
-        ),
-        ReceiveMode(
-            "mmap",
-            0,
-            "**Receive `mmap`.** `TCP_ZEROCOPY_RECEIVE` maps whole payload pages into a region the client mapped "
-            "on the socket instead of copying them; only page-aligned, page-sized payload can be mapped, the rest "
-            "is still read with `recv()`. The trials count both (`rx_mapped_bytes`, `rx_copied_bytes`): whether "
-            "anything maps depends on how the sender built its packets and on the MTU.",
-            "#0072b2",
-        ),
-    )
-}
 BASELINE_RECEIVE = "copy"
-
-
-@dataclass(frozen=True)
-class BenchGoal:
-    """In ./inv bench, throughput against another implementation on the same link, interleaved."""
-
-    against: str
-    at_least: float  # median of the per-pair throughput ratios
-    # The goal holds with the message in this layout, like for like with the implementation it is held to (one
-    # buffer); the bench reports the sender's other layouts beside it, without a verdict.
-    layout: str = "contiguous"
-    sizes: tuple[int, ...] = (65536, 1024)  # message sizes the goal holds at
-
-
-@dataclass(frozen=True)
-class Implementation:
-    name: str
-    summary: str  # one line: how the bytes leave user space
-    explanation: str  # Markdown paragraph of the report's Part A
-    driver: Driver
-    copies: Copies
-    color: str
-    baselines: tuple[str, ...] = ()  # ratios and crossovers are computed against them
-    role: Role | None = None  # its variant of the study, if it is one
-    reference: bool = False  # an external tool measured for reference (drawn dashed)
-    columns: tuple[str, ...] = ()  # optional trials.csv columns it fills
-    bench: BenchGoal | None = None
-    experiment: str = ""  # set by the registry: the experiment that lists it
-    max_connections: int | None = None  # the most connections it can hold, when it has a limit of its own
-    bench_only: bool = False  # a yardstick of ./inv bench, in no profile (a sweep may still name it)
-    # Its round trip at one connection is the host's floor for its experiment: a minimal ping-pong, measured once
-    # per sweep at every pinning, which the report subtracts so that the host's wake-up cost is not read as a
-    # model's.
-    floor: bool = False
-
-    @property
-    def fixed_layout(self) -> str | None:
-        """The layout it always runs in when its layout cannot be chosen (NO_LAYOUT: its message is not in its
-        memory); None when --layout chooses it."""
-        layouts = self.driver.layouts
-        if len(layouts) > 1:
-            return None
-        return layouts[0] if layouts else NO_LAYOUT
-
-    @property
-    def zero_copy(self) -> bool:
-        """Whether its sends are zero-copy sends whose completions it counts (the zc_* columns)."""
-        return "zc_completed" in self.columns
 
 
 @functools.cache
@@ -161,7 +34,7 @@ def registry() -> dict[str, Implementation]:
     return {
         implementation.name: dataclasses.replace(implementation, experiment=experiment.name)
         for experiment in experiments.EXPERIMENTS.values()
-        for implementation in experiment.members()
+        for implementation in experiment.implementations
     }
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from copylab import experiments
-from copylab.declarations.implementations import Implementation
+from copylab.declarations.implementation import Implementation
 from copylab.errors import CopylabError
 
 

@@ -16,6 +16,7 @@ from copylab import experiments
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations as registry
+from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import add_metrics, metrics_for
 from copylab.errors import CopylabError
 from copylab.record.manifest import Manifest
@@ -60,7 +61,7 @@ def _comparison(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     trials, manifest = _loaded(stamp)
     axis = registry.experiment(manifest.parameters.experiment).axis
-    modes = [mode for mode in registry.RECEIVE_MODES if mode in set(trials["receive"])]
+    modes = [mode for mode in RECEIVE_MODES if mode in set(trials["receive"])]
     pairs = [
         (registry.contender(name, mode), registry.contender(baseline, mode))
         for mode in modes

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE
-from copylab.declarations import implementations as registry
 from copylab.declarations import schema
+from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import METRICS, headline, metrics_for
 from copylab.errors import CopylabError
 from copylab.explore.data import (
@@ -264,7 +264,7 @@ class Explorer:
         pinnings = [p for p in schema.PINNINGS if p in tested]
         _choose(self.pinning, [(p, p) for p in pinnings], pinnings[0])
         received = set(trials.loc[trials["workload"] == self.workload.value, "receive"])
-        modes = [mode for mode in registry.RECEIVE_MODES if mode in received]
+        modes = [mode for mode in RECEIVE_MODES if mode in received]
         _choose(self.receive, [(mode, mode) for mode in modes], modes[0])
         counts = sorted(int(t) for t in trials.loc[trials["workload"] == self.workload.value, "threads"].unique())
         _choose(self.client_threads, [(str(t), t) for t in counts], counts[0])

@@ -1,7 +1,8 @@
 """How an implementation's two ends are started and read: copylab's own program pair, or a wrapped tool.
 
 A driver turns one trial into the server's and the client's command lines, and their outputs into
-trials.csv columns.  The registry (copylab.declarations.implementations) gives each implementation its driver.
+trials.csv columns.  An implementation declares its driver as data (copylab.declarations.implementation.DriverSpec);
+runner() gives the driver that runs that spec, one class a kind.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from copylab.declarations import contract
-from copylab.declarations.implementations import Implementation
-from copylab.declarations.vocabulary import LAYOUTS
+from copylab.declarations.implementation import DriverKind, DriverSpec, Implementation
 from copylab.measure.spec import TrialSettings, TrialSpec
 from copylab.measure.window import Window
 
@@ -27,25 +27,20 @@ class TrialFailed(Exception):
     """The trial ran but did not produce a measurement."""
 
 
+@dataclass(frozen=True)
 class Driver:
-    """What every driver declares; subclasses say how to start and read their ends."""
+    """What every driver does with its spec; subclasses say how to start and read their ends."""
 
-    # csrc/ programs it runs (./inv build makes them).
-    programs: tuple[str, ...] = ()
-    workloads: tuple[str, ...] = ("stream", "rr")
-    receive_modes: tuple[str, ...] = ("copy", "truncate", "mmap")
-    # The message layouts it can be asked for (--layout); none: its message is not held in its memory.
-    layouts: tuple[str, ...] = ()
-    # Why perf cannot count it inside its measured window; None: it can.
-    unprofiled_reason: str | None = None
-    # How long the client waits after the server starts (a client that does not retry a refused connect).
-    start_delay_s: float = 0.0
-    # The command that prints the version of the external tool it wraps, recorded in the manifest.
-    version_command: tuple[str, ...] = ()
-    # The roles its two programs play (copylab.declarations.contract.SIDES), which say the settings' options they
-    # take; None: not copylab's programs.
-    server_role: str | None = None
-    client_role: str | None = None
+    declared: DriverSpec
+
+    # What it can be asked for, as declared: the plan (copylab.measure.schedule) reads them from the runner.
+    @property
+    def workloads(self) -> tuple[str, ...]:
+        return self.declared.workloads
+
+    @property
+    def receive_modes(self) -> tuple[str, ...]:
+        return self.declared.receive_modes
 
     def window_s(self, settings: TrialSettings) -> float:
         """Warm-up + measured window the trial is meant to spend; the rest of its wall time is harness."""
@@ -66,12 +61,19 @@ class Driver:
         return None
 
 
+def runner(spec: DriverSpec) -> Driver:
+    """The driver that starts and reads the ends SPEC declares."""
+    kinds: dict[DriverKind, type[Driver]] = {
+        DriverKind.PROGRAM_PAIR: CopylabPrograms,
+        DriverKind.MODEL_PAIR: ModelPrograms,
+        DriverKind.IPERF3: Iperf3,
+    }
+    return kinds[spec.kind](spec)
+
+
 def of(implementation: Implementation) -> Driver:
-    """IMPLEMENTATION's driver as measure runs it: the registry knows only its programs and layouts."""
-    driver = implementation.driver
-    if not isinstance(driver, Driver):
-        raise TypeError(f"{implementation.name}: {driver!r} is not a copylab.measure.drivers.Driver")
-    return driver
+    """IMPLEMENTATION's driver as measure runs it."""
+    return runner(implementation.driver)
 
 
 def _client_window(client_out: str) -> Window | None:
@@ -103,46 +105,26 @@ def _probe(end: End, server: str) -> str | None:
     return lines[-1].removeprefix("copylab: error: ") if lines else f"--probe exited {result.returncode}"
 
 
-@dataclass(frozen=True)
 class CopylabPrograms(Driver):
     """VARIANT_server sends through csrc/send_VARIANT.c; VARIANT_client receives (the same code for every variant)."""
-
-    server_role = "server"
-    client_role = "client"
-
-    variant: str
-    from_file: bool = False  # it serves the message file (--file), not messages from memory
-    layouts: tuple[str, ...] = LAYOUTS
-
-    @property
-    def server(self) -> str:
-        return f"{self.variant}_server"
-
-    @property
-    def client(self) -> str:
-        return f"{self.variant}_client"
-
-    @property
-    def programs(self) -> tuple[str, ...]:  # type: ignore[override]
-        return (self.server, self.client)
 
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
         common = ["--port", str(settings.port), "--size", str(spec.size_bytes), "--mode", spec.workload]
         server = [
-            settings.server_program(self.server),
+            settings.server_program(self.declared.server),
             "--bind",
             settings.server_address,
             *common,
             "--timeout",
             str(self.window_s(settings) + GRACE_S),
         ]
-        if self.from_file:
+        if self.declared.from_file:
             server += ["--file", settings.message_file(spec.size_bytes)]
-        if self.layouts:
+        if self.declared.layouts:
             server += ["--layout", spec.layout]
-        server += settings.program_arguments(self.server_role)
+        server += settings.program_arguments(self.declared.server_role)
         client = [
-            settings.client_program(self.client),
+            settings.client_program(self.declared.client),
             "--connect",
             settings.server_address,
             *common,
@@ -154,7 +136,7 @@ class CopylabPrograms(Driver):
             str(settings.warmup_s),
             "--receive",
             spec.receive,
-            *settings.program_arguments(self.client_role),
+            *settings.program_arguments(self.declared.client_role),
         ]
         if settings.verify:
             client.append("--verify")
@@ -169,9 +151,9 @@ class CopylabPrograms(Driver):
                 raise TrialFailed(f"{role}: {error}") from None
             asked = {
                 **({"receive": spec.receive} if role == "client" else {}),
-                **({"layout": spec.layout} if role == "server" and self.layouts else {}),
+                **({"layout": spec.layout} if role == "server" and self.declared.layouts else {}),
                 "role": role,
-                "variant": self.variant,
+                "variant": self.declared.name,
                 "mode": spec.workload,
                 "size": spec.size_bytes,
                 "threads": spec.threads,
@@ -183,7 +165,7 @@ class CopylabPrograms(Driver):
         return row
 
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
-        return _probe(end, end.program(self.server, sanitize))
+        return _probe(end, end.program(self.declared.server, sanitize))
 
     def window(self, client_out: str) -> Window | None:
         return _client_window(client_out)
@@ -196,12 +178,6 @@ def iperf3_whole_seconds(seconds: float) -> int:
 
 class Iperf3(Driver):
     """iperf3 on the same link: same message size (-l), one stream per thread, the server sending (--reverse)."""
-
-    workloads = ("stream",)
-    receive_modes = ("copy",)
-    unprofiled_reason = "iperf3 cannot mark the measured window for perf"
-    start_delay_s = 0.15  # iperf3's client does not retry a refused connection
-    version_command = ("iperf3", "--version")
 
     def window_s(self, settings: TrialSettings) -> float:
         return float(iperf3_whole_seconds(settings.warmup_s) + iperf3_whole_seconds(settings.duration_s))
@@ -234,7 +210,7 @@ class Iperf3(Driver):
 
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
         try:
-            result = end.run(list(self.version_command))
+            result = end.run(list(self.declared.version_command))
         except FileNotFoundError:
             return "iperf3 is not installed"
         return None if result.returncode == 0 else f"iperf3 is not installed on the {end.label}"
@@ -274,55 +250,36 @@ def _iperf3_socket_buffer(start: dict[str, Any]) -> int:
     return smaller // 2
 
 
-@dataclass(frozen=True)
 class ModelPrograms(Driver):
     """MODEL_server answers requests while waiting for connections its way (csrc/wait_MODEL.c); load_client keeps
     the trial's connections busy with one request outstanding each."""
 
-    model: str
-    workloads = ("rr",)
-    receive_modes = ("copy",)
-    server_role = "model_server"
-    client_role = "load_client"
-
-    @property
-    def server(self) -> str:
-        return f"{self.model}_server"
-
-    @property
-    def client(self) -> str:
-        return "load_client"
-
-    @property
-    def programs(self) -> tuple[str, ...]:  # type: ignore[override]
-        return (self.server, self.client)
-
     def commands(self, spec: TrialSpec, settings: TrialSettings) -> tuple[list[str], list[str]]:
         address, port, size = settings.server_address, str(settings.port), str(spec.size_bytes)
         server = [
-            *(settings.server_program(self.server), "--bind", address, "--port", port),
+            *(settings.server_program(self.declared.server), "--bind", address, "--port", port),
             *("--size", size, "--timeout", str(self.window_s(settings) + GRACE_S)),
-            *settings.program_arguments(self.server_role),
+            *settings.program_arguments(self.declared.server_role),
         ]
         client = [
-            *(settings.client_program(self.client), "--connect", address, "--port", port),
+            *(settings.client_program(self.declared.client), "--connect", address, "--port", port),
             *("--size", size, "--connections", str(spec.connections), "--threads", str(spec.threads)),
             *("--idle-connections", str(spec.idle_connections), "--rate", str(spec.offered_rate)),
             *("--duration", str(settings.duration_s), "--warmup", str(settings.warmup_s)),
             *(["--verify"] if settings.verify else []),
-            *settings.program_arguments(self.client_role),
+            *settings.program_arguments(self.declared.client_role),
         ]
         return server, client
 
     def unavailable(self, end: End, sanitize: str | None) -> str | None:
-        return _probe(end, end.program(self.server, sanitize))
+        return _probe(end, end.program(self.declared.server, sanitize))
 
     def measurement(self, spec: TrialSpec, server_out: str, client_out: str) -> dict[str, Any]:
         row: dict[str, Any] = {}
         # the server holds the idle connections like the busy ones
         held = spec.connections + spec.idle_connections
         for role, stdout, asked in (
-            ("model_server", server_out, {"size": spec.size_bytes, "connections": held, "model": self.model}),
+            ("model_server", server_out, {"size": spec.size_bytes, "connections": held, "model": self.declared.name}),
             (
                 "load_client",
                 client_out,

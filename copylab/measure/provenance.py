@@ -17,7 +17,6 @@ from pathlib import Path
 
 from copylab.declarations import implementations
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.measure import drivers
 from copylab.programs.perf import PerfSupport
 from copylab.record.manifest import EndRecord, Host, Manifest, PerfRecord, Toolchain
 from copylab.record.origin import git_state
@@ -82,7 +81,7 @@ def toolchain(perf: PerfSupport) -> Toolchain:
             packages[name] = None
     programs = {"gcc": _first_line(["gcc", "--version"]), "perf": perf.version}
     for implementation in implementations.registry().values():
-        command = list(drivers.of(implementation).version_command)
+        command = list(implementation.driver.version_command)
         if command:
             programs[command[0]] = _first_line(command)
     return Toolchain(python=sys.version.split()[0], packages=packages, programs=programs)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from copylab import experiments
 from copylab.declarations import settings
-from copylab.declarations.implementations import Implementation
+from copylab.declarations.implementation import Implementation
 from copylab.errors import CopylabError
 from copylab.programs.perf import PerfSupport
 

@@ -168,7 +168,7 @@ def _run_ends(
     """Starts the server, then the client, and waits for both; returns their outputs, or raises TrialFailed with
     the cause when either failed."""
     server = processes.start(settings.testbed.server, commands[0], budget + ORPHAN_MARGIN_S)
-    time.sleep(driver.start_delay_s)
+    time.sleep(driver.declared.start_delay_s)
     client = processes.start(settings.testbed.client, commands[1], budget + ORPHAN_MARGIN_S)
     try:
         client_out, client_err = client.wait(budget)
@@ -218,7 +218,7 @@ def _record_measurement(
     window = driver.window(client_out)
     perf_values, missing = _perf_values(runs, settings.perf, use_perf)
     row.update(perf_values)
-    row["perf_missing"] = missing if use_perf else _perf_unused_reason(driver.unprofiled_reason, settings.perf)
+    row["perf_missing"] = missing if use_perf else _perf_unused_reason(driver.declared.unprofiled_reason, settings.perf)
     return window
 
 
@@ -227,7 +227,7 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     row = _row_identity(spec, settings)
     started = time.monotonic()
     driver = drivers.of(spec.implementation)
-    use_perf = settings.perf.available and driver.unprofiled_reason is None
+    use_perf = settings.perf.available and driver.declared.unprofiled_reason is None
     cpus = cpus_for(spec.pinning)
     budget = driver.window_s(settings) + GRACE_S
     processes = _Processes()

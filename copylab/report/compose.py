@@ -17,11 +17,11 @@ from datetime import date
 
 from copylab import experiments
 from copylab.analysis import two_runs
-from copylab.analysis.analyze_sweep import executed_notebook
 from copylab.errors import CopylabError
+from copylab.experiments import plugins
 from copylab.report import comparison, sections
 from copylab.report.blocks import Block, Figure, Markdown
-from copylab.report.results import Results
+from copylab.report.results import Results, traced
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ReportSweeps:
 
 def _companion(sweep: Results) -> str | None:
     """The kind of part the main experiment's report module claims SWEEP for, if it claims it."""
-    claimed: str | None = experiments.main().parts().companion(sweep)
+    claimed: str | None = plugins.get(experiments.main().name).report.companion(sweep)
     return claimed
 
 
@@ -82,17 +82,16 @@ def _role(sweep: Results) -> tuple[str, str]:
 
 def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
     """The whole report, figures numbered."""
-    main = experiments.get(sweeps.main.manifest.parameters.experiment).parts()
+    main = plugins.get(sweeps.main.manifest.parameters.experiment).report
     content: list[Block] = list(main.front(sweeps.main, sweeps.companions))
     content += _traced(main.parts(sweeps.main, sweeps.companions), sweeps.main)
-    for experiment in experiments.EXPERIMENTS.values():
-        if experiment.main:
+    for plugin in plugins.PLUGINS.values():
+        if plugin.experiment.main:
             continue
-        module = experiment.parts()
-        found = {load: sweep for (name, load), sweep in sweeps.sections.items() if name == experiment.name}
+        found = {load: sweep for (name, load), sweep in sweeps.sections.items() if name == plugin.experiment.name}
         for sweep in found.values():
-            content += _traced(module.parts(sweep, None), sweep)
-        content += module.absent(frozenset(found))
+            content += _traced(plugin.report.parts(sweep, None), sweep)
+        content += plugin.report.absent(frozenset(found))
     content += [Markdown("# Limitations"), Markdown(sections.limitations(sweeps.main, sweeps.companions))]
     content += _further(sweeps)
     content += [
@@ -116,7 +115,7 @@ def _further(sweeps: ReportSweeps) -> list[Block]:
         content.append(Markdown("# Further sweeps"))
     for other in sweeps.further:
         experiment = other.manifest.parameters.experiment
-        summary = experiments.get(experiment).parts().summary(other)
+        summary = plugins.get(experiment).report.summary(other)
         content += [
             Markdown(sections.sweep_heading(other)),
             Markdown(summary),
@@ -141,14 +140,6 @@ def _traced(content: list[Block], results: Results) -> list[Block]:
     the analysis left one.  A figure that names its sources already was drawn from another sweep, which its caption
     names: it is left as it is."""
     return [traced(block, results) if isinstance(block, Figure) and not block.sources else block for block in content]
-
-
-def traced(figure: Figure, results: Results) -> Figure:
-    """FIGURE, drawn from RESULTS, with its caption naming their data and code and their files to link."""
-    store = results.store
-    sources = [store.trials_path, store.manifest_path, store.table_path("summary"), executed_notebook(store)]
-    found = tuple(path for path in sources if path.is_file())
-    return Figure(figure.path, f"{figure.caption} {results.origin.stamp()}", found)
 
 
 def _numbered(content: list[Block]) -> list[Block]:

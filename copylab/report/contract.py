@@ -1,11 +1,14 @@
-"""What an experiment's report module gives the report: one object, REPORT, that copylab.report.compose and
-copylab.report.sections call, with defaults for what an experiment may leave out."""
+"""What an experiment gives the report: its report module's one object, REPORT, that copylab.report.compose and
+copylab.report.sections call, with defaults for what an experiment may leave out; and its plug-in, which bundles
+its declaration with its figures and that REPORT (copylab.experiments.plugins lists them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from copylab.analysis.analyze_sweep import DrawFigures
+from copylab.experiment import Experiment
 from copylab.report.blocks import Block
 from copylab.report.results import Results
 
@@ -35,3 +38,12 @@ class ExperimentReport:
     back: Callable[[], list[Block]] = _no_blocks
     # the part a sweep of the main experiment is for when it is not the main one (copies: "sink", "mmap", ...)
     companion: Callable[[Results], str | None] = _claims_none
+
+
+@dataclass(frozen=True)
+class ExperimentPlugin:
+    """An experiment as the report sees it: its declaration, its figures and its parts of the report."""
+
+    experiment: Experiment
+    draw: DrawFigures
+    report: ExperimentReport

@@ -13,13 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from copylab.analysis.analyze_sweep import executed_notebook
 from copylab.declarations import implementations
+from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.formatting import code, md_escape
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
+from copylab.report.blocks import Figure
 
 THROUGHPUT = "throughput_gbps"
 # systemd-detect-virt's names of container managers (the rest are hypervisors)
@@ -149,7 +152,7 @@ def present(results: Results) -> list[str]:
 def receive_modes(results: Results) -> list[str]:
     """Receive modes the sweep measured, copy first."""
     measured = set(results.summary["receive"])
-    return [mode for mode in implementations.RECEIVE_MODES if mode in measured]
+    return [mode for mode in RECEIVE_MODES if mode in measured]
 
 
 def measured_sizes(results: Results, workload: str = "stream") -> list[int]:
@@ -223,3 +226,11 @@ def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACH
     elif virtualization:
         reason += f"; the host is a virtual machine ({shown}) whose hypervisor does not expose these events"
     return reason
+
+
+def traced(figure: Figure, results: Results) -> Figure:
+    """FIGURE, drawn from RESULTS, with its caption naming their data and code and their files to link."""
+    store = results.store
+    sources = [store.trials_path, store.manifest_path, store.table_path("summary"), executed_notebook(store)]
+    found = tuple(path for path in sources if path.is_file())
+    return Figure(figure.path, f"{figure.caption} {results.origin.stamp()}", found)

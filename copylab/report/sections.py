@@ -18,6 +18,7 @@ from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.declarations.settings import LISTS as LIST_KINDS
 from copylab.declarations.sweep_config import SweepConfig
+from copylab.experiments import plugins
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.measure.spec import cpus_for
 from copylab.paths import ROOT
@@ -425,7 +426,7 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
         limitation.trials_per_configuration(main),
         limitation.missing_counters(results),
         limitation.shared_machine(results),
-        *experiments.get(manifest.parameters.experiment).parts().limitations(results, companions),
+        *plugins.get(manifest.parameters.experiment).report.limitations(results, companions),
         limitation.retransmits_seen(results),
         limitation.without_root(manifest),
         limitation.not_measured(manifest),

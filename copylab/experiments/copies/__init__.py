@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from copylab.experiment import Experiment, Members
+from copylab.experiments.copies.implementations import IMPLEMENTATIONS
 from copylab.roles import Role
 from copylab.segments import MAPPING_MTU
 
@@ -198,9 +199,7 @@ COPIES = Experiment(
     ),
     compared=("throughput_gbps", "latency_mean_us", "latency_p99_us", "cpu_ns_per_byte"),
     profiles=PROFILES,
-    figures="copylab.experiments.copies.figures:copies_figures",
-    report="copylab.experiments.copies.report",
-    implementations="copylab.experiments.copies.implementations:IMPLEMENTATIONS",
+    implementations=IMPLEMENTATIONS,
     refuses={
         "connections": "the copies experiment opens one connection per thread",
         "idle_connections": "the copies experiment's connections each carry a stream; none is idle",

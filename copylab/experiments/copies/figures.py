@@ -22,6 +22,7 @@ from matplotlib.typing import LineStyleType
 
 from copylab.analysis import plotting
 from copylab.declarations import implementations, schema
+from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import METRICS
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.experiments.copies import cachesim
@@ -344,17 +345,15 @@ def receive_modes_figure(summary: pd.DataFrame, setup: str, confidence: float) -
         for c, name in enumerate(names):
             ax = axes[r][c]
             panel = data[(data["metric"] == metric) & (data["implementation"] == name)]
-            for mode in plotting.present_in_order(panel["receive"], implementations.RECEIVE_MODES):
-                plotting.curve(
-                    ax, panel[panel["receive"] == mode], "size_bytes", implementations.RECEIVE_MODES[mode].color, "-"
-                )
+            for mode in plotting.present_in_order(panel["receive"], RECEIVE_MODES):
+                plotting.curve(ax, panel[panel["receive"] == mode], "size_bytes", RECEIVE_MODES[mode].color, "-")
             _size_axis(ax, data["size_bytes"])
             _per_byte_scale(ax, metric)
             ax.set_title(f"{METRICS[metric].label}\n{name}", fontsize=8)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     handles = [
-        Line2D([], [], color=implementations.RECEIVE_MODES[m].color, marker="o", label=f"receive {m}")
-        for m in plotting.present_in_order(data["receive"], implementations.RECEIVE_MODES)
+        Line2D([], [], color=RECEIVE_MODES[m].color, marker="o", label=f"receive {m}")
+        for m in plotting.present_in_order(data["receive"], RECEIVE_MODES)
     ]
     plotting.legend(figure, handles)
     return figure

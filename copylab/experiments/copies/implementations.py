@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from copylab.declarations.implementations import BenchGoal, Copies, Implementation, UserCopy
+from copylab.declarations.implementation import (
+    BenchGoal,
+    Copies,
+    DriverKind,
+    DriverSpec,
+    Implementation,
+    UserCopy,
+    program_pair,
+)
 from copylab.declarations.limits import FIELD_COUNT
-from copylab.measure.drivers import CopylabPrograms, Iperf3
 from copylab.roles import Role
 
 # The columns every zero-copy sender fills: its sends, their completions and how many the kernel copied.
@@ -16,6 +23,18 @@ ZERO_COPY_COLUMNS = (
     "zc_enobufs",
     "zc_pages_per_message",
 )
+
+# iperf3 on the same link: same message size (-l), one stream per thread, the server sending (--reverse).
+IPERF3 = DriverSpec(
+    DriverKind.IPERF3,
+    "iperf3",
+    workloads=("stream",),
+    receive_modes=("copy",),
+    unprofiled_reason="iperf3 cannot mark the measured window for perf",
+    start_delay_s=0.15,  # iperf3's client does not retry a refused connection
+    version_command=("iperf3", "--version"),
+)
+
 
 # The order below is the order of every table, legend and list.
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
@@ -31,7 +50,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "kernel. Over veth the skb itself is handed to the peer namespace without another copy (there is "
             "no NIC and no DMA), so end to end there are three copies, two on the sender."
         ),
-        driver=CopylabPrograms("two_copy"),
+        driver=program_pair("two_copy"),
         copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELD_COUNT)),
         color="#0173b2",
         role=Role.TWO_COPY,
@@ -44,7 +63,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "and the kernel gathers them straight into socket buffers. Copy (1), the user-space packing "
             "`memcpy`, is the one eliminated; the kernel's copy (2) and the receiver's copy (3) remain."
         ),
-        driver=CopylabPrograms("one_copy"),
+        driver=program_pair("one_copy"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#de8f05",
         baselines=("two_copy",),
@@ -66,7 +85,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "`SO_EE_CODE_ZEROCOPY_COPIED`: the copy is deferred, not avoided. The counts below say how often "
             "that happened in this sweep."
         ),
-        driver=CopylabPrograms("zero_copy"),
+        driver=program_pair("zero_copy"),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
         color="#029e73",
         baselines=("two_copy",),
@@ -84,7 +103,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "the kernel still holds. It bounds what zero_copy could reach on the same path; the difference is "
             "what the study's 8 fields and its harness cost."
         ),
-        driver=CopylabPrograms("zc_contiguous", layouts=("contiguous",)),
+        driver=program_pair("zc_contiguous", layouts=("contiguous",)),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
         color="#7f7f7f",
         baselines=("zero_copy",),
@@ -102,7 +121,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "receiver's `recv()` copies it out (3). The classic count of \"four copies\" adds the disk's DMA "
             "into the page cache, which never happens here. It is the baseline of the file-serving pair."
         ),
-        driver=CopylabPrograms("read_send", from_file=True, layouts=()),
+        driver=program_pair("read_send", from_file=True, layouts=()),
         copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("read", 1)),
         color="#d55e00",
     ),
@@ -118,7 +137,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "zero-copy sender's user pages, and page-cache pages are not user pages. Of read_send's copies only "
             "the receiver's (3) remains."
         ),
-        driver=CopylabPrograms("sendfile", from_file=True, layouts=()),
+        driver=program_pair("sendfile", from_file=True, layouts=()),
         copies=Copies(sender_user=0, sender_kernel=0),
         color="#cc78bc",
         baselines=("read_send",),
@@ -131,7 +150,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "instead of a `sendmsg()` call: the same copies (the kernel's gather into socket buffers and the "
             "receiver's), a different interface."
         ),
-        driver=CopylabPrograms("uring_send"),
+        driver=program_pair("uring_send"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#ca9161",
         baselines=("two_copy",),
@@ -146,7 +165,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "kernel copied them after all (`IORING_NOTIF_USAGE_ZC_COPIED`), which on local delivery it does. "
             "Buffers are reused only after their notification, as in zero_copy."
         ),
-        driver=CopylabPrograms("uring_send_zc"),
+        driver=program_pair("uring_send_zc"),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
         color="#56b4e9",
         baselines=("two_copy", "zero_copy"),
@@ -160,7 +179,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "message size (`-l`), one stream per thread and the server sending (`--reverse`): `write()` of one "
             "contiguous buffer, so the kernel's copy and the receiver's copy, as in one_copy."
         ),
-        driver=Iperf3(),
+        driver=IPERF3,
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#404040",
         baselines=("two_copy",),

@@ -9,14 +9,14 @@ from collections.abc import Mapping
 
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
+from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report import glossary
 from copylab.report.blocks import Block, Figure, Markdown
-from copylab.report.compose import traced
 from copylab.report.contract import ExperimentReport
-from copylab.report.results import Results, between_hosts, present, receive_modes
+from copylab.report.results import Results, between_hosts, present, receive_modes, traced
 from copylab.roles import Role
 
 PART_A_INTRODUCTION = (
@@ -35,7 +35,7 @@ def part_a(results: Results) -> str:
     paragraphs = [implementations.get(name).explanation for name in present(results)]
     modes = receive_modes(results)
     if modes != [implementations.BASELINE_RECEIVE]:
-        paragraphs += [implementations.RECEIVE_MODES[mode].explanation for mode in modes]
+        paragraphs += [RECEIVE_MODES[mode].explanation for mode in modes]
     return "\n\n".join(paragraphs)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from copylab.experiment import Experiment, Members
+from copylab.experiments.servers.implementations import IMPLEMENTATIONS
 
 # The set-up of the study's related exercise: server on CPU 0, client on CPU 1 (taskset), many connections at once.
 PROFILES: dict[str, dict[str, Any]] = {
@@ -70,9 +71,7 @@ SERVERS = Experiment(
     ),
     compared=("requests_per_s", "latency_mean_us", "latency_p99_us", "snd_cpu_us_per_request"),
     profiles=PROFILES,
-    figures="copylab.experiments.servers.figures:servers_figures",
-    report="copylab.experiments.servers.report",
-    implementations="copylab.experiments.servers.implementations:IMPLEMENTATIONS",
+    implementations=IMPLEMENTATIONS,
     refuses={
         "distinct_messages": "the servers experiment's responses are one buffer",
         "path": "the servers experiment answers requests over the veth pair; the sink path is the copies experiment's",

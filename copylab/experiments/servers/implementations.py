@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from copylab.declarations.implementations import Copies, Implementation
+from copylab.declarations.implementation import Copies, Implementation, model_pair
 from copylab.declarations.limits import SELECT_MAX_CONNECTIONS
-from copylab.measure.drivers import ModelPrograms
 
 # The order below is the order of every table, legend and list.
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
@@ -16,7 +15,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "it, then accepts the next. Clients that keep their connections open are served one at a time: the "
             "first is served, the others wait in the accept queue."
         ),
-        driver=ModelPrograms("iterative"),
+        driver=model_pair("iterative"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#949494",
         baselines=("thread",),
@@ -30,7 +29,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "whichever has a request. Each connection costs a thread (a stack, a scheduling entity) and a wake-up "
             "and a context switch per request."
         ),
-        driver=ModelPrograms("thread"),
+        driver=model_pair("thread"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#0173b2",
     ),
@@ -41,7 +40,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "**fork.** A process per connection: like a thread per connection, with an address space of its own "
             "(copy-on-write pages, a process switch rather than a thread switch)."
         ),
-        driver=ModelPrograms("fork"),
+        driver=model_pair("fork"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#de8f05",
         baselines=("thread",),
@@ -54,7 +53,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "copied into the kernel and scanned whole on every call, and hold only descriptors below FD_SETSIZE "
             f"(1024), so a select server holds at most {SELECT_MAX_CONNECTIONS} connections here."
         ),
-        driver=ModelPrograms("select"),
+        driver=model_pair("select"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#029e73",
         baselines=("thread",),
@@ -67,7 +66,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "**poll.** One thread waits with `poll()`: no limit of its own on descriptors, but the whole array "
             "goes to the kernel and back, and is scanned, on every call."
         ),
-        driver=ModelPrograms("poll"),
+        driver=model_pair("poll"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#d55e00",
         baselines=("thread",),
@@ -80,7 +79,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "list and returns only the connections that are ready, so a call costs in proportion to the ready "
             "connections, not to all of them."
         ),
-        driver=ModelPrograms("epoll"),
+        driver=model_pair("epoll"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#cc78bc",
         baselines=("thread",),
@@ -97,7 +96,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
             "host's, with intervals. It needs a kernel with multishot receive (6.0 on); elsewhere it is "
             "reported unavailable with the reason."
         ),
-        driver=ModelPrograms("uring"),
+        driver=model_pair("uring"),
         copies=Copies(sender_user=0, sender_kernel=1),
         color="#ca9161",
         baselines=("thread", "epoll"),
