@@ -8,9 +8,10 @@ settings it has, which comparisons decide its answers, its profiles and its impl
 
 A declaration is plain data, imported normally: it holds the records of its implementations
 (copylab.declarations.implementation), whose drivers are specs that copylab.measure.drivers maps to the code that
-runs them, so declaring an experiment runs, draws and writes nothing.  What an experiment gives the report, its figures and its report
-parts, is made of the report's results and prose: the package's plug-in module (copylab.experiments.NAME.plugin)
-bundles them with the declaration, and copylab.experiments.plugins lists the plug-ins.
+runs them, so declaring an experiment runs, draws and writes nothing.  What an experiment gives the report, its
+figures and its report parts, is made of the report's results and prose: the package's plug-in module
+(copylab.experiments.NAME.plugin) bundles them with the declaration, and copylab.experiments.plugins lists the
+plug-ins.
 
 Adding an experiment is one package, copylab/experiments/NAME/: its declaration (__init__.py, with its
 implementations.py), its figures, its report parts and its plug-in module; and one entry in each of two lists, the
