@@ -12,9 +12,9 @@ import pytest
 from copylab import experiments
 from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config, implementations
-from copylab.declarations.implementation import Copies, Implementation, program_pair
+from copylab.declarations.implementation import RECEIVE_MODES, Copies, Implementation, program_pair
 from copylab.experiments import plugins
-from copylab.experiments.copies import answers, captions
+from copylab.experiments.copies import answers, captions, presentation
 from copylab.experiments.copies import report as copies_report
 from copylab.explore.explorer import Explorer
 from copylab.measure import schedule, sweep
@@ -24,23 +24,27 @@ from copylab.report.results import load_results
 from tests.conftest import needs_root
 from tests.synthetic import make_trials, write_sweep
 
+# How the report presents it: its paragraph of Part A and its colour.
+FAKE_EXPLANATION = "**fake_copy.** A test's implementation: it reuses the two_copy programs."
+FAKE_COLOR = "#cc79a7"
 FAKE = Implementation(
     name="fake_copy",
     summary="two_copy's programs under another name",
-    explanation="**fake_copy.** A test's implementation: it reuses the two_copy programs.",
     driver=program_pair("two_copy"),
     copies=Copies(sender_user=1, sender_kernel=1),
-    color="#cc79a7",
     baselines=("two_copy",),
 )
 
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Implementation]:
-    """FAKE added the way a new implementation is: one entry in its experiment's list, nothing else."""
+    """FAKE added the way a new implementation is: one entry in its experiment's list, and its paragraph and colour
+    in its experiment's presentation, nothing else."""
     copies = experiments.main()
     extended = dataclasses.replace(copies, implementations=(*copies.implementations, FAKE))
     monkeypatch.setitem(experiments.EXPERIMENTS, copies.name, extended)
+    monkeypatch.setitem(presentation.EXPLANATIONS, FAKE.name, FAKE_EXPLANATION)
+    monkeypatch.setitem(presentation.COLORS, FAKE.name, FAKE_COLOR)
     implementations.registry.cache_clear()
     yield implementations.get(FAKE.name)
     monkeypatch.undo()
@@ -74,7 +78,7 @@ def test_a_registered_implementation_is_analysed_reported_and_explored(registere
     assert FAKE.name not in study
 
     results = load_results(store)
-    assert FAKE.explanation in copies_report.part_a(results)
+    assert FAKE_EXPLANATION in copies_report.part_a(results)
     assert f"`{FAKE.name}` against `two_copy`" in sections.method(results)
     assert f"| `{FAKE.name}` | copy | 3 |" in copies_report.copy_limit(results)  # its 3 copies, from the registry
     assert f"`{FAKE.name}`" in captions.caption("senders_vs_size", results)
@@ -83,6 +87,27 @@ def test_a_registered_implementation_is_analysed_reported_and_explored(registere
 
     explorer = Explorer(store.directory, roots=[store.directory.parent])
     assert FAKE.name in explorer.selected and FAKE.name in [value for _, value in explorer.baseline.options]
+
+
+def test_every_implementation_has_a_colour_and_a_paragraph():
+    """The report draws each implementation in its colour and explains it in a paragraph, both its experiment's
+    plug-in's (copylab.experiments.NAME.presentation): a new one without them fails here, not in a figure."""
+    missing = [
+        f"{name}: no {what} in copylab/experiments/{impl.experiment}/presentation.py"
+        for name, impl in implementations.registry().items()
+        for what, given in (
+            ("colour", plugins.get(impl.experiment).colors),
+            ("paragraph", plugins.get(impl.experiment).explanations),
+        )
+        if name not in given
+    ]
+    missing += [
+        f"receive mode {mode}: no {what} in copylab/experiments/copies/presentation.py"
+        for mode in RECEIVE_MODES
+        for what, given in (("colour", presentation.RECEIVE_COLORS), ("paragraph", presentation.RECEIVE_EXPLANATIONS))
+        if mode not in given
+    ]
+    assert missing == []
 
 
 def test_sweep_settings_accept_it_and_plan_its_trials(registered):

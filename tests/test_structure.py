@@ -250,8 +250,12 @@ def test_no_test_returns_early_as_a_pass():
 def test_no_module_outside_the_registry_names_an_implementation():
     """Adding an implementation touches the registry only: no string literal elsewhere names one."""
     names = set(implementations.names())
-    # each experiment lists its implementations; the drivers start them
-    registry = {*PACKAGE.glob("experiments/*/implementations.py"), PACKAGE / "measure" / "drivers.py"}
+    # each experiment lists its implementations and presents them (colour, paragraph); the drivers start them
+    listed = ("implementations.py", "presentation.py")
+    registry = {
+        *(p for name in listed for p in PACKAGE.glob(f"experiments/*/{name}")),
+        PACKAGE / "measure" / "drivers.py",
+    }
     # gcc's ThreadSanitizer (--sanitize thread), not the server model
     homonyms = {("build.py", "thread"), ("settings.py", "thread")}
     found = [

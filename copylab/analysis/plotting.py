@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import matplotlib
@@ -53,9 +53,12 @@ def curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: LineStyleType
 LABEL_STEP = 0.17
 
 
-def mark_crossovers(ax: Axes, crossovers: pd.DataFrame, label: Callable[[float], str]) -> None:
+def mark_crossovers(
+    ax: Axes, crossovers: pd.DataFrame, label: Callable[[float], str], colors: Mapping[str, str]
+) -> None:
+    """Each crossover's interval and estimate, in its challenger's colour of COLORS."""
     for step, (_, row) in enumerate(crossovers.sort_values("crossover_at").iterrows()):
-        color = color_of(row["challenger"])
+        color = colors[row["challenger"]]
         ax.axvspan(row["ci_low"], row["ci_high"], color=color, alpha=0.12, linewidth=0)
         ax.axvline(row["crossover_at"], color=color, linestyle=":", linewidth=1.2)
         ax.text(
@@ -117,10 +120,11 @@ def empty_figure(title: str, setup: str, message: str) -> Figure:
     return figure
 
 
-def implementation_handles(present: pd.Series, dashed: Iterable[str] = ()) -> list[Any]:
+def implementation_handles(present: pd.Series, colors: Mapping[str, str], dashed: Iterable[str] = ()) -> list[Any]:
+    """A legend entry for each implementation PRESENT, in its colour of COLORS."""
     dashed = set(dashed)
     return [
-        Line2D([], [], color=color_of(i), marker="o", linestyle="--" if i in dashed else "-", label=i)
+        Line2D([], [], color=colors[i], marker="o", linestyle="--" if i in dashed else "-", label=i)
         for i in implementations.ordered(present)
     ]
 
@@ -147,10 +151,6 @@ def legend(figure: Figure, handles: list[Any]) -> None:
     )
     handles = [*handles, unstable]
     figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
-
-
-def color_of(implementation: str) -> str:
-    return implementations.get(implementation).color
 
 
 def describe_setup(manifest: Manifest, summary: pd.DataFrame) -> str:

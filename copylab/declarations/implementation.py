@@ -119,8 +119,6 @@ class ReceiveMode:
 
     name: str
     copies: int  # copies of each byte into the receiver's user space (mmap: 0 where whole pages map)
-    explanation: str  # Markdown paragraph of the report's Part A
-    color: str
 
 
 RECEIVE_MODES: dict[str, ReceiveMode] = {
@@ -129,26 +127,14 @@ RECEIVE_MODES: dict[str, ReceiveMode] = {
         ReceiveMode(
             "copy",
             1,
-            "**Receive `copy`.** The client's `recv()` copies the data from the socket buffers into its own "
-            "buffer: the receiver's copy, made by the receiving kernel for every byte.",
-            "#333333",
         ),
         ReceiveMode(
             "truncate",
             0,
-            "**Receive `truncate`.** `recv(MSG_TRUNC)` on TCP consumes the data without copying it to user space: "
-            "the receiver's copy disappears, so comparing `truncate` with `copy` for the same sender measures what "
-            "that copy costs. (With `--verify` the bytes are first read with `MSG_PEEK`, a copy, to check them.)",
-            "#e69f00",
         ),
         ReceiveMode(
             "mmap",
             0,
-            "**Receive `mmap`.** `TCP_ZEROCOPY_RECEIVE` maps whole payload pages into a region the client mapped "
-            "on the socket instead of copying them; only page-aligned, page-sized payload can be mapped, the rest "
-            "is still read with `recv()`. The trials count both (`rx_mapped_bytes`, `rx_copied_bytes`): whether "
-            "anything maps depends on how the sender built its packets and on the MTU.",
-            "#0072b2",
         ),
     )
 }
@@ -169,11 +155,9 @@ class BenchGoal:
 @dataclass(frozen=True)
 class Implementation:
     name: str
-    summary: str  # one line: how the bytes leave user space
-    explanation: str  # Markdown paragraph of the report's Part A
+    summary: str  # one line: how the bytes leave user space (the command line's listing)
     driver: DriverSpec
     copies: Copies
-    color: str
     baselines: tuple[str, ...] = ()  # ratios and crossovers are computed against them
     role: Role | None = None  # its variant of the study, if it is one
     reference: bool = False  # an external tool measured for reference (drawn dashed)

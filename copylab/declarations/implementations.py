@@ -2,11 +2,12 @@
 
 An implementation declares (copylab.declarations.implementation) how its two ends are started and read (its
 driver's spec), which optional trials.csv columns it fills, how many times each payload byte is copied on its path,
-the baselines it is compared with, its colour, its paragraph in the report's Part A and its goal in ./inv bench.
-Each experiment lists its own (copylab.experiments.NAME.implementations, held by its declaration); this module
-collects them once, on first use, in the experiments' order.  Adding one is a C file in csrc/ (or, for an external
-tool, a runner in copylab.measure.drivers), one entry in its experiment's list and its tests; no other module names
-an implementation.
+the baselines it is compared with and its goal in ./inv bench.  Each experiment lists its own
+(copylab.experiments.NAME.implementations, held by its declaration); this module collects them once, on first use,
+in the experiments' order.  How the report presents one, its colour and its paragraph, is the report's: its
+experiment's copylab.experiments.NAME.presentation.  Adding one is a C file in csrc/ (or, for an external tool, a
+runner in copylab.measure.drivers), one entry in its experiment's list, its colour and paragraph, and its tests; no
+other module names an implementation.
 
 The receiver's side has its own small registry, copylab.declarations.implementation.RECEIVE_MODES: how the client
 takes the bytes in.

@@ -27,6 +27,11 @@ def get(name: str) -> ExperimentPlugin:
         raise CopylabError(f"experiment: unknown {name!r} (choose from {', '.join(PLUGINS)})") from None
 
 
+def colors() -> dict[str, str]:
+    """Every implementation's colour in the figures, whichever experiment lists it."""
+    return {name: color for plugin in PLUGINS.values() for name, color in plugin.colors.items()}
+
+
 def draw(
     trials: pd.DataFrame, summary: pd.DataFrame, crossovers: pd.DataFrame, manifest: Manifest, confidence: float
 ) -> dict[str, Figure]:

@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 from copylab.analysis import plotting
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
 from copylab.declarations.metrics import METRICS
+from copylab.experiments import plugins
 from copylab.explore.views import AXES, Axis, View, axis_label, tick_label
 from copylab.formatting import fmt_bytes, fmt_num
 from copylab.record.manifest import Manifest
@@ -52,16 +53,17 @@ def make_figure(
 ) -> Figure:
     """Means with Student-t interval bands per implementation (plot_data rows), optional raw trials, unstable
     rings; OVERLAY, a second sweep's name and plot_data rows, dashed in the same colours."""
+    colors = plugins.colors()
     fig, ax = _figure()
     for name, rows in data.groupby("implementation", sort=False):
-        color = plotting.color_of(name)
+        color = colors[name]
         plotting.curve(ax, rows, x, color, "-")
         if raw is not None:
             points = raw[raw["implementation"] == name]
             ax.scatter(points[x], points["value"], s=12, alpha=0.45, color=color, zorder=3)
     if overlay is not None:
         for name, rows in overlay[1].groupby("implementation", sort=False):
-            plotting.curve(ax, rows, x, plotting.color_of(name), "--")
+            plotting.curve(ax, rows, x, colors[name], "--")
     if raw is not None and len(raw):
         ax.scatter([], [], s=12, alpha=0.45, color="black", label="individual trials")
     unstable = data[data["unstable"].astype(bool)]
@@ -79,7 +81,7 @@ def make_figure(
     spec = METRICS[metric]
     ax.set_ylabel(f"{metric} ({spec.unit}), {spec.direction} is better", fontsize=8)
     present = pd.concat([data["implementation"], overlay[1]["implementation"]]) if overlay else data["implementation"]
-    handles = [*plotting.implementation_handles(present), *ax.get_legend_handles_labels()[0]]
+    handles = [*plotting.implementation_handles(present, colors), *ax.get_legend_handles_labels()[0]]
     if overlay is not None:
         handles.append(Line2D([], [], color="0.3", linestyle="--", label=f"dashed: {overlay[0]}"))
     note = f"points: means; bands: {confidence:.0%} Student-t intervals; open: unstable"
@@ -100,12 +102,13 @@ def make_ratio_figure(
     confidence: float = 0.95,
 ) -> Figure:
     """Challenger/baseline ratios with their interval bands (filled: Holm-significant) and detected crossovers."""
+    colors = plugins.colors()
     fig, ax = _figure()
     ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label=f"{baseline} (ratio 1)")
     statuses = crossovers.set_index("challenger") if len(crossovers) else None
     labels: dict[str, str] = {}
     for name, rows in ratios.groupby("challenger", sort=False):
-        color = plotting.color_of(name)
+        color = colors[name]
         labels[name] = name
         if statuses is not None and name in statuses.index:
             found = statuses.loc[name]
@@ -115,7 +118,7 @@ def make_ratio_figure(
                 ax.axvline(found["crossover_at"], color=color, linestyle="--", linewidth=1.2)
                 ax.axvspan(found["ci_low"], found["ci_high"], color=color, alpha=0.12)
         plotting.curve(ax, _ratio_curve(rows), x, color, "-")
-    handles = plotting.implementation_handles(ratios["challenger"])
+    handles = plotting.implementation_handles(ratios["challenger"], colors)
     for handle in handles:
         handle.set_label(labels[handle.get_label()])
     spec = METRICS[metric]

@@ -36,6 +36,7 @@ from copylab.analysis.two_runs import (
 )
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
+from copylab.experiments import plugins
 from copylab.formatting import code, fmt_num, fmt_size, markdown_table, md_escape
 from copylab.record.origin import git_state, png_metadata
 from copylab.record.store import save_pngs
@@ -62,6 +63,7 @@ def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
     """Per compared metric with a compared configuration: B/A with its interval along the experiment's axis, one
     panel per combination of the other settings, filled markers where the change is significant."""
     experiment = experiments.get(result.experiment)
+    colors = plugins.get(experiment.name).colors
     axis = experiment.axis
     title_axis, label = _axis_label(axis)
     others = [key for key in CONFIG_KEYS if key not in (axis, *CONTENDER_KEYS)]
@@ -83,14 +85,14 @@ def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
         for ax, (values, panel) in zip(flat, panels, strict=False):
             values = values if isinstance(values, tuple) else (values,)
             for _label, curve in panel.assign(contender=panel.apply(_contender, axis=1)).groupby("contender"):
-                _ratio_curve(ax, curve.sort_values(axis), axis, plotting.color_of(curve["implementation"].iloc[0]))
+                _ratio_curve(ax, curve.sort_values(axis), axis, colors[curve["implementation"].iloc[0]])
             ax.axhline(1.0, color="0.3", linewidth=0.8)
             plotting.log2_axis(ax, rows[axis], label, title_axis, 45 if axis == "size_bytes" else 0)
             ax.set_title(", ".join(f"{key} {value}" for key, value in zip(varying, values, strict=True)), fontsize=8)
             ax.set_ylabel(f"B / A ({METRICS[metric].unit} ratio)", fontsize=8)
         for ax in flat[len(panels) :]:
             ax.set_axis_off()
-        handles = plotting.implementation_handles(rows["implementation"])
+        handles = plotting.implementation_handles(rows["implementation"], colors)
         handles.append(
             Line2D(
                 [], [], color="0.4", marker="o", markerfacecolor="white", linestyle="", label="no significant change"

@@ -42,8 +42,11 @@ class ExperimentReport:
 
 @dataclass(frozen=True)
 class ExperimentPlugin:
-    """An experiment as the report sees it: its declaration, its figures and its parts of the report."""
+    """An experiment as the report sees it: its declaration, its figures and its parts of the report, and how they
+    present each implementation: its colour in every figure and its paragraph of Markdown."""
 
     experiment: Experiment
     draw: DrawFigures
     report: ExperimentReport
+    colors: Mapping[str, str]
+    explanations: Mapping[str, str]

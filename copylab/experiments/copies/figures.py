@@ -28,6 +28,7 @@ from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.experiments.copies import cachesim
 from copylab.experiments.copies.answers import caches, paired, threads
 from copylab.experiments.copies.diagram import zerocopy_path_figure
+from copylab.experiments.copies.presentation import COLORS, RECEIVE_COLORS
 from copylab.experiments.copies.queries import zero_copy_counts
 from copylab.formatting import fmt_size
 from copylab.record.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, CacheLevel, Calibration
@@ -115,13 +116,13 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
             for implementation in implementations.ordered(panel["implementation"]):
                 rows = panel[panel["implementation"] == implementation]
                 style: LineStyleType = "--" if implementation in _reference_tools() else "-"
-                plotting.curve(ax, rows, "size_bytes", plotting.color_of(implementation), style)
+                plotting.curve(ax, rows, "size_bytes", COLORS[implementation], style)
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
-            plotting.mark_crossovers(ax, here[here["status"] == "crossover"], SIZE_LABEL)
+            plotting.mark_crossovers(ax, here[here["status"] == "crossover"], SIZE_LABEL, COLORS)
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{_threads(n_threads)}, CPU pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel("throughput_gbps") if c == 0 else "")
-    handles = plotting.implementation_handles(data["implementation"], dashed=_reference_tools())
+    handles = plotting.implementation_handles(data["implementation"], COLORS, dashed=_reference_tools())
     if (marked["status"] == "crossover").any():
         handles.append(Patch(color="0.5", alpha=0.25, label=f"crossover size, {confidence:.0%} CI (dotted: estimate)"))
     plotting.legend(figure, handles)
@@ -152,13 +153,13 @@ def latency_figure(summary: pd.DataFrame, setup: str, confidence: float, size: i
                     ax,
                     panel[panel["implementation"] == implementation],
                     "threads",
-                    plotting.color_of(implementation),
+                    COLORS[implementation],
                     "-",
                 )
             plotting.log2_axis(ax, data["threads"], str, "client threads (= connections), log2 scale", rotation=0)
             ax.set_title(f"{METRICS[metric].label}, CPU pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric))
-    plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
+    plotting.legend(figure, plotting.implementation_handles(data["implementation"], COLORS))
     return figure
 
 
@@ -195,7 +196,7 @@ def copies_and_cost_figure(
                 rows["size_bytes"],
                 rows["mean"],
                 marker="o",
-                color=plotting.color_of(name),
+                color=COLORS[name],
                 linestyle="-" if mode == "copy" else "--",
                 label=f"{name}, receive {mode}",
             )
@@ -346,13 +347,13 @@ def receive_modes_figure(summary: pd.DataFrame, setup: str, confidence: float) -
             ax = axes[r][c]
             panel = data[(data["metric"] == metric) & (data["implementation"] == name)]
             for mode in plotting.present_in_order(panel["receive"], RECEIVE_MODES):
-                plotting.curve(ax, panel[panel["receive"] == mode], "size_bytes", RECEIVE_MODES[mode].color, "-")
+                plotting.curve(ax, panel[panel["receive"] == mode], "size_bytes", RECEIVE_COLORS[mode], "-")
             _size_axis(ax, data["size_bytes"])
             _per_byte_scale(ax, metric)
             ax.set_title(f"{METRICS[metric].label}\n{name}", fontsize=8)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     handles = [
-        Line2D([], [], color=RECEIVE_MODES[m].color, marker="o", label=f"receive {m}")
+        Line2D([], [], color=RECEIVE_COLORS[m], marker="o", label=f"receive {m}")
         for m in plotting.present_in_order(data["receive"], RECEIVE_MODES)
     ]
     plotting.legend(figure, handles)
@@ -382,12 +383,12 @@ def _size_panels(
             for implementation in implementations.ordered(panel["implementation"]):
                 for pinning in pinnings:
                     rows = panel[(panel["implementation"] == implementation) & (panel["pinning"] == pinning)]
-                    plotting.curve(ax, rows, "size_bytes", plotting.color_of(implementation), styles[pinning])
+                    plotting.curve(ax, rows, "size_bytes", COLORS[implementation], styles[pinning])
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{METRICS[metric].label}\n{_threads(n_threads)}", fontsize=8)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     plotting.legend(
-        figure, plotting.implementation_handles(data["implementation"]) + plotting.pinning_handles(pinnings)
+        figure, plotting.implementation_handles(data["implementation"], COLORS) + plotting.pinning_handles(pinnings)
     )
     return figure
 
@@ -468,7 +469,7 @@ def saving_figure(trials: pd.DataFrame, manifest: Manifest, setup: str) -> Figur
         points["mean"],
         yerr=[points["mean"] - points["ci_low"], points["ci_high"] - points["mean"]],
         marker="o",
-        color=plotting.color_of(two.name),
+        color=COLORS[two.name],
         capsize=3,
         label=f"{two.name} minus {one.name}, sender user CPU",
     )

@@ -41,31 +41,15 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         name="two_copy",
         summary="pack the 8 fields into one buffer (user-space memcpy), then send()",
-        explanation=(
-            "**two_copy: `send()` of a packed buffer.** (1) In user space the sender packs the 8 fields into "
-            "one contiguous buffer with `memcpy`: the first copy, done by the CPU in user mode. (2) `send()` "
-            "copies that buffer from user memory into the socket's buffers (skbs): the second copy, done by the "
-            "kernel. Both are on the sending side, and the name counts these two. The receiving side adds one "
-            "more: (3) `recv()` copies the data from the skbs into the client's buffer, in the receiver's "
-            "kernel. Over veth the skb itself is handed to the peer namespace without another copy (there is "
-            "no NIC and no DMA), so end to end there are three copies, two on the sender."
-        ),
         driver=program_pair("two_copy"),
         copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELD_COUNT)),
-        color="#0173b2",
         role=Role.TWO_COPY,
     ),
     Implementation(
         name="one_copy",
         summary="one sendmsg() with an 8-entry iovec pointing at the fields",
-        explanation=(
-            "**one_copy: `sendmsg()` with an 8-entry iovec.** The iovec points at the 8 fields where they are, "
-            "and the kernel gathers them straight into socket buffers. Copy (1), the user-space packing "
-            "`memcpy`, is the one eliminated; the kernel's copy (2) and the receiver's copy (3) remain."
-        ),
         driver=program_pair("one_copy"),
         copies=Copies(sender_user=0, sender_kernel=1),
-        color="#de8f05",
         baselines=("two_copy",),
         role=Role.ONE_COPY,
         bench=BenchGoal(against="iperf3", at_least=1.0),
@@ -73,21 +57,8 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         name="zero_copy",
         summary="sendmsg(MSG_ZEROCOPY) with the same iovec; completions reaped from the socket error queue",
-        explanation=(
-            "**zero_copy: `sendmsg(MSG_ZEROCOPY)` with the same iovec.** With `SO_ZEROCOPY` set, the kernel "
-            "pins the pages of the fields and the skb's fragments reference them instead of copying them. The "
-            "sender must not touch those pages until the kernel says it is done: completion notifications "
-            "arrive on the socket's error queue (`recvmsg(MSG_ERRQUEUE)`, origin `SO_EE_ORIGIN_ZEROCOPY`), each "
-            "covering a range of sends. The sender therefore keeps a ring of message buffers and reuses a slot "
-            "only after the completion covering it. On local delivery, as over this veth pair or loopback, the "
-            "receiving socket may not keep references to another process's pinned pages, so the kernel copies "
-            "them (`skb_orphan_frags_rx`) before queueing the data, and flags the completion "
-            "`SO_EE_CODE_ZEROCOPY_COPIED`: the copy is deferred, not avoided. The counts below say how often "
-            "that happened in this sweep."
-        ),
         driver=program_pair("zero_copy"),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
-        color="#029e73",
         baselines=("two_copy",),
         role=Role.ZERO_COPY,
         columns=ZERO_COPY_COLUMNS,
@@ -96,16 +67,8 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         name="zc_contiguous",
         summary="reference: sendmsg(MSG_ZEROCOPY) of contiguous messages, error queue read every 32 sends",
-        explanation=(
-            "**zc_contiguous (reference).** What a minimal `MSG_ZEROCOPY` benchmark does: one contiguous "
-            "buffer per message instead of 8 fields, the error queue read every 32 sends. It keeps as many "
-            "bytes of distinct messages in flight as zero_copy (`--zc-inflight`) and never resends a buffer "
-            "the kernel still holds. It bounds what zero_copy could reach on the same path; the difference is "
-            "what the study's 8 fields and its harness cost."
-        ),
         driver=program_pair("zc_contiguous", layouts=("contiguous",)),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
-        color="#7f7f7f",
         baselines=("zero_copy",),
         reference=True,
         columns=ZERO_COPY_COLUMNS,
@@ -114,74 +77,36 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         name="read_send",
         summary="a file server the classic way: read() a chunk of a file into a buffer, then send() it",
-        explanation=(
-            "**read_send: `read()` then `send()` of a file.** The server serves a message file from the page "
-            "cache (a tmpfs file of at least 256 MiB, read once before any window): `read()` copies a "
-            "message-sized chunk into a user buffer (1), `send()` copies it into socket buffers (2), and the "
-            "receiver's `recv()` copies it out (3). The classic count of \"four copies\" adds the disk's DMA "
-            "into the page cache, which never happens here. It is the baseline of the file-serving pair."
-        ),
         driver=program_pair("read_send", from_file=True, layouts=()),
         copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("read", 1)),
-        color="#d55e00",
     ),
     Implementation(
         name="sendfile",
         summary="the same file and chunk size through sendfile(): page-cache pages spliced into the skb, no copy",
-        explanation=(
-            "**sendfile: `sendfile()` of the same file.** The kernel hands each chunk's page-cache pages to TCP "
-            "with `MSG_SPLICE_PAGES`, and on a device with scatter-gather (veth is one) `tcp_sendmsg_locked` "
-            "(net/ipv4/tcp.c) attaches them to the skb by reference through `skb_splice_from_iter` "
-            "(net/core/skbuff.c): no copy is made, neither into user space nor into socket buffers. Local delivery "
-            "adds none either: `skb_orphan_frags_rx` (include/linux/skbuff.h) copies only an skb that holds a "
-            "zero-copy sender's user pages, and page-cache pages are not user pages. Of read_send's copies only "
-            "the receiver's (3) remains."
-        ),
         driver=program_pair("sendfile", from_file=True, layouts=()),
         copies=Copies(sender_user=0, sender_kernel=0),
-        color="#cc78bc",
         baselines=("read_send",),
     ),
     Implementation(
         name="uring_send",
         summary="the 8-field message through io_uring IORING_OP_SENDMSG",
-        explanation=(
-            "**uring_send: `IORING_OP_SENDMSG`.** one_copy's 8-entry iovec submitted through an io_uring ring "
-            "instead of a `sendmsg()` call: the same copies (the kernel's gather into socket buffers and the "
-            "receiver's), a different interface."
-        ),
         driver=program_pair("uring_send"),
         copies=Copies(sender_user=0, sender_kernel=1),
-        color="#ca9161",
         baselines=("two_copy",),
     ),
     Implementation(
         name="uring_send_zc",
         summary="the same through IORING_OP_SENDMSG_ZC, each notification saying whether the kernel copied",
-        explanation=(
-            "**uring_send_zc: `IORING_OP_SENDMSG_ZC`.** zero_copy's pinned pages through io_uring: each send "
-            "completes twice on the ring, first with its result, then with a notification once the kernel no "
-            "longer needs the pages; with `IORING_SEND_ZC_REPORT_USAGE` the notification says whether the "
-            "kernel copied them after all (`IORING_NOTIF_USAGE_ZC_COPIED`), which on local delivery it does. "
-            "Buffers are reused only after their notification, as in zero_copy."
-        ),
         driver=program_pair("uring_send_zc"),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
-        color="#56b4e9",
         baselines=("two_copy", "zero_copy"),
         columns=ZERO_COPY_COLUMNS,
     ),
     Implementation(
         name="iperf3",
         summary="the standard tool on the same link: write() of one buffer per message (reference)",
-        explanation=(
-            "**iperf3 (reference).** The standard measurement tool on the same link and pinning, with the same "
-            "message size (`-l`), one stream per thread and the server sending (`--reverse`): `write()` of one "
-            "contiguous buffer, so the kernel's copy and the receiver's copy, as in one_copy."
-        ),
         driver=IPERF3,
         copies=Copies(sender_user=0, sender_kernel=1),
-        color="#404040",
         baselines=("two_copy",),
         reference=True,
     ),

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
-from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.experiments.copies import answers, captions, glance, layout
+from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report import glossary
@@ -32,10 +32,10 @@ OTHER_SENDERS_INTRODUCTION = (
 
 def part_a(results: Results) -> str:
     """Where the copies happen, one paragraph per implementation and receive mode the sweep measured."""
-    paragraphs = [implementations.get(name).explanation for name in present(results)]
+    paragraphs = [EXPLANATIONS[name] for name in present(results)]
     modes = receive_modes(results)
     if modes != [implementations.BASELINE_RECEIVE]:
-        paragraphs += [RECEIVE_MODES[mode].explanation for mode in modes]
+        paragraphs += [RECEIVE_EXPLANATIONS[mode] for mode in modes]
     return "\n\n".join(paragraphs)
 
 

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from copylab.analysis import plotting
 from copylab.declarations import implementations, schema
+from copylab.experiments.servers.presentation import COLORS
 from copylab.formatting import fmt_size
 from copylab.record.manifest import Manifest
 
@@ -98,13 +99,11 @@ def _against_connections(
             ax = axes[r][c]
             panel = data[(data["metric"] == metric) & (data["size_bytes"] == size) & (data["pinning"] == pinning)]
             for model in implementations.ordered(panel["implementation"]):
-                plotting.curve(
-                    ax, panel[panel["implementation"] == model], "connections", plotting.color_of(model), "-"
-                )
+                plotting.curve(ax, panel[panel["implementation"] == model], "connections", COLORS[model], "-")
             marked = crossing[
                 (crossing["metric"] == metric) & (crossing["size_bytes"] == size) & (crossing["pinning"] == pinning)
             ]
-            plotting.mark_crossovers(ax, marked, connections_label)
+            plotting.mark_crossovers(ax, marked, connections_label, COLORS)
             plotting.log2_axis(
                 ax, data["connections"], connections_label, "concurrent connections, log scale", rotation=0
             )
@@ -112,7 +111,7 @@ def _against_connections(
                 plotting.plain_log_y(ax)
             ax.set_title(f"{fmt_size(size, approximate=True)} responses, CPU pinning {pinning}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
-    plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
+    plotting.legend(figure, plotting.implementation_handles(data["implementation"], COLORS))
     return figure
 
 
@@ -135,9 +134,7 @@ def _against_rate(
                 (data["metric"] == metric) & (data["connections"] == busy) & (data["idle_connections"] == idle)
             ]
             for model in implementations.ordered(panel["implementation"]):
-                plotting.curve(
-                    ax, panel[panel["implementation"] == model], "offered_rate", plotting.color_of(model), "-"
-                )
+                plotting.curve(ax, panel[panel["implementation"] == model], "offered_rate", COLORS[model], "-")
             if metric == "latency_p99_us":
                 ax.axhline(LATENCY_TARGET_US, color="black", linestyle="--", linewidth=0.8)
             if metric == "requests_per_s":  # served as offered lies on the diagonal
@@ -152,7 +149,7 @@ def _against_rate(
             idle_text = f" + {idle} idle" if idle else ""
             ax.set_title(f"{busy} busy connections{idle_text}", fontsize=9)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
-    plotting.legend(figure, plotting.implementation_handles(data["implementation"]))
+    plotting.legend(figure, plotting.implementation_handles(data["implementation"], COLORS))
     return figure
 
 

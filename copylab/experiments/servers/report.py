@@ -15,7 +15,7 @@ import pandas as pd
 
 from copylab.declarations import implementations, limits
 from copylab.declarations.metrics import METRICS
-from copylab.experiments.servers import SERVERS, open_load, waiting
+from copylab.experiments.servers import SERVERS, open_load, presentation, waiting
 from copylab.experiments.servers.figures import FIGURES
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report import prose
@@ -120,7 +120,7 @@ def _setting(results: Results) -> str:
 def introduction(results: Results) -> str:
     """What was measured: the models (from the registry), the load, and how to read the numbers."""
     params = results.manifest.parameters
-    explained = "\n\n".join(implementations.get(name).explanation for name in models(results))
+    explained = "\n\n".join(presentation.EXPLANATIONS[name] for name in models(results))
     client_threads = " or ".join(threads_text(t) for t in params.threads)
     return "\n\n".join(
         [
