@@ -147,7 +147,7 @@ def _check_layouts(config: SweepConfig) -> None:
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
         return
     for name in config.layout_for or config.implementations:
-        fixed = implementations.fixed_layout(name)
+        fixed = config.member(name).fixed_layout
         if fixed is not None:
             held = "not in its memory" if fixed == NO_LAYOUT else fixed
             raise CopylabError(
@@ -232,8 +232,8 @@ def _check_connection_limits(config: SweepConfig) -> None:
     )
     if (high := settings.get("connections").high) is not None and most > high:
         raise CopylabError(f"{label}: {total} connections are more than {_bound(high)}")
-    for name in config.implementations:
-        limit = implementations.get(name).max_connections
+    for member in config.members:
+        name, limit = member.name, member.max_connections
         if limit is not None and most > limit:
             raise CopylabError(
                 f"{label}: a {name} server holds at most {limit} connections (FD_SETSIZE less its own "
@@ -302,14 +302,14 @@ def check_memory_limit(config: SweepConfig) -> None:
 
 
 def _members(experiment: str, chosen: Members) -> list[str]:
-    found = [implementations.get(name) for name in implementations.names(experiment)]
     return [
         impl.name
-        for impl in found
-        if not impl.bench_only
+        for impl in implementations.registry().values()
+        if impl.experiment == experiment
+        and not impl.bench_only
         and (chosen.references or not impl.reference)
         and (chosen.roles is None or impl.role in chosen.roles)
-        and (not chosen.in_memory or implementations.fixed_layout(impl.name) != NO_LAYOUT)
+        and (not chosen.in_memory or impl.fixed_layout != NO_LAYOUT)
     ]
 
 

@@ -80,7 +80,7 @@ def by_role(role: Role) -> Implementation | None:
 
 def floor_of(experiment: str) -> Implementation | None:
     """The implementation whose one-connection round trip is EXPERIMENT's host floor, if it has one."""
-    return next((get(name) for name in names(experiment) if get(name).floor), None)
+    return next((impl for impl in registry().values() if impl.experiment == experiment and impl.floor), None)
 
 
 def shared_baseline(experiment: str) -> str:

@@ -11,7 +11,6 @@ runs in the server's namespace too and counts the qdisc's drops in its window.
 
 from __future__ import annotations
 
-from copylab.declarations import implementations
 from copylab.declarations.limits import SINK_ADDRESS, SINK_DEVICE
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
@@ -36,7 +35,7 @@ def refusal(config: SweepConfig) -> str | None:
     elif config.verify:
         why = "--verify: nothing arrives on the sink, so there are no bytes to verify (leave out --verify)"
     else:
-        unfit = [name for name in config.implementations if implementations.fixed_layout(name) == NO_LAYOUT]
+        unfit = [member.name for member in config.members if member.fixed_layout == NO_LAYOUT]
         if unfit:
             why = (
                 f"{', '.join(unfit)} cannot send there: the sink takes datagrams of messages a copylab sender holds in "
