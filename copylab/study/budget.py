@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from copylab.declarations import implementations
 from copylab.measure import allocation, schedule
 from copylab.measure.sweep import DEFAULT_OVERHEAD_S
 from copylab.record.store import SweepStore
@@ -22,6 +23,9 @@ from copylab.record.store import SweepStore
 MAX_CYCLES = 3
 # A sweep's share below this is not worth its start-up.
 LEAST_SHARE_S = 4.0
+# Added to the priorities of an experiment other than the main one: past the study's undecided (-1 to 1) and
+# imprecise (1 to 2) points.
+AFTER_THE_STUDY = 2.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,9 @@ def still_open(store: SweepStore) -> Open | None:
     each = trial_s(store, rows)
     wanted = [(priority, len(contenders)) for priority, contenders in undecided]
     wanted += [(priority, len(block)) for priority, block in imprecise]
+    if not implementations.experiment(config.experiment).main:
+        # The study's six questions are the main experiment's: another experiment's open points wait for all of them.
+        wanted = [(priority + AFTER_THE_STUDY, count) for priority, count in wanted]
     return Open(store, tuple(p for p, _ in wanted), tuple(count * each for _, count in wanted))
 
 

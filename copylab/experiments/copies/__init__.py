@@ -96,11 +96,11 @@ THREADS: dict[str, Any] = {
 }
 
 # quick is ./inv report's main sweep; full is the study's grid (iperf3, whose windows are whole
-# seconds, is left to `./inv bench` and to --implementations).  Both run blocked designs with short windows.  With
-# four threads at each end on one CPU, what the scheduler hands each end varies within a window and averages out
-# over it, so quick's window stays at 0.2 s; the warm-up only has to outlast the connection's start, which on a
-# veth takes microseconds.  Its budget is for run-sweep alone: inside ./inv report the report's one budget decides
-# (copylab.study.budget).  docs/performance.md gives the spread each window left and what each sweep took.
+# seconds, is left to `./inv bench` and to --implementations).  Both run blocked designs with short windows.  quick
+# spends more of each trial warming up than measuring: a connection's first tenths of a second are not its steady
+# state, and a window that starts in them spreads the paired ratios of one_copy to two_copy far more than a shorter
+# window that starts after them (docs/method.md, Warm-up and window, has the figures).  Its budget is for run-sweep
+# alone: inside ./inv report the report's one budget decides (copylab.study.budget).
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(references=False),
@@ -110,8 +110,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "rr_sizes": [4096],
         "threads": [1, 4],
         "trials": 3,
-        "duration_s": 0.2,
-        "warmup_s": 0.05,
+        "duration_s": 0.1,
+        "warmup_s": 0.2,
         "pinning": ["same_cpu"],
         "receive": ["copy", "truncate"],
         "receive_for": STUDY_EDGES,
