@@ -20,7 +20,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
-from copylab import experiments
 from copylab.analysis import plotting
 from copylab.analysis.two_runs import (
     HIGHER,
@@ -62,8 +61,8 @@ def _contender(row: pd.Series) -> str:
 def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
     """Per compared metric with a compared configuration: B/A with its interval along the experiment's axis, one
     panel per combination of the other settings, filled markers where the change is significant."""
-    experiment = experiments.get(result.experiment)
-    colors = plugins.get(experiment.name).colors
+    plugin = plugins.get(result.experiment)
+    experiment, colors = plugin.experiment, plugin.colors
     axis = experiment.axis
     title_axis, label = _axis_label(axis)
     others = [key for key in CONFIG_KEYS if key not in (axis, *CONTENDER_KEYS)]

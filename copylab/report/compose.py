@@ -37,12 +37,6 @@ class ReportSweeps:
     companions: dict[str, Results] = field(default_factory=dict)
 
 
-def _companion(sweep: Results) -> str | None:
-    """The kind of part the main experiment's report module claims SWEEP for, if it claims it."""
-    claimed: str | None = plugins.get(experiments.main().name).report.companion(sweep)
-    return claimed
-
-
 def arrange(sweeps: list[Results]) -> ReportSweeps:
     """The first sweep of the main experiment that its report module claims for no part of its own is the main one
     (failing that, its first sweep); the first it claims of each kind goes to that part; the first of every other
@@ -53,7 +47,9 @@ def arrange(sweeps: list[Results]) -> ReportSweeps:
         raise CopylabError(
             f"a report needs a {main_experiment.name} sweep (./inv run-sweep): its study parts describe one"
         )
-    kinds = {id(sweep): _companion(sweep) for sweep in ours}
+    # the kind of part the main experiment's report module claims each sweep for, if it claims it
+    claims = plugins.get(main_experiment.name).report.companion
+    kinds = {id(sweep): claims(sweep) for sweep in ours}
     main = next((sweep for sweep in ours if kinds[id(sweep)] is None), ours[0])
     companions: dict[str, Results] = {}
     for sweep in ours:
