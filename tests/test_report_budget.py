@@ -53,8 +53,9 @@ def test_a_budget_of_nothing_is_the_first_pass_alone():
     assert first.budget_s == 0.0
 
 
-def _open(name: str, priorities: list[float], cost: float) -> budget.Open:
-    return budget.Open(SweepStore(Path("/nonexistent") / name), tuple(priorities), tuple(cost for _ in priorities))
+def _open(name: str, priorities: list[float], cost: float, reason: int = budget.UNDECIDED) -> budget.Open:
+    ranks = tuple((reason, priority) for priority in priorities)
+    return budget.Open(SweepStore(Path("/nonexistent") / name), ranks, tuple(cost for _ in priorities))
 
 
 def test_the_time_left_goes_to_the_best_ranked_points_across_sweeps():
@@ -70,6 +71,23 @@ def test_the_time_left_goes_to_the_best_ranked_points_across_sweeps():
 def test_a_share_too_small_for_a_sweeps_start_up_is_not_given():
     tiny = _open("tiny", [0.0], budget.LEAST_SHARE_S / 2)
     assert budget.shares([tiny], budget.LEAST_SHARE_S * 0.75) == {}  # one block fits, a second does not
+
+
+def test_little_time_goes_whole_to_the_best_ranked_sweeps_not_in_crumbs_to_all():
+    quick = _open("quick", [0.0, 0.1], 1.0)
+    others = [_open(name, [0.5], 1.0) for name in ("sink", "caches", "threads")]
+    # in rounds over all four sweeps, 6 s would give quick 3 s and each other sweep 1 s: none worth a start-up
+    assert budget.shares([quick, *others], 6.0) == {quick.store: 6.0}
+
+
+def test_the_studys_undecided_verdicts_come_before_its_imprecise_means_and_before_other_experiments():
+    quick = _open("quick", [0.9], 1.0)
+    caches = _open("caches", [1.0], 1.0, budget.IMPRECISE)
+    servers = _open("servers", [-1.0], 1.0, budget.ELSEWHERE)
+    assert budget.shares([quick, caches, servers], 10.0) == {quick.store: 10.0}
+    # once no block of the first reason fits, the next reason's points get what is left
+    wide = _open("quick", [0.9], 6.0)
+    assert budget.shares([wide, caches, servers], 20.0) == {wide.store: 18.0}
     assert budget.shares([_open("quick", [0.0], 10.0)], 5.0) == {}  # nothing affordable
 
 

@@ -23,22 +23,24 @@ from copylab.record.store import SweepStore
 MAX_CYCLES = 3
 # A sweep's share below this is not worth its start-up.
 LEAST_SHARE_S = 4.0
-# Added to the priorities of an experiment other than the main one: past the study's undecided (-1 to 1) and
-# imprecise (1 to 2) points.
-AFTER_THE_STUDY = 2.0
+# What a point is open for, in the order the time goes to them: a verdict of the study's questions still undecided,
+# a mean of the study's still imprecise, anything of another experiment (the study's six questions are the main
+# experiment's).
+UNDECIDED, IMPRECISE, ELSEWHERE = 0, 1, 2
 
 
 @dataclass(frozen=True)
 class Open:
-    """A sweep's undecided points: their priorities and what one block at each costs."""
+    """A sweep's open points: what each is open for and its priority there (lower first), and what one block at
+    each costs."""
 
     store: SweepStore
-    priorities: tuple[float, ...]
-    costs_s: tuple[float, ...]  # one block at each point, in the order of priorities
+    ranks: tuple[tuple[int, float], ...]
+    costs_s: tuple[float, ...]  # one block at each point, in the order of ranks
 
     @property
     def points(self) -> int:
-        return len(self.priorities)
+        return len(self.ranks)
 
 
 def trial_s(store: SweepStore, rows: pd.DataFrame) -> float:
@@ -56,34 +58,51 @@ def still_open(store: SweepStore) -> Open | None:
         return None
     rows = store.recorded_trials()
     ok = rows[rows["status"] == "ok"]
-    undecided = list(allocation.prioritized(ok, config).values())
-    # Then the configurations whose means are still imprecise, ranked after every undecided point, nearest first.
-    imprecise = [(1.0 + min(share, 1.0), block) for share, _, block in schedule.imprecise_blocks(config, rows)]
-    if not undecided and not imprecise:
+    study = implementations.experiment(config.experiment).main
+    wanted = [
+        ((UNDECIDED if study else ELSEWHERE, priority), len(contenders))
+        for priority, contenders in allocation.prioritized(ok, config).values()
+    ]
+    # imprecise_blocks' share of the interval past its target, nearest first (after the undecided points elsewhere)
+    wanted += [
+        ((IMPRECISE if study else ELSEWHERE, 1.0 + min(share, 1.0)), len(block))
+        for share, _, block in schedule.imprecise_blocks(config, rows)
+    ]
+    if not wanted:
         return None
     each = trial_s(store, rows)
-    wanted = [(priority, len(contenders)) for priority, contenders in undecided]
-    wanted += [(priority, len(block)) for priority, block in imprecise]
-    if not implementations.experiment(config.experiment).main:
-        # The study's six questions are the main experiment's: another experiment's open points wait for all of them.
-        wanted = [(priority + AFTER_THE_STUDY, count) for priority, count in wanted]
-    return Open(store, tuple(p for p, _ in wanted), tuple(count * each for _, count in wanted))
+    return Open(store, tuple(rank for rank, _ in wanted), tuple(count * each for _, count in wanted))
 
 
 def shares(found: list[Open], seconds: float) -> dict[SweepStore, float]:
-    """How much of SECONDS each sweep gets this cycle: a block at each undecided point, best-ranked first across
-    sweeps, then another round of them, as far as SECONDS go; a share too small to be worth a sweep's start-up is
-    dropped.  A sweep that needs less than its share hands the rest back (copylab.study.pipeline.more_time)."""
+    """How much of SECONDS each sweep gets this cycle: rounds of a block at each point open for the first reason
+    (UNDECIDED, then IMPRECISE, then ELSEWHERE), best-ranked first across sweeps, as far as SECONDS go, then the
+    next reason's.  While a sweep's share comes out too small to be worth its start-up, the worst-ranked such sweep
+    is left out and the shares are made again, so that little time goes whole to the best-ranked sweeps instead of
+    in crumbs to all.  A sweep that needs less than its share hands the rest back (copylab.study.pipeline.more_time)."""
+    given = _rounds(found, seconds)
+    short = [item for item in found if given.get(item.store, 0.0) < LEAST_SHARE_S]
+    if not short:
+        return given
+    worst = max(short, key=lambda item: min(item.ranks))
+    return shares([item for item in found if item is not worst], seconds)
+
+
+def _rounds(found: list[Open], seconds: float) -> dict[SweepStore, float]:
+    """Rounds of a block at each point of FOUND open for one reason, best-ranked first, as far as SECONDS go; the
+    next reason's points when a block at none of them fits any more."""
     ranked = sorted(
-        (priority, index, cost)
+        (rank, index, cost)
         for index, item in enumerate(found)
-        for priority, cost in zip(item.priorities, item.costs_s, strict=True)
+        for rank, cost in zip(item.ranks, item.costs_s, strict=True)
     )
-    given: dict[int, float] = {}
+    given: dict[SweepStore, float] = {}
     left = seconds
-    while ranked and left >= min(cost for _, _, cost in ranked):
-        for _, index, cost in ranked:
-            if cost <= left:
-                given[index] = given.get(index, 0.0) + cost
-                left -= cost
-    return {found[index].store: share for index, share in given.items() if share >= LEAST_SHARE_S}
+    for reason in sorted({rank[0] for rank, _, _ in ranked}):
+        points = [(found[index].store, cost) for rank, index, cost in ranked if rank[0] == reason]
+        while left >= min(cost for _, cost in points):
+            for store, cost in points:
+                if cost <= left:
+                    given[store] = given.get(store, 0.0) + cost
+                    left -= cost
+    return given
