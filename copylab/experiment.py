@@ -7,8 +7,8 @@ report, explorer) asks the declaration, never the experiment's name: what it com
 settings it has, which comparisons decide its answers, its profiles and its implementations.
 
 A declaration is plain data, imported normally: it holds the records of its implementations
-(copylab.declarations.implementation), whose drivers are specs that copylab.measure.drivers maps to the code that
-runs them, so declaring an experiment runs, draws and writes nothing.  What an experiment gives the report, its
+(copylab.declarations.implementation), whose drivers are specs that copylab.measure.running.drivers maps to the code
+that runs them, so declaring an experiment runs, draws and writes nothing.  What an experiment gives the report, its
 figures and its report parts, is made of the report's results and prose: the package's plug-in module
 (copylab.experiments.NAME.plugin) bundles them with the declaration, and copylab.experiments.plugins lists the
 plug-ins.

@@ -58,7 +58,7 @@ _DURATION_S = 2.0
 
 
 def _study_layout(implementation: str) -> str:
-    """The layout a sweep runs IMPLEMENTATION in by default (copylab.measure.schedule.layouts_of)."""
+    """The layout a sweep runs IMPLEMENTATION in by default (copylab.measure.planning.schedule.layouts_of)."""
     return registry.fixed_layout(implementation) or registry.STUDY_LAYOUT
 
 

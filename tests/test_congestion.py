@@ -13,9 +13,9 @@ import pytest
 from copylab.declarations import config, contract, implementations, socket_buffer
 from copylab.declarations.implementation import program_pair
 from copylab.measure import sweep
-from copylab.measure.drivers import CopylabPrograms, TrialFailed
-from copylab.measure.spec import TrialSettings, TrialSpec
-from copylab.measure.trial import run_trial
+from copylab.measure.running.drivers import CopylabPrograms, TrialFailed
+from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.trial import run_trial
 from copylab.programs.perf import PerfSupport
 from copylab.record.store import SweepStore
 from copylab.testbeds import congestion, testbed

@@ -1,4 +1,4 @@
-"""The zero-copy senders' bytes in flight, chosen from the path at a sweep's start (copylab.measure.in_flight)."""
+"""The zero-copy senders' bytes in flight, chosen from the path at a sweep's start (copylab.measure.host.in_flight)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from copylab.declarations import settings
 from copylab.declarations.limits import DEFAULT_ZC_INFLIGHT
 from copylab.formatting import fmt_size
-from copylab.measure import in_flight, sweep
-from copylab.measure.spec import TrialSettings
+from copylab.measure import sweep
+from copylab.measure.host import in_flight
+from copylab.measure.running.spec import TrialSettings
 from copylab.programs import perf
 from copylab.record.store import SweepStore
 from copylab.report import sections

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import config
-from copylab.measure import kernel_copies, schedule, sweep
-from copylab.measure.window import Window
+from copylab.measure import sweep
+from copylab.measure.planning import schedule
+from copylab.measure.running import kernel_copies
+from copylab.measure.running.window import Window
 from copylab.testbeds.testbed import Completed, NamespaceEnd
 from tests.conftest import needs_root
 from tests.robustness_table import Counted, Looked, rows_due

@@ -11,7 +11,7 @@ from copylab.analysis.stats import compare, paired_ratios
 from copylab.declarations import config
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
-from copylab.measure import allocation, schedule
+from copylab.measure.planning import allocation, schedule
 
 PAIR = [("one_copy", "two_copy")]
 

@@ -17,7 +17,8 @@ from copylab.experiments import plugins
 from copylab.experiments.copies import answers, captions, presentation
 from copylab.experiments.copies import report as copies_report
 from copylab.explore.explorer import Explorer
-from copylab.measure import schedule, sweep
+from copylab.measure import sweep
+from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.results import load_results

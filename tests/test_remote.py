@@ -20,7 +20,8 @@ import pytest
 
 from copylab.declarations import config
 from copylab.errors import CopylabError
-from copylab.measure import schedule, sweep
+from copylab.measure import sweep
+from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
 from copylab.testbeds import netns
 from tests.conftest import needs_root, path_without
@@ -549,7 +550,7 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
 def test_bpftrace_on_a_host_whose_controller_is_gone_ends_within_its_lease(hosts, outcome):
     """The controller's SSH connection is lost without a word: nobody renews bpftrace's lease on the client host,
     and it ends by itself within the lease (a trial's bound in a sweep; 3 s here)."""
-    from copylab.measure import kernel_copies
+    from copylab.measure.running import kernel_copies
     from copylab.testbeds.remote import RemoteEnd
 
     outcome.update(area="two hosts", fault="the controller vanishes while bpftrace counts on the client host")

@@ -13,7 +13,7 @@ from copylab.analysis.crossover import blocks_to_decide
 from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.experiments.copies import REPORT_SIZES
-from copylab.measure import schedule
+from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
 from copylab.report import limitation
 from copylab.study import budget
@@ -160,7 +160,7 @@ def test_a_curve_gets_blocks_where_the_fewest_more_blocks_would_decide_it():
     import numpy as np
     import pandas as pd
 
-    from copylab.measure import allocation
+    from copylab.measure.planning import allocation
 
     sizes = [1024 << k for k in range(9)]
     ratios = [0.90, 0.97, 0.98, 0.99, 1.01, 1.02, 1.03, 1.05, 1.10]

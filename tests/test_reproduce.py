@@ -14,7 +14,7 @@ import pytest
 
 from copylab.cli import commands, main
 from copylab.declarations.config import make_config
-from copylab.measure import schedule
+from copylab.measure.planning import schedule
 from copylab.paths import DATA, FIGURES, REFERENCE_DATA, REFERENCE_MMAP_DATA, ROOT
 from copylab.record.store import SweepStore
 from copylab.report import sections

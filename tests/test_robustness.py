@@ -38,8 +38,10 @@ from copylab.declarations import config, implementations
 from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import COLUMN_NAMES, PERF_EVENTS, SCHEMA_VERSION
 from copylab.errors import CopylabError
-from copylab.measure import schedule, spec, sweep, trial
-from copylab.measure.provenance import create
+from copylab.measure import sweep
+from copylab.measure.host.provenance import create
+from copylab.measure.planning import schedule
+from copylab.measure.running import spec, trial
 from copylab.paths import ROOT, program
 from copylab.programs import perf
 from copylab.record.manifest import Manifest

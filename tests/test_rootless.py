@@ -15,7 +15,7 @@ import pytest
 
 from copylab.declarations import config, socket_buffer
 from copylab.errors import CopylabError
-from copylab.measure import schedule
+from copylab.measure.planning import schedule
 from copylab.paths import ROOT
 from copylab.programs.perf import USER_MODE_ONLY
 from copylab.testbeds import userns

@@ -15,7 +15,7 @@ from copylab.declarations import config
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.measure import sweep
-from copylab.measure.schedule import mapping_note
+from copylab.measure.planning.schedule import mapping_note
 from copylab.paths import ROOT
 from copylab.testbeds import sender_pages
 from copylab.testbeds.userns import UserNamespaces

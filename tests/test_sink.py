@@ -13,7 +13,7 @@ from copylab.declarations import config, settings
 from copylab.declarations.config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.measure import sweep
-from copylab.measure.spec import TrialSettings
+from copylab.measure.running.spec import TrialSettings
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.testbeds import netns, sink, testbed

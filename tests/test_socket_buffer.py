@@ -11,9 +11,9 @@ import pytest
 
 from copylab.declarations import config, implementations, socket_buffer
 from copylab.errors import CopylabError
-from copylab.measure.drivers import _iperf3_socket_buffer
-from copylab.measure.spec import TrialSettings, TrialSpec
-from copylab.measure.trial import run_trial
+from copylab.measure.running.drivers import _iperf3_socket_buffer
+from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.trial import run_trial
 from copylab.programs.perf import PerfSupport
 from copylab.testbeds import congestion, netns, testbed
 

@@ -101,6 +101,10 @@ LAYERS = (
     ("copylab.analysis",),
     ("copylab.programs",),
     ("copylab.testbeds",),
+    # measure by stage: running one trial, then planning the trials and probing the host (each runs on running),
+    # then the sweep that goes through the three
+    ("copylab.measure.running",),
+    ("copylab.measure.planning", "copylab.measure.host"),
     ("copylab.measure",),
     ("copylab.report", "copylab.experiments.plugins"),  # the report, and each experiment's figures and report parts
     ("copylab.explore",),
@@ -254,7 +258,7 @@ def test_no_module_outside_the_registry_names_an_implementation():
     listed = ("implementations.py", "presentation.py")
     registry = {
         *(p for name in listed for p in PACKAGE.glob(f"experiments/*/{name}")),
-        PACKAGE / "measure" / "drivers.py",
+        PACKAGE / "measure" / "running" / "drivers.py",
     }
     # gcc's ThreadSanitizer (--sanitize thread), not the server model
     homonyms = {("build.py", "thread"), ("settings.py", "thread")}
@@ -361,7 +365,7 @@ from copylab.declarations import config
 from copylab.testbeds import netns
 from copylab.declarations import schema
 from copylab.testbeds import testbed
-from copylab.measure.spec import TrialSettings
+from copylab.measure.running.spec import TrialSettings
 option = tasks.run_sweep.help.get("probe-depth") or tasks.run_sweep.help.get("probe_depth")
 sweep = config.make_config("x", probe_depth=7)
 try:

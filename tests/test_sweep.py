@@ -22,8 +22,9 @@ from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.experiments import plugins
 from copylab.experiments.copies import layout
-from copylab.measure import schedule, sweep
-from copylab.measure.drivers import CopylabPrograms
+from copylab.measure import sweep
+from copylab.measure.planning import schedule
+from copylab.measure.running.drivers import CopylabPrograms
 from copylab.paths import ROOT
 from copylab.record.store import SweepStore
 from copylab.report.results import load_results

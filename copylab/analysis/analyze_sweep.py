@@ -98,7 +98,8 @@ def comparison_tables(
     """comparisons.csv and crossovers.csv of the metric-augmented trials MEASURED of one sweep."""
     pairs = list(pairs)
     axis = implementations.experiment(manifest.parameters.experiment).axis
-    # A blocked design's trials pair within their blocks (copylab.measure.schedule): its comparisons are paired.
+    # A blocked design's trials pair within their blocks (copylab.measure.planning.schedule): its comparisons are
+    # paired.
     paired = manifest.parameters.design == "blocked"
     comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
     crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)

@@ -31,9 +31,10 @@ from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import get as setting
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.measure import schedule, sweep
-from copylab.measure.spec import TrialSettings, TrialSpec
-from copylab.measure.trial import measured_window_s, run_trial
+from copylab.measure import sweep
+from copylab.measure.planning import schedule
+from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import REFERENCE_DATA, ROOT
 from copylab.programs import perf
 from copylab.programs.build import require_programs

@@ -52,7 +52,7 @@ _USAGE = (
     ),
 )
 # Both ends report it; a trial whose ends disagree, or differ from what the sweep asked, fails
-# (copylab.measure.drivers).
+# (copylab.measure.running.drivers).
 _CONGESTION = Key(
     "congestion_control",
     "str",

@@ -2,8 +2,8 @@
 copies each byte, its baselines and its goal in ./inv bench.
 
 Each experiment lists its implementations with these records (copylab.experiments.NAME.implementations), and the
-registry (copylab.declarations.implementations) collects them.  Nothing here runs anything: copylab.measure.drivers
-maps a DriverSpec to the code that starts and reads its ends.
+registry (copylab.declarations.implementations) collects them.  Nothing here runs anything:
+copylab.measure.running.drivers maps a DriverSpec to the code that starts and reads its ends.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from copylab.roles import Role
 
 
 class DriverKind(enum.Enum):
-    """Which code starts and reads an implementation's two ends (copylab.measure.drivers has one runner a kind)."""
+    """Which code starts and reads an implementation's two ends (copylab.measure.running.drivers has one runner a
+    kind)."""
 
     PROGRAM_PAIR = enum.auto()  # copylab's VARIANT_server and VARIANT_client (csrc/send_VARIANT.c)
     MODEL_PAIR = enum.auto()  # copylab's MODEL_server (csrc/wait_MODEL.c) and load_client

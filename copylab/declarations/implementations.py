@@ -6,8 +6,8 @@ the baselines it is compared with and its goal in ./inv bench.  Each experiment 
 (copylab.experiments.NAME.implementations, held by its declaration); this module collects them once, on first use,
 in the experiments' order.  How the report presents one, its colour and its paragraph, is the report's: its
 experiment's copylab.experiments.NAME.presentation.  Adding one is a C file in csrc/ (or, for an external tool, a
-runner in copylab.measure.drivers), one entry in its experiment's list, its colour and paragraph, and its tests; no
-other module names an implementation.
+runner in copylab.measure.running.drivers), one entry in its experiment's list, its colour and paragraph, and its
+tests; no other module names an implementation.
 
 The receiver's side has its own small registry, copylab.declarations.implementation.RECEIVE_MODES: how the client
 takes the bytes in.

@@ -6,8 +6,8 @@ value is recorded in per row and the option of the C programs that carries it. S
 (copylab/declarations/sweep_config.py) and csrc/limits.h are generated from it (`python -m
 copylab.declarations.settings sweep_config > copylab/declarations/sweep_config.py`, `python -m
 copylab.declarations.settings > csrc/limits.h`; a test holds each file to the table), copylab.declarations.config
-checks every value against it, copylab.cli.commands builds run-sweep's options from it and copylab.measure.drivers
-passes the program options from it.
+checks every value against it, copylab.cli.commands builds run-sweep's options from it and
+copylab.measure.running.drivers passes the program options from it.
 
 Adding a setting is one entry here, SweepConfig generated again, the code that uses its value, and its tests.
 """

@@ -23,12 +23,11 @@ from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.measure import allocation, drivers, kernel_copies
-from copylab.measure.drivers import GRACE_S
-from copylab.measure.floor import host_floor
-from copylab.measure.in_flight import measure as in_flight_from_path
-from copylab.measure.provenance import create, now_iso
-from copylab.measure.schedule import (
+from copylab.measure.host.floor import host_floor
+from copylab.measure.host.in_flight import measure as in_flight_from_path
+from copylab.measure.host.provenance import create, now_iso
+from copylab.measure.planning import allocation
+from copylab.measure.planning.schedule import (
     PRECISION_METRIC,
     Configuration,
     Progress,
@@ -41,8 +40,10 @@ from copylab.measure.schedule import (
     plan,
     precise_enough,
 )
-from copylab.measure.spec import TrialSettings, TrialSpec
-from copylab.measure.trial import measured_window_s, run_trial
+from copylab.measure.running import drivers, kernel_copies
+from copylab.measure.running.drivers import GRACE_S
+from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import DATA
 from copylab.programs.calibration_run import CALIBRATION_PROGRAMS, calibration
 from copylab.programs.perf import PerfSupport
@@ -180,7 +181,7 @@ def run(
 ) -> SweepResult:
     """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened.
     With RESUME and MORE_S, a blocked sweep goes on beyond its end: its budget becomes the time its recorded trials
-    took plus MORE_S, spent where its deciding comparisons are still undecided (copylab.measure.allocation)."""
+    took plus MORE_S, spent where its deciding comparisons are still undecided (copylab.measure.planning.allocation)."""
     store = SweepStore(data_root / config.name, data_root=data_root)
     _check_writable(store.directory)
     if resume:
@@ -354,7 +355,7 @@ def _schedule(
     skip: frozenset[str],
     found: dict[Configuration, list[float]],
 ) -> Iterator[list[TrialSpec]]:
-    """The sweep's design (copylab.measure.schedule), as rounds of trials; sets how many are planned."""
+    """The sweep's design (copylab.measure.planning.schedule), as rounds of trials; sets how many are planned."""
     if config.target_ci is not None:
         result.planned = len(configurations(config, skip)) * config.max_trials
         return adaptive_rounds(config, found, skip)

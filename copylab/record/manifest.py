@@ -1,5 +1,5 @@
 """Provenance of a sweep as a typed record: host, toolchain, code version, settings, and a checksum of the data.
-copylab.measure.provenance probes this host for it.
+copylab.measure.host.provenance probes this host for it.
 
 Manifest.from_dict accepts every manifest copylab has written (settings a manifest predates keep their
 defaults) and rejects anything else with one line naming the key; copylab.record.store reads and writes the file.
@@ -87,7 +87,7 @@ class Harness:
 
 @dataclass(frozen=True)
 class InFlight:
-    """The zero-copy senders' bytes in flight as the sweep chose them from the path (copylab.measure.in_flight)."""
+    """The zero-copy senders' bytes in flight as the sweep chose them from the path (copylab.measure.host.in_flight)."""
 
     zc_inflight: int  # bytes in flight chosen
     throughput_gbps: float | None  # the measuring trial's; None when it failed
@@ -122,7 +122,7 @@ class Manifest:
     privilege: str = "root"
     # What the testbed could not do as asked (a setting, a kind of measurement), with the reason.
     restrictions: dict[str, str] = field(default_factory=dict)
-    # The host's floor (copylab.measure.floor): pinning -> mean round trip in µs of a minimal ping-pong at one
+    # The host's floor (copylab.measure.host.floor): pinning -> mean round trip in µs of a minimal ping-pong at one
     # connection.
     host_floor: dict[str, float] = field(default_factory=dict)
     # Without --zc-inflight, for a sweep with a zero-copy sender: what it was set to from the path, and why.

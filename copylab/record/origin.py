@@ -2,11 +2,10 @@
 its sha256, the copylab commit that measured them and whether its working tree had uncommitted changes, and
 whether the file still is what the sweep wrote.
 
-Pure: copylab.record.store computes the digest, copylab.measure.provenance probes the code that draws.  A trials.csv
-that no
-longer matches the checksum its manifest recorded is used as it is now, and said to be modified wherever its
-numbers appear (a warning on the command line, a line in every caption and table that shows them): never
-silently accepted, never silently refused.
+Pure: copylab.record.store computes the digest, copylab.measure.host.provenance probes the code that draws.  A
+trials.csv that no longer matches the checksum its manifest recorded is used as it is now, and said to be
+modified wherever its numbers appear (a warning on the command line, a line in every caption and table that shows
+them): never silently accepted, never silently refused.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from copylab.declarations.settings import LISTS as LIST_KINDS
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.experiments import plugins
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
-from copylab.measure.spec import cpus_for
+from copylab.measure.running.spec import cpus_for
 from copylab.paths import ROOT
 from copylab.record.calibration import FINDING_RATIO, ratio_rows
 from copylab.record.manifest import Manifest

@@ -1,8 +1,8 @@
 """One measurement budget for the whole report, spent where the study's answers are still open.
 
 ./inv report runs a first pass of every sweep it reports, then gives the time left to the deciding comparisons
-(copylab.measure.allocation) that are still undecided, across sweeps: every undecided point of every sweep is ranked
-by the same priority (the blocks it still needs to come out significant, halved beside a change of sign), and the
+(copylab.measure.planning.allocation) that are still undecided, across sweeps: every undecided point of every sweep is
+ranked by the same priority (the blocks it still needs to come out significant, halved beside a change of sign), and the
 time goes, cycle by cycle, to rounds of a block at every point, best-ranked first, as far as the cycle's part of
 the time goes.  Each sweep then goes on (resumed, its budget grown by its share) and spends its share with its own
 allocator, which picks the same points.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.measure import allocation, schedule
+from copylab.measure.planning import allocation, schedule
 from copylab.measure.sweep import DEFAULT_OVERHEAD_S
 from copylab.record.store import SweepStore
 

@@ -20,7 +20,7 @@ from copylab.declarations.config import make_config
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_num
 from copylab.measure import sweep
-from copylab.measure.provenance import now_iso
+from copylab.measure.host.provenance import now_iso
 from copylab.programs.build import build
 from copylab.record.origin import ModifiedData
 from copylab.record.store import SweepStore

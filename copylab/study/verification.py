@@ -12,7 +12,7 @@ from copylab import experiments
 from copylab.declarations.config import make_config
 from copylab.errors import CopylabError
 from copylab.measure import sweep
-from copylab.measure.schedule import receive_modes_of
+from copylab.measure.planning.schedule import receive_modes_of
 from copylab.paths import DATA
 from copylab.record.store import SweepStore
 from copylab.segments import MAPPING_MTU

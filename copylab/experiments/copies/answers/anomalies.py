@@ -21,7 +21,7 @@ from copylab.formatting import (
     markdown_table,
     threads_text,
 )
-from copylab.measure.spec import cpus_for
+from copylab.measure.running.spec import cpus_for
 from copylab.record.calibration import findings_for_copy
 from copylab.report.prose import config_label, value_interval
 from copylab.report.results import (

@@ -1,7 +1,7 @@
 """Differences and ratios paired by block, for the sweeps that answer questions 2 and 3: a blocked design runs the
 r-th block of every point in the same round, so two configurations' r-th trials ran minutes apart at most, under
-the same state of the host (copylab.measure.schedule), and their difference or ratio cancels what drifted between
-rounds (copylab.analysis.stats.paired_ratios argues the same for contenders within a block)."""
+the same state of the host (copylab.measure.planning.schedule), and their difference or ratio cancels what drifted
+between rounds (copylab.analysis.stats.paired_ratios argues the same for contenders within a block)."""
 
 from __future__ import annotations
 

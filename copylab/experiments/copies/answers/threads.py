@@ -21,7 +21,7 @@ from copylab.formatting import (
     fmt_span,
     markdown_table,
 )
-from copylab.measure.spec import cpus_for
+from copylab.measure.running.spec import cpus_for
 from copylab.record.calibration import CacheLevel, Calibration, region_costs
 from copylab.report.prose import value_interval
 from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, value

@@ -20,7 +20,7 @@ from copylab.analysis.stats import compare
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.measure.schedule import Contender, Point, configurations, point_of, study_contender
+from copylab.measure.planning.schedule import Contender, Point, configurations, point_of, study_contender
 from copylab.record.tables import curve_keys
 
 

@@ -13,7 +13,7 @@ from copylab.errors import CopylabError
 from copylab.programs.perf import PerfSupport
 
 if TYPE_CHECKING:
-    from copylab.measure.kernel_copies import Accounting
+    from copylab.measure.running.kernel_copies import Accounting
     from copylab.testbeds.testbed import Testbed
 
 PORT = 5201
@@ -51,7 +51,7 @@ class TrialSettings:
     verify: bool = False
     sanitize: str | None = None
     port: int = PORT
-    # Counts the kernel's copies in each window (copylab.measure.kernel_copies); None: not counted.
+    # Counts the kernel's copies in each window (copylab.measure.running.kernel_copies); None: not counted.
     kernel_copies: Accounting | None = None
     experiment: str = experiments.DEFAULT.name
     # The sweep's settings that reach its rows or its programs (copylab.declarations.settings: column, program); the

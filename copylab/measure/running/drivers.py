@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from copylab.declarations import contract
 from copylab.declarations.implementation import DriverKind, DriverSpec, Implementation
-from copylab.measure.spec import TrialSettings, TrialSpec
-from copylab.measure.window import Window
+from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.window import Window
 
 if TYPE_CHECKING:
     from copylab.testbeds.testbed import End
@@ -33,7 +33,7 @@ class Driver:
 
     declared: DriverSpec
 
-    # What it can be asked for, as declared: the plan (copylab.measure.schedule) reads them from the runner.
+    # What it can be asked for, as declared: the plan (copylab.measure.planning.schedule) reads them from the runner.
     @property
     def workloads(self) -> tuple[str, ...]:
         return self.declared.workloads

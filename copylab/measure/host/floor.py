@@ -15,8 +15,8 @@ import math
 
 from copylab.declarations import implementations
 from copylab.declarations.vocabulary import FLOOR_PINNINGS
-from copylab.measure.spec import TrialSettings, TrialSpec
-from copylab.measure.trial import run_trial
+from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.trial import run_trial
 
 
 def host_floor(experiment: str, size: int, settings: TrialSettings) -> dict[str, float]:

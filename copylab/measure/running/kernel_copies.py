@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from copylab.measure.window import Window
+from copylab.measure.running.window import Window
 from copylab.testbeds.testbed import End, Started
 
 FLUSH_MS = 20

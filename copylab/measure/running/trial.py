@@ -1,10 +1,10 @@
 """One trial: a fresh server and a fresh client process, one row of trials.csv.
 
-The implementation's driver (copylab.measure.drivers) says how its two ends are started and what they printed; this
-module runs them on the sweep's testbed (copylab.testbeds.testbed): the server on its server end, the client on its
-client end, each under perf stat (when perf is there and the driver can mark its window), enabled only inside
-the measured window.  Whatever happens, both processes, their perf wrappers and the trial's fifos are gone on
-return.
+The implementation's driver (copylab.measure.running.drivers) says how its two ends are started and what they
+printed; this module runs them on the sweep's testbed (copylab.testbeds.testbed): the server on its server end,
+the client on its client end, each under perf stat (when perf is there and the driver can mark its window),
+enabled only inside the measured window.  Whatever happens, both processes, their perf wrappers and the trial's
+fifos are gone on return.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from copylab.declarations.schema import PERF_EVENTS
-from copylab.measure import drivers
-from copylab.measure.drivers import GRACE_S, Driver, TrialFailed
-from copylab.measure.host_speed import trial_speed
-from copylab.measure.spec import TrialSettings, TrialSpec, cpus_for
-from copylab.measure.window import Window
+from copylab.measure.running import drivers
+from copylab.measure.running.drivers import GRACE_S, Driver, TrialFailed
+from copylab.measure.running.host_speed import trial_speed
+from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
+from copylab.measure.running.window import Window
 from copylab.programs.perf import PerfRun, PerfSupport
 from copylab.testbeds.testbed import End, EndLost, Started
 

@@ -8,9 +8,9 @@
   of one block (copylab.analysis.stats).  A trial's repetition is its block's number at its point.
 - **budgeted** (blocked, with --budget): a first pass of `trials` blocks of the contenders whose curves decide
   the experiment's answers, and of every contender at the first thread count; then, while the budget lasts, a
-  block at every point where one of those comparisons is still undecided (copylab.measure.allocation), then where a
-  configuration's mean is still imprecise, up to max_trials blocks; then the other contenders elsewhere, whole
-  points of `trials` blocks (budgeted_rounds).
+  block at every point where one of those comparisons is still undecided (copylab.measure.planning.allocation),
+  then where a configuration's mean is still imprecise, up to max_trials blocks; then the other contenders
+  elsewhere, whole points of `trials` blocks (budgeted_rounds).
 
 Every schedule is lazy and decided from the rows recorded so far, so an interrupted sweep resumes where it was.
 """
@@ -36,8 +36,8 @@ from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
-from copylab.measure import drivers
-from copylab.measure.spec import TrialSpec
+from copylab.measure.running import drivers
+from copylab.measure.running.spec import TrialSpec
 from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 
 # The metric whose precision adaptive repetition watches, per workload.
@@ -395,7 +395,7 @@ def budgeted_rounds(
        thread count, in the same blocks (the other contenders' curves along the axis, paired with their
        partners at no extra cost).
     2. While the budget lasts, a block at every point where a deciding comparison is still undecided (UNDECIDED,
-       copylab.measure.allocation's, passed in so that this module runs nothing), up to max_trials blocks.
+       copylab.measure.planning.allocation's, passed in so that this module runs nothing), up to max_trials blocks.
     3. Then a block, with its partners, for every configuration whose mean is still imprecise (the report's
        unstable rule, copylab.analysis.stats), nearest to precise first, up to max_trials blocks.
     4. Then the other contenders at the other thread counts, with their partners: whole points of `trials`

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from copylab.declarations import contract
-from copylab.measure.spec import TrialSettings, TrialSpec, cpus_for
+from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.testbeds.testbed import End
 
 PROGRAM = "speed_probe"
