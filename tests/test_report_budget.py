@@ -184,3 +184,24 @@ def test_a_curve_gets_blocks_where_the_fewest_more_blocks_would_decide_it():
     curve.loc[1, "ratio"] = ratios[-2]
     advantages[1] = advantages[-2]
     assert allocation._targets(curve, "size_bytes", advantages)[0][1] == sizes[1]
+
+
+def test_a_cycles_part_too_little_for_a_start_up_gives_way_to_all_the_time_left(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from copylab.study import pipeline
+
+    quick = _open("quick", [0.0], 1.0)
+    monkeypatch.setattr(pipeline, "still_open", lambda store: quick)
+    monkeypatch.setattr(SweepStore, "read_manifest", lambda self: SimpleNamespace(parameters=None))
+    given: list[float] = []
+
+    def run(config: object, **options: float) -> SimpleNamespace:
+        given.append(options["more_s"])
+        return SimpleNamespace(ran=1, wall_s=options["more_s"])
+
+    monkeypatch.setattr(pipeline.sweep, "run", run)
+    # a third of 6 s is under the least share worth a start-up: the first cycle takes all 6 s instead of nothing
+    pipeline.more_time([quick.store], 6.0)
+    assert given and budget.LEAST_SHARE_S <= given[0] <= 6.0
+    assert "where verdicts or means are still open: quick" in capsys.readouterr().out

@@ -71,21 +71,22 @@ def first_passes(stamp: str) -> tuple[list[SweepStore], dict[str, str]]:
 
 
 def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
-    """Spends SECONDS on the deciding comparisons of STORES that are still undecided, best-ranked points first
-    across sweeps, in up to MAX_CYCLES cycles; says where the blocks went."""
+    """Spends SECONDS where the verdicts and means of STORES are still open (copylab.study.budget), best-ranked
+    points first across sweeps, in up to MAX_CYCLES cycles; says where the blocks went."""
     deadline = time.monotonic() + seconds
     for cycle in range(1, MAX_CYCLES + 1):
-        # An even part of what is left, so that the points are ranked again after each part: the last takes the rest.
-        left = (deadline - time.monotonic()) / (MAX_CYCLES - cycle + 1)
+        # An even part of what is left, so that the points are ranked again after each part (the last takes the
+        # rest), or all of it when a part is too little for any sweep's start-up.
+        left = deadline - time.monotonic()
         found = [item for item in map(still_open, stores) if item is not None]
-        given = shares(found, left)
+        given = shares(found, left / (MAX_CYCLES - cycle + 1)) or shares(found, left)
         if not given:
-            state = "every deciding comparison is decided" if not found else "the time left buys no more blocks"
+            state = "nothing is open any more" if not found else "the time left buys no more blocks"
             print(f"copylab: extra blocks stop: {state}")
             return
         points = {item.store: item.points for item in found}
         where = ", ".join(f"{store.name} {fmt_num(share)} s ({points[store]} points)" for store, share in given.items())
-        print(f"copylab: extra blocks, cycle {cycle}, where comparisons are undecided: {where}")
+        print(f"copylab: extra blocks, cycle {cycle}, where verdicts or means are still open: {where}")
         for store, share in given.items():
             result = sweep.run(store.read_manifest().parameters, resume=True, progress=False, more_s=share)
             print(f"copylab: {store.name}: {result.ran} more trials in {fmt_num(result.wall_s)} s")
