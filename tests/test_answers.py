@@ -13,12 +13,12 @@ from scipy import stats as st
 
 from copylab import formatting
 from copylab.analysis.stats import trials_for_precision
+from copylab.calibration.record import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers, captions, figures
 from copylab.experiments.copies.anomaly import answered_by_q1, find_anomaly
 from copylab.experiments.copies.queries import Focus, choose_focus
 from copylab.formatting import fmt_bytes, fmt_duration, fmt_interval, fmt_num, fmt_pct, fmt_size
-from copylab.record.calibration import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from copylab.calibration.record import CacheLevel
 from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.experiments.copies import CACHES, PROFILES, THREADS, cachesim, report
 from copylab.experiments.copies.answers import anomalies, caches, paired, threads
 from copylab.paths import DATA
-from copylab.record.calibration import CacheLevel
 from copylab.report.results import Results
 from tests.test_reference_report import _analysed
 

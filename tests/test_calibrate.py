@@ -13,10 +13,9 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.copy_bound import copy_limit_rows
-from copylab.formatting import fmt_num, fmt_size
-from copylab.programs import calibration_run
-from copylab.record import calibration
-from copylab.record.calibration import (
+from copylab.calibration import measurement
+from copylab.calibration import record as calibration
+from copylab.calibration.record import (
     MEMCPY,
     READ,
     VECTOR,
@@ -26,6 +25,7 @@ from copylab.record.calibration import (
     CopyPoint,
     ratio_range,
 )
+from copylab.formatting import fmt_num, fmt_size
 
 # The calibration measures this machine's copy speed: another test sharing the CPUs would disturb it.
 pytestmark = pytest.mark.serial
@@ -76,7 +76,7 @@ def test_copy_limit_rows_take_each_implementation_at_its_best_per_receive_mode()
 
 
 def test_memcpy_measurement_is_plausible(bin_dir):
-    result = calibration_run.measure_memcpy(runs=2, program_path=str(bin_dir / "memcpy_bandwidth"))
+    result = measurement.measure_memcpy(runs=2, program_path=str(bin_dir / "memcpy_bandwidth"))
     assert result["buffer_mib"] >= 128 and result["buffer_mib"] << 20 >= 4 * (result["llc_bytes"] or 0)
     assert 1 < result["memcpy_gbps"] < 2000
 
@@ -91,12 +91,12 @@ class _Listed:
 
 def test_cache_levels_keep_data_and_unified_caches_smallest_first():
     listing = "2 Unified 512K 0\n1 Instruction 32K 0\n3 Unified 32768K 0-1\n1 Data 32K 0\n"
-    assert calibration_run.cache_levels(lambda command: _Listed(listing)) == LEVELS
-    assert calibration_run.cache_levels(lambda command: _Listed("")) == []
+    assert measurement.cache_levels(lambda command: _Listed(listing)) == LEVELS
+    assert measurement.cache_levels(lambda command: _Listed("")) == []
 
 
 def test_working_sets_lie_inside_each_level_beyond_the_one_below_then_beyond_the_last():
-    sizes = calibration_run.working_sets(LEVELS)
+    sizes = measurement.working_sets(LEVELS)
     regions = {calibration.region_of(size, LEVELS) for size in sizes}
     assert regions == {"L1d", "L2", "L3", "memory"}
     assert sum(size > LEVELS[-1].size_bytes for size in sizes) >= 2
@@ -210,8 +210,8 @@ def test_the_calibration_is_repeatable_within_its_spread_or_says_it_was_disturbe
     on every cost by level within the factor a calibration accepts between its own rounds (or their spread, if
     wider), and find the same kinds of finding.  On a shared host a cache level's cost moves between processes
     minutes apart (a neighbour on the physical core shares its L2): a tighter bound would test the neighbour."""
-    programs = {name: str(bin_dir / name) for name in calibration_run.CALIBRATION_PROGRAMS}
-    first, second = (calibration_run.calibration(cpu="0", programs=programs) for _ in range(2))
+    programs = {name: str(bin_dir / name) for name in measurement.CALIBRATION_PROGRAMS}
+    first, second = (measurement.calibration(cpu="0", programs=programs) for _ in range(2))
     for record in (first, second):
         assert record.copy_points and all(point.median > 0 for point in record.copy_points)
         assert {point.path for point in record.copy_points} == {MEMCPY, VECTOR, READ}

@@ -17,11 +17,11 @@ import pytest
 from PIL import Image
 
 from copylab.analysis.analyze_sweep import run_analysis_notebook
+from copylab.calibration import record as calibration
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers
 from copylab.experiments.copies.answers import QUESTIONS
 from copylab.formatting import code, fmt_bytes, markdown_table
-from copylab.record import calibration
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.render import export_pdf, render_report

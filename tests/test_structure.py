@@ -97,9 +97,11 @@ LAYERS = (
     ),
     ("copylab.experiments",),  # the list, and each experiment's declaration
     ("copylab.declarations",),
-    ("copylab.record",),
+    # the calibration is one folder in two layers: its record is a record like the manifest that holds it, its
+    # measurement runs programs on an end, as copylab.programs does
+    ("copylab.record", "copylab.calibration"),
     ("copylab.analysis",),
-    ("copylab.programs",),
+    ("copylab.programs", "copylab.calibration.measurement"),
     ("copylab.testbeds",),
     # measure by stage: running one trial, then planning the trials and probing the host (each runs on running),
     # then the sweep that goes through the three

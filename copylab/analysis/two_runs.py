@@ -31,11 +31,11 @@ from scipy import stats as st
 from copylab import experiments
 from copylab.analysis.analyze_sweep import comparison_tables
 from copylab.analysis.stats import describe, fieller, holm
+from copylab.calibration.record import Calibration, region_costs
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS, add_metrics
 from copylab.errors import CopylabError
 from copylab.record import tables
-from copylab.record.calibration import Calibration, region_costs
 from copylab.record.manifest import Manifest
 from copylab.record.origin import ModifiedData, Origin
 from copylab.record.store import SweepStore

@@ -25,6 +25,7 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.analysis.copy_bound import copy_limit_rows
+from copylab.calibration.measurement import measure_memcpy
 from copylab.declarations import config, implementations
 from copylab.declarations.implementation import BenchGoal
 from copylab.declarations.namespace_pair import NamespacePair
@@ -38,7 +39,6 @@ from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import REFERENCE_DATA, ROOT
 from copylab.programs import perf
 from copylab.programs.build import require_programs
-from copylab.programs.calibration_run import measure_memcpy
 from copylab.record.store import SweepStore
 from copylab.roles import Role
 from copylab.testbeds import congestion, netns, testbed

@@ -336,9 +336,9 @@ def calibrate(data: str | None = None) -> int:
     what the copy paths found."""
     import dataclasses
 
+    from copylab.calibration.measurement import calibration
+    from copylab.calibration.record import copy_cost_table
     from copylab.programs.build import build as run_build
-    from copylab.programs.calibration_run import calibration
-    from copylab.record.calibration import copy_cost_table
     from copylab.record.store import SweepStore
 
     store = SweepStore(data) if data else None

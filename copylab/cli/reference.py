@@ -180,7 +180,7 @@ def _type_name(annotation: object) -> str:
         str(annotation)
         .replace("typing.", "")
         .replace("copylab.record.manifest.", "")
-        .replace("copylab.record.calibration.", "")
+        .replace("copylab.calibration.record.", "")
     )
 
 

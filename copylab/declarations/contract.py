@@ -260,7 +260,7 @@ RESULTS["speed_probe"] = (
     Key("copy_ns_per_byte", "float", "ns/B", "median time per byte of copying 2 MiB (page-aligned, hot)"),
     Key("on_cpu", "float", "", "share of the probe's wall time its thread was on a CPU"),
 )
-# The calibration programs (copylab.programs.calibration_run), run once when a sweep starts and by ./inv calibrate.
+# The calibration programs (copylab.calibration.measurement), run once when a sweep starts and by ./inv calibrate.
 RESULTS["memcpy_bandwidth"] = (
     Key("buffer_mib", "int", "MiB", "the buffer copied, and its copy's size"),
     Key("runs", "int", "count", "copies timed"),

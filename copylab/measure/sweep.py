@@ -19,6 +19,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from copylab import experiments
+from copylab.calibration.measurement import on_sending_cpu
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.declarations.sweep_config import SweepConfig
@@ -45,9 +46,7 @@ from copylab.measure.running.drivers import GRACE_S
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import DATA
-from copylab.programs.calibration_run import CALIBRATION_PROGRAMS, calibration
 from copylab.programs.perf import PerfSupport
-from copylab.record.calibration import Calibration
 from copylab.record.manifest import Harness
 from copylab.record.store import SweepStore
 from copylab.testbeds import sink, testbed
@@ -153,13 +152,6 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
         if counts.receive_reason:
             print(f"copylab: kernel copies are not counted: {counts.receive_reason}", file=sys.stderr)
         yield counts
-
-
-def calibration_for(config: SweepConfig, bed: Testbed) -> Calibration:
-    """Single-core memcpy bandwidth on the sweep's sending CPU: the copy-bound ceiling of its report."""
-    cpu = "0" if "none" not in config.pinning else None
-    programs = {name: bed.server.program(name) for name in CALIBRATION_PROGRAMS}
-    return calibration(cpu=cpu, run=bed.server.run, programs=programs)
 
 
 def _check_writable(directory: Path) -> None:
@@ -296,7 +288,7 @@ def _measure_once(
     # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
     # alone takes the CPU for about 0.4 s.
     if calibration is None and config.calibrate and experiments.get(config.experiment).calibrates:
-        calibration = calibration_for(config, bed)
+        calibration = on_sending_cpu(config.pinning, bed.server.run, bed.server.program)
     settings = TrialSettings(
         config.name,
         bed,

@@ -13,10 +13,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from copylab.calibration.record import Calibration
 from copylab.declarations.config import from_parameters
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.record.calibration import Calibration
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from copylab import experiments
 from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
 from copylab.analysis.noise import spread_explained
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
+from copylab.calibration.record import FINDING_RATIO, ratio_rows
 from copylab.declarations import implementations, settings
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
@@ -22,7 +23,6 @@ from copylab.experiments import plugins
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, md_escape
 from copylab.measure.running.spec import cpus_for
 from copylab.paths import ROOT
-from copylab.record.calibration import FINDING_RATIO, ratio_rows
 from copylab.record.manifest import Manifest
 from copylab.record.tables import CONFIG_KEYS
 from copylab.report import limitation, spending, transport_prose

@@ -29,13 +29,13 @@ import fabric
 import paramiko
 from invoke.exceptions import CommandTimedOut
 
+from copylab.calibration.measurement import CALIBRATION_PROGRAMS
 from copylab.declarations import implementations, socket_buffer
 from copylab.declarations.config import HOST_PATTERN
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import CSRC
 from copylab.programs import perf
-from copylab.programs.calibration_run import CALIBRATION_PROGRAMS
 from copylab.record.manifest import EndRecord, Host, Link
 from copylab.testbeds import congestion
 from copylab.testbeds.testbed import Completed, End, EndLost, Started, Testbed

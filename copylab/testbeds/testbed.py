@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from copylab.calibration.measurement import CALIBRATION_PROGRAMS
 from copylab.declarations import implementations, socket_buffer
 from copylab.declarations.config import check_descriptor_limit, check_memory_limit
 from copylab.declarations.namespace_pair import NamespacePair
@@ -26,7 +27,6 @@ from copylab.errors import CopylabError
 from copylab.paths import program
 from copylab.programs import perf
 from copylab.programs.build import require_programs
-from copylab.programs.calibration_run import CALIBRATION_PROGRAMS
 from copylab.record.manifest import EndRecord
 from copylab.scratch import private_directory
 from copylab.testbeds import congestion, netns, sender_pages

@@ -16,8 +16,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from copylab.calibration.record import CacheLevel
 from copylab.paths import program
-from copylab.record.calibration import CacheLevel
 
 PROGRAM = "pack_copy"
 LINE_BYTES = 64

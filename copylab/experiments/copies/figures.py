@@ -21,6 +21,7 @@ from matplotlib.ticker import FuncFormatter
 from matplotlib.typing import LineStyleType
 
 from copylab.analysis import plotting
+from copylab.calibration.record import MEMCPY, PATH_LABELS, READ, VECTOR, CacheLevel, Calibration
 from copylab.declarations import implementations, schema
 from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import METRICS
@@ -31,7 +32,6 @@ from copylab.experiments.copies.diagram import zerocopy_path_figure
 from copylab.experiments.copies.presentation import COLORS, RECEIVE_COLORS
 from copylab.experiments.copies.queries import zero_copy_counts
 from copylab.formatting import fmt_size
-from copylab.record.calibration import MEMCPY, PATH_LABELS, READ, VECTOR, CacheLevel, Calibration
 from copylab.record.manifest import Manifest
 from copylab.roles import Role
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from copylab.calibration.record import findings_for_copy
 from copylab.declarations import implementations
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
-from copylab.record.calibration import findings_for_copy
 from copylab.report.prose import crossover_sentences, spoken
 from copylab.report.results import Results
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from copylab.calibration.record import findings_for_copy
 from copylab.declarations import implementations
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.experiments.copies.anomaly import Anomaly, expected_order, find_anomaly
@@ -22,7 +23,6 @@ from copylab.formatting import (
     threads_text,
 )
 from copylab.measure.running.spec import cpus_for
-from copylab.record.calibration import findings_for_copy
 from copylab.report.prose import config_label, value_interval
 from copylab.report.results import (
     THROUGHPUT,

@@ -6,6 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from copylab.calibration.record import (
+    Calibration,
+    copy_cost_at,
+    findings_for_copy,
+    region_costs,
+    region_of,
+    region_rounds,
+)
 from copylab.declarations import implementations
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.experiments.copies import cachesim
@@ -19,14 +27,6 @@ from copylab.formatting import (
     fmt_size,
     markdown_table,
     md_escape,
-)
-from copylab.record.calibration import (
-    Calibration,
-    copy_cost_at,
-    findings_for_copy,
-    region_costs,
-    region_of,
-    region_rounds,
 )
 from copylab.report.prose import config_label, value_interval
 from copylab.report.results import (

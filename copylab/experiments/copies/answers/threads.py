@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from copylab.calibration.record import CacheLevel, Calibration, region_costs
 from copylab.declarations import implementations
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.experiments.copies.answers import paired
@@ -22,7 +23,6 @@ from copylab.formatting import (
     markdown_table,
 )
 from copylab.measure.running.spec import cpus_for
-from copylab.record.calibration import CacheLevel, Calibration, region_costs
 from copylab.report.prose import value_interval
 from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, value
 

@@ -1,20 +1,22 @@
 """Measuring what a copy costs on one CPU of an end: memcpy bandwidth (the copy-bound ceiling) and the copy cost
-by working set, path and placement, turned into a record by copylab.record.calibration.
+by working set, path and placement, turned into a record by copylab.calibration.record.
 
-Every measurement runs through a Runner, so the same code measures this machine, a namespace or a remote host.
+Every measurement runs through a Runner, so the same code measures this machine, a namespace or a remote host: a
+sweep's server end when the sweep starts (on_sending_cpu), this machine for ./inv calibrate and the bench.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from copylab.calibration.record import MEMCPY, VECTOR, CacheLevel, Calibration, CopyPoint, derive
 from copylab.errors import CopylabError
 from copylab.paths import program
 from copylab.programs.build import require_programs
 from copylab.programs.perf import Runner, run_here
-from copylab.record.calibration import MEMCPY, VECTOR, CacheLevel, Calibration, CopyPoint, derive
 
 CACHE_SIZES = "/sys/devices/system/cpu/cpu0/cache"
 # What a testbed builds on each end besides the implementations' programs (the speed probe runs around trials).
@@ -152,3 +154,10 @@ def calibration(cpu: str | None = "0", run: Runner = run_here, programs: dict[st
         points,
         cpu_flags(run),
     )
+
+
+def on_sending_cpu(pinning: Sequence[str], run: Runner, program: Callable[[str], str]) -> Calibration:
+    """The calibration on a sweep's sending CPU, CPU 0 (on any CPU when one of the sweep's PINNING leaves the ends
+    unpinned): the copy-bound ceiling of its report.  RUN and PROGRAM: the server end's, where the sender runs."""
+    cpu = "0" if "none" not in pinning else None
+    return calibration(cpu=cpu, run=run, programs={name: program(name) for name in CALIBRATION_PROGRAMS})

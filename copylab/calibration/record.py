@@ -1,6 +1,6 @@
 """What a copy costs on the host, as measured: the record the manifest keeps, and what may be derived from it.
 
-Pure: nothing here runs anything (copylab.programs.calibration_run measures).  The copy cost is measured per working set
+Pure: nothing here runs anything (copylab.calibration.measurement measures).  The copy cost is measured per working set
 along three paths (libc's memcpy as linked; glibc's memcpy with its rep-movsb threshold raised, i.e. its
 vector copy; the kernel's copy to user space through read()) and at two placements of the destination
 relative to the source within a page.  From those samples this module derives:
