@@ -23,7 +23,7 @@ bracket lies inside the tested range, so no crossover is ever placed outside it.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -257,13 +257,23 @@ def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Genera
 SETTLED = 0.8
 
 
-def verdict_stability(
-    advantages: list[np.ndarray], status: str, confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
-) -> float:
-    """How often the curve's status comes out again when its blocks are drawn anew: ADVANTAGES[i] holds the
-    direction-aware log ratios of the blocks at the curve's i-th point; each resample draws every point's blocks
-    with replacement and repeats the paired t-tests, the Holm correction and classify.  The share of resamples
-    with STATUS estimates how likely a second run of the same design is to reach the same verdict."""
+def _labels(advantages: list[np.ndarray], confidence: float) -> list[str]:
+    """B, W or 0 at each point: the paired t-test of its blocks' log ratios, Holm-corrected over the curve."""
+    means, p_values = [], []
+    for values in advantages:
+        mean, sd = float(values.mean()), float(values.std(ddof=1))
+        t = abs(mean) / (sd / np.sqrt(len(values))) if sd > 0 else np.inf
+        means.append(mean)
+        p_values.append(2 * st.t.sf(t, len(values) - 1) if sd > 0 else (0.0 if mean != 0 else 1.0))
+    significant = holm(p_values) < 1 - confidence
+    return [("B" if m > 0 else "W") if s else "0" for m, s in zip(means, significant, strict=True)]
+
+
+def _redrawn_labels(
+    advantages: list[np.ndarray], confidence: float, n_resamples: int, seed: int
+) -> Iterator[list[str]]:
+    """The labels of the curve in each of N_RESAMPLES redraws of its blocks: every point's blocks drawn anew with
+    replacement, then the paired t-tests and the Holm correction again."""
     rng = np.random.default_rng(seed)
     means, p_values = [], []
     for values in advantages:
@@ -274,13 +284,37 @@ def verdict_stability(
         p = np.where(sd > 0, 2 * st.t.sf(t, len(values) - 1), np.where(mean != 0, 0.0, 1.0))
         means.append(mean)
         p_values.append(p)
-    means_by_resample, p_by_resample = np.column_stack(means), np.column_stack(p_values)
-    same = 0
-    for mean, p in zip(means_by_resample, p_by_resample, strict=True):
+    for mean, p in zip(np.column_stack(means), np.column_stack(p_values), strict=True):
         significant = holm(p) < 1 - confidence
-        labels = [("B" if m > 0 else "W") if s else "0" for m, s in zip(mean, significant, strict=True)]
-        same += classify(labels) == status
-    return same / n_resamples
+        yield [("B" if m > 0 else "W") if s else "0" for m, s in zip(mean, significant, strict=True)]
+
+
+def verdict_stability(
+    advantages: list[np.ndarray], status: str, confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
+) -> float:
+    """How often the curve's status comes out again when its blocks are drawn anew: ADVANTAGES[i] holds the
+    direction-aware log ratios of the blocks at the curve's i-th point; each resample draws every point's blocks
+    with replacement and repeats the paired t-tests, the Holm correction and classify.  The share of resamples
+    with STATUS estimates how likely a second run of the same design is to reach the same verdict."""
+    redrawn = _redrawn_labels(advantages, confidence, n_resamples, seed)
+    return sum(classify(labels) == status for labels in redrawn) / n_resamples
+
+
+def verdict_movers(
+    advantages: list[np.ndarray], confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
+) -> np.ndarray:
+    """Per point of the curve, the share of the redraws that change its verdict (see verdict_stability) in which
+    that point's label differs from the measured one: where more blocks would most steady the verdict."""
+    measured = _labels(advantages, confidence)
+    status = classify(measured)
+    changed = [
+        labels for labels in _redrawn_labels(advantages, confidence, n_resamples, seed) if classify(labels) != status
+    ]
+    if not changed:
+        return np.zeros(len(advantages))
+    differs = np.array([[a != b for a, b in zip(labels, measured, strict=True)] for labels in changed], dtype=float)
+    shares: np.ndarray = differs.mean(axis=0)
+    return shares
 
 
 def curve_advantages(

@@ -4,8 +4,9 @@ A deciding comparison is one of the experiment's deciding pairs (copylab.declara
 metric and workload, receiving by copy, along the experiment's axis, with the analysis's own paired statistics
 (copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its verdict is decisive (a crossover,
 or better or never better wherever the two differ) and a redraw of its blocks gives it again at least SETTLED of the
-time, the report's own rule for "settled".  Otherwise its undecided points (and points not compared yet) get a block
-each, those needing the fewest more blocks to come out significant first, where the estimate changes sign beside a
+time, the report's own rule for "settled".  A decisive verdict not yet settled gets blocks at the points behind most
+of the redraws that change it.  Otherwise a curve's undecided points (and points not compared yet) get a block each,
+those needing the fewest more blocks to come out significant first, where the estimate changes sign beside a
 significant point (that is where a crossover would be placed) at half their count; a curve with no undecided point
 left gets blocks at its weakest significant points.
 """
@@ -15,7 +16,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import SETTLED, blocks_to_decide, classify, curve_advantages, verdict_stability
+from copylab.analysis.crossover import (
+    SETTLED,
+    blocks_to_decide,
+    classify,
+    curve_advantages,
+    verdict_movers,
+    verdict_stability,
+)
 from copylab.analysis.stats import compare
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
@@ -84,15 +92,36 @@ def _targets(
 DECISIVE = ("crossover", "challenger_always_better", "challenger_never_better")
 
 
-def _settled(group: pd.DataFrame, axis: str, advantages: list[np.ndarray]) -> bool:
+def _paired(group: pd.DataFrame) -> bool:
+    return bool((group["method"] == "paired").all())
+
+
+def _settled(group: pd.DataFrame, axis: str, advantages: list[np.ndarray], seed: int) -> bool:
     """Whether a curve's verdict is decided: decisive, and given again by at least SETTLED of the redraws of its
-    blocks (the report's own rule), or, where its trials are not paired, no point left undecided that could move it."""
+    blocks (the report's own rule, with the sweep's seed as the report draws them), or, where its trials are not
+    paired, no point left undecided that could move it."""
     status = classify(_labels(group))
     if status not in DECISIVE:
         return False
-    if not (group["method"] == "paired").all():
+    if not _paired(group):
         return not _targets(group, axis, advantages)
-    return verdict_stability(advantages, status) >= SETTLED
+    return verdict_stability(advantages, status, seed=seed) >= SETTLED
+
+
+def _movers(
+    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], seed: int, most_blocks: int
+) -> list[tuple[float, int]]:
+    """(priority, point) of a decisive but unsettled curve's points behind most of the redraws that change its
+    verdict (copylab.analysis.crossover.verdict_movers), short of MOST_BLOCKS: there more blocks steady the verdict
+    most, wherever the point lies (a point outside a crossover's bracket whose few blocks redraw as significant
+    moves it as much as one inside)."""
+    movers = verdict_movers(advantages, seed=seed)
+    ranked = sorted(
+        (1.0 - float(share), int(point))
+        for share, point, values in zip(movers, group[axis], advantages, strict=True)
+        if share > 0 and len(values) < most_blocks
+    )
+    return ranked[:MOST_PER_CURVE]
 
 
 def _weakest(group: pd.DataFrame, axis: str, most_blocks: int) -> list[tuple[float, int]]:
@@ -146,11 +175,14 @@ def prioritized(
             advantages = curve_advantages(
                 curve, challenger, baseline, experiment.metric, experiment.axis, group[experiment.axis]
             )
-            if _settled(group, experiment.axis, advantages):
+            if _settled(group, experiment.axis, advantages, config.seed):
                 continue
-            targets = _targets(group, experiment.axis, advantages, config.max_trials) or _weakest(
-                group, experiment.axis, config.max_trials
-            )
+            if classify(_labels(group)) in DECISIVE and _paired(group):
+                targets = _movers(group, experiment.axis, advantages, config.seed, config.max_trials)
+            else:
+                targets = _targets(group, experiment.axis, advantages, config.max_trials) or _weakest(
+                    group, experiment.axis, config.max_trials
+                )
             for priority, position in targets:
                 row = group[group[experiment.axis] == position].iloc[0]
                 want(point_of_row(row), priority, challenger, baseline)
