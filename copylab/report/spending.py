@@ -66,8 +66,9 @@ def paragraph(sweeps: Sequence[Results]) -> str:
     """The sentence of every sweep of the report, after what the verified pass checked."""
     return (
         "**Where the time went.** `./inv report` spends one time budget on all its sweeps: a first pass of each, then "
-        "blocks where the study's answers are still open, ranked across sweeps: first the verdicts still undecided "
-        "(the points that need the fewest more blocks to come out significant first, a point where the estimate "
-        "changes sign counting half), then the means still imprecise, then the other experiments' open points. "
+        "blocks where the study's answers are still open, ranked across sweeps. The verdicts still undecided come "
+        "first (the points that need the fewest more blocks to come out significant first, a point where the "
+        "estimate changes sign counting half), then the means still imprecise, then the other experiments' open "
+        "points. "
         f"{verified(sweeps[0])}\n\n" + "\n".join(f"- {sentence(results)}" for results in sweeps)
     )
