@@ -71,3 +71,6 @@ class Experiment:
     # The profiles `./inv report` runs, in order: the first is the sweep the experiment's parts describe, the others
     # sweeps its report module claims for parts of their own (copylab.report.compose.arrange reads their manifests).
     reported: tuple[str, ...] = ("quick",)
+    # Those of the reported profiles whose verdicts (crossover, better, never better) its answers quote: the report's
+    # extra time goes to their undecided comparisons first (copylab.study.budget).  The others' answers read means.
+    verdicts_from: tuple[str, ...] = ("quick",)

@@ -205,3 +205,20 @@ def test_a_cycles_part_too_little_for_a_start_up_gives_way_to_all_the_time_left(
     pipeline.more_time([quick.store], 6.0)
     assert given and budget.LEAST_SHARE_S <= given[0] <= 6.0
     assert "where verdicts or means are still open: quick" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("profile", "reason"), [("quick", budget.UNDECIDED), ("caches", budget.ELSEWHERE)])
+def test_only_the_verdicts_the_answers_quote_come_first(monkeypatch, profile, reason):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    made = config.make_config("q", profile)
+    undecided = {"point": (0.0, {schedule.study_contender("one_copy"), schedule.study_contender("two_copy")})}
+    monkeypatch.setattr(budget.allocation, "prioritized", lambda ok, config: undecided)
+    monkeypatch.setattr(budget.schedule, "imprecise_blocks", lambda config, rows: [])
+    rows = pd.DataFrame({"status": ["ok"], "trial_wall_s": [0.3]})
+    store = SimpleNamespace(read_manifest=lambda: SimpleNamespace(parameters=made), recorded_trials=lambda: rows)
+    found = budget.still_open(store)
+    # the caches sweep's own crossover answers nothing (question 2 reads its means): its points wait
+    assert found is not None and found.ranks == ((reason, 0.0),) and found.costs_s == (0.6,)

@@ -68,7 +68,7 @@ def paragraph(sweeps: Sequence[Results]) -> str:
         "**Where the time went.** `./inv report` spends one time budget on all its sweeps: a first pass of each, then "
         "blocks where the study's answers are still open, ranked across sweeps. The verdicts still undecided come "
         "first (the points that need the fewest more blocks to come out significant first, a point where the "
-        "estimate changes sign counting half), then the means still imprecise, then the other experiments' open "
-        "points. "
+        "estimate changes sign counting half), then the means still imprecise, then the rest (another experiment's "
+        "open points, verdicts no answer quotes). "
         f"{verified(sweeps[0])}\n\n" + "\n".join(f"- {sentence(results)}" for results in sweeps)
     )

@@ -23,9 +23,9 @@ from copylab.record.store import SweepStore
 MAX_CYCLES = 3
 # A sweep's share below this is not worth its start-up.
 LEAST_SHARE_S = 4.0
-# What a point is open for, in the order the time goes to them: a verdict of the study's questions still undecided,
-# a mean of the study's still imprecise, anything of another experiment (the study's six questions are the main
-# experiment's).
+# What a point is open for, in the order the time goes to them: a verdict the study's answers quote still undecided
+# (Experiment.verdicts_from), a mean of the study's still imprecise, anything else (another experiment's, or a
+# verdict no answer quotes).  The study's six questions are the main experiment's.
 UNDECIDED, IMPRECISE, ELSEWHERE = 0, 1, 2
 
 
@@ -58,14 +58,15 @@ def still_open(store: SweepStore) -> Open | None:
         return None
     rows = store.recorded_trials()
     ok = rows[rows["status"] == "ok"]
-    study = implementations.experiment(config.experiment).main
+    experiment = implementations.experiment(config.experiment)
+    quoted = experiment.main and config.profile in experiment.verdicts_from
     wanted = [
-        ((UNDECIDED if study else ELSEWHERE, priority), len(contenders))
+        ((UNDECIDED if quoted else ELSEWHERE, priority), len(contenders))
         for priority, contenders in allocation.prioritized(ok, config).values()
     ]
     # imprecise_blocks' share of the interval past its target, nearest first (after the undecided points elsewhere)
     wanted += [
-        ((IMPRECISE if study else ELSEWHERE, 1.0 + min(share, 1.0)), len(block))
+        ((IMPRECISE if experiment.main else ELSEWHERE, 1.0 + min(share, 1.0)), len(block))
         for share, _, block in schedule.imprecise_blocks(config, rows)
     ]
     if not wanted:

@@ -213,4 +213,7 @@ COPIES = Experiment(
     # The report's own sweep, then the sink and the receiver's side at MAPPING_MTU: the question has an answer
     # only where a zero copy is not undone by local delivery (copylab.experiments.copies.report claims them).
     reported=("quick", "sink", "mmap", "mmap-small", "caches", "threads"),
+    # Questions 4 and 5 quote the verdicts over the veth and behind the sink; questions 2 and 3 read the caches and
+    # threads sweeps' means, and the receiver's side its ratios.
+    verdicts_from=("quick", "sink"),
 )
