@@ -30,7 +30,6 @@ FAKE_EXPLANATION = "**fake_copy.** A test's implementation: it reuses the two_co
 FAKE_COLOR = "#cc79a7"
 FAKE = Implementation(
     name="fake_copy",
-    summary="two_copy's programs under another name",
     driver=program_pair("two_copy"),
     copies=Copies(sender_user=1, sender_kernel=1),
     baselines=("two_copy",),

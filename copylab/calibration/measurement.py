@@ -19,8 +19,8 @@ from copylab.programs.build import require_programs
 from copylab.programs.perf import Runner, run_here
 
 CACHE_SIZES = "/sys/devices/system/cpu/cpu0/cache"
-# What a testbed builds on each end besides the implementations' programs (the speed probe runs around trials).
-CALIBRATION_PROGRAMS = ["memcpy_bandwidth", "copy_cost", "speed_probe"]
+# The calibration's programs: the single-core copy bandwidth and the copy cost per byte by working set.
+CALIBRATION_PROGRAMS = ["memcpy_bandwidth", "copy_cost"]
 # glibc's memcpy without its string-instruction path: the rep-movsb threshold above every copy measured.
 WITHOUT_REP_MOVSB = "GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4611686018427387904"
 # Working sets measured per cache level, as fractions of its size (inside it, beyond the level below).

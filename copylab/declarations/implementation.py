@@ -156,7 +156,6 @@ class BenchGoal:
 @dataclass(frozen=True)
 class Implementation:
     name: str
-    summary: str  # one line: how the bytes leave user space (the command line's listing)
     driver: DriverSpec
     copies: Copies
     baselines: tuple[str, ...] = ()  # ratios and crossovers are computed against them

@@ -12,6 +12,8 @@ from copylab.errors import CopylabError
 from copylab.paths import CSRC, build_dir, program
 
 SANITIZERS = ("address", "undefined", "thread")
+# The fixed work timed on a trial's CPUs before and after it (copylab.measure.running.host_speed).
+SPEED_PROBE = "speed_probe"
 
 
 @contextlib.contextmanager

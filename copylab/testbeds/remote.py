@@ -29,7 +29,6 @@ import fabric
 import paramiko
 from invoke.exceptions import CommandTimedOut
 
-from copylab.calibration.measurement import CALIBRATION_PROGRAMS
 from copylab.declarations import implementations, socket_buffer
 from copylab.declarations.config import HOST_PATTERN
 from copylab.declarations.sweep_config import SweepConfig
@@ -38,7 +37,7 @@ from copylab.paths import CSRC
 from copylab.programs import perf
 from copylab.record.manifest import EndRecord, Host, Link
 from copylab.testbeds import congestion
-from copylab.testbeds.testbed import Completed, End, EndLost, Started, Testbed
+from copylab.testbeds.testbed import HOST_PROGRAMS, Completed, End, EndLost, Started, Testbed
 
 CONNECT_TIMEOUT_S = 10
 TOOLS = ("gcc", "make", "tar", "timeout", "taskset", "pkill", "mkfifo")
@@ -318,11 +317,7 @@ class RemoteEnd(End):
             raise CopylabError(f"{self.label}: cannot copy the C sources there over SFTP ({error})") from None
         self._check(self.call("unpack", f"tar -xzf {self.work}/csrc.tar.gz -C {self.work}"), "tar")
         failed: dict[str, str] = {}
-        builds = (
-            [(sanitize, programs), (None, CALIBRATION_PROGRAMS)]
-            if sanitize
-            else [(None, [*programs, *CALIBRATION_PROGRAMS])]
-        )
+        builds = [(sanitize, programs), (None, HOST_PROGRAMS)] if sanitize else [(None, [*programs, *HOST_PROGRAMS])]
         for flavour, names in builds:
             out = f"{self.work}/build{'-' + flavour if flavour else ''}"
             targets = " ".join(f"{out}/bin/{name}" for name in names)
@@ -460,7 +455,7 @@ class Hosts(Testbed):
             for end, unbuilt in zip(
                 self.ends, self._both(lambda end: end.build(programs, self.config.sanitize)), strict=True
             ):
-                for name in CALIBRATION_PROGRAMS:
+                for name in HOST_PROGRAMS:
                     if name in unbuilt:
                         raise CopylabError(f"{end.label}: the C build failed: {unbuilt[name]}")
                 for name, why in unbuilt.items():

@@ -26,10 +26,14 @@ from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import program
 from copylab.programs import perf
-from copylab.programs.build import require_programs
+from copylab.programs.build import SPEED_PROBE, require_programs
 from copylab.record.manifest import EndRecord
 from copylab.scratch import private_directory
 from copylab.testbeds import congestion, netns, sender_pages
+
+# What a testbed builds on each end besides the implementations' programs: the calibration's, and the speed probe
+# that runs around every trial.
+HOST_PROGRAMS = [*CALIBRATION_PROGRAMS, SPEED_PROBE]
 
 
 class EndLost(CopylabError):
@@ -242,7 +246,7 @@ class Namespaces(Testbed):
             if why:
                 raise CopylabError(why)
             require_programs(implementations.programs(self.config.members), self.config.sanitize)
-        require_programs(CALIBRATION_PROGRAMS)
+        require_programs(HOST_PROGRAMS)
 
     @contextmanager
     def running(self) -> Iterator[Testbed]:

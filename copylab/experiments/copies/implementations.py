@@ -40,14 +40,12 @@ IPERF3 = DriverSpec(
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         name="two_copy",
-        summary="pack the 8 fields into one buffer (user-space memcpy), then send()",
         driver=program_pair("two_copy"),
         copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("memcpy", FIELD_COUNT)),
         role=Role.TWO_COPY,
     ),
     Implementation(
         name="one_copy",
-        summary="one sendmsg() with an 8-entry iovec pointing at the fields",
         driver=program_pair("one_copy"),
         copies=Copies(sender_user=0, sender_kernel=1),
         baselines=("two_copy",),
@@ -56,7 +54,6 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     ),
     Implementation(
         name="zero_copy",
-        summary="sendmsg(MSG_ZEROCOPY) with the same iovec; completions reaped from the socket error queue",
         driver=program_pair("zero_copy"),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
         baselines=("two_copy",),
@@ -66,7 +63,6 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     ),
     Implementation(
         name="zc_contiguous",
-        summary="reference: sendmsg(MSG_ZEROCOPY) of contiguous messages, error queue read every 32 sends",
         driver=program_pair("zc_contiguous", layouts=("contiguous",)),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
         baselines=("zero_copy",),
@@ -76,27 +72,23 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     ),
     Implementation(
         name="read_send",
-        summary="a file server the classic way: read() a chunk of a file into a buffer, then send() it",
         driver=program_pair("read_send", from_file=True, layouts=()),
         copies=Copies(sender_user=1, sender_kernel=1, user_copy=UserCopy("read", 1)),
     ),
     Implementation(
         name="sendfile",
-        summary="the same file and chunk size through sendfile(): page-cache pages spliced into the skb, no copy",
         driver=program_pair("sendfile", from_file=True, layouts=()),
         copies=Copies(sender_user=0, sender_kernel=0),
         baselines=("read_send",),
     ),
     Implementation(
         name="uring_send",
-        summary="the 8-field message through io_uring IORING_OP_SENDMSG",
         driver=program_pair("uring_send"),
         copies=Copies(sender_user=0, sender_kernel=1),
         baselines=("two_copy",),
     ),
     Implementation(
         name="uring_send_zc",
-        summary="the same through IORING_OP_SENDMSG_ZC, each notification saying whether the kernel copied",
         driver=program_pair("uring_send_zc"),
         copies=Copies(sender_user=0, sender_kernel=0, local_delivery=1),
         baselines=("two_copy", "zero_copy"),
@@ -104,7 +96,6 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     ),
     Implementation(
         name="iperf3",
-        summary="the standard tool on the same link: write() of one buffer per message (reference)",
         driver=IPERF3,
         copies=Copies(sender_user=0, sender_kernel=1),
         baselines=("two_copy",),

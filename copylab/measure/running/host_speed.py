@@ -12,10 +12,8 @@ import math
 
 from copylab.declarations import contract
 from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
+from copylab.programs.build import SPEED_PROBE
 from copylab.testbeds.testbed import End
-
-PROGRAM = "speed_probe"
-
 
 # What a probe measures: the probe's JSON key -> the column suffix.
 MEASURES = {"ns_per_iteration": "ns", "copy_ns_per_byte": "copy_ns"}
@@ -23,7 +21,7 @@ MEASURES = {"ns_per_iteration": "ns", "copy_ns_per_byte": "copy_ns"}
 
 def probe(end: End, cpu: str | None) -> dict[str, float]:
     """The probe's measures on CPU of END (NaN where it cannot run there: the trial goes on without them)."""
-    command = [end.program(PROGRAM)]
+    command = [end.program(SPEED_PROBE)]
     result = end.run(["taskset", "-c", cpu, *command] if cpu is not None else command)
     try:
         parsed = contract.parse("speed_probe", result.stdout) if result.returncode == 0 else {}
