@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from copylab.analysis.crossover import find_crossovers, paired_crossover_interval, verdict_movers, verdict_stability
+from copylab.analysis.crossover import find_crossovers, paired_crossover_interval, redraws, verdict_stability
 from copylab.analysis.stats import compare, paired_ratios
 from copylab.declarations import config
 from copylab.declarations.metrics import add_metrics
@@ -121,10 +121,10 @@ def test_the_point_behind_the_redraws_that_change_a_verdict_is_the_one_with_few_
     steady = [rng.normal(mean, 0.01, 8) for mean in (-0.08, -0.06, -0.04, 0.04, 0.06, 0.08)]
     # a last point of three blocks that disagree: a redraw of two of them can make it significant either way
     curve = [*steady, np.array([-0.03, -0.028, 0.15])]
-    movers = verdict_movers(curve)
-    assert verdict_stability(curve, "crossover") < 1.0
-    assert int(np.argmax(movers)) == len(curve) - 1 and movers[-1] > 0.5
-    assert (verdict_movers(steady) == 0).all()  # nothing moves a verdict every redraw gives again
+    drawn = redraws(curve)
+    assert drawn.status == "crossover" and drawn.stability == verdict_stability(curve, "crossover") < 1.0
+    assert int(np.argmax(drawn.movers)) == len(curve) - 1 and drawn.movers[-1] > 0.5
+    assert (redraws(steady).movers == 0).all()  # nothing moves a verdict every redraw gives again
 
 
 def tiny(**changes) -> config.SweepConfig:

@@ -23,7 +23,8 @@ bracket lies inside the tested range, so no crossover is ever placed outside it.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -257,36 +258,27 @@ def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Genera
 SETTLED = 0.8
 
 
-def _labels(advantages: list[np.ndarray], confidence: float) -> list[str]:
-    """B, W or 0 at each point: the paired t-test of its blocks' log ratios, Holm-corrected over the curve."""
+def _labels_by_draw(draws: list[np.ndarray], confidence: float) -> list[list[str]]:
+    """The curve's labels in each draw of its blocks: DRAWS[i] holds, a row per draw, the log ratios of the blocks of
+    its i-th point; a label is B, W or 0 by the paired t-test of those blocks, Holm-corrected over the curve."""
     means, p_values = [], []
-    for values in advantages:
-        mean, sd = float(values.mean()), float(values.std(ddof=1))
-        t = abs(mean) / (sd / np.sqrt(len(values))) if sd > 0 else np.inf
-        means.append(mean)
-        p_values.append(2 * st.t.sf(t, len(values) - 1) if sd > 0 else (0.0 if mean != 0 else 1.0))
-    significant = holm(p_values) < 1 - confidence
-    return [("B" if m > 0 else "W") if s else "0" for m, s in zip(means, significant, strict=True)]
-
-
-def _redrawn_labels(
-    advantages: list[np.ndarray], confidence: float, n_resamples: int, seed: int
-) -> Iterator[list[str]]:
-    """The labels of the curve in each of N_RESAMPLES redraws of its blocks: every point's blocks drawn anew with
-    replacement, then the paired t-tests and the Holm correction again."""
-    rng = np.random.default_rng(seed)
-    means, p_values = [], []
-    for values in advantages:
-        drawn = values[rng.integers(0, len(values), (n_resamples, len(values)))]
-        mean, sd = drawn.mean(axis=1), drawn.std(axis=1, ddof=1)
+    for drawn in draws:
+        n = drawn.shape[1]
+        mean, sd = drawn.mean(axis=1), drawn.std(axis=1, ddof=1) if n > 1 else np.zeros(len(drawn))
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.abs(mean) / (sd / np.sqrt(len(values)))
-        p = np.where(sd > 0, 2 * st.t.sf(t, len(values) - 1), np.where(mean != 0, 0.0, 1.0))
+            t = np.abs(mean) / (sd / np.sqrt(n))
         means.append(mean)
-        p_values.append(p)
-    for mean, p in zip(np.column_stack(means), np.column_stack(p_values), strict=True):
-        significant = holm(p) < 1 - confidence
-        yield [("B" if m > 0 else "W") if s else "0" for m, s in zip(mean, significant, strict=True)]
+        p_values.append(np.where(sd > 0, 2 * st.t.sf(t, n - 1), np.where(mean != 0, 0.0, 1.0)))
+    return [
+        [("B" if m > 0 else "W") if s else "0" for m, s in zip(mean, holm(p) < 1 - confidence, strict=True)]
+        for mean, p in zip(np.column_stack(means), np.column_stack(p_values), strict=True)
+    ]
+
+
+def _redrawn(advantages: list[np.ndarray], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """N_RESAMPLES redraws of the curve's blocks: every point's drawn anew with replacement."""
+    rng = np.random.default_rng(seed)
+    return [values[rng.integers(0, len(values), (n_resamples, len(values)))] for values in advantages]
 
 
 def verdict_stability(
@@ -296,25 +288,30 @@ def verdict_stability(
     direction-aware log ratios of the blocks at the curve's i-th point; each resample draws every point's blocks
     with replacement and repeats the paired t-tests, the Holm correction and classify.  The share of resamples
     with STATUS estimates how likely a second run of the same design is to reach the same verdict."""
-    redrawn = _redrawn_labels(advantages, confidence, n_resamples, seed)
+    redrawn = _labels_by_draw(_redrawn(advantages, n_resamples, seed), confidence)
     return sum(classify(labels) == status for labels in redrawn) / n_resamples
 
 
-def verdict_movers(
-    advantages: list[np.ndarray], confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
-) -> np.ndarray:
-    """Per point of the curve, the share of the redraws that change its verdict (see verdict_stability) in which
-    that point's label differs from the measured one: where more blocks would most steady the verdict."""
-    measured = _labels(advantages, confidence)
+@dataclass(frozen=True)
+class Redraws:
+    """What redrawing a curve's blocks says of its measured verdict (see verdict_stability)."""
+
+    status: str  # the measured verdict
+    stability: float  # the share of redraws that give it again
+    # Per point, the share of the redraws that change the verdict in which that point's label differs from the
+    # measured one: where more blocks would most steady the verdict.
+    movers: np.ndarray
+
+
+def redraws(advantages: list[np.ndarray], confidence: float = 0.95, n_resamples: int = 400, seed: int = 0) -> Redraws:
+    """The curve's measured verdict, how often redraws of its blocks give it again, and which points move it."""
+    (measured,) = _labels_by_draw([values[np.newaxis, :] for values in advantages], confidence)
     status = classify(measured)
-    changed = [
-        labels for labels in _redrawn_labels(advantages, confidence, n_resamples, seed) if classify(labels) != status
-    ]
-    if not changed:
-        return np.zeros(len(advantages))
+    redrawn = _labels_by_draw(_redrawn(advantages, n_resamples, seed), confidence)
+    changed = [labels for labels in redrawn if classify(labels) != status]
     differs = np.array([[a != b for a, b in zip(labels, measured, strict=True)] for labels in changed], dtype=float)
-    shares: np.ndarray = differs.mean(axis=0)
-    return shares
+    movers = differs.mean(axis=0) if changed else np.zeros(len(advantages))
+    return Redraws(status, 1 - len(changed) / n_resamples, movers)
 
 
 def curve_advantages(

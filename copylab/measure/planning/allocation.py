@@ -7,8 +7,8 @@ or better or never better wherever the two differ) and a redraw of its blocks gi
 time, the report's own rule for "settled".  A decisive verdict not yet settled gets blocks at the points behind most
 of the redraws that change it.  Otherwise a curve's undecided points (and points not compared yet) get a block each,
 those needing the fewest more blocks to come out significant first, where the estimate changes sign beside a
-significant point (that is where a crossover would be placed) at half their count; a curve with no undecided point
-left gets blocks at its weakest significant points.
+significant point (that is where a crossover would be placed) at half their count; a curve significant everywhere
+that still crosses more than once gets blocks at its weakest significant points.
 """
 
 from __future__ import annotations
@@ -16,14 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import (
-    SETTLED,
-    blocks_to_decide,
-    classify,
-    curve_advantages,
-    verdict_movers,
-    verdict_stability,
-)
+from copylab.analysis.crossover import SETTLED, blocks_to_decide, classify, curve_advantages, redraws
 from copylab.analysis.stats import compare
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
@@ -96,26 +89,29 @@ def _paired(group: pd.DataFrame) -> bool:
     return bool((group["method"] == "paired").all())
 
 
-def _settled(group: pd.DataFrame, axis: str, advantages: list[np.ndarray], seed: int) -> bool:
-    """Whether a curve's verdict is decided: decisive, and given again by at least SETTLED of the redraws of its
-    blocks (the report's own rule, with the sweep's seed as the report draws them), or, where its trials are not
-    paired, no point left undecided that could move it."""
+def _open_points(
+    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], seed: int, most_blocks: int
+) -> list[tuple[float, int]]:
+    """(priority, point) where a curve still needs blocks; none once its verdict is settled: decisive and given again
+    by at least SETTLED of the redraws of its blocks (the report's own rule, drawn with the sweep's seed as the report
+    draws them), or, where its trials are not paired, decisive with no point left undecided that could move it.  A
+    decisive verdict not yet settled gets blocks where its redraws move it; any other, at its undecided points."""
     status = classify(_labels(group))
-    if status not in DECISIVE:
-        return False
-    if not _paired(group):
-        return not _targets(group, axis, advantages)
-    return verdict_stability(advantages, status, seed=seed) >= SETTLED
+    if status in DECISIVE and _paired(group):
+        drawn = redraws(advantages, seed=seed)
+        return [] if drawn.stability >= SETTLED else _movers(group, axis, advantages, drawn.movers, most_blocks)
+    if status in DECISIVE and not _targets(group, axis, advantages):
+        return []
+    return _targets(group, axis, advantages, most_blocks) or _weakest(group, axis, most_blocks)
 
 
 def _movers(
-    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], seed: int, most_blocks: int
+    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], movers: np.ndarray, most_blocks: int
 ) -> list[tuple[float, int]]:
     """(priority, point) of a decisive but unsettled curve's points behind most of the redraws that change its
-    verdict (copylab.analysis.crossover.verdict_movers), short of MOST_BLOCKS: there more blocks steady the verdict
+    verdict (MOVERS, copylab.analysis.crossover.Redraws), short of MOST_BLOCKS: there more blocks steady the verdict
     most, wherever the point lies (a point outside a crossover's bracket whose few blocks redraw as significant
     moves it as much as one inside)."""
-    movers = verdict_movers(advantages, seed=seed)
     ranked = sorted(
         (1.0 - float(share), int(point))
         for share, point, values in zip(movers, group[axis], advantages, strict=True)
@@ -125,8 +121,8 @@ def _movers(
 
 
 def _weakest(group: pd.DataFrame, axis: str, most_blocks: int) -> list[tuple[float, int]]:
-    """(priority, point) of a curve's significant points short of MOST_BLOCKS, the weakest first, after the points
-    beside a change of sign: where a verdict that looks decided but is not settled is firmed up."""
+    """(priority, point) of a curve's significant points short of MOST_BLOCKS, the weakest first: where a curve
+    significant everywhere but with no decisive verdict (it crosses more than once) may yet become one."""
     open_ = group["n_pairs"] < most_blocks if "n_pairs" in group else True
     weakest = group[group["significant"].astype(bool) & open_].sort_values("p_holm", ascending=False)
     return [(0.5 + 0.4 * index / len(weakest), int(point)) for index, point in enumerate(weakest[axis])]
@@ -141,8 +137,8 @@ def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.
 def prioritized(
     ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95
 ) -> dict[Point, tuple[float, set[Contender]]]:
-    """undecided's points with their priority (lower first: -1 not compared yet, 0 beside a change of sign, up to 1
-    the farther from significance), so that the points of several sweeps can be ranked together."""
+    """undecided's points with their priority (lower first: -1 not compared yet, then from 0, a block or two from
+    what the point is open for, to 1, out of reach), so that the points of several sweeps can be ranked together."""
     experiment = implementations.experiment(config.experiment)
     pairs = [
         (challenger, baseline)
@@ -175,15 +171,7 @@ def prioritized(
             advantages = curve_advantages(
                 curve, challenger, baseline, experiment.metric, experiment.axis, group[experiment.axis]
             )
-            if _settled(group, experiment.axis, advantages, config.seed):
-                continue
-            if classify(_labels(group)) in DECISIVE and _paired(group):
-                targets = _movers(group, experiment.axis, advantages, config.seed, config.max_trials)
-            else:
-                targets = _targets(group, experiment.axis, advantages, config.max_trials) or _weakest(
-                    group, experiment.axis, config.max_trials
-                )
-            for priority, position in targets:
+            for priority, position in _open_points(group, experiment.axis, advantages, config.seed, config.max_trials):
                 row = group[group[experiment.axis] == position].iloc[0]
                 want(point_of_row(row), priority, challenger, baseline)
     return dict(sorted(wanted.items(), key=lambda item: item[1][0]))
