@@ -36,7 +36,6 @@ from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
-from copylab.measure.running import drivers
 from copylab.measure.running.spec import TrialSpec
 from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 
@@ -80,7 +79,7 @@ def point_of(configuration: Configuration) -> Point:
 def receive_modes_of(config: SweepConfig, implementation: str) -> list[str]:
     """The receive modes IMPLEMENTATION's trials run in: the sweep's that its driver supports, copy for all, the
     others for --receive-for's implementations (all when it names none)."""
-    supported = drivers.of(config.member(implementation)).receive_modes
+    supported = config.member(implementation).driver.receive_modes
     everywhere = not config.receive_for or implementation in config.receive_for
     return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
 
@@ -143,7 +142,7 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
         if implementation in skip:
             continue
         for workload in config.workloads:
-            if workload not in drivers.of(config.member(implementation)).workloads:
+            if workload not in config.member(implementation).driver.workloads:
                 continue
             for size in config.sizes if workload == "stream" else config.rr_sizes:
                 for threads in config.threads:

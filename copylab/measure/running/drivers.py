@@ -33,15 +33,6 @@ class Driver:
 
     declared: DriverSpec
 
-    # What it can be asked for, as declared: the plan (copylab.measure.planning.schedule) reads them from the runner.
-    @property
-    def workloads(self) -> tuple[str, ...]:
-        return self.declared.workloads
-
-    @property
-    def receive_modes(self) -> tuple[str, ...]:
-        return self.declared.receive_modes
-
     def window_s(self, settings: TrialSettings) -> float:
         """Warm-up + measured window the trial is meant to spend; the rest of its wall time is harness."""
         return settings.warmup_s + settings.duration_s
