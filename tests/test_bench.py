@@ -6,18 +6,21 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from copylab.bench import goals as bench
+from copylab.bench.figure import BenchFigure, table
+from copylab.bench.goals import run_bench
+from copylab.bench.reference_sweep import replay_adaptive
+from copylab.bench.timing import grown_sweep
 from copylab.paths import REFERENCE_DATA
 from tests.conftest import needs_root
 
 
 def test_table_marks_goals():
     figures = [
-        bench.BenchFigure("a", ">= 1", "1.2x", True),
-        bench.BenchFigure("b", "<= 2", "3", False),
-        bench.BenchFigure("c", "report", "x", None),
+        BenchFigure("a", ">= 1", "1.2x", True),
+        BenchFigure("b", "<= 2", "3", False),
+        BenchFigure("c", "report", "x", None),
     ]
-    lines = bench.table(figures).splitlines()
+    lines = table(figures).splitlines()
     assert lines[2].endswith("| pass |") and lines[3].endswith("| FAIL |") and lines[4].endswith("| - |")
 
 
@@ -40,7 +43,7 @@ def test_adaptive_replay_of_recorded_trials():
                     "trial_wall_s": 1.5,
                 }
             )
-    fixed, adaptive, fixed_precise, adaptive_precise = bench.replay_adaptive(pd.DataFrame(rows), target=0.05)
+    fixed, adaptive, fixed_precise, adaptive_precise = replay_adaptive(pd.DataFrame(rows), target=0.05)
     # the stable configuration stops at 3 trials, the noisy one runs all 5: 8 instead of 10
     assert (fixed, adaptive) == (10, 8)
     assert (fixed_precise, adaptive_precise) == (1, 1)
@@ -49,7 +52,7 @@ def test_adaptive_replay_of_recorded_trials():
 @needs_root
 @pytest.mark.skipif(not (REFERENCE_DATA / "trials.csv").exists(), reason="needs the committed reference sweep")
 def test_bench_smoke_runs_every_part():
-    figures = bench.run_bench(smoke=True)
+    figures = run_bench(smoke=True)
     names = " ".join(figure.name for figure in figures)
     for part in (
         "one_copy --layout contiguous / iperf3",
@@ -73,7 +76,7 @@ def test_a_sweep_grown_far_past_the_reference_loads(tmp_path):
     has 758')."""
     reference = len(pd.read_csv(REFERENCE_DATA / "trials.csv"))
     rows = reference * 20 + 7
-    store = bench.grown_sweep(REFERENCE_DATA, rows, tmp_path)
+    store = grown_sweep(REFERENCE_DATA, rows, tmp_path)
     trials, manifest = store.load()
     assert len(trials) == rows and manifest.parameters.trials == int(trials["repetition"].max()) > 20
     assert (tmp_path / "data" / "bench-analysis" / "trials.csv").exists()

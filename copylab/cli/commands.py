@@ -359,7 +359,8 @@ def calibrate(data: str | None = None) -> int:
 
 def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool = False) -> int:
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
-    from copylab.bench.goals import run_bench, table
+    from copylab.bench.figure import table
+    from copylab.bench.goals import run_bench
     from copylab.measure.host.provenance import host, now_iso
     from copylab.programs.build import build as run_build
 
