@@ -1,11 +1,26 @@
 /* The receiving side: T threads, each with its own connection, receive for
  * warm-up + duration; only the measured window after the warm-up counts. */
-#include "copylab.h"
+#include "clock.h"
+#include "connection.h"
+#include "errors.h"
+#include "histogram.h"
+#include "json.h"
+#include "message_file.h"
+#include "options.h"
+#include "perf_control.h"
+#include "receive.h"
+#include "sender.h"
+#include "session.h"
+#include "sink.h"
+#include "socket_options.h"
+#include "transfer.h"
+#include "usage.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* Time as the window sees it: CLOCK_MONOTONIC, which no clock adjustment moves, and sleeps that a signal
  * does not cut short. */
-#include "copylab.h"
+#include "clock.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <time.h>

@@ -1,6 +1,9 @@
 /* Setting up TCP connections within a bound (listening, accepting, connecting with retries while the
  * server starts) and the descriptor limit they live under; what is set on each socket is socket_options.c's. */
-#include "copylab.h"
+#include "clock.h"
+#include "connection.h"
+#include "errors.h"
+#include "socket_options.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

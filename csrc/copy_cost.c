@@ -18,7 +18,9 @@
  * so a disturbance spreads over the points instead of hitting one.  Each sample also says
  * which share of its wall time the thread was on a CPU: below 1, another process took it.
  * Prints JSON: per point, the ns per byte and on-CPU share of every pass. */
-#include "copylab.h"
+#include "clock.h"
+#include "errors.h"
+#include "json.h"
 
 #include <errno.h>
 #include <stdlib.h>

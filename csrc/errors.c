@@ -1,9 +1,10 @@
 /* How a copylab program fails: one line on stderr, then the exit status that tells bad usage (2) from a
  * failure while running (1), so the sweep can report the line as the trial's reason. */
-#include "copylab.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* A log-linear latency histogram, one per thread and merged at the end: fixed memory and an O(1) record
  * on the round-trip path, and a relative error under 1%. */
-#include "copylab.h"
+
+#include "histogram.h"
 
 #include <math.h>
 

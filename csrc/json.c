@@ -1,6 +1,8 @@
 /* The result: exactly one JSON object on stdout, whose keys copylab/declarations/contract.py declares (the calibration
  * programs nest their samples in it). */
-#include "copylab.h"
+#include "json.h"
+
+#include "errors.h"
 
 #include <math.h>
 #include <stdio.h>

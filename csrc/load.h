@@ -4,7 +4,9 @@
 #ifndef COPYLAB_LOAD_H
 #define COPYLAB_LOAD_H
 
-#include "copylab.h"
+#include "histogram.h"
+#include "options.h"
+#include "usage.h"
 
 #include <pthread.h>
 
@@ -55,7 +57,7 @@ static inline struct connection *driven(const struct driver *d, unsigned i)
 }
 
 /* Checks COUNT response bytes that begin OFFSET bytes into a response: every response is the pattern of
- * message 0, and a byte that differs ends the run. */
+ * message 0, and a byte that differs ends the run (load.c). */
 void verify_response(const char *bytes, size_t count, size_t offset, const struct connection *c);
 /* The open loop's thread (load_open.c). */
 void *drive_open(void *arg);

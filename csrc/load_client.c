@@ -8,11 +8,23 @@
  * --idle-connections N opens N more connections that stay silent throughout,
  * which a server holds like the busy ones.  With --rate the connections are
  * driven open-loop instead (load_open.c). */
+#include "clock.h"
+#include "connection.h"
+#include "errors.h"
+#include "histogram.h"
+#include "json.h"
 #include "load.h"
+#include "options.h"
+#include "perf_control.h"
+#include "session.h"
+#include "socket_options.h"
+#include "transfer.h"
+#include "usage.h"
 
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +44,6 @@ static void send_request(struct driver *d, struct connection *c, int phase)
     /* Eight bytes into an empty send buffer: a blocking send never waits long here. */
     if (send_all(c->fd, &request, sizeof request) != IO_OK && phase != PHASE_STOP)
         die("the server closed a connection during the run");
-}
-
-void verify_response(const char *bytes, size_t count, size_t offset, const struct connection *c)
-{
-    for (size_t i = 0; i < count; i++)
-        if ((uint8_t)bytes[i] != pattern_byte(0, offset + i))
-            die("response byte %zu on descriptor %d is 0x%02x, not the pattern's 0x%02x", offset + i, c->fd,
-                (uint8_t)bytes[i], pattern_byte(0, offset + i));
 }
 
 static void *drive(void *arg)

@@ -6,16 +6,23 @@
  * corrected).  A socket that takes no more requests holds back only its own
  * connection, and how late the client itself issued each request is recorded:
  * its own lateness is never silently counted as the server's. */
+#include "clock.h"
+#include "errors.h"
+#include "histogram.h"
+#include "limits.h"
 #include "load.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -2,7 +2,9 @@
  * epoll): its socket is non-blocking, and what has arrived of a request and
  * what has left of a response are kept here, so that a slow connection holds
  * only itself back and the loop says which way it waits next. */
+#include "errors.h"
 #include "model.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>

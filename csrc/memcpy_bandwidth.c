@@ -1,7 +1,9 @@
 /* Single-core memory copy bandwidth: the ceiling for any path that copies.
  * Copies a buffer far larger than the last-level cache; prints the best of
  * several runs as JSON. */
-#include "copylab.h"
+#include "clock.h"
+#include "errors.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

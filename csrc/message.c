@@ -1,6 +1,10 @@
 /* The message every sending path sends: FIELD_COUNT fields (the study's scattered data, held as --layout
  * says), each byte holding the pattern of its message number and offset so the client can verify it. */
-#include "copylab.h"
+#include "message.h"
+
+#include "errors.h"
+#include "limits.h"
+#include "pattern.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,9 @@
 /* The message file of the file-sending variants: messages 0..N-1 back to back, in the pattern a message in
  * memory carries, written once per sweep and size and read once before any window. */
-#include "copylab.h"
+#include "message_file.h"
+
+#include "errors.h"
+#include "pattern.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,11 @@ uint64_t message_file_messages(uint64_t size)
 {
     uint64_t messages = (MESSAGE_FILE_MIN_BYTES + size - 1) / size;
     return messages < 8 ? 8 : messages;
+}
+
+uint64_t message_file_offset(uint64_t seq, uint64_t size)
+{
+    return (seq % message_file_messages(size)) * size;
 }
 
 /* Writes all of buf, whatever the kernel takes per call; on failure removes the half-written file. */

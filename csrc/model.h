@@ -5,7 +5,9 @@
 #ifndef COPYLAB_MODEL_H
 #define COPYLAB_MODEL_H
 
-#include "copylab.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct model_config {
     int listen_fd;

@@ -1,7 +1,12 @@
 /* Command-line options of the servers and clients, strictly validated.  One table says which role takes
  * which option; each role's getopt table, its --help and its required options all come from it, so they
  * cannot disagree. */
-#include "copylab.h"
+#include "options.h"
+
+#include "errors.h"
+#include "limits.h"
+#include "message.h"
+#include "socket_options.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * differ only in ROUNDS, divided by the bytes the extra rounds copied, are the packing copy's misses per byte in
  * steady state: the setup and the first touch cancel.  Nothing else runs: no socket, no kernel copy.
  * It prints nothing: what it is for is what the simulator counts while it runs. */
-#include "copylab.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <stdlib.h>

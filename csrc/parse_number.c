@@ -1,6 +1,7 @@
 /* Numbers from the command line, strictly: the whole text a number, within its bounds, or a one-line usage
  * error that names the option. */
-#include "copylab.h"
+#include "errors.h"
+#include "options.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,9 @@
 /* perf stat --control: the counters are enabled and disabled at the window's edges, so start-up and
  * warm-up never count. */
-#include "copylab.h"
+#include "perf_control.h"
+
+#include "connection.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <fcntl.h>

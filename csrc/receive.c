@@ -9,7 +9,12 @@
  *             (a partial page, less than a page queued) in the same call; what
  *             is left is read with recv(); the three are counted apart.
  * Every byte that arrives, mapped or copied, can be checked against the pattern. */
-#include "copylab.h"
+#include "receive.h"
+
+#include "errors.h"
+#include "options.h"
+#include "pattern.h"
+#include "transfer.h"
 
 #include <errno.h>
 #include <netinet/in.h>

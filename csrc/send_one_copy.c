@@ -1,6 +1,11 @@
 /* one_copy: one sendmsg() whose 8-entry iovec points at the fields, so the
  * user-space packing copy disappears; the kernel still copies into skbs. */
-#include "copylab.h"
+#include "copy_sender.h"
+#include "errors.h"
+#include "limits.h"
+#include "message.h"
+#include "sender.h"
+#include "transfer.h"
 
 #include <stdlib.h>
 
@@ -8,36 +13,27 @@ const char *const VARIANT_NAME = "one_copy";
 const bool SENDS_FROM_FILE = false;
 
 struct sender {
-    int fd;
-    bool verify;
-    struct message *messages;
-    size_t count;
+    struct copy_sender from;
 };
 
 struct sender *sender_create(const struct sender_config *config)
 {
     struct sender *s = calloc_or_die(1, sizeof *s);
-    s->fd = config->fd;
-    s->verify = config->verify;
-    s->count = config->distinct;
-    s->messages = messages_alloc(s->count, config->size, config->layout);
+    copy_sender_init(&s->from, config);
     return s;
 }
 
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
-    struct message *m = &s->messages[seq % s->count];
-    if (s->verify)
-        message_fill(m, seq);
+    struct message *m = copy_sender_message(&s->from, seq);
     /* sendmsg_all consumes the iovec on short sends: rebuild it per message. */
     struct iovec iov[FIELD_COUNT];
     int entries = message_iov(m, iov);
-    return sendmsg_all(s->fd, iov, (size_t)entries, 0, NULL, NULL, NULL);
+    return sendmsg_all(s->from.fd, iov, (size_t)entries, 0, NULL, NULL, NULL);
 }
 
 void sender_destroy(struct sender *s, struct sender_counters *counters)
 {
-    counters->zero_copy = false;
-    messages_free(s->messages, s->count);
+    copy_sender_finish(&s->from, counters);
     free(s);
 }

@@ -1,37 +1,36 @@
 /* sendfile: the same message file and chunk size through sendfile(): the
  * kernel copies from the page cache straight into socket buffers, with no
  * copy into or out of user space. */
-#include "copylab.h"
+#include "copy_sender.h"
+#include "errors.h"
+#include "sender.h"
+#include "transfer.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/sendfile.h>
-#include <unistd.h>
 
 const char *const VARIANT_NAME = "sendfile";
 const bool SENDS_FROM_FILE = true;
 
 struct sender {
-    int fd, file;
-    size_t size;
+    struct copy_sender from;
 };
 
 struct sender *sender_create(const struct sender_config *config)
 {
     struct sender *s = calloc_or_die(1, sizeof *s);
-    s->fd = config->fd;
-    s->size = config->size;
-    s->file = message_file_open(config->file);
+    copy_sender_init_file(&s->from, config);
     return s;
 }
 
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
-    off_t at = (off_t)message_file_offset(seq, s->size);
-    off_t end = at + (off_t)s->size;
+    off_t at = (off_t)copy_sender_file_offset(&s->from, seq);
+    off_t end = at + (off_t)s->from.size;
     /* sendfile advances at by what it sent: short sends continue from there. */
     while (at < end) {
-        ssize_t sent = sendfile(s->fd, s->file, &at, (size_t)(end - at));
+        ssize_t sent = sendfile(s->from.fd, s->from.file, &at, (size_t)(end - at));
         if (sent > 0)
             continue;
         if (sent == 0)
@@ -44,8 +43,6 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
 
 void sender_destroy(struct sender *s, struct sender_counters *counters)
 {
-    counters->zero_copy = false;
-    if (close(s->file) != 0)
-        die_errno("close");
+    copy_sender_finish(&s->from, counters);
     free(s);
 }

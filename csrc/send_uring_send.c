@@ -2,6 +2,8 @@
  * copies are one_copy's (the kernel gathers the fields into socket buffers);
  * what differs is the interface: a submission and a completion on a ring
  * instead of a system call per message. */
+#include "copy_sender.h"
+#include "sender.h"
 #include "uring.h"
 
 #include <stdlib.h>
@@ -10,10 +12,7 @@ const char *const VARIANT_NAME = "uring_send";
 const bool SENDS_FROM_FILE = false;
 
 struct sender {
-    int fd;
-    bool verify;
-    struct message *messages;
-    size_t count;
+    struct copy_sender from;
     struct io_uring ring;
 };
 
@@ -25,26 +24,21 @@ const char *sender_unavailable(void)
 struct sender *sender_create(const struct sender_config *config)
 {
     struct sender *s = calloc_or_die(1, sizeof *s);
-    s->fd = config->fd;
-    s->verify = config->verify;
-    s->count = config->distinct;
-    s->messages = messages_alloc(s->count, config->size, config->layout);
+    copy_sender_init(&s->from, config);
     uring_init(&s->ring, 4);
     return s;
 }
 
 enum io_status sender_send(struct sender *s, uint64_t seq)
 {
-    struct message *m = &s->messages[seq % s->count];
-    if (s->verify)
-        message_fill(m, seq);
+    struct message *m = copy_sender_message(&s->from, seq);
     struct iovec iov[FIELD_COUNT];
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)message_iov(m, iov)};
     struct iovec part[FIELD_COUNT];
     /* One request in flight: TCP must see the bytes in order, short sends included. */
     while (mh.msg_iovlen > 0) {
         struct msghdr piece = msg_piece(&mh, part);
-        io_uring_prep_sendmsg(uring_sqe(&s->ring), s->fd, &piece, MSG_NOSIGNAL);
+        io_uring_prep_sendmsg(uring_sqe(&s->ring), s->from.fd, &piece, MSG_NOSIGNAL);
         uring_submit(&s->ring);
         struct io_uring_cqe *cqe = uring_next(&s->ring);
         int sent = cqe->res;
@@ -61,8 +55,7 @@ enum io_status sender_send(struct sender *s, uint64_t seq)
 
 void sender_destroy(struct sender *s, struct sender_counters *counters)
 {
-    counters->zero_copy = false;
     io_uring_queue_exit(&s->ring);
-    messages_free(s->messages, s->count);
+    copy_sender_finish(&s->from, counters);
     free(s);
 }

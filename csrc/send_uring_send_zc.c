@@ -5,6 +5,8 @@
  * IORING_SEND_ZC_REPORT_USAGE makes say whether it copied them anyway.  A
  * ring of messages lets sends proceed while earlier ones are pinned; a slot is
  * written again only after its last notification. */
+#include "clock.h"
+#include "connection.h"
 #include "uring.h"
 #include "zc_notify.h"
 

@@ -4,6 +4,7 @@
  * holds is never the next one sent, as any sender whose bytes change must do.  Resending one cache-hot buffer
  * instead is no bound: at 1 KiB the receiver then copies out of 1 KiB of memory where zero_copy's ring spans
  * 256 KiB (docs/performance.md). */
+#include "errors.h"
 #include "zc_notify.h"
 
 #include <stdlib.h>

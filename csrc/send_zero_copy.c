@@ -3,6 +3,7 @@
  * queue, which sends it no longer needs (and whether it copied them anyway).
  * A ring of messages lets sends proceed while earlier ones are in flight; a
  * slot is never written again before the completion that covers it (zc_notify.c). */
+#include "errors.h"
 #include "zc_notify.h"
 
 #include <stdlib.h>

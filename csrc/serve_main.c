@@ -3,12 +3,25 @@
  * this file measures the window (the model's forked children included) and
  * prints the one JSON object.  The process ends with the session, whatever the
  * model's loop is doing. */
+#include "clock.h"
+#include "connection.h"
+#include "errors.h"
+#include "json.h"
+#include "limits.h"
 #include "model.h"
+#include "options.h"
+#include "pattern.h"
+#include "perf_control.h"
+#include "session.h"
+#include "socket_options.h"
+#include "transfer.h"
+#include "usage.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

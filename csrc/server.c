@@ -1,12 +1,26 @@
 /* The sending side: serves one client session (a control connection plus one
  * data connection per client thread) through the variant's send path, then
  * prints its JSON result and exits, so that one process is one trial. */
-#include "copylab.h"
+#include "connection.h"
+#include "errors.h"
+#include "json.h"
+#include "limits.h"
+#include "message.h"
+#include "message_file.h"
+#include "options.h"
+#include "perf_control.h"
+#include "sender.h"
+#include "session.h"
+#include "sink.h"
+#include "socket_options.h"
+#include "transfer.h"
+#include "usage.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,15 @@
  * client's hello, the server's "ready" once it serves, and the client's marks
  * of the measured window, at which each side snapshots its usage and switches
  * perf on and off.  One session is one trial. */
-#include "copylab.h"
+#include "session.h"
+
+#include "connection.h"
+#include "errors.h"
+#include "options.h"
+#include "perf_control.h"
+#include "socket_options.h"
+#include "transfer.h"
+#include "usage.h"
 
 #include <poll.h>
 

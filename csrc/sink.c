@@ -4,7 +4,11 @@
  * user space costs.  No datagram is ever fragmented (fragmenting copies every zero-copy send): the socket refuses
  * to (IP_PMTUDISC_DO), and a datagram longer than the MTU carries goes as UDP_SEGMENT segments, which the qdisc
  * drops whole, before they are cut.  The client, in the server's namespace, counts the qdisc's drops. */
-#include "copylab.h"
+#include "errors.h"
+#include "limits.h"
+#include "sink.h"
+#include "socket_options.h"
+#include "transfer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -2,7 +2,10 @@
  * a sweep holds fixed (--congestion-control, --socket-buffer), Nagle's algorithm, I/O timeouts, and what
  * TCP_INFO says about a connection.  Both ends print what they read back, so a trial that ran on another
  * transport than the one asked for is seen to. */
-#include "copylab.h"
+#include "socket_options.h"
+
+#include "errors.h"
+#include "limits.h"
 
 #include <errno.h>
 #include <netinet/in.h>

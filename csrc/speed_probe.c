@@ -9,7 +9,9 @@
  * CPU the whole time. Timing the same work before and after a trial tells at which speed the trial
  * probably ran. Prints JSON: the median of REPEATS runs of each, and the share of their wall time the
  * thread was on a CPU (below 1: another process took it). */
-#include "copylab.h"
+#include "clock.h"
+#include "errors.h"
+#include "json.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,9 @@
 /* Moving bytes over a connected socket in full: EINTR and short transfers are retried, and a peer that
  * went away is a status (the normal end of a session), never an error. */
-#include "copylab.h"
+#include "transfer.h"
+
+#include "errors.h"
+#include "limits.h"
 
 #include <errno.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #ifndef COPYLAB_URING_H
 #define COPYLAB_URING_H
 
-#include "copylab.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <liburing.h>

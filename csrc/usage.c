@@ -1,6 +1,9 @@
 /* A process's CPU time and context switches (getrusage), snapshotted at the window's edges, and how a
  * result reports them. */
-#include "copylab.h"
+#include "usage.h"
+
+#include "errors.h"
+#include "json.h"
 
 #include <sys/resource.h>
 

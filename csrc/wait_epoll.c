@@ -1,6 +1,7 @@
 /* epoll: one thread waits on every connection at once with a level-triggered
  * epoll instance: the kernel keeps the interest list and hands back only the
  * connections that are ready.  Connections never block it (loop_connection.c). */
+#include "errors.h"
 #include "model.h"
 
 #include <errno.h>

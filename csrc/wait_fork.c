@@ -1,5 +1,6 @@
 /* fork: a process per connection, each blocked in recv() on its own connection
  * (an address space, a process switch and a wake-up each). */
+#include "errors.h"
 #include "model.h"
 
 #include <errno.h>

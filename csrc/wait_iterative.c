@@ -1,6 +1,7 @@
 /* iterative: one connection at a time.  The server accepts a connection and
  * answers its requests until the client closes it, then accepts the next; with
  * clients that keep their connections, the first one is served and the rest wait. */
+#include "errors.h"
 #include "model.h"
 
 #include <unistd.h>

@@ -1,6 +1,7 @@
 /* poll: one thread waits on every connection at once with poll(): no descriptor
  * limit of its own, but the whole array goes to the kernel and back on every call.
  * Connections never block it (loop_connection.c). */
+#include "errors.h"
 #include "model.h"
 
 #include <errno.h>

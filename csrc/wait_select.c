@@ -1,6 +1,8 @@
 /* select: one thread waits on every connection at once with select(), whose
  * descriptor sets hold only descriptors below FD_SETSIZE and are rebuilt and
  * scanned whole on every call.  Connections never block it (loop_connection.c). */
+#include "errors.h"
+#include "limits.h"
 #include "model.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* thread: a thread per connection, each blocked in recv() on its own connection;
  * the scheduler picks whichever has a request (a stack and a wake-up each). */
+#include "errors.h"
 #include "model.h"
 
 #include <pthread.h>

@@ -3,7 +3,10 @@
  * requests in buffers the kernel picks from a provided buffer ring, and the
  * responses go out as send requests on the same ring: while the ring is busy,
  * one io_uring_enter() serves many connections and no call waits on one. */
+#include "errors.h"
 #include "model.h"
+#include "session.h"
+#include "transfer.h"
 #include "uring.h"
 
 #include <stdlib.h>

@@ -1,6 +1,8 @@
 /* MSG_ZEROCOPY on a socket (turning it on, sizing the ring in flight, reading completions from the socket's
  * error queue) and the completion accounting every zero-copy sender shares, so that zero_copy, zc_contiguous
  * and uring_send_zc count notifications, completed and copied sends the same way. */
+#include "clock.h"
+#include "errors.h"
 #include "zc_notify.h"
 
 #include <errno.h>

@@ -4,7 +4,9 @@
 #ifndef COPYLAB_ZC_NOTIFY_H
 #define COPYLAB_ZC_NOTIFY_H
 
-#include "copylab.h"
+#include "message.h"
+#include "sender.h"
+#include "transfer.h"
 
 #ifndef SO_ZEROCOPY
 #define SO_ZEROCOPY 60
