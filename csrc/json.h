@@ -1,5 +1,5 @@
-/* JSON output: exactly one object on stdout, whose keys copylab/declarations/contract.py declares (json.c).  Kept apart
- * from copylab.h's sockets and threads so that the calibration programs print through it as well. */
+/* JSON output: exactly one object on stdout, whose keys copylab/declarations/contract.py declares (json.c).  It needs
+ * no socket or thread, so that the calibration programs print through it as well. */
 #ifndef COPYLAB_JSON_H
 #define COPYLAB_JSON_H
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import graphlib
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from copylab.declarations import contract
+from copylab.declarations.implementation import program_pair
 from copylab.paths import CSRC, build_dir
+from tests.test_contract import _run
 
 INCLUDE = re.compile(r'^#include "([\w.]+)"', re.MULTILINE)
 COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
@@ -38,12 +42,12 @@ def _symbols(obj: Path) -> tuple[set[str], set[str]]:
 
 def _inline_calls(header: Path, scratch: Path) -> set[str]:
     """What the code of HEADER's own inline functions calls or reads outside it: the header compiled alone with
-    its inline and static functions kept, and of what the object leaves undefined, the names HEADER's text holds (the rest
-    comes from the headers it includes)."""
+    its inline and static functions kept, and of what the object leaves undefined, the names HEADER's text holds
+    (the rest comes from the headers it includes)."""
     obj = scratch / f"{header.name}.o"
     subprocess.run(
-        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O0", "-fkeep-inline-functions", "-fkeep-static-functions", "-I", str(header.parent), "-c",
-         "-x", "c", str(header), "-o", str(obj)],
+        ["gcc", "-std=c11", "-D_GNU_SOURCE", "-O0", "-fkeep-inline-functions", "-fkeep-static-functions",
+         "-I", str(header.parent), "-c", "-x", "c", str(header), "-o", str(obj)],
         check=True, capture_output=True,
     )  # fmt: skip
     own = set(re.findall(r"\w+", COMMENT.sub("", header.read_text())))
@@ -123,3 +127,20 @@ def test_no_circle_between_the_c_files(tmp_path):
     graph = file_graph(CSRC, build_dir() / "obj", tmp_path)
     assert "transfer.c" in graph["send_one_copy.c"]  # the graph holds the calls between files
     assert circle(graph) == [], "a circle between csrc/ files: " + " -> ".join(circle(graph))
+
+
+def test_a_new_sending_path_is_one_c_file(tmp_path):
+    """Adding a sender, the C half: its send_NAME.c and nothing else in csrc/ (the Makefile finds it and links it
+    with the core), and its two programs print what the contract declares.  The other half, its one declaration,
+    goes everywhere in Python: tests/test_registry.py."""
+    sources, out = tmp_path / "csrc", tmp_path / "build"
+    shutil.copytree(CSRC, sources)
+    shutil.copytree(build_dir() / "obj", out / "obj")  # times kept: only the new file is compiled
+    one_copy = (CSRC / "send_one_copy.c").read_text()
+    assert '"one_copy"' in one_copy
+    (sources / "send_fake_copy.c").write_text(one_copy.replace('"one_copy"', '"fake_copy"'))
+    programs = [str(out / "bin" / f"fake_copy_{end}") for end in ("server", "client")]
+    subprocess.run(["make", "-s", "-C", str(sources), f"OUT={out}", *programs], check=True, capture_output=True)
+    outputs = _run(out / "bin", program_pair("fake_copy"), "stream", tmp_path)
+    for role, stdout in outputs.items():
+        assert contract.parse(role, stdout)["variant"] == "fake_copy"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import socket
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import contract, implementations
+from copylab.declarations import contract, implementations, schema
 from copylab.declarations.implementation import DriverKind, DriverSpec
 from copylab.paths import CSRC
 
@@ -119,3 +120,37 @@ def test_nullable_keys_may_be_null_and_the_output_must_be_one_object():
     for text, message in (("", "printed no JSON result"), ("[1]", "something other than one JSON object")):
         with pytest.raises(contract.ContractError, match=message):
             contract.parse("client", text)
+
+
+def _keys_declared_in_their_own_words(source: str) -> list[str]:
+    """The keys SOURCE builds with Key(...) and a column of their own: a quantity declared a second time, beside
+    its column, where contract._stored() would take the column's declaration."""
+    found = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "_stored":
+            node.body = []  # the one place that builds a stored key, from the column
+    for node in ast.walk(tree):
+        is_key = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Key"
+        if is_key and (len(node.args) >= 6 or any(keyword.arg == "column" for keyword in node.keywords)):
+            found.append(ast.unparse(node.args[0]) if node.args else "?")
+    return found
+
+
+def test_a_quantity_is_declared_once_for_the_columns_and_the_programs():
+    """A key that fills a trials.csv column is the column's quantity: the schema (or the setting behind the
+    column) declares it, and the contract takes its type, unit and meaning from there."""
+    planted = 'def _stored(column):\n    return Key(column, "int", "B", "x", False, column)\n'
+    planted += 'BYTES = Key("bytes", "int", "B", "bytes received", column="bytes")\n'
+    assert _keys_declared_in_their_own_words(planted) == ["'bytes'"]
+    source = (Path(contract.__file__)).read_text()
+    assert _keys_declared_in_their_own_words(source) == []
+    stored = [(role, key) for role, keys in contract.RESULTS.items() for key in keys if key.column]
+    assert {"measured_s", "bytes", "messages", "throughput_gbps"} <= {key.column for _, key in stored}
+    for role, key in stored:
+        column = schema.COLUMN_BY_NAME[key.column.format(side=contract.SIDES[role])]
+        assert (key.kind, key.unit) == (column.kind, column.unit), key.name
+        if "{side}" not in key.column:
+            assert key.meaning == column.description, key.name
+        else:
+            assert key.meaning == schema.SIDE_QUANTITIES[key.name].meaning("the program")

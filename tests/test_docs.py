@@ -4,6 +4,7 @@ lines the README shows are today's format."""
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from copylab.cli import reference
 from copylab.cli.parsing import default_text, limits_text
-from copylab.declarations import contract
+from copylab.declarations import contract, implementations
 from copylab.declarations.settings import SETTINGS
 from copylab.paths import ROOT
 
@@ -259,3 +260,35 @@ def test_every_manifest_field_says_what_it_holds():
     for row in rows:
         cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
         assert cells[2], f"docs/reference/manifest.md: no meaning for {cells[0]} (comment its field)"
+
+
+def _table_names(page: Path, header: str) -> list[str]:
+    """The names in the first column of PAGE's table whose header row starts with HEADER."""
+    lines = page.read_text().splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(header))) + 2
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
+    return [match[1] for row in rows if (match := re.match(r"\| `(\w+)` \|", row))]
+
+
+def _section(page: Path, title: str) -> str:
+    """The text of PAGE's section TITLE (its heading's line up to the next heading of its level or above)."""
+    text = page.read_text()
+    start = text.index(f"\n{title}\n")
+    level = title.split(" ")[0]
+    following = [text.find(f"\n{'#' * depth} ", start + 1) for depth in range(1, len(level) + 1)]
+    return text[start : min([end for end in following if end > 0], default=len(text))]
+
+
+@pytest.mark.parametrize(("experiment", "header"), [("copies", "| sender |"), ("servers", "| model |")])
+def test_docs_programs_lists_every_implementation_of_the_registry(experiment, header):
+    """Adding a sender or a model without its row, or removing one and leaving its row, fails here."""
+    declared = sorted(name for name, impl in implementations.registry().items() if impl.experiment == experiment)
+    assert sorted(_table_names(ROOT / "docs" / "programs.md", header)) == declared
+
+
+def test_docs_architecture_names_every_sending_path_and_model_file():
+    """The C section names each csrc/send_*.c and wait_*.c that exists, and no other."""
+    c_section = _section(ROOT / "docs" / "architecture.md", "## The C programs")
+    for kind in ("send", "wait"):
+        named = set(re.findall(rf"`({kind}_\w+\.c)`", c_section))
+        assert named == {path.name for path in (ROOT / "csrc").glob(f"{kind}_*.c")}, kind

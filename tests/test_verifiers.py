@@ -3,7 +3,7 @@ exactly that damage and fail the run.
 
 A verifier that always said "fine" would pass every verified run of the suite; these tests are what tells it from
 one that checks.  The peers here are fakes in Python that speak the session protocol (csrc/session.c) and send the
-verification pattern (pattern_byte in csrc/copylab.h) with bytes flipped where the test chooses, except the file
+verification pattern (pattern_byte in csrc/pattern.h) with bytes flipped where the test chooses, except the file
 senders' case, which runs the real servers on a message file with flipped bytes.  Only the test fixtures and the
 compiled programs are used, not the copylab package.  Every case records itself through the ``outcome`` fixture.
 """
@@ -39,7 +39,7 @@ TAG = os.getpid() % 100000
 
 
 def pattern_byte(seq: int, offset: int) -> int:
-    """The byte the receiver expects at OFFSET within message number SEQ (pattern_byte in csrc/copylab.h)."""
+    """The byte the receiver expects at OFFSET within message number SEQ (pattern_byte in csrc/pattern.h)."""
     return (offset * 131 + (offset >> 8) * 7 + seq * 29 + (seq >> 8)) & 0xFF
 
 

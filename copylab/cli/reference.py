@@ -141,7 +141,10 @@ def programs_page() -> str:
     for role, keys in contract.RESULTS.items():
         lines += ["", f"## {role}", "", f"Printed by {PROGRAMS_OF[role]}.", ""]
         lines += ["| key | type | unit | meaning |", "|---|---|---|---|"]
-        lines += [f"| `{key.name}` | {key.kind} | {key.unit} | {_cell(key.meaning)} |" for key in keys]
+        lines += [
+            f"| `{key.name}` | {key.kind}{' or null' if key.nullable else ''} | {key.unit} | {_cell(key.meaning)} |"
+            for key in keys
+        ]
     lines += [
         "",
         "## A sample",

@@ -1,5 +1,7 @@
 """What the C programs print: one JSON object per program, every key declared here with its type and unit.
 
+A key that fills a trials.csv column is the column's quantity: its type, unit and meaning are the column's,
+declared once in copylab.declarations.schema (or in the setting that declares the column), never again here.
 The drivers read results only through parse(); tests/test_contract.py checks that the C sources emit
 exactly these keys and that every program's real output parses.  A missing, unknown, null or mistyped
 key is an error that names it, never an empty column.
@@ -10,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from copylab.declarations.schema import COLUMN_BY_NAME, SIDE_QUANTITIES
 
 Kind = Literal["int", "float", "str", "list"]
 
@@ -29,6 +33,21 @@ class Key:
     column: str | None = None
 
 
+_KINDS: dict[str, Kind] = {"int": "int", "float": "float", "str": "str"}
+
+
+def _stored(column: str, name: str | None = None, nullable: bool = False) -> Key:
+    """The key a program prints for COLUMN's quantity ("{side}_..." for a side's own), under NAME when the program
+    calls it otherwise, NULLABLE when the program prints null where the column stays empty."""
+    if column.startswith("{side}_"):
+        quantity = SIDE_QUANTITIES[column.removeprefix("{side}_")]
+        kind, unit, meaning = quantity.kind, quantity.unit, quantity.meaning("the program")
+    else:
+        declared = COLUMN_BY_NAME[column]
+        kind, unit, meaning = declared.kind, declared.unit, declared.description
+    return Key(name or column.removeprefix("{side}_"), _KINDS[kind], unit, meaning, nullable, column)
+
+
 # When the window began and ended (CLOCK_MONOTONIC, what BPF's nsecs counts) and which process received:
 # kernel copy accounting sums what the kernel copied for that process between the two.
 _WINDOW = (
@@ -43,170 +62,58 @@ _IDENTITY = (
     Key("size", "int", "B", "message size"),
     Key("threads", "int", "", "data connections, one thread each"),
 )
-_USAGE = (
-    Key("cpu_user_s", "float", "s", "user CPU time over the measured window", column="{side}_cpu_user_s"),
-    Key("cpu_sys_s", "float", "s", "system CPU time over the measured window", column="{side}_cpu_sys_s"),
-    Key("ctx_voluntary", "int", "count", "voluntary context switches in the window", column="{side}_ctx_voluntary"),
-    Key(
-        "ctx_involuntary", "int", "count", "involuntary context switches in the window", column="{side}_ctx_involuntary"
-    ),
-)
+_USAGE = tuple(_stored(f"{{side}}_{name}") for name in SIDE_QUANTITIES)
 # Both ends report it; a trial whose ends disagree, or differ from what the sweep asked, fails
 # (copylab.measure.running.drivers).
-_CONGESTION = Key(
-    "congestion_control",
-    "str",
-    "",
-    "the TCP congestion control of its connections, read back from a socket (a listener's is what the connections "
-    "it accepts inherit)",
-    column="congestion_control",
-)
+_CONGESTION = _stored("congestion_control")
 # Both ends report it too, and a trial whose ends differ from the sweep fails alike.
-_SOCKET_BUFFER = Key(
-    "socket_buffer",
-    "int",
-    "B",
-    "the send and receive buffer it asked for on every socket, which the kernel was checked to hold doubled (0: it "
-    "left them to the kernel)",
-    column="socket_buffer_bytes",
-)
+_SOCKET_BUFFER = _stored("socket_buffer_bytes", "socket_buffer")
+# null unless the sending path uses MSG_ZEROCOPY
 _ZERO_COPY = tuple(
-    Key(name, "int", "count", meaning + " (null unless the sending path uses MSG_ZEROCOPY)", True, name)
-    for name, meaning in (
-        ("zc_sends", "MSG_ZEROCOPY sendmsg calls that succeeded"),
-        ("zc_completed", "sends covered by completion notifications"),
-        ("zc_copied", "completed sends flagged SO_EE_CODE_ZEROCOPY_COPIED"),
-        ("zc_notifications", "completion notifications read from the error queue"),
-        ("zc_enobufs", "sends refused with ENOBUFS and retried"),
-    )
+    _stored(name, nullable=True) for name in ("zc_sends", "zc_completed", "zc_copied", "zc_notifications", "zc_enobufs")
 )
-_LATENCY = tuple(
-    Key(
-        f"latency_{name}_us",
-        "float",
-        "us",
-        f"{meaning} round-trip time (null in stream mode)",
-        True,
-        f"latency_{name}_us",
-    )
-    for name, meaning in (
-        ("mean", "mean"),
-        ("p50", "median"),
-        ("p99", "99th percentile"),
-        ("p999", "99.9th percentile"),
-        ("max", "largest"),
-    )
-)
+# null in stream mode
+_LATENCY = tuple(_stored(f"latency_{name}_us", nullable=True) for name in ("mean", "p50", "p99", "p999", "max"))
 
 RESULTS: dict[str, tuple[Key, ...]] = {
     "server": (
         *_IDENTITY,
         Key("layout", "str", "", "fields, aligned or contiguous: how the sender held the message (--layout)"),
         *_USAGE,
-        Key("retransmits", "int", "count", "TCP retransmits of the sending connections", column="retransmits"),
-        Key(
-            "srtt_us",
-            "float",
-            "us",
-            "smoothed round-trip time of the sending connections at their end (TCP_INFO), their mean",
-            column="srtt_us",
-        ),
+        _stored("retransmits"),
+        _stored("srtt_us"),
         _CONGESTION,
         _SOCKET_BUFFER,
-        Key(
-            "send_buffer_bytes",
-            "int",
-            "B",
-            "the first sending connection's send buffer at the window's end as the kernel held it (SO_SNDBUF: twice "
-            "--socket-buffer, or what the kernel had grown it to)",
-            column="snd_send_buffer_bytes",
-        ),
+        _stored("snd_send_buffer_bytes", "send_buffer_bytes"),
         *_ZERO_COPY,
-        Key(
-            "zc_pages_per_message",
-            "float",
-            "pages",
-            "pages pinned per message: each iovec entry's pages, summed over entries, averaged over the messages "
-            "sent (null unless the sending path uses MSG_ZEROCOPY)",
-            True,
-            "zc_pages_per_message",
-        ),
-        Key(
-            "sink_segment_bytes",
-            "int",
-            "B",
-            "the UDP_SEGMENT size of its datagrams, 0: none (null unless --path sink)",
-            True,
-            "sink_segment_bytes",
-        ),
+        _stored("zc_pages_per_message", nullable=True),
+        _stored("sink_segment_bytes", nullable=True),  # null unless --path sink
     ),
     "client": (
         *_IDENTITY,
         Key("receive", "str", "", "copy, truncate or mmap: how the client took the bytes in"),
-        Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
+        _stored("measured_s"),
         *_WINDOW,
-        Key("bytes", "int", "B", "bytes received in the window", column="bytes"),
-        Key("messages", "int", "count", "messages (stream) or round trips (rr) in the window", column="messages"),
-        Key(
-            "receive_calls",
-            "int",
-            "count",
-            "receive system calls (recv(), TCP_ZEROCOPY_RECEIVE) in the window",
-            column="rcv_receive_calls",
-        ),
-        Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
+        _stored("bytes"),
+        _stored("messages"),
+        _stored("rcv_receive_calls", "receive_calls"),
+        _stored("throughput_gbps"),
         *_LATENCY,
         _CONGESTION,
         _SOCKET_BUFFER,
-        Key(
-            "receive_buffer_bytes",
-            "int",
-            "B",
-            "the first receiving connection's receive buffer at the window's end as the kernel held it (SO_RCVBUF: "
-            "twice --socket-buffer, or what the kernel had grown it to)",
-            column="rcv_receive_buffer_bytes",
-        ),
+        _stored("rcv_receive_buffer_bytes", "receive_buffer_bytes"),
         *_USAGE,
-        Key(
-            "rx_mapped_bytes",
-            "int",
-            "B",
-            "bytes received as mapped pages in the window (null unless receive mmap)",
-            True,
-            "rx_mapped_bytes",
-        ),
-        Key(
-            "rx_copied_bytes",
-            "int",
-            "B",
-            "bytes received by recv() in the window (null unless receive mmap)",
-            True,
-            "rx_copied_bytes",
-        ),
-        Key(
-            "rx_copybuf_bytes",
-            "int",
-            "B",
-            "bytes TCP_ZEROCOPY_RECEIVE copied into its copy buffer inside the call, what it could not map (null "
-            "unless receive mmap)",
-            True,
-            "rx_copybuf_bytes",
-        ),
-        Key(
-            "sink_datagrams",
-            "int",
-            "count",
-            "datagrams the sink device's qdisc dropped in the window; bytes are counted from them (null unless --path "
-            "sink)",
-            True,
-            "sink_datagrams",
-        ),
+        # null unless receive mmap
+        _stored("rx_mapped_bytes", nullable=True),
+        _stored("rx_copied_bytes", nullable=True),
+        _stored("rx_copybuf_bytes", nullable=True),
+        _stored("sink_datagrams", nullable=True),  # null unless --path sink
     ),
 }
 # The servers experiment: a model's server (serve_main.c) and the load client.
 RESULTS["model_server"] = (
     Key("role", "str", "", "server"),
-    Key("model", "str", "", "how the server waits for connections (csrc/wait_MODEL.c)", column="model"),
+    _stored("model"),
     Key("size", "int", "B", "response size"),
     Key("connections", "int", "", "connections the client opened, busy and idle"),
     _CONGESTION,
@@ -220,38 +127,18 @@ RESULTS["load_client"] = (
     Key("idle_connections", "int", "", "connections opened besides and silent throughout"),
     Key("offered_rate", "int", "1/s", "requests per second sent on a schedule (0: closed loop)"),
     Key("threads", "int", "", "threads driving them"),
-    Key("measured_s", "float", "s", "length of the measured window", column="measured_s"),
+    _stored("measured_s"),
     *_WINDOW,
-    Key("requests", "int", "count", "round trips completed in the window", column="messages"),
-    Key("requests_per_s", "float", "1/s", "requests / measured_s", column="requests_per_s"),
-    Key("bytes", "int", "B", "response bytes received in the window", column="bytes"),
-    Key("throughput_gbps", "float", "Gbit/s", "bytes x 8 / measured_s / 1e9", column="throughput_gbps"),
+    _stored("messages", "requests"),
+    _stored("requests_per_s"),
+    _stored("bytes"),
+    _stored("throughput_gbps"),
     *_LATENCY,
-    Key(
-        "issue_lag_p99_us",
-        "float",
-        "us",
-        "99th percentile of how late the client sent a request of the window against its schedule (null: closed loop)",
-        True,
-        "issue_lag_p99_us",
-    ),
-    Key(
-        "connections_served",
-        "int",
-        "count",
-        "connections with a request completed in the window",
-        column="connections_served",
-    ),
+    _stored("issue_lag_p99_us", nullable=True),  # null in a closed loop
+    _stored("connections_served"),
     _CONGESTION,
     _SOCKET_BUFFER,
-    Key(
-        "fairness",
-        "float",
-        "",
-        "Jain's index over the connections' completed requests (null: none completed)",
-        True,
-        "fairness",
-    ),
+    _stored("fairness", nullable=True),  # null when no connection completed a request
     *_USAGE,
 )
 # A calibration-like probe the harness runs around each trial (csrc/speed_probe.c).

@@ -10,9 +10,11 @@ copylab lacks the later ones, and loads with them empty (copylab.record.trials_f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from copylab import experiments
 from copylab.declarations.settings import SETTINGS
-from copylab.declarations.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Column
+from copylab.declarations.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Column, Kind
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 
@@ -32,13 +34,34 @@ PERF_EVENTS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class SideQuantity:
+    """What each end measures of itself, stored once per side ("snd_NAME", "rcv_NAME"); every program prints it
+    as NAME (copylab.declarations.contract)."""
+
+    name: str
+    kind: Kind
+    unit: str
+    template: str  # "{who}": the end that measured it
+
+    def meaning(self, who: str) -> str:
+        return self.template.format(who=who)
+
+
+# In the order every program prints them (json_usage in csrc/usage.c).
+SIDE_QUANTITIES: dict[str, SideQuantity] = {
+    quantity.name: quantity
+    for quantity in (
+        SideQuantity("cpu_user_s", "float", "s", "user CPU time of {who} over the measured window (getrusage)"),
+        SideQuantity("cpu_sys_s", "float", "s", "system CPU time of {who} over the measured window (getrusage)"),
+        SideQuantity("ctx_voluntary", "int", "count", "voluntary context switches of {who} in the window"),
+        SideQuantity("ctx_involuntary", "int", "count", "involuntary context switches of {who} in the window"),
+    )
+}
+
+
 def _side_columns(side: str, who: str) -> list[Column]:
-    columns = [
-        Column(f"{side}_cpu_user_s", "float", "s", f"user CPU time of the {who} over the measured window (getrusage)"),
-        Column(f"{side}_cpu_sys_s", "float", "s", f"system CPU time of the {who} over the measured window (getrusage)"),
-        Column(f"{side}_ctx_voluntary", "int", "count", f"voluntary context switches of the {who} in the window"),
-        Column(f"{side}_ctx_involuntary", "int", "count", f"involuntary context switches of the {who} in the window"),
-    ]
+    columns = [Column(f"{side}_{q.name}", q.kind, q.unit, q.meaning(f"the {who}")) for q in SIDE_QUANTITIES.values()]
     for event, suffix in PERF_EVENTS.items():
         unit = "ms" if event == "task-clock" else "count"
         columns.append(
