@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from copylab import installed_version
 from copylab.cli.commands import COMMANDS, REQUIRED, Command
 from copylab.cli.parsing import with_default
 from copylab.errors import CopylabError
@@ -89,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Each task's options: copylab TASK --help.  ./inv TASK runs the same tasks after preparing the "
         "environment.",
     )
+    top.add_argument("--version", action="version", version=f"copylab {installed_version()}")
     commands = top.add_subparsers(title="tasks", metavar="TASK", required=True)
     for command in COMMANDS:
         _add_command(commands, command)
