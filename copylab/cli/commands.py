@@ -275,6 +275,17 @@ def compare(a: str, b: str, out: str | None = None) -> int:
     return 0
 
 
+def handin(out: str | None = None) -> int:
+    """Pack what a student hands in into one archive: the report (PDF and web page), the sweeps it was rendered from
+    and their figures, with a SHA256SUMS file inside (check it with sha256sum -c)."""
+    from copylab.paths import shown
+    from copylab.study.handin import DEFAULT_ARCHIVE, write_handin
+
+    archive, count = write_handin(Path(out) if out else DEFAULT_ARCHIVE)
+    print(f"handin: {shown(archive)} ({count} files and their SHA256SUMS)")
+    return 0
+
+
 def test(k: str | None = None, x: bool = False, workers: str | None = None, passed_on: Sequence[str] = ()) -> int:
     """Run the whole test suite (needs root for the namespace tests); pytest's own options follow `--`.
 
@@ -442,6 +453,11 @@ COMMANDS: tuple[Command, ...] = (
                 "where comparison.csv, the figures and comparison.pdf go (default: report/comparisons/A-vs-B)",
             ),
         ],
+    ),
+    Command(
+        "handin",
+        handin,
+        [Option("out", None, "the archive to write (.tar.gz; default: report/handin.tar.gz)")],
     ),
     Command(
         "test",
