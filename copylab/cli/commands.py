@@ -21,7 +21,7 @@ from copylab import experiments
 from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
 from copylab.declarations import settings
 from copylab.errors import CopylabError
-from copylab.paths import DATA, REFERENCE_DATA, REFERENCES, REPORT, ROOT
+from copylab.paths import DATA, REFERENCE_DATA, REFERENCES, REPORT, ROOT, shown
 from copylab.record.origin import ModifiedData
 from copylab.study import REPORT_BUDGET_S
 
@@ -259,9 +259,11 @@ def report(
     return 0
 
 
-def compare(a: str, b: str, out: str | None = None) -> int:
+def compare(a: str, b: str, out: str | None = None, shared_only: bool = False) -> int:
     """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
-    manifest differences; prints the paths it wrote, one per line."""
+    manifest differences; prints the paths it wrote, one per line. Sweeps of different grids or methods are
+    refused unless --shared-only."""
+    from copylab.record.grids import comparable
     from copylab.record.store import SweepStore
     from copylab.study import pipeline
 
@@ -269,6 +271,9 @@ def compare(a: str, b: str, out: str | None = None) -> int:
     for store in stores:
         if not store.trials_path.is_file() or not store.manifest_path.is_file():
             raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
+    parameters = [store.read_manifest().parameters for store in stores]
+    if said := comparable(parameters[0], parameters[1], (a, b), shared_only):
+        print(said, file=sys.stderr)
     directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
     for path in pipeline.compare(stores[0], stores[1], directory):
         print(path)
@@ -276,9 +281,7 @@ def compare(a: str, b: str, out: str | None = None) -> int:
 
 
 def handin(out: str | None = None) -> int:
-    """Pack what a student hands in into one archive: the report (PDF and web page), the sweeps it was rendered from
-    and their figures, with a SHA256SUMS file inside (check it with sha256sum -c)."""
-    from copylab.paths import shown
+    """What a student hands in, as one archive: the report, its sweeps and their figures, with SHA256SUMS inside."""
     from copylab.study.handin import DEFAULT_ARCHIVE, write_handin
 
     archive, count = write_handin(Path(out) if out else DEFAULT_ARCHIVE)
@@ -452,13 +455,10 @@ COMMANDS: tuple[Command, ...] = (
                 None,
                 "where comparison.csv, the figures and comparison.pdf go (default: report/comparisons/A-vs-B)",
             ),
+            Option("shared_only", False, "compare what sweeps of other grids or methods share (says what is left out)"),
         ],
     ),
-    Command(
-        "handin",
-        handin,
-        [Option("out", None, "the archive to write (.tar.gz; default: report/handin.tar.gz)")],
-    ),
+    Command("handin", handin, [Option("out", None, "the archive to write (.tar.gz; default: report/handin.tar.gz)")]),
     Command(
         "test",
         test,

@@ -15,8 +15,9 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from copylab import error_catalogue
 from copylab.errors import CopylabError
-from copylab.paths import FIGURES, REPORT
+from copylab.paths import FIGURES, REPORT, shown
 from copylab.record.store import SweepStore
 
 TOP = "handin"  # the archive's one top-level folder
@@ -48,7 +49,7 @@ def handed_in(report_dir: Path | None = None) -> dict[str, Path]:
     pdf, html, executed = (report_dir / f"report.{suffix}" for suffix in ("pdf", "html", "ipynb"))
     missing = [path.name for path in (pdf, html, executed) if not path.is_file()]
     if missing:
-        raise CopylabError(f"no report to hand in ({', '.join(missing)} missing in {report_dir}): run ./inv report first")
+        raise error_catalogue.NO_REPORT.error(missing=", ".join(missing), directory=shown(report_dir))
     files = {f"report/{path.name}": path for path in (pdf, html)}
     for store in report_sweeps(executed):
         files.update({f"data/{store.key}/{p.relative_to(store.directory)}": p for p in _files(store.directory)})
