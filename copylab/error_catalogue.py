@@ -229,7 +229,8 @@ URING_UNAVAILABLE = Entry(
     "`uring` server.",
     URING,
     kind="note",
-    sample={"name": "uring_send", "why": "io_uring_setup: Operation not permitted (kernel.io_uring_disabled?)"},
+    # its name is an io_uring sender's, which the page's generator takes from the registry
+    sample={"why": "io_uring_setup: Operation not permitted (kernel.io_uring_disabled?)"},
 )
 NOTHING_RUNS = Entry(
     "no implementation of the sweep can run here (see the lines above)",

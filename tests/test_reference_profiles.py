@@ -32,9 +32,9 @@ def test_a_reference_of_another_grid_or_method_is_caught(tmp_path):
     manifest = json.loads((planted / "manifest.json").read_text())
     parameters = manifest["parameters"]
     parameters["warmup_s"] = parameters["warmup_s"] * 2
-    parameters["rr_sizes" if holding.experiment == "servers" else "sizes"] = [8]
+    parameters["rr_sizes" if parameters["rr_sizes"] and not parameters["sizes"] else "sizes"] = [8]
     (planted / "manifest.json").write_text(json.dumps(manifest))
-    moved = Reference(planted, holding.experiment, holding.profile, holding.options)
+    moved = Reference(planted, holding.given)
     assert {difference.part for difference in departures(moved)} == {"grid", "method"}
 
 

@@ -50,6 +50,8 @@ def derived_samples() -> dict[str, dict[str, Any]]:
             "limit": limited[0].max_connections,
             "fd_setsize": f"{FD_SETSIZE:,}",
         },
+        # an io_uring sender: its name is its kind of submission ("uring_...")
+        "URING_UNAVAILABLE": {"name": next(name for name in implementations.names() if name.startswith("uring_"))},
         # the first buffer the sweep checks, on a host whose two caps are alike (Debian's default: 212992 bytes)
         "SOCKET_BUFFER_CAPPED": {
             "buffer": first,
