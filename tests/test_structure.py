@@ -90,6 +90,7 @@ LAYERS = (
     (
         "copylab.errors",
         "copylab.error_catalogue",
+        "copylab.measured",
         "copylab.paths",
         "copylab.formatting",
         "copylab.scratch",

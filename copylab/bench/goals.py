@@ -56,7 +56,7 @@ class BenchFigure:
 OVERHEAD_BUDGET_S = 0.1
 FULL_PROFILE_BUDGET_MIN = 30
 ANALYSIS_BUDGET_S = 60
-REPORT_BUDGET_S = 300
+REPORT_BUDGET_S = 330  # ./inv report: its 7 sweeps under a 250 s measuring budget, then analyses and PDF
 
 
 @dataclass(frozen=True)
@@ -391,7 +391,7 @@ def report_time(smoke: bool) -> list[BenchFigure]:
     return [
         BenchFigure(
             f"./inv report (build, the declared sweeps: {_declared_sweeps()}; analysis, PDF)",
-            f"<= {REPORT_BUDGET_S / 60:.0f} min",
+            f"<= {REPORT_BUDGET_S / 60:g} min",
             f"{seconds / 60:.1f} min",
             seconds <= REPORT_BUDGET_S,
         )

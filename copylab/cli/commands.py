@@ -21,7 +21,7 @@ from copylab import experiments
 from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
 from copylab.declarations import settings
 from copylab.errors import CopylabError
-from copylab.paths import DATA, REFERENCE_DATA, REFERENCES, REPORT, ROOT, shown
+from copylab.paths import DATA, REFERENCE_DATA, REFERENCES, REPORT, ROOT
 from copylab.record.origin import ModifiedData
 from copylab.study import REPORT_BUDGET_S
 
@@ -263,7 +263,7 @@ def compare(a: str, b: str, out: str | None = None, shared_only: bool = False) -
     """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
     manifest differences; prints the paths it wrote, one per line. Sweeps of different grids or methods are
     refused unless --shared-only."""
-    from copylab.record.grids import comparable
+    from copylab.record.grids import check_comparable
     from copylab.record.store import SweepStore
     from copylab.study import pipeline
 
@@ -272,8 +272,7 @@ def compare(a: str, b: str, out: str | None = None, shared_only: bool = False) -
         if not store.trials_path.is_file() or not store.manifest_path.is_file():
             raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
     parameters = [store.read_manifest().parameters for store in stores]
-    if said := comparable(parameters[0], parameters[1], (a, b), shared_only):
-        print(said, file=sys.stderr)
+    check_comparable(parameters[0], parameters[1], (a, b), shared_only)
     directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
     for path in pipeline.compare(stores[0], stores[1], directory):
         print(path)
@@ -282,11 +281,9 @@ def compare(a: str, b: str, out: str | None = None, shared_only: bool = False) -
 
 def handin(out: str | None = None) -> int:
     """What a student hands in, as one archive: the report, its sweeps and their figures, with SHA256SUMS inside."""
-    from copylab.study.handin import DEFAULT_ARCHIVE, write_handin
+    from copylab.study.handin import hand_in
 
-    archive, count = write_handin(Path(out) if out else DEFAULT_ARCHIVE)
-    print(f"handin: {shown(archive)} ({count} files and their SHA256SUMS)")
-    return 0
+    return hand_in(Path(out) if out else None)
 
 
 def test(k: str | None = None, x: bool = False, workers: str | None = None, passed_on: Sequence[str] = ()) -> int:
@@ -374,6 +371,7 @@ def calibrate(data: str | None = None) -> int:
 def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool = False) -> int:
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
     from copylab.bench.goals import run_bench, table
+    from copylab.cli.measuring import record_bench
     from copylab.measure.host.provenance import host, now_iso
     from copylab.programs.build import build as run_build
 
@@ -387,6 +385,7 @@ def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool
     machine = host()
     print(f"copylab bench, {now_iso()}, {machine.cpu_model}, {machine.cores} cores, kernel {machine.kernel}")
     print(table(figures))
+    record_bench(figures, smoke)
     return 1 if any(figure.passed is False for figure in figures) else 0
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from copylab import installed_version
+from copylab.cli import measuring
 from copylab.cli.commands import COMMANDS, REQUIRED, Command
 from copylab.cli.parsing import with_default
 from copylab.errors import CopylabError
@@ -110,4 +111,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif passed_on:
         print(f"copylab: error: {command.name} takes no arguments after --", file=sys.stderr)
         return BAD_INPUT
-    return guarded(lambda: command.run(**namespace))
+    return guarded(lambda: measuring.run(command, namespace))

@@ -9,6 +9,7 @@ sweep spent) may differ between sweeps that measured alike.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -126,3 +127,10 @@ def comparable(a: SweepConfig, b: SweepConfig, names: tuple[str, str], shared_on
     if method:
         said.append(f"measured differently: {'; '.join(method)}")
     return f"copylab: comparing only the configurations both sweeps hold; {'; '.join(said)}"
+
+
+def check_comparable(a: SweepConfig, b: SweepConfig, names: tuple[str, str], shared_only: bool) -> None:
+    """comparable(), its line (what was left out) on stderr."""
+    said = comparable(a, b, names, shared_only)
+    if said:
+        print(said, file=sys.stderr)
