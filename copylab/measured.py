@@ -68,10 +68,15 @@ def this_commit() -> str:
     return result.stdout.strip() or "unknown"
 
 
+# The commit a run measures: taken when it starts (copylab.cli.measuring), since the checkout may change under it.
+STARTED_AT: dict[str, str] = {}
+
+
 def figure(value: float | int | str, unit: str, what: str, by: str, **goal: Any) -> Figure:
-    """A figure measured now, on this host, at this commit."""
+    """A figure measured now, on this host, at the commit the run started from."""
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Figure(value, unit, what, by, when, this_host(), this_commit(), **goal)
+    commit = STARTED_AT.get("commit") or this_commit()
+    return Figure(value, unit, what, by, when, this_host(), commit, **goal)
 
 
 def record(figures: Mapping[str, Figure], path: Path = RECORD) -> None:

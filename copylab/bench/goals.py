@@ -56,7 +56,7 @@ class BenchFigure:
 OVERHEAD_BUDGET_S = 0.1
 FULL_PROFILE_BUDGET_MIN = 30
 ANALYSIS_BUDGET_S = 60
-REPORT_BUDGET_S = 330  # ./inv report: its 7 sweeps under a 250 s measuring budget, then analyses and PDF
+REPORT_BUDGET_S = 330  # ./inv report end to end: its measuring budget (copylab.study), then analyses and PDF
 
 
 @dataclass(frozen=True)

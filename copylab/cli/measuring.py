@@ -61,6 +61,8 @@ def _test(options: dict[str, Any], seconds: float, started: float) -> dict[str, 
 
 def run(command: Any, options: dict[str, Any]) -> int:
     """COMMAND's exit status for OPTIONS; its figures recorded when asked to and it succeeded."""
+    if measured.recording():
+        measured.STARTED_AT["commit"] = measured.this_commit()
     started_wall, started = time.time(), time.monotonic()
     status: int = command.run(**options)
     seconds = time.monotonic() - started
