@@ -121,10 +121,11 @@ def page(figures: Mapping[str, Figure]) -> str:
     for key, entry in sorted(figures.items(), key=lambda item: item[1].when, reverse=True):
         by_command.setdefault(entry.by, []).append((key, entry))
     for command, entries in by_command.items():
-        lines += ["", f"## `{command}`", "", "| key | figure | value | goal | result | when | host | commit |"]
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines += ["", f"## `{command}`", "", "| figure (its key) | value | goal | result | when | host | commit |"]
+        lines.append("|---|---|---|---|---|---|---|")
         for key, entry in entries:
-            cells = [f"`{key}`", entry.what, shown(entry), entry.goal or "-", _result(entry), entry.when]
+            named = entry.what if key == entry.what else f"{entry.what} (`{key}`)"
+            cells = [named, shown(entry), entry.goal or "-", _result(entry), entry.when]
             lines.append("| " + " | ".join(_cell(cell) for cell in [*cells, entry.host, entry.commit]) + " |")
     return "\n".join(lines) + "\n"
 

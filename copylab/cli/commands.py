@@ -300,7 +300,7 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
         subprocess.call([sys.executable, "-m", "tests.skips", *selection], cwd=ROOT)
     # both parts are one run: the robustness record keeps this run's cases alone (tests/robustness_table.py)
     env = dict(os.environ, COPYLAB_TEST_RUN=f"{os.getpid()}-{secrets.token_hex(4)}")
-    # the slowest tests named at the end: the suite has a time budget (docs/performance.md)
+    # the slowest tests named at the end: what the suite costs is a figure of its own (docs/measured.md, test_s)
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "--durations=12", *(["-k", k] if k else [])]
     command += ["-x"] if x else []
     parallel = ["-n", str(count), "--dist", "loadfile"] if count > 1 else []

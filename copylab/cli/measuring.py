@@ -56,6 +56,8 @@ def _test(options: dict[str, Any], seconds: float, started: float) -> dict[str, 
         f"tests_{outcome}": measured.figure(count, "", f"tests {outcome} in that run", by)
         for outcome, count in counts.items()
     }
+    if counts:
+        figures["tests_total"] = measured.figure(sum(counts.values()), "", "tests in the suite", by)
     return figures
 
 
