@@ -79,13 +79,13 @@ def figure(value: float | int | str, unit: str, what: str, by: str, **goal: Any)
     return Figure(value, unit, what, by, when, this_host(), commit, **goal)
 
 
-def record(figures: Mapping[str, Figure], path: Path = RECORD) -> None:
+def record(figures: Mapping[str, Figure], path: Path = RECORD, page_path: Path = PAGE) -> None:
     """Writes FIGURES over those of the same keys, and the page from the whole record; nothing unless recording."""
     if not recording():
         return
     merged = {**load(path), **figures}
     path.write_text(json.dumps({key: asdict(f) for key, f in sorted(merged.items())}, indent=1) + "\n")
-    PAGE.write_text(page(merged))
+    page_path.write_text(page(merged))
     print(f"copylab: recorded {len(figures)} figures in {path}", file=sys.stderr)
 
 

@@ -17,7 +17,7 @@ from tests.test_docs import readme_console
 
 README = ROOT / "README.md"
 # A figure quoted: [NUMBER UNIT](…measured.md "KEY")
-CITATION = re.compile(r"\[([^\]]+)\]\((?:\.\./|docs/)?measured\.md \"([^\"]+)\"\)")
+CITATION = re.compile(r"\[([^\]]+)\]\((?:\.\./|docs/)?measured\.md\s+\"([^\"]+)\"\)")
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 # What a quoted unit is in the unit a figure is recorded in.
 SCALE = {("minutes", "s"): 60, ("minute", "s"): 60, ("min", "s"): 60, ("s", "s"): 1, ("seconds", "s"): 1}
@@ -121,3 +121,30 @@ def test_the_readme_says_the_code_s_budget_sweeps_and_packages():
 
 def test_the_descriptors_the_programs_page_says_are_the_code_s():
     assert f"C + {DESCRIPTORS_BESIDES_CONNECTIONS}." in (ROOT / "docs" / "programs.md").read_text()
+
+
+def test_a_run_records_only_when_asked(tmp_path, monkeypatch):
+    record, page = tmp_path / "measured.json", tmp_path / "measured.md"
+    figure = measured.figure(12.5, "s", "./inv calibrate", "./inv calibrate")
+    monkeypatch.delenv(measured.RECORDING, raising=False)
+    measured.record({"calibration_s": figure}, record, page)
+    assert not record.exists() and not page.exists()
+    monkeypatch.setenv(measured.RECORDING, "1")
+    measured.record({"calibration_s": figure}, record, page)
+    measured.record({"test_s": measured.figure(700, "s", "./inv test", "./inv test")}, record, page)
+    kept = measured.load(record)
+    assert kept["calibration_s"].value == 12.5 and kept["test_s"].value == 700  # one run's figures keep the other's
+    assert page.read_text() == measured.page(kept)
+    assert kept["test_s"].host == measured.this_host() and kept["test_s"].commit
+
+
+def test_the_suite_s_counts_are_those_its_sessions_left(tmp_path, monkeypatch):
+    from copylab.cli import measuring
+
+    monkeypatch.setattr(measuring, "OUTCOMES", tmp_path)
+    (tmp_path / "outcomes-1-10.json").write_text('{"passed": 700, "failed": 0, "skipped": 12}')
+    (tmp_path / "outcomes-1-11.json").write_text('{"passed": 40, "failed": 1, "skipped": 0}')
+    figures = measuring._test({"k": None, "passed_on": []}, 725.0, started=0.0)
+    assert figures["test_s"].value == 725
+    assert (figures["tests_passed"].value, figures["tests_failed"].value, figures["tests_total"].value) == (740, 1, 753)
+    assert measuring._test({"k": "servers", "passed_on": []}, 10.0, started=0.0) == {}
