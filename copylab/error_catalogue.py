@@ -69,7 +69,8 @@ MISSING_PACKAGES = Entry(
 C_BUILD_FAILED = Entry(
     "the C build failed: {reason}",
     "`gcc` or `make` stopped: the reason is the last line they printed. A missing compiler or header (`gcc`, "
-    "`liburing-dev`) is the usual cause on a new machine.",
+    "`liburing-dev`) is the usual cause on a new machine; `Permission denied`, a `build/` left owned by root by a "
+    f"`sudo ./inv` (then: `{_CHOWN}`).",
     "Run `make -C csrc` to see the whole output; `sudo apt-get install gcc make libc6-dev liburing-dev` installs "
     "what the build needs.",
     SETUP,
