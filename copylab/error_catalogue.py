@@ -106,6 +106,15 @@ ALREADY_HOLDS = Entry(
     FILES,
     sample={"directory": "data/sweep"},
 )
+NOT_A_SWEEP = Entry(
+    "{directory}: not a sweep directory (no {missing})",
+    "A task that reads sweeps (`report --data`, `compare`, `analyze`, `explore`) was given a folder that holds no "
+    "sweep: a sweep's folder holds its `trials.csv` and `manifest.json`.",
+    "Name a folder that `./inv run-sweep` or `./inv report` wrote, `data/NAME` (`ls data/` lists them), or a "
+    "committed reference, `data/reference`.",
+    FILES,
+    sample={"directory": "data/quick", "missing": "trials.csv"},
+)
 NO_REPORT = Entry(
     "no report to hand in ({missing} missing in {directory}): run ./inv report first",
     "`./inv handin` packs the report that `./inv report` wrote, with the sweeps it was rendered from.",

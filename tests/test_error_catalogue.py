@@ -25,6 +25,7 @@ PENDING = {
     "copylab/declarations/config.py": {"SELECT_LIMIT", "TOO_FEW_DESCRIPTORS"},
     "copylab/declarations/socket_buffer.py": {"SOCKET_BUFFER_CAPPED"},
     "copylab/measure/sweep.py": {"ALREADY_HOLDS", "NOT_WRITABLE", "NOTHING_RUNS"},
+    "copylab/report/render.py": {"NOT_A_SWEEP"},
     "copylab/testbeds/congestion.py": {"CONGESTION_UNOFFERED"},
     "copylab/testbeds/sender_pages.py": {"PAGES_NEED_ROOT", "PAGES_HELD"},
     "copylab/testbeds/userns.py": {"USERNS_DISABLED", "USERNS_REFUSED"},
@@ -47,6 +48,10 @@ def literal_copies(sources: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
     """By module (SOURCES: its name and text), the catalogued errors whose message it writes out itself: a string
     of the module that, its run-time values filled in, can be the message."""
     errors = {name: entry.message for name, entry in error_catalogue.entries().items() if entry.kind == "error"}
+    templates = {
+        name: re.compile(".*?".join(map(re.escape, re.split(r"\{[^}]*\}", message))), re.S)
+        for name, message in errors.items()
+    }
     found: dict[str, set[str]] = {}
     for module, text in sources:
         for node in ast.walk(ast.parse(text)):
@@ -55,6 +60,8 @@ def literal_copies(sources: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
                 continue
             pattern = re.compile(".*?".join(map(re.escape, literal.split("\0"))), re.S)
             found_here = {name for name, message in errors.items() if pattern.fullmatch(message)}
+            # and the other way round: the catalogue's fields filled in with what the module writes there
+            found_here |= {name for name, template in templates.items() if template.fullmatch(literal)}
             if found_here:
                 found.setdefault(module, set()).update(found_here)
     return found

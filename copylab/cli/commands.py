@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copylab import experiments
+from copylab import error_catalogue, experiments
 from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
 from copylab.declarations import settings
 from copylab.errors import CopylabError
@@ -212,7 +212,7 @@ def _sweep_stores(data: str) -> list[Any]:
     stores = [SweepStore(directory) for directory in parse_list(data) or []]
     for store in stores:
         if not store.trials_path.is_file():
-            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+            raise error_catalogue.NOT_A_SWEEP.error(directory=store.directory, missing="trials.csv")
     return stores
 
 
@@ -270,7 +270,7 @@ def compare(a: str, b: str, out: str | None = None, shared_only: bool = False) -
     stores = [SweepStore(directory) for directory in (a, b)]
     for store in stores:
         if not store.trials_path.is_file() or not store.manifest_path.is_file():
-            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
+            raise error_catalogue.NOT_A_SWEEP.error(directory=store.directory, missing="trials.csv and manifest.json")
     parameters = [store.read_manifest().parameters for store in stores]
     check_comparable(parameters[0], parameters[1], (a, b), shared_only)
     directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
