@@ -122,6 +122,22 @@ NO_REPORT = Entry(
     FILES,
     sample={"missing": "report.pdf, report.html, report.ipynb", "directory": "report"},
 )
+REPORT_SWEEP_GONE = Entry(
+    "the report was rendered from {directory}, which no longer holds a sweep",
+    "`./inv handin` packs the sweeps the report was rendered from, as its executed notebook "
+    "(`report/report.ipynb`) names them, and one of them was moved or removed since.",
+    "Put the sweep back, or render the report again from the sweeps you have (`./inv report --data ...`).",
+    FILES,
+    sample={"directory": "data/quick-20261128T034429"},
+)
+REPORT_SWEEPS_UNKNOWN = Entry(
+    "{notebook}: cannot tell which sweeps the report used ({reason})",
+    "The executed report notebook lacks the parameters papermill records in it: it was edited, or written by "
+    "something other than `./inv report`.",
+    "Render the report again (`./inv report`, or `./inv report --data ...`), then `./inv handin`.",
+    FILES,
+    sample={"notebook": "report/report.ipynb", "reason": "'papermill'"},
+)
 NEEDS_ROOT = Entry(
     "{what} needs root (network namespaces); run it as root or with sudo",
     "`netns-up` and `netns-down` make and remove namespaces in the host's own network namespace, and `./inv "

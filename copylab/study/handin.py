@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from copylab import error_catalogue
-from copylab.errors import CopylabError
 from copylab.paths import FIGURES, REPORT, shown
 from copylab.record.store import SweepStore
 
@@ -30,11 +29,11 @@ def report_sweeps(executed: Path) -> list[SweepStore]:
         parameters = json.loads(executed.read_text(encoding="utf-8"))["metadata"]["papermill"]["parameters"]
         directories, figures_root = parameters["data_dirs"], parameters.get("figures_root")
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise CopylabError(f"{executed}: cannot tell which sweeps the report used ({error})") from None
+        raise error_catalogue.REPORT_SWEEPS_UNKNOWN.error(notebook=shown(executed), reason=error) from None
     stores = [SweepStore(directory, figures_root=Path(figures_root or FIGURES)) for directory in directories]
     for store in stores:
         if not store.trials_path.is_file():
-            raise CopylabError(f"the report was rendered from {store.directory}, which no longer holds a sweep")
+            raise error_catalogue.REPORT_SWEEP_GONE.error(directory=shown(store.directory))
     return stores
 
 
