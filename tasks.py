@@ -12,6 +12,7 @@ from typing import Any
 
 from invoke import Collection, Exit, Task
 
+from copylab.cli import measuring
 from copylab.cli.commands import COMMANDS, REQUIRED, Command
 from copylab.cli.main import guarded
 from copylab.cli.parsing import with_default
@@ -23,7 +24,7 @@ def _task(command: Command) -> Task:
     def body(c: Any, **options: Any) -> None:
         if command.passes_on:
             options["passed_on"] = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
-        status = guarded(lambda: command.run(**options))
+        status = guarded(lambda: measuring.run(command, options))
         if status:
             raise Exit(code=status)
 

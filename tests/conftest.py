@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from copylab.paths import ROOT
 from copylab.programs.build import build
 from copylab.testbeds import netns
 from tests import robustness_table, skips
@@ -59,6 +62,17 @@ LONGEST_FIRST = ("test_robustness.py", "test_remote.py", "test_sweep.py", "test_
 def pytest_configure(config: pytest.Config) -> None:
     skips.pytest_configure(config)  # every skip checked against the reasons tests/skips.py declares
     robustness_table.start_run(config)  # the robustness record holds this run alone
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Within ./inv test, this session's counts by outcome, for the run's figures (copylab/cli/measuring.py)."""
+    run = os.environ.get("COPYLAB_TEST_RUN")
+    if not run or hasattr(config, "workerinput"):
+        return
+    counts = {outcome: len(terminalreporter.stats.get(outcome, [])) for outcome in ("passed", "failed", "skipped")}
+    out = ROOT / "test-artifacts" / f"outcomes-{run}-{os.getpid()}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(counts))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -87,7 +87,16 @@ def test_no_import_cycle_at_all():
 # (its figures, answers and report parts, and its plug-in module that bundles them) sits with the report, whose
 # results and prose it is made of, and the report finds it through the list of plug-ins.
 LAYERS = (
-    ("copylab.errors", "copylab.paths", "copylab.formatting", "copylab.scratch", "copylab.roles", "copylab.segments"),
+    (
+        "copylab.errors",
+        "copylab.error_catalogue",
+        "copylab.measured",
+        "copylab.paths",
+        "copylab.formatting",
+        "copylab.scratch",
+        "copylab.roles",
+        "copylab.segments",
+    ),
     # what an experiment is declared with: what an experiment and an implementation are, the words and the limits
     (
         "copylab.experiment",

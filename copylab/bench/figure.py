@@ -18,7 +18,7 @@ class BenchFigure:
 OVERHEAD_BUDGET_S = 0.1
 FULL_PROFILE_BUDGET_MIN = 30
 ANALYSIS_BUDGET_S = 60
-REPORT_BUDGET_S = 300
+REPORT_BUDGET_S = 330  # ./inv report end to end: its measuring budget (copylab.study), then analyses and PDF
 
 
 def table(figures: list[BenchFigure]) -> str:

@@ -36,7 +36,7 @@ def report_time(smoke: bool) -> list[BenchFigure]:
     return [
         BenchFigure(
             f"./inv report (build, the declared sweeps: {_declared_sweeps()}; analysis, PDF)",
-            f"<= {REPORT_BUDGET_S / 60:.0f} min",
+            f"<= {REPORT_BUDGET_S / 60:g} min",
             f"{seconds / 60:.1f} min",
             seconds <= REPORT_BUDGET_S,
         )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from copylab import experiments
+from copylab import error_catalogue, experiments
 from copylab.cli.parsing import parse_list, parse_number, parse_port, setting_value
 from copylab.declarations import settings
 from copylab.errors import CopylabError
@@ -212,7 +212,7 @@ def _sweep_stores(data: str) -> list[Any]:
     stores = [SweepStore(directory) for directory in parse_list(data) or []]
     for store in stores:
         if not store.trials_path.is_file():
-            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+            raise error_catalogue.NOT_A_SWEEP.error(directory=store.directory, missing="trials.csv")
     return stores
 
 
@@ -259,20 +259,31 @@ def report(
     return 0
 
 
-def compare(a: str, b: str, out: str | None = None) -> int:
+def compare(a: str, b: str, out: str | None = None, shared_only: bool = False) -> int:
     """What changed from sweep A to sweep B: B/A per configuration and main metric with verdicts, crossovers,
-    manifest differences; prints the paths it wrote, one per line."""
+    manifest differences; prints the paths it wrote, one per line. Sweeps of different grids or methods are
+    refused unless --shared-only."""
+    from copylab.record.grids import check_comparable
     from copylab.record.store import SweepStore
     from copylab.study import pipeline
 
     stores = [SweepStore(directory) for directory in (a, b)]
     for store in stores:
         if not store.trials_path.is_file() or not store.manifest_path.is_file():
-            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv and manifest.json)")
+            raise error_catalogue.NOT_A_SWEEP.error(directory=store.directory, missing="trials.csv and manifest.json")
+    parameters = [store.read_manifest().parameters for store in stores]
+    check_comparable(parameters[0], parameters[1], (a, b), shared_only)
     directory = Path(out) if out else REPORT / "comparisons" / f"{stores[0].name}-vs-{stores[1].name}"
     for path in pipeline.compare(stores[0], stores[1], directory):
         print(path)
     return 0
+
+
+def handin(out: str | None = None) -> int:
+    """What a student hands in, as one archive: the report, its sweeps and their figures, with SHA256SUMS inside."""
+    from copylab.study.handin import hand_in
+
+    return hand_in(Path(out) if out else None)
 
 
 def test(k: str | None = None, x: bool = False, workers: str | None = None, passed_on: Sequence[str] = ()) -> int:
@@ -289,7 +300,7 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
         subprocess.call([sys.executable, "-m", "tests.skips", *selection], cwd=ROOT)
     # both parts are one run: the robustness record keeps this run's cases alone (tests/robustness_table.py)
     env = dict(os.environ, COPYLAB_TEST_RUN=f"{os.getpid()}-{secrets.token_hex(4)}")
-    # the slowest tests named at the end: the suite has a time budget (docs/performance.md)
+    # the slowest tests named at the end: what the suite costs is a figure of its own (docs/measured.md, test_s)
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "--durations=12", *(["-k", k] if k else [])]
     command += ["-x"] if x else []
     parallel = ["-n", str(count), "--dist", "loadfile"] if count > 1 else []
@@ -361,6 +372,7 @@ def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool
     """Compare with iperf3 on the same link, time the harness and analysis, show the copy limit (root)."""
     from copylab.bench.figure import table
     from copylab.bench.goals import run_bench
+    from copylab.cli.measuring import record_bench
     from copylab.measure.host.provenance import host, now_iso
     from copylab.programs.build import build as run_build
 
@@ -374,6 +386,7 @@ def bench(pairs: int = 5, duration: float = 2.0, rows: int = 100000, smoke: bool
     machine = host()
     print(f"copylab bench, {now_iso()}, {machine.cpu_model}, {machine.cores} cores, kernel {machine.kernel}")
     print(table(figures))
+    record_bench(figures, smoke)
     return 1 if any(figure.passed is False for figure in figures) else 0
 
 
@@ -442,8 +455,10 @@ COMMANDS: tuple[Command, ...] = (
                 None,
                 "where comparison.csv, the figures and comparison.pdf go (default: report/comparisons/A-vs-B)",
             ),
+            Option("shared_only", False, "compare what sweeps of other grids or methods share (says what is left out)"),
         ],
     ),
+    Command("handin", handin, [Option("out", None, "the archive to write (.tar.gz; default: report/handin.tar.gz)")]),
     Command(
         "test",
         test,

@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from copylab import installed_version
+from copylab.cli import measuring
 from copylab.cli.commands import COMMANDS, REQUIRED, Command
 from copylab.cli.parsing import with_default
 from copylab.errors import CopylabError
@@ -89,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Each task's options: copylab TASK --help.  ./inv TASK runs the same tasks after preparing the "
         "environment.",
     )
+    top.add_argument("--version", action="version", version=f"copylab {installed_version()}")
     commands = top.add_subparsers(title="tasks", metavar="TASK", required=True)
     for command in COMMANDS:
         _add_command(commands, command)
@@ -108,4 +111,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif passed_on:
         print(f"copylab: error: {command.name} takes no arguments after --", file=sys.stderr)
         return BAD_INPUT
-    return guarded(lambda: command.run(**namespace))
+    return guarded(lambda: measuring.run(command, namespace))

@@ -84,7 +84,16 @@ def profiles_page() -> str:
         chosen = {name: config.profile_settings(experiment.name, name) for name in names}
         used = [s for s in settings.SETTINGS if any(s.name in values for values in chosen.values())]
         reported = ", ".join(f"`{name}`" for name in experiment.reported)
-        lines += ["", f"## {experiment.name}", "", f"`./inv report` runs {reported}.", ""]
+        lines += [
+            "",
+            f"## {experiment.name}",
+            "",
+            f"`./inv report` runs {reported}: each its first pass alone, "
+            "whatever its `budget`, then the report's time left where the study's answers are still "
+            "undecided ([sweeps.md](../sweeps.md#one-budget-for-the-report)). A profile's `budget` is for a "
+            "sweep run on its own (`./inv run-sweep`).",
+            "",
+        ]
         lines += ["| setting | " + " | ".join(f"`{name}`" for name in names) + " |", "|---" * (len(names) + 1) + "|"]
         for setting in used:
             cells = [_profile_cell(setting, chosen[name]) for name in names]

@@ -287,8 +287,8 @@ SETTINGS: tuple[Setting, ...] = (
         "calibrate",
         "bool",
         True,
-        "measure memcpy bandwidth and the copy cost by working set on the sending CPU before the trials (about 10 s; "
-        "the report's copy bound and calibration finding read it, and ./inv calibrate --data adds it later)",
+        "measure memcpy bandwidth and the copy cost by working set on the sending CPU before the trials (its time: "
+        "docs/measured.md; the report's copy bound and calibration finding read it; ./inv calibrate --data adds it)",
     ),
     Setting(
         "layout",

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from copylab import error_catalogue
 from copylab.errors import CopylabError
 from copylab.paths import NOTEBOOKS
 from copylab.record.store import SweepStore
@@ -39,7 +40,7 @@ def check_sweep(data: str | Path) -> Path:
     if not store.directory.is_dir():
         raise CopylabError(f"--data: {store.directory}: no such directory")
     if not store.trials_path.is_file():
-        raise CopylabError(f"--data: {store.directory}: not a sweep directory (no trials.csv)")
+        raise error_catalogue.NOT_A_SWEEP.error(directory=f"--data: {store.directory}", missing="trials.csv")
     store.read_manifest()  # a one-line error when it is missing or unreadable
     return store.directory
 

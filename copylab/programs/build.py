@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from copylab.errors import CopylabError
+from copylab import error_catalogue
 from copylab.paths import CSRC, build_dir, program
 
 SANITIZERS = ("address", "undefined", "thread")
@@ -33,7 +33,7 @@ def _exclusive(out: Path) -> Iterator[None]:
 def build(sanitize: str | None = None, jobs: int = 2) -> Path:
     """Runs make in csrc/; returns the directory holding bin/."""
     if sanitize is not None and sanitize not in SANITIZERS:
-        raise CopylabError(f"--sanitize must be one of {', '.join(SANITIZERS)}, not {sanitize!r}")
+        raise error_catalogue.SANITIZER_UNKNOWN.error(choices=", ".join(SANITIZERS), asked=sanitize)
     out = build_dir(sanitize)
     command = ["make", "-s", f"-j{jobs}", "-C", str(CSRC), f"OUT={out}"]
     if sanitize:
@@ -44,7 +44,7 @@ def build(sanitize: str | None = None, jobs: int = 2) -> Path:
         result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines()
-        raise CopylabError(f"the C build failed: {lines[-1] if lines else 'make exited ' + str(result.returncode)}")
+        raise error_catalogue.C_BUILD_FAILED.error(reason=lines[-1] if lines else f"make exited {result.returncode}")
     return out
 
 
@@ -53,4 +53,4 @@ def require_programs(names: list[str], sanitize: str | None = None) -> None:
     missing = [name for name in names if not program(name, sanitize).exists()]
     if missing:
         command = "./inv build" + (f" --sanitize {sanitize}" if sanitize else "")
-        raise CopylabError(f"{program(missing[0], sanitize)} is not built: run `{command}` first")
+        raise error_catalogue.NOT_BUILT.error(path=program(missing[0], sanitize), command=command)

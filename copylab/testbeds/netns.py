@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 
+from copylab import error_catalogue
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.testbeds import sink
@@ -36,7 +37,7 @@ def _run(*command: str) -> str:
 
 def require_root(what: str) -> None:
     if os.geteuid() != 0:
-        raise CopylabError(f"{what} needs root (network namespaces); run it as root or with sudo")
+        raise error_catalogue.NEEDS_ROOT.error(what=what)
 
 
 def existing_namespaces() -> set[str]:
@@ -69,14 +70,11 @@ def check_free(pair: NamespacePair) -> None:
     present = existing_namespaces()
     for name in (pair.server, pair.client):
         if name in present and not _marker(name).exists():
-            raise CopylabError(f"namespace {name} exists and was not created by copylab; choose other names")
+            raise error_catalogue.NAMESPACE_NOT_OURS.error(name=name)
         owner = _owner(name)
         # Another sweep's namespaces would be torn down under it: never reuse them while it lives.
         if name in present and owner not in (None, os.getpid()) and Path(f"/proc/{owner}").exists():
-            raise CopylabError(
-                f"namespace {name} is in use by copylab process {owner}; choose other names "
-                "(or ./inv netns-down if that process is not copylab's)"
-            )
+            raise error_catalogue.NAMESPACE_IN_USE.error(name=name, pid=owner)
 
 
 @contextmanager
