@@ -103,7 +103,7 @@ def budgeted_rounds(
     """
     assert config.budget_s is not None
     points = by_point(configurations(config, skip))
-    first = _first_pass_configurations(config, points)
+    first = first_pass_configurations(config, points)
     yield from _first_pass(config, progress, first)
     yield from _undecided_rounds(config, progress, undecided, first)
     yield from _imprecise_rounds(config, progress, skip)
@@ -115,7 +115,7 @@ def _budget_left(config: SweepConfig, now: Progress) -> float:
     return config.budget_s - now.spent_s
 
 
-def _first_pass_configurations(
+def first_pass_configurations(
     config: SweepConfig, points: dict[Point, list[Configuration]]
 ) -> dict[Point, list[Configuration]]:
     """Per point, what the first pass runs: the deciding contenders, and every contender at the first thread count."""
