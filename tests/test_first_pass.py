@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from copylab import experiments
-from copylab.analysis.noise import DESIGNED_SPREAD, block_spread, pooled
+from copylab.analysis.noise import DESIGNED_SPREAD, FEWEST_BLOCKS, block_spread, needed_blocks, pooled
 from copylab.declarations.config import make_config
 from copylab.measure.planning import schedule
 from copylab.measure.planning.budgeted import first_pass_configurations
@@ -35,9 +35,9 @@ def test_a_noisy_and_a_quiet_host_both_stay_within_half_the_budget(budget_s):
     quiet, noisy = _plan(0.02, 0.33, budget_s), _plan(0.14, 0.5, budget_s)
     for plan in (quiet, noisy):
         assert plan.share_s == budget_s / 2
-        if plan.affordable_blocks >= sizing.FEWEST_BLOCKS:  # a host that affords the fewest blocks at all
+        if plan.affordable_blocks >= FEWEST_BLOCKS:  # a host that affords the fewest blocks at all
             assert plan.planned_s <= plan.share_s
-        assert sizing.FEWEST_BLOCKS <= plan.blocks
+        assert plan.blocks >= FEWEST_BLOCKS
     assert noisy.needed_blocks > quiet.needed_blocks
 
 
@@ -55,9 +55,9 @@ def test_a_slower_host_affords_fewer_blocks():
 
 
 def test_the_blocks_a_spread_asks_for_grow_with_its_square():
-    assert sizing.needed_blocks(0.01, 7) == sizing.FEWEST_BLOCKS
-    assert sizing.needed_blocks(float("nan"), 7) == sizing.FEWEST_BLOCKS
-    four_times = sizing.needed_blocks(0.2, 7) / sizing.needed_blocks(0.1, 7)
+    assert needed_blocks(0.01, 7) == FEWEST_BLOCKS
+    assert needed_blocks(float("nan"), 7) == FEWEST_BLOCKS
+    four_times = needed_blocks(0.2, 7) / needed_blocks(0.1, 7)
     assert 3.5 <= four_times <= 4.5
 
 
@@ -77,7 +77,7 @@ def test_the_pilot_runs_the_first_blocks_of_the_main_sweep_in_its_order():
         # the same trial, at the same place in its block, as the first pass would run it
         assert [c.implementation for c in block][spec.block_position] == spec.implementation.name
         assert len(block) == len(schedule.block_order(pilot, point, spec.repetition, first[point]))
-    assert len(ran) == sizing.block_trials(pilot) * sizing.FEWEST_BLOCKS
+    assert len(ran) == sizing.block_trials(pilot) * FEWEST_BLOCKS
 
 
 def test_block_spread_reads_the_spread_the_blocks_were_drawn_with():
@@ -95,3 +95,28 @@ def test_the_designed_spread_is_docs_method_tables():
     row = next(line for line in (ROOT / "docs" / "method.md").read_text().splitlines() if "| 0.2 s, 0.1 s |" in line)
     cells = [cell.strip() for cell in row.strip("| ").split("|")]
     assert (min(float(cells[1]), float(cells[2])), max(float(cells[1]), float(cells[2]))) == DESIGNED_SPREAD
+
+
+def test_the_report_sets_this_runs_spread_beside_the_designed_one_computed_from_its_blocks():
+    import dataclasses
+
+    from copylab.report import spending
+    from tests.test_answers import make_sweep
+
+    made = make_sweep()
+    quick = dataclasses.replace(made.manifest.parameters, profile="quick")
+    base = dataclasses.replace(made, manifest=dataclasses.replace(made.manifest, parameters=quick))
+    quiet, noisy = (blocks(1.05, 4, [1 << k for k in range(6, 19, 2)], seed=8, noise=n) for n in (0.01, 0.1))
+    texts, rows = [], []
+    for trials in (quiet, noisy):
+        results = dataclasses.replace(base, trials=trials)
+        rows.append(spending.noise_rows(results))
+        texts.append(spending.host_noise([results]))
+    assert all(len(found) == 1 for found in rows)  # one_copy / two_copy at one thread
+    quiet_row, noisy_row = rows[0][0], rows[1][0]
+    assert float(noisy_row["spread per block"]) > 5 * float(quiet_row["spread per block"])
+    assert int(noisy_row["needs per size"]) > int(quiet_row["needs per size"])
+    assert quiet_row["designed needs"] == noisy_row["designed needs"]
+    assert float(quiet_row["blocks per size"]) == 4
+    assert all("This host's noise" in text and "docs/method.md" in text for text in texts)
+    assert noisy_row["spread per block"] in texts[1]

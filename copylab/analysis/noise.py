@@ -12,6 +12,7 @@ and, by its complement, what it cannot.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +26,11 @@ from copylab.record.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
 # quick profile's warm-up and window (0.2 s, 0.1 s), lowest and highest over the sizes docs/method.md's table gives
 # (AMD EPYC development host, 2026-11-26, one thread, 10 blocks each).  A test holds the table to these two numbers.
 DESIGNED_SPREAD = (0.008, 0.017)
+# The verdicts' margin of no practical difference on the log scale (about 3% either way): a curve whose mean log
+# ratio is known to within it can be told equivalent, better or worse.
+MARGIN = 0.03
+Z = 1.96  # a 95% interval's half-width in standard errors
+FEWEST_BLOCKS = 2  # a point's spread needs two blocks
 
 # Per-trial covariates that may explain the spread, and what each stands for.
 COVARIATES: dict[str, str] = {
@@ -146,3 +152,12 @@ def pooled(spreads: list[Spread]) -> tuple[float, int]:
     if not degrees:
         return float("nan"), 0
     return float(np.sqrt(sum(item.spread**2 * item.degrees for item in spreads) / degrees)), degrees
+
+
+def needed_blocks(spread: float, sizes: int) -> int:
+    """The blocks at each of SIZES sizes that put a curve's mean log ratio within MARGIN (95%) when blocks spread by
+    SPREAD: (Z x SPREAD / MARGIN)^2 blocks in all, shared by the sizes; at least FEWEST_BLOCKS, and FEWEST_BLOCKS
+    where the spread is unknown."""
+    if not math.isfinite(spread):
+        return FEWEST_BLOCKS
+    return max(FEWEST_BLOCKS, math.ceil((Z * spread / MARGIN) ** 2 / sizes))

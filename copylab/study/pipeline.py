@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from copylab import experiments
 from copylab.analysis.analyze_sweep import run_analysis_notebook
@@ -88,7 +89,8 @@ def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[Swee
     stores = []
     for name, config in configs.items():
         if is_sized[name]:
-            more = {"trials": plan.blocks, "max_trials": max(config.max_trials, 2 * plan.blocks), "seed": config.seed}
+            more: dict[str, Any] = {"trials": plan.blocks, "seed": config.seed}
+            more["max_trials"] = max(config.max_trials, 2 * plan.blocks)
             config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **more)
         if name == main.name:
             go_on_as(SweepStore(DATA / name), config)

@@ -8,7 +8,7 @@ comparisons (copylab.analysis.noise.block_spread, pooled).
 
 The first pass of the sweeps whose verdicts the study's answers quote (the main experiment's verdicts_from) then
 gets the blocks that spread asks for: enough that the mean log ratio of a curve over its sizes has a 95% interval
-within MARGIN either side, (Z x spread / MARGIN)^2 / (sizes of a curve) blocks, and at least FEWEST_BLOCKS.  It gets
+within MARGIN either side, (copylab.analysis.noise.needed_blocks).  It gets
 no more than fit in FIRST_PASS_SHARE of the budget with the verified pass and the pilot, at this host's time per
 trial and a sweep's start-up as the pilot measured them.  A noisy host thus gets a larger first pass than a quiet
 one, both within the share.  The other sweeps (fixed designs that answer from their means) and the blocks that go
@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from copylab import experiments
-from copylab.analysis.noise import block_spread, pooled
+from copylab.analysis.noise import FEWEST_BLOCKS, block_spread, needed_blocks, pooled
 from copylab.declarations import implementations
 from copylab.declarations.config import make_config
 from copylab.declarations.sweep_config import SweepConfig
@@ -38,11 +38,6 @@ from copylab.measure.planning.schedule import by_point, configurations, study_co
 from copylab.record.manifest import FirstPass
 from copylab.record.store import SweepStore
 
-# The verdicts' margin of no practical difference on the log scale (about 3% either way): a curve whose mean log
-# ratio is known to within it can be told equivalent, better or worse.
-MARGIN = 0.03
-Z = 1.96  # a 95% interval's half-width in standard errors
-FEWEST_BLOCKS = 2  # a point's spread needs two blocks
 FIRST_PASS_SHARE = 0.5  # of the report's budget: the rest goes where an answer is still open
 
 
@@ -66,14 +61,6 @@ def block_trials(config: SweepConfig) -> int:
     """The trials of one block of CONFIG's first pass, over every point (copylab.measure.planning.budgeted)."""
     first = first_pass_configurations(config, by_point(configurations(config)))
     return sum(len(contenders) for contenders in first.values())
-
-
-def needed_blocks(spread: float, sizes: int) -> int:
-    """The blocks at each of SIZES sizes that put a curve's mean log ratio within MARGIN (95%) at SPREAD; at least
-    FEWEST_BLOCKS, and FEWEST_BLOCKS where the spread is unknown."""
-    if not math.isfinite(spread):
-        return FEWEST_BLOCKS
-    return max(FEWEST_BLOCKS, math.ceil((Z * spread / MARGIN) ** 2 / sizes))
 
 
 def size_first_pass(
