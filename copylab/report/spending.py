@@ -90,7 +90,7 @@ def _quoted(sweeps: Sequence[Results]) -> list[Results]:
     ]
 
 
-def noise_rows(results: Results) -> list[dict[str, object]]:
+def noise_rows(results: Results) -> list[dict[str, str]]:
     """Per deciding comparison and curve of RESULTS: this run's per-block spread, against the spread the method was
     designed for, the blocks it ran per size and the blocks per size each spread asks for."""
     params = results.manifest.parameters
