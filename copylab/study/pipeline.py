@@ -81,10 +81,12 @@ def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[Swee
         time.monotonic() - started,
         (main.name, pilot_trials),
     )
+    over = plan.blocks > plan.affordable_blocks
+    fewest = " (the fewest: more than half the budget affords on this host)" if over else ""
     print(
-        f"copylab: the first pass gets {plan.blocks} blocks of every deciding comparison (this spread asks for "
-        f"{plan.needed_blocks}; {plan.affordable_blocks} fit in half the budget, {plan.share_s:.0f} s); every first "
-        f"pass should take {plan.planned_s:.0f} s"
+        f"copylab: the first pass gets {plan.blocks} blocks of every deciding comparison{fewest}: the spread asks for "
+        f"{plan.needed_blocks}, {plan.affordable_blocks} fit in half the budget ({plan.share_s:.0f} s); it should take "
+        f"{plan.planned_s:.0f} s, and the other sweeps' first passes {plan.fixed_s:.0f} s"
     )
     stores = []
     for name, config in configs.items():
@@ -96,11 +98,18 @@ def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[Swee
             go_on_as(SweepStore(DATA / name), config)
         result = sweep.run(config, resume=name == main.name, progress=sys.stderr.isatty())
         print(result.summary())
-        if not result.ok and not result.skipped:
+        if not result.ok:
             raise CopylabError(
                 f"no trial of the {config.experiment} {config.profile} sweep succeeded; nothing to report"
             )
         stores.append(SweepStore(result.directory))
+        if is_sized[name]:
+            plan = dataclasses.replace(plan, took_s=time.monotonic() - started)
+    took = plan.took_s or 0.0
+    print(
+        f"copylab: the first pass of the sweeps the answers quote took {took:.0f} s, {took / budget_s:.0%} of the "
+        "budget, the verified pass and the pilot included"
+    )
     return stores, skipped, plan
 
 
