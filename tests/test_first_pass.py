@@ -120,3 +120,14 @@ def test_the_report_sets_this_runs_spread_beside_the_designed_one_computed_from_
     assert float(quiet_row["blocks per size"]) == 4
     assert all("This host's noise" in text and "docs/method.md" in text for text in texts)
     assert noisy_row["spread per block"] in texts[1]
+
+
+def test_a_slow_host_runs_the_other_sweeps_at_the_fewest_blocks_to_stay_within_the_budget():
+    sized, fixed = _sweeps()
+    quick = sizing.HostPace(0.02, 8, 0.37, 0.3, 2.0)
+    slow = sizing.HostPace(0.02, 8, 0.9, 0.3, 6.0)
+    roomy = sizing.size_first_pass(quick, sized, fixed, 400.0, 10.0, ("quick-t", 12))
+    tight = sizing.size_first_pass(slow, sized, fixed, 400.0, 10.0, ("quick-t", 12))
+    assert roomy.fixed_blocks is None and roomy.planned_s + roomy.fixed_s <= 400.0
+    assert tight.fixed_blocks == FEWEST_BLOCKS
+    assert tight.fixed_s < sizing.size_first_pass(slow, sized, fixed, 1e4, 10.0, ("quick-t", 12)).fixed_s

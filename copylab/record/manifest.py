@@ -113,6 +113,8 @@ class FirstPass:
     share_s: float  # the first pass's share of the budget (half of it)
     planned_s: float  # what the first pass was expected to take, the verified pass and the pilot included
     fixed_s: float  # what the other sweeps' first passes (fixed designs) were expected to take, from the rest
+    # the most blocks of the other sweeps' first passes: empty where the budget afforded their profiles' blocks
+    fixed_blocks: int | None = None
     took_s: float | None = None  # what the first pass took, the verified pass and the pilot included
 
 

@@ -87,6 +87,7 @@ def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[Swee
         f"copylab: the first pass gets {plan.blocks} blocks of every deciding comparison{fewest}: the spread asks for "
         f"{plan.needed_blocks}, {plan.affordable_blocks} fit in half the budget ({plan.share_s:.0f} s); it should take "
         f"{plan.planned_s:.0f} s, and the other sweeps' first passes {plan.fixed_s:.0f} s"
+        + (f" at {plan.fixed_blocks} blocks each, all the budget affords" if plan.fixed_blocks else "")
     )
     stores = []
     for name, config in configs.items():
@@ -94,6 +95,9 @@ def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[Swee
             more: dict[str, Any] = {"trials": plan.blocks, "seed": config.seed}
             more["max_trials"] = max(config.max_trials, 2 * plan.blocks)
             config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **more)
+        elif plan.fixed_blocks is not None and plan.fixed_blocks < config.trials:
+            fewer: dict[str, Any] = {"trials": plan.fixed_blocks, "seed": config.seed}
+            config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **fewer)
         if name == main.name:
             go_on_as(SweepStore(DATA / name), config)
         result = sweep.run(config, resume=name == main.name, progress=sys.stderr.isatty())

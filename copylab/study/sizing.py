@@ -63,6 +63,14 @@ def block_trials(config: SweepConfig) -> int:
     return sum(len(contenders) for contenders in first.values())
 
 
+def _fixed_s(pace: HostPace, fixed: Sequence[SweepConfig], blocks: int | None) -> float:
+    """What FIXED's first passes take on a host of PACE: their profiles' blocks, or at most BLOCKS."""
+    return sum(
+        min(config.trials, blocks or config.trials) * block_trials(config) * pace.trial_s_of(config) + pace.start_up_s
+        for config in fixed
+    )
+
+
 def size_first_pass(
     pace: HostPace,
     sized: Sequence[SweepConfig],
@@ -72,8 +80,10 @@ def size_first_pass(
     pilot: tuple[str, int],
 ) -> FirstPass:
     """The first pass of SIZED (the sweeps whose verdicts the answers quote) on a host of PACE, SPENT_S of BUDGET_S
-    gone already (the verified pass and the pilot); FIXED's first passes, run as their profiles say, are paid from the
-    rest.  PILOT: the pilot's sweep and its trials, the first FEWEST_BLOCKS blocks of some of SIZED[0]'s points."""
+    gone already (the verified pass and the pilot); FIXED's first passes are paid from the rest: their profiles'
+    blocks where the budget affords them after SIZED's, else FEWEST_BLOCKS, so that a slow host's first passes stay
+    within the budget.  PILOT: the pilot's sweep and its trials, the first FEWEST_BLOCKS blocks of some of SIZED[0]'s
+    points."""
     name, pilot_trials = pilot
     share = FIRST_PASS_SHARE * budget_s
     per_block = sum(block_trials(config) * pace.trial_s_of(config) for config in sized)
@@ -83,7 +93,8 @@ def size_first_pass(
     affordable = max(math.floor(left / per_block), 0) if per_block > 0 else FEWEST_BLOCKS
     needed = needed_blocks(pace.spread, min(len(config.sizes) for config in sized))
     blocks = max(FEWEST_BLOCKS, min(needed, affordable))
-    fixed_s = sum(config.trials * block_trials(config) * pace.trial_s_of(config) + pace.start_up_s for config in fixed)
+    planned = spent_s + pace.start_up_s * len(sized) + blocks * per_block - reused_s
+    fixed_blocks = None if planned + _fixed_s(pace, fixed, None) <= budget_s else FEWEST_BLOCKS
     return FirstPass(
         pilot=name,
         pilot_trials=pilot_trials,
@@ -95,8 +106,9 @@ def size_first_pass(
         affordable_blocks=affordable,
         blocks=blocks,
         share_s=share,
-        planned_s=spent_s + pace.start_up_s * len(sized) + blocks * per_block - reused_s,
-        fixed_s=fixed_s,
+        planned_s=planned,
+        fixed_s=_fixed_s(pace, fixed, fixed_blocks),
+        fixed_blocks=fixed_blocks,
     )
 
 
