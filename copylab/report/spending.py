@@ -106,7 +106,7 @@ def noise_rows(results: Results) -> list[dict[str, str]]:
                 "comparison": f"{code(found.challenger)} / {code(found.baseline)}",
                 "threads": str(dict(zip(curve_keys(experiment.axis), found.curve, strict=True))["threads"]),
                 "spread per block": f"{found.spread:.3f}",
-                "x designed": f"{fmt_num(found.spread / DESIGNED_SPREAD[1])}x",
+                "× designed": f"{fmt_num(found.spread / DESIGNED_SPREAD[1])}×",
                 "blocks per size": f"{found.blocks / sizes:.1f}",
                 "needs per size": str(needed_blocks(found.spread, sizes)),
                 "designed needs": str(needed_blocks(DESIGNED_SPREAD[1], sizes)),
