@@ -11,7 +11,7 @@ from copylab.analysis.stats import compare, paired_ratios
 from copylab.declarations import config
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
-from copylab.measure.planning import allocation, schedule
+from copylab.measure.planning import allocation, budgeted, schedule
 
 PAIR = [("one_copy", "two_copy")]
 
@@ -204,10 +204,10 @@ def _measured(specs: list) -> pd.DataFrame:
 def _budgeted(settings: config.SweepConfig, still: dict) -> pd.DataFrame:
     ran: list = []
 
-    def progress() -> schedule.Progress:
-        return schedule.Progress(_measured(ran), 0.4 * len(ran), 0.4)
+    def progress() -> budgeted.Progress:
+        return budgeted.Progress(_measured(ran), 0.4 * len(ran), 0.4)
 
-    for batch in schedule.budgeted_rounds(settings, progress, lambda ok: still):
+    for batch in budgeted.budgeted_rounds(settings, progress, lambda ok: still):
         ran += batch
     ids = [spec.trial_id for spec in ran]
     assert len(ids) == len(set(ids)), "every trial once"

@@ -20,12 +20,17 @@ from copylab.study import budget
 from tests.test_answers import make_sweep
 
 
-def test_the_report_places_a_crossover_between_sizes_2x_apart_from_1_to_256_kib():
+def test_the_main_sweep_measures_the_studys_grid_and_the_sink_its_range():
+    """64 B to 256 KiB at threads 1, 2, 4 and 8 (ASSIGNMENT.md), sizes 4x apart: a curve has sizes on both sides of
+    16 KiB and below 1 KiB, where two_copy should win; the sink 1 KiB to 256 KiB."""
     quick, sink = config.make_config("q", "quick"), config.make_config("s", "sink")
+    assert list(quick.sizes) == REPORT_SIZES and min(quick.sizes) == 64 and max(quick.sizes) == 256 << 10
+    assert list(quick.threads) == [1, 2, 4, 8]
+    assert min(sink.sizes) == 1024 and max(sink.sizes) == 256 << 10
     for sweep in (quick, sink):
-        assert len(sweep.sizes) >= 9 and min(sweep.sizes) == 1024 and max(sweep.sizes) == 256 << 10
-        assert all(b == 2 * a for a, b in zip(sweep.sizes, sweep.sizes[1:], strict=False))
-    assert list(quick.sizes) == REPORT_SIZES
+        assert all(b == 4 * a for a, b in zip(sweep.sizes, sweep.sizes[1:], strict=False))
+        assert len([s for s in sweep.sizes if s < 16384]) >= 2 and len([s for s in sweep.sizes if s > 16384]) >= 2
+    assert len([s for s in quick.sizes if s < 1024]) >= 2
 
 
 def test_deciding_contenders_run_at_every_size_and_the_others_at_the_side_sizes():
@@ -216,7 +221,7 @@ def test_only_the_verdicts_the_answers_quote_come_first(monkeypatch, profile, re
     made = config.make_config("q", profile)
     undecided = {"point": (0.0, {schedule.study_contender("one_copy"), schedule.study_contender("two_copy")})}
     monkeypatch.setattr(budget.allocation, "prioritized", lambda ok, config: undecided)
-    monkeypatch.setattr(budget.schedule, "imprecise_blocks", lambda config, rows: [])
+    monkeypatch.setattr(budget.budgeted, "imprecise_blocks", lambda config, rows: [])
     rows = pd.DataFrame({"status": ["ok"], "trial_wall_s": [0.3]})
     store = SimpleNamespace(read_manifest=lambda: SimpleNamespace(parameters=made), recorded_trials=lambda: rows)
     found = budget.still_open(store)

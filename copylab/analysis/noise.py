@@ -1,4 +1,6 @@
-"""What explains the spread between identical trials: the covariates each trial records, and its block.
+"""What explains the spread between identical trials: the covariates each trial records, and its block; and how
+far the blocks of a deciding comparison spread (block_spread), which sizes ./inv report's first pass
+(copylab.study.sizing) and which the report sets beside what the method was designed for.
 
 Within every configuration with enough trials, the headline metric's logarithm and each covariate's are
 centred on the configuration's mean; pooled over configurations, the squared correlation of the two is the
@@ -10,13 +12,25 @@ and, by its complement, what it cannot.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from copylab.analysis.stats import block_ratios
 from copylab.declarations.metrics import METRICS, headline
-from copylab.record.tables import CONFIG_KEYS, POINT_KEYS
+from copylab.record.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
+
+# What the method was designed for: the per-block spread (standard deviation) of log(one_copy / two_copy) with the
+# quick profile's warm-up and window (0.2 s, 0.1 s), lowest and highest over the sizes docs/method.md's table gives
+# (AMD EPYC development host, 2026-11-26, one thread, 10 blocks each).  A test holds the table to these two numbers.
+DESIGNED_SPREAD = (0.008, 0.017)
+# The verdicts' margin of no practical difference on the log scale (about 3% either way): a curve whose mean log
+# ratio is known to within it can be told equivalent, better or worse.
+MARGIN = 0.03
+Z = 1.96  # a 95% interval's half-width in standard errors
+FEWEST_BLOCKS = 2  # a point's spread needs two blocks
 
 # Per-trial covariates that may explain the spread, and what each stands for.
 COVARIATES: dict[str, str] = {
@@ -94,3 +108,56 @@ def _block_share(trials: pd.DataFrame, metric: str) -> Explained | None:
     icc = (between - within) / (between + (k0 - 1) * within) if between + (k0 - 1) * within > 0 else 0.0
     meaning = f"the block: what the implementations run back to back share ({METRICS[metric].label})"
     return Explained("block", meaning, float(np.clip(icc, 0, 1)), centred.groupby(list(CONFIG_KEYS)).ngroups, int(n))
+
+
+class Spread(NamedTuple):
+    """The per-block spread of one deciding curve: the standard deviation of the log ratio of challenger to baseline
+    within a block, about its point's mean, pooled over the curve's points with two blocks or more."""
+
+    challenger: str
+    baseline: str
+    curve: tuple[object, ...]  # the curve's keys (curve_keys of the axis), e.g. its threads
+    spread: float
+    degrees: int  # the pooled estimate's degrees of freedom: blocks less one, summed over the points
+    points: int
+    blocks: int
+
+
+def block_spread(trials: pd.DataFrame, pairs: list[tuple[str, str]], metric: str, axis: str) -> list[Spread]:
+    """Per pair of PAIRS and curve along AXIS, the per-block spread of log(challenger / baseline) on METRIC."""
+    ratios = block_ratios(trials, pairs, [metric])
+    ratios = ratios[(ratios["value_c"] > 0) & (ratios["value_b"] > 0)]
+    if ratios.empty:
+        return []
+    ratios = ratios.assign(log_ratio=np.log(ratios["value_c"].astype(float) / ratios["value_b"].astype(float)))
+    point = [*POINT_KEYS, "challenger", "baseline"]
+    ratios = ratios.assign(
+        deviation=ratios["log_ratio"] - ratios.groupby(point)["log_ratio"].transform("mean"),
+        count=ratios.groupby(point)["log_ratio"].transform("count"),
+    )
+    ratios = ratios[ratios["count"] >= 2]
+    found = []
+    keys = curve_keys(axis)
+    for (challenger, baseline, *curve), group in ratios.groupby(["challenger", "baseline", *keys]):
+        points = group.groupby(list(POINT_KEYS)).ngroups
+        degrees = len(group) - points
+        spread = float(np.sqrt((group["deviation"] ** 2).sum() / degrees))
+        found.append(Spread(str(challenger), str(baseline), tuple(curve), spread, degrees, points, len(group)))
+    return found
+
+
+def pooled(spreads: list[Spread]) -> tuple[float, int]:
+    """SPREADS pooled into one spread and its degrees of freedom; (nan, 0) for none."""
+    degrees = sum(item.degrees for item in spreads)
+    if not degrees:
+        return float("nan"), 0
+    return float(np.sqrt(sum(item.spread**2 * item.degrees for item in spreads) / degrees)), degrees
+
+
+def needed_blocks(spread: float, sizes: int) -> int:
+    """The blocks at each of SIZES sizes that put a curve's mean log ratio within MARGIN (95%) when blocks spread by
+    SPREAD: (Z x SPREAD / MARGIN)^2 blocks in all, shared by the sizes; at least FEWEST_BLOCKS, and FEWEST_BLOCKS
+    where the spread is unknown."""
+    if not math.isfinite(spread):
+        return FEWEST_BLOCKS
+    return max(FEWEST_BLOCKS, math.ceil((Z * spread / MARGIN) ** 2 / sizes))

@@ -86,6 +86,8 @@ def default_text(setting: Setting) -> str:
     """What a sweep takes for SETTING when it is not given: its profile's value, else the table's default."""
     if setting.chosen_on is not None:
         own = "chosen where the sweep runs"
+    elif setting.drawn:
+        own = "drawn for each sweep"
     elif setting.default is None:
         own = "not set"
     elif setting.default == ():

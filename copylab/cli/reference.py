@@ -222,6 +222,7 @@ def manifest_page() -> str:
         ("git", manifest.Git),
         ("perf", manifest.PerfRecord),
         ("harness", manifest.Harness),
+        ("first_pass", manifest.FirstPass),
         ("in_flight", manifest.InFlight),
         ("ends[]", manifest.EndRecord),
         ("ends[].link", manifest.Link),

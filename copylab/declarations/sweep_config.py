@@ -12,6 +12,7 @@ from typing import Any
 
 from copylab import experiments
 from copylab.declarations.implementation import Implementation
+from copylab.declarations.settings.setting import draw
 from copylab.errors import CopylabError
 
 
@@ -36,7 +37,7 @@ class SweepConfig:
     pinning: tuple[str, ...] = ()
     receive: tuple[str, ...] = ("copy",)
     receive_for: tuple[str, ...] = ()
-    seed: int = 1
+    seed: int = field(default_factory=draw)
     verify: bool = False
     mtu: int = 1500
     path: str = "veth"

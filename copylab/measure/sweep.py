@@ -28,12 +28,11 @@ from copylab.measure.host.floor import host_floor
 from copylab.measure.host.in_flight import measure as in_flight_from_path
 from copylab.measure.host.provenance import create, now_iso
 from copylab.measure.planning import allocation
+from copylab.measure.planning.budgeted import Progress, budgeted_rounds
 from copylab.measure.planning.schedule import (
     PRECISION_METRIC,
     Configuration,
-    Progress,
     adaptive_rounds,
-    budgeted_rounds,
     configuration_of,
     configurations,
     mapping_note,

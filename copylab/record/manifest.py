@@ -97,6 +97,28 @@ class InFlight:
 
 
 @dataclass(frozen=True)
+class FirstPass:
+    """How ./inv report sized the first pass of its sweeps whose verdicts the answers quote, from a pilot on this host
+    (copylab.study.sizing)."""
+
+    pilot: str  # the sweep whose first blocks the pilot ran (under data/)
+    pilot_trials: int  # the pilot's trials, which the first pass did not run again
+    spread: float  # the pilot's per-block spread (standard deviation) of the deciding comparisons' log ratios
+    degrees: int  # that spread's degrees of freedom
+    trial_s: float  # a trial's wall time in the pilot (median): its warm-up, window and the harness around them
+    start_up_s: float  # what a sweep took besides its trials in the pilot (testbed, bpftrace)
+    needed_blocks: int  # the blocks that spread asks for
+    affordable_blocks: int  # the most blocks that keep every first pass within its share of the budget
+    blocks: int  # the blocks the first pass ran
+    share_s: float  # the first pass's share of the budget (half of it)
+    planned_s: float  # what the first pass was expected to take, the verified pass and the pilot included
+    fixed_s: float  # what the other sweeps' first passes (fixed designs) were expected to take, from the rest
+    # the most blocks of the other sweeps' first passes: empty where the budget afforded their profiles' blocks
+    fixed_blocks: int | None = None
+    took_s: float | None = None  # what the first pass took, the verified pass and the pilot included
+
+
+@dataclass(frozen=True)
 class Manifest:
     sweep: str  # the sweep's name (its directory under data/)
     profile: str  # the profile it started from, one of its experiment's (run-sweep --profile lists them), or custom
@@ -138,6 +160,9 @@ class Manifest:
     verified: list[str] = field(default_factory=list)
     # Written beside verified: the sweeps that ran the verified pass, under data/.
     verified_in: list[str] = field(default_factory=list)
+    # Written by ./inv report into its first sweep's manifest: how its first pass was sized from this host
+    # (first_pass.* below).
+    first_pass: FirstPass | None = None
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)

@@ -1,5 +1,6 @@
 """Where each sweep's measuring time went: its first pass, then the extra blocks a budget gave to the comparisons
-still undecided (copylab.study.budget), one sentence per sweep, computed from its trials."""
+still undecided (copylab.study.budget), one sentence per sweep, computed from its trials; and this host's noise: the
+per-block spread of the deciding comparisons beside what the method was designed for, and what it cost in blocks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from collections.abc import Sequence
 import pandas as pd
 
 from copylab import experiments
-from copylab.formatting import code, fmt_duration, fmt_size
+from copylab.analysis.noise import DESIGNED_SPREAD, MARGIN, block_spread, needed_blocks
+from copylab.declarations import implementations
+from copylab.formatting import code, fmt_duration, fmt_num, fmt_size, markdown_table
+from copylab.record.manifest import FirstPass
+from copylab.record.tables import curve_keys
 from copylab.report.results import Results, every_trial
 
 
@@ -71,4 +76,75 @@ def paragraph(sweeps: Sequence[Results]) -> str:
         "estimate changes sign counting half), then the means still imprecise, then the rest (another experiment's "
         "open points, verdicts no answer quotes). "
         f"{verified(sweeps[0])}\n\n" + "\n".join(f"- {sentence(results)}" for results in sweeps)
+    ) + (f"\n\n{noise}" if (noise := host_noise(sweeps)) else "")
+
+
+def _quoted(sweeps: Sequence[Results]) -> list[Results]:
+    """The sweeps whose verdicts the study's answers quote (the main experiment's verdicts_from)."""
+    main = experiments.main()
+    return [
+        results
+        for results in sweeps
+        if results.manifest.parameters.experiment == main.name
+        and results.manifest.parameters.profile in main.verdicts_from
+    ]
+
+
+def noise_rows(results: Results) -> list[dict[str, str]]:
+    """Per deciding comparison and curve of RESULTS: this run's per-block spread, against the spread the method was
+    designed for, the blocks it ran per size and the blocks per size each spread asks for."""
+    params = results.manifest.parameters
+    experiment = experiments.get(params.experiment)
+    trials = results.trials[results.trials["workload"] == experiment.workload]
+    pairs = [pair for pair in implementations.deciding_pairs(experiment) if set(pair) <= set(trials["implementation"])]
+    rows = []
+    for found in block_spread(trials, pairs, experiment.metric, experiment.axis):
+        sizes = found.points
+        rows.append(
+            {
+                "sweep": code(results.name),
+                "comparison": f"{code(found.challenger)} / {code(found.baseline)}",
+                "threads": str(dict(zip(curve_keys(experiment.axis), found.curve, strict=True))["threads"]),
+                "spread per block": f"{found.spread:.3f}",
+                "× designed": f"{fmt_num(found.spread / DESIGNED_SPREAD[1])}×",
+                "blocks per size": f"{found.blocks / sizes:.1f}",
+                "needs per size": str(needed_blocks(found.spread, sizes)),
+                "designed needs": str(needed_blocks(DESIGNED_SPREAD[1], sizes)),
+            }
+        )
+    return rows
+
+
+def _sizing(first: FirstPass | None) -> str:
+    """How the first pass was sized from the pilot, or nothing where no pilot ran."""
+    if first is None:
+        return ""
+    took = f"; it took {fmt_duration(first.took_s)}" if first.took_s is not None else ""
+    return (
+        f" Before the first pass, a pilot ({first.pilot_trials} trials, the first blocks of {code(first.pilot)}) "
+        f"measured a spread of {fmt_num(first.spread)} ({first.degrees} degrees of freedom) and "
+        f"{fmt_num(first.trial_s)} s per trial. That spread asked for {first.needed_blocks} blocks per size, half the "
+        f"budget ({fmt_duration(first.share_s)}) afforded {first.affordable_blocks}, and the first pass ran "
+        f"{first.blocks}{took}."
+    )
+
+
+def host_noise(sweeps: Sequence[Results]) -> str:
+    """This host's noise: how far the blocks of the deciding comparisons spread in this run, beside the spread the
+    method was designed for (docs/method.md), and the blocks each asks for; empty without paired blocks."""
+    rows = [row for results in _quoted(sweeps) for row in noise_rows(results)]
+    if not rows:
+        return ""
+    low, high = DESIGNED_SPREAD
+    return (
+        "**This host's noise.** How far the blocks of a deciding comparison spread (the standard deviation of the log "
+        "ratio within a block, about its size's mean, pooled over a curve's sizes) decides how many blocks an answer "
+        f"needs: with the quick profile's warm-up and window the method was designed on a host where it was "
+        f"{low:g}-{high:g} (docs/method.md, Warm-up and window). The table gives this run's, its "
+        f"multiple of {high:g}, the blocks it ran per size, and the blocks per size that would put the curve's "
+        f"mean log ratio within ±{MARGIN:.0%} (95%) at this run's spread and at the designed one: the "
+        "blocks grow with the square of the spread."
+        + _sizing(sweeps[0].manifest.first_pass)
+        + "\n\n"
+        + markdown_table(rows)
     )

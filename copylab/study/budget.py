@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.measure.planning import allocation, schedule
+from copylab.measure.planning import allocation, budgeted
 from copylab.measure.sweep import DEFAULT_OVERHEAD_S
 from copylab.record.store import SweepStore
 
@@ -67,7 +67,7 @@ def still_open(store: SweepStore) -> Open | None:
     # imprecise_blocks' share of the interval past its target, nearest first (after the undecided points elsewhere)
     wanted += [
         ((IMPRECISE if experiment.main else ELSEWHERE, 1.0 + min(share, 1.0)), len(block))
-        for share, _, block in schedule.imprecise_blocks(config, rows)
+        for share, _, block in budgeted.imprecise_blocks(config, rows)
     ]
     if not wanted:
         return None

@@ -12,22 +12,27 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from copylab import experiments
 from copylab.analysis.analyze_sweep import run_analysis_notebook
 from copylab.analysis.two_runs import compare_runs
 from copylab.declarations.config import make_config
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.formatting import fmt_num
 from copylab.measure import sweep
 from copylab.measure.host.provenance import now_iso
+from copylab.paths import DATA
 from copylab.programs.build import build
+from copylab.record.manifest import FirstPass
 from copylab.record.origin import ModifiedData
 from copylab.record.store import SweepStore
 from copylab.report.comparison import write_comparison
 from copylab.report.render import render_report
 from copylab.study import REPORT_BUDGET_S
 from copylab.study.budget import MAX_CYCLES, shares, still_open
+from copylab.study.sizing import go_on_as, run_pilot, size_first_pass
 from copylab.study.verification import verified_pass
 from copylab.testbeds import sender_pages
 
@@ -50,10 +55,12 @@ def _not_here(experiment: str, profile: str) -> str | None:
     return sender_pages.refusal_without_root(make_config("check", profile, experiment=experiment).sender_pages)
 
 
-def first_passes(stamp: str) -> tuple[list[SweepStore], dict[str, str]]:
-    """Every reported sweep's first pass, one after the other; their stores, and the profiles that could not run
-    here with the reason."""
-    stores, skipped = [], {}
+def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[SweepStore], dict[str, str], FirstPass]:
+    """Every reported sweep's first pass, one after the other, the main sweep's begun by a pilot that sizes the first
+    passes of the sweeps whose verdicts the answers quote (copylab.study.sizing); their stores, the profiles that
+    could not run here with the reason, and how the first pass was sized.  STARTED: when the budget's clock started."""
+    skipped: dict[str, str] = {}
+    configs: dict[str, SweepConfig] = {}
     for experiment, profile, name in report_sweeps(stamp):
         why = _not_here(experiment, profile)
         if why:
@@ -61,13 +68,53 @@ def first_passes(stamp: str) -> tuple[list[SweepStore], dict[str, str]]:
             skipped[profile] = why
             continue
         # A budget of nothing: the first pass alone, the blocks of undecided comparisons come later (more_time).
-        config = make_config(name, profile, experiment=experiment, budget_s=0.0)
-        result = sweep.run(config, progress=sys.stderr.isatty())
+        configs[name] = make_config(name, profile, experiment=experiment, budget_s=0.0)
+    main = next(iter(configs.values()))
+    pace, pilot_trials = run_pilot(main)
+    quoted = experiments.main()
+    is_sized = {name: c.experiment == quoted.name and c.profile in quoted.verdicts_from for name, c in configs.items()}
+    plan = size_first_pass(
+        pace,
+        [c for name, c in configs.items() if is_sized[name]],
+        [c for name, c in configs.items() if not is_sized[name]],
+        budget_s,
+        time.monotonic() - started,
+        (main.name, pilot_trials),
+    )
+    over = plan.blocks > plan.affordable_blocks
+    fewest = " (the fewest: more than half the budget affords on this host)" if over else ""
+    print(
+        f"copylab: the first pass gets {plan.blocks} blocks of every deciding comparison{fewest}: the spread asks for "
+        f"{plan.needed_blocks}, {plan.affordable_blocks} fit in half the budget ({plan.share_s:.0f} s); it should take "
+        f"{plan.planned_s:.0f} s, and the other sweeps' first passes {plan.fixed_s:.0f} s"
+        + (f" at {plan.fixed_blocks} blocks each, all the budget affords" if plan.fixed_blocks else "")
+    )
+    stores = []
+    for name, config in configs.items():
+        if is_sized[name]:
+            more: dict[str, Any] = {"trials": plan.blocks, "seed": config.seed}
+            more["max_trials"] = max(config.max_trials, 2 * plan.blocks)
+            config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **more)
+        elif plan.fixed_blocks is not None and plan.fixed_blocks < config.trials:
+            fewer: dict[str, Any] = {"trials": plan.fixed_blocks, "seed": config.seed}
+            config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **fewer)
+        if name == main.name:
+            go_on_as(SweepStore(DATA / name), config)
+        result = sweep.run(config, resume=name == main.name, progress=sys.stderr.isatty())
         print(result.summary())
         if not result.ok:
-            raise CopylabError(f"no trial of the {experiment} {profile} sweep succeeded; nothing to report")
+            raise CopylabError(
+                f"no trial of the {config.experiment} {config.profile} sweep succeeded; nothing to report"
+            )
         stores.append(SweepStore(result.directory))
-    return stores, skipped
+        if is_sized[name]:
+            plan = dataclasses.replace(plan, took_s=time.monotonic() - started)
+    took = plan.took_s or 0.0
+    print(
+        f"copylab: the first pass of the sweeps the answers quote took {took:.0f} s, {took / budget_s:.0%} of the "
+        "budget, the verified pass and the pilot included"
+    )
+    return stores, skipped, plan
 
 
 def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
@@ -100,7 +147,8 @@ def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
     runnable = [sweep for sweep in report_sweeps(stamp) if not _not_here(sweep[0], sweep[1])]
     verified = verified_pass(runnable, stamp)
-    stores, skipped = first_passes(stamp)
+    stores, skipped, plan = first_passes(stamp, budget_s, started)
+    spent = time.monotonic() - started
     main = stores[0]
     main.write_manifest(
         dataclasses.replace(
@@ -109,12 +157,12 @@ def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
             not_measured=skipped,
             verified=verified.checked,
             verified_in=verified.sweeps,
+            first_pass=plan,
         )
     )
-    spent = time.monotonic() - started
     left = f"{budget_s - spent:.0f} s are" if spent < budget_s else "no time is"
     print(
-        f"copylab: the first pass of {len(stores)} sweeps took {spent:.0f} s of the report's {budget_s:.0f} s budget; "
+        f"copylab: the first passes of {len(stores)} sweeps took {spent:.0f} s of the {budget_s:.0f} s budget; "
         f"{left} left for the comparisons still undecided"
     )
     more_time(stores, budget_s - spent)

@@ -16,8 +16,12 @@ from copylab.roles import Role
 from copylab.segments import MAPPING_MTU
 
 
-def _sizes(low: int, high: int) -> list[int]:
-    return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
+def _sizes(low: int, high: int, step: int = 2) -> list[int]:
+    """Every size from LOW up to HIGH, each STEP times the last."""
+    sizes = [low]
+    while sizes[-1] * step <= high:
+        sizes.append(sizes[-1] * step)
+    return sizes
 
 
 # The study's two-copy and zero-copy variants: the receive modes other than copy are measured for them.
@@ -26,12 +30,19 @@ STUDY_EDGES = Members(roles=(Role.TWO_COPY, Role.ZERO_COPY))
 # pins their pages (two_copy packs them whatever their layout).
 LAYOUT_SENDERS = Members(roles=(Role.ONE_COPY, Role.ZERO_COPY))
 
-# Sizes of ./inv report's copies sweeps, quick's and the sink's: every power of two from 1 KiB to 256 KiB, so that a
-# crossover of questions 4 and 5 is placed between sizes 2x apart, over the veth and behind the sink alike, at every
-# thread count.  The contenders that decide no answer run at 1, 16 and 256 KiB only (--side-sizes): the ends and
-# the middle of the range, which their figures and answer 1 read; the time this saves goes to the deciding ones.
-REPORT_SIZES = _sizes(1024, 256 << 10)
-SIDE_SIZES = REPORT_SIZES[::4]
+# Sizes of ./inv report's main sweep: the study's range, 64 B to 256 KiB, 4x apart, at threads 1, 2, 4 and 8.  The
+# model of a whole curve (copylab.analysis.crossover) reads every size of a thread count at once, so 4x apart gives
+# each curve seven sizes: four below the 16 KiB where one_copy overtook two_copy on the development hosts, where
+# two_copy should win, and two above.  A budget adds sizes between two of them where a crossover lies
+# (copylab.measure.planning.allocation), so that its interval rests on measurements.  The contenders that decide no
+# answer run at the ends and the middle of the range only (--side-sizes), which their figures and answer 1 read; the
+# time this saves goes to the deciding ones.
+REPORT_SIZES = _sizes(64, 256 << 10, step=4)
+SIDE_SIZES = [REPORT_SIZES[0], REPORT_SIZES[len(REPORT_SIZES) // 2], REPORT_SIZES[-1]]
+REPORT_THREADS = [1, 2, 4, 8]
+# The sink's sizes: 1 KiB to 256 KiB 4x apart.  Below 1 KiB a datagram is mostly headers, and question 5's crossover
+# lay near 40 KiB on the development hosts, between two of them; a budget adds the sizes between.
+SINK_SIZES = _sizes(1024, 256 << 10, step=4)
 # Messages each sender cycles through on the sink: "thousands make it cold" (the setting's help).  2,048 rather than
 # the 4,096 of issue 37's throwaway test: a trial's wall time grows with the messages it allocates and fills, and
 # from 16 KiB up 2,048 messages (32 MiB and more) already reach past the development host's 32 MiB last-level cache.
@@ -99,8 +110,9 @@ THREADS: dict[str, Any] = {
 # seconds, is left to `./inv bench` and to --implementations).  Both run blocked designs with short windows.  quick
 # spends more of each trial warming up than measuring: a connection's first tenths of a second are not its steady
 # state, and a window that starts in them spreads the paired ratios of one_copy to two_copy far more than a shorter
-# window that starts after them (docs/method.md, Warm-up and window, has the figures).  Its budget is for run-sweep
-# alone: inside ./inv report the report's one budget decides (copylab.study.budget).
+# window that starts after them (docs/method.md, Warm-up and window, has the figures).  Its first pass of 2 blocks and
+# its budget are for run-sweep alone: inside ./inv report the first pass is sized from the host's own spread and speed
+# (copylab.study.sizing) and the report's one budget decides the rest (copylab.study.budget).
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "implementations": Members(references=False),
@@ -108,8 +120,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "sizes": REPORT_SIZES,
         "side_sizes": SIDE_SIZES,
         "rr_sizes": [4096],
-        "threads": [1, 4],
-        "trials": 3,
+        "threads": REPORT_THREADS,
+        "trials": 2,
         "duration_s": 0.1,
         "warmup_s": 0.2,
         "pinning": ["same_cpu"],
@@ -118,20 +130,21 @@ PROFILES: dict[str, dict[str, Any]] = {
         "layout": ["fields", "contiguous"],
         "layout_for": LAYOUT_SENDERS,
         "design": "blocked",
-        "budget_s": 110.0,
+        "budget_s": 150.0,
         "max_trials": 10,
     },
     # Where copying less pays on one host (docs/method.md: The sink): the senders' UDP datagrams into a device
     # that drops them once built, so MSG_ZEROCOPY completes uncopied.  Every sender that holds its message in
     # memory, stream only, one thread.  Cold sources: each sender cycles through DISTINCT_MESSAGES messages, as a
     # server's data would be; with one message the copy's source stays in cache and the copy looks cheaper than it
-    # is.  A fixed design of 3 blocks, no budget; ./inv report gives it extra blocks where question 5 is undecided.
+    # is.  A fixed design of 3 blocks, no budget; inside ./inv report its first pass is sized as quick's and it gets
+    # extra blocks where question 5 is undecided.
     # Short windows: with one thread at each end, short and long windows left the same spread (docs/method.md).
     "sink": {
         "implementations": Members(references=False, in_memory=True),
         "workloads": ["stream"],
-        "sizes": REPORT_SIZES,
-        "side_sizes": SIDE_SIZES,
+        "sizes": SINK_SIZES,
+        "side_sizes": SINK_SIZES[::2],
         "threads": [1],
         "trials": 3,
         "duration_s": 0.15,
@@ -150,7 +163,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "full": {
         "implementations": Members(references=False),
         "workloads": ["stream", "rr"],
-        "sizes": _sizes(64, 256 << 10),
+        "sizes": _sizes(64, 256 << 10),  # every power of two
         "rr_sizes": [4096],
         "threads": [1, 2, 4, 8],
         "trials": 5,

@@ -4,15 +4,14 @@
   drift spreads over every configuration; with --target-ci, rounds of the configurations still imprecise.
 - **blocked** (the default): the grid's configurations are grouped by point (workload, size, threads,
   connections, pinning); block r of a point runs its contenders (implementation, receive mode, layout) back to
-  back in a seeded random order, and the blocks of a round are shuffled across points.  Comparisons then pair the trials
-  of one block (copylab.analysis.stats).  A trial's repetition is its block's number at its point.
-- **budgeted** (blocked, with --budget): a first pass of `trials` blocks of the contenders whose curves decide
-  the experiment's answers, and of every contender at the first thread count; then, while the budget lasts, a
-  block at every point where one of those comparisons is still undecided (copylab.measure.planning.allocation),
-  then where a configuration's mean is still imprecise, up to max_trials blocks; then the other contenders
-  elsewhere, whole points of `trials` blocks (budgeted_rounds).
+  back in a balanced order (block_order: every pair of contenders runs in both orders, once each, in every two
+  consecutive blocks), and the blocks of a round are shuffled across points.  Comparisons then pair the trials of
+  one block (copylab.analysis.stats).  A trial's repetition is its block's number at its point.
+- **budgeted** (blocked, with --budget): copylab.measure.planning.budgeted.
 
-Every schedule is lazy and decided from the rows recorded so far, so an interrupted sweep resumes where it was.
+Every order is drawn from the sweep's seed (--seed, or drawn at random when the sweep is made and recorded in its
+manifest), so a sweep's order can be replayed exactly.  Every schedule is lazy and decided from the rows recorded so
+far, so an interrupted sweep resumes where it was.
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ import dataclasses
 import math
 import random
 import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,7 +28,6 @@ import pandas as pd
 from scipy import stats
 
 from copylab import experiments
-from copylab.analysis.stats import IMPRECISE
 from copylab.declarations import implementations
 from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
 from copylab.declarations.implementations import STUDY_LAYOUT
@@ -194,7 +191,7 @@ def configuration_of(row: Any) -> Configuration:
     )
 
 
-def _spec(
+def spec_of(
     config: SweepConfig, configuration: Configuration, repetition: int, order_index: int, position: int | None = None
 ) -> TrialSpec:
     c = configuration
@@ -225,7 +222,7 @@ def _rng(config: SweepConfig, *parts: object) -> random.Random:
     return random.Random(zlib.crc32(repr((config.seed, *parts)).encode()))
 
 
-def _points(grid: list[Configuration]) -> dict[Point, list[Configuration]]:
+def by_point(grid: list[Configuration]) -> dict[Point, list[Configuration]]:
     """The grid's configurations by point, in grid order."""
     grouped: dict[Point, list[Configuration]] = {}
     for configuration in grid:
@@ -233,15 +230,26 @@ def _points(grid: list[Configuration]) -> dict[Point, list[Configuration]]:
     return grouped
 
 
-def _round(config: SweepConfig, blocks: list[tuple[Point, int, list[Configuration]]], key: object) -> list[TrialSpec]:
-    """One round of blocks (point, block number, contenders): blocks shuffled, contenders shuffled in each."""
+def block_order(config: SweepConfig, point: Point, number: int, contenders: list[Configuration]) -> list[Configuration]:
+    """The order block NUMBER of POINT runs CONTENDERS in.  Each contender has a seeded random rank at its point; the
+    blocks go in twos, each two from a seeded rotation of the ranks, the first of them in its order and the second in
+    reverse.  So any two contenders of a point run in both orders, once each, in every two consecutive blocks (an
+    order effect cancels instead of repeating in every block), whichever others share the blocks, and who runs first
+    changes from two blocks to the next."""
+    pair = (number + 1) // 2
+    turn = _rng(config, "turn", point, pair).random()
+    ranked = sorted(contenders, key=lambda c: (_rng(config, "rank", point, contender_of(c)).random() - turn) % 1.0)
+    return ranked if number % 2 else ranked[::-1]
+
+
+def round_of(config: SweepConfig, blocks: list[tuple[Point, int, list[Configuration]]], key: object) -> list[TrialSpec]:
+    """One round of blocks (point, block number, contenders): blocks shuffled, contenders in their block's order."""
     blocks = list(blocks)
     _rng(config, "round", key).shuffle(blocks)
     specs = []
     for point, number, contenders in blocks:
-        contenders = list(contenders)
-        _rng(config, "block", point, number).shuffle(contenders)
-        specs += [_spec(config, c, number, 0, position) for position, c in enumerate(contenders)]
+        ordered = block_order(config, point, number, list(contenders))
+        specs += [spec_of(config, c, number, 0, position) for position, c in enumerate(ordered)]
     return specs
 
 
@@ -249,14 +257,14 @@ def plan(config: SweepConfig, skip: frozenset[str] = frozenset()) -> list[TrialS
     """Every trial of the fixed design (randomized, or blocked without a budget), in its seeded order."""
     grid = configurations(config, skip)
     if config.design == "blocked":
-        points = _points(grid)
+        points = by_point(grid)
         specs = []
         for number in range(1, config.trials + 1):
-            specs += _round(config, [(p, number, cs) for p, cs in points.items()], number)
+            specs += round_of(config, [(p, number, cs) for p, cs in points.items()], number)
         return [dataclasses.replace(spec, order_index=index) for index, spec in enumerate(specs)]
     trials = [(c, repetition) for c in grid for repetition in range(1, config.trials + 1)]
     random.Random(config.seed).shuffle(trials)
-    return [_spec(config, c, repetition, index) for index, (c, repetition) in enumerate(trials)]
+    return [spec_of(config, c, repetition, index) for index, (c, repetition) in enumerate(trials)]
 
 
 def imprecision(values: list[float], confidence: float = 0.95) -> float:
@@ -301,17 +309,29 @@ def adaptive_rounds(
         random.Random(config.seed * 1000 + repetition).shuffle(pending)
         if not pending:
             return
-        yield [_spec(config, c, repetition, order + index) for index, c in enumerate(pending)]
+        yield [spec_of(config, c, repetition, order + index) for index, c in enumerate(pending)]
         order += len(pending)
 
 
-@dataclass
-class Progress:
-    """What a budgeted schedule decides from: the rows recorded so far and the time the trials took."""
-
-    rows: pd.DataFrame  # every recorded row, ok or failed
-    spent_s: float
-    trial_s: float  # what one more trial is expected to take (window + the harness's median time)
+def at_point(point: Point, contenders: set[Contender]) -> list[Configuration]:
+    """CONTENDERS' configurations at POINT, which need not be on the sweep's grid (a size an allocator adds between
+    two of its sizes)."""
+    p = point
+    return [
+        Configuration(
+            name,
+            p.workload,
+            p.size_bytes,
+            p.threads,
+            p.connections,
+            p.pinning,
+            receive,
+            layout,
+            p.idle_connections,
+            p.offered_rate,
+        )
+        for name, receive, layout in sorted(contenders)
+    ]
 
 
 def contender_of(configuration: Configuration) -> Contender:
@@ -340,205 +360,3 @@ def partners(contender: Contender) -> set[Contender]:
     if receive != implementations.BASELINE_RECEIVE:
         found.add(study_contender(name))
     return found
-
-
-def _next_numbers(rows: pd.DataFrame) -> dict[Point, int]:
-    """Per point, the number its next block gets."""
-    if not len(rows):
-        return {}
-    highest = rows.groupby(list(Point._fields))["repetition"].max()
-    return {Point(*key): int(number) + 1 for key, number in highest.items()}
-
-
-def _ok_ids(rows: pd.DataFrame) -> set[str]:
-    return set(rows.loc[rows["status"] == "ok", "trial_id"]) if len(rows) else set()
-
-
-def _done(rows: pd.DataFrame) -> dict[Configuration, int]:
-    """Per configuration, how many of its trials were recorded ok."""
-    if not len(rows):
-        return {}
-    counts = rows[rows["status"] == "ok"].groupby(list(Configuration._fields)).size()
-    return {Configuration(*key): int(count) for key, count in counts.items()}
-
-
-def _affordable(
-    blocks: list[tuple[Point, int, list[Configuration]]], seconds: float, trial_s: float
-) -> list[tuple[Point, int, list[Configuration]]]:
-    """The leading BLOCKS whose trials fit in SECONDS."""
-    kept, cost = [], 0.0
-    for block in blocks:
-        cost += len(block[2]) * trial_s
-        if cost > seconds:
-            break
-        kept.append(block)
-    return kept
-
-
-def _with_partners(chosen: list[Configuration], everyone: list[Configuration]) -> list[Configuration]:
-    """CHOSEN with what they are compared with, from EVERYONE at their point, in EVERYONE's order."""
-    wanted = {contender_of(c) for c in chosen}
-    wanted |= {partner for c in chosen for partner in partners(contender_of(c))}
-    return [c for c in everyone if contender_of(c) in wanted]
-
-
-def budgeted_rounds(
-    config: SweepConfig,
-    progress: Callable[[], Progress],
-    undecided: Callable[[pd.DataFrame], dict[Point, set[Contender]]],
-    skip: frozenset[str] = frozenset(),
-) -> Iterator[list[TrialSpec]]:
-    """The rounds of a budgeted blocked sweep, each decided from PROGRESS as it stands.
-
-    1. A first pass of `trials` blocks: the deciding contenders at every point, and every contender at the first
-       thread count, in the same blocks (the other contenders' curves along the axis, paired with their
-       partners at no extra cost).
-    2. While the budget lasts, a block at every point where a deciding comparison is still undecided (UNDECIDED,
-       copylab.measure.planning.allocation's, passed in so that this module runs nothing), up to max_trials blocks.
-    3. Then a block, with its partners, for every configuration whose mean is still imprecise (the report's
-       unstable rule, copylab.analysis.stats), nearest to precise first, up to max_trials blocks.
-    4. Then the other contenders at the other thread counts, with their partners: whole points of `trials`
-       blocks, so that every configuration measured has an interval, fewest threads first.
-    """
-    assert config.budget_s is not None
-    points = _points(configurations(config, skip))
-    first = _first_pass_configurations(config, points)
-    yield from _first_pass(config, progress, first)
-    yield from _undecided_rounds(config, progress, undecided, first)
-    yield from _imprecise_rounds(config, progress, skip)
-    yield from _other_contenders_rounds(config, progress, points, first)
-
-
-def _budget_left(config: SweepConfig, now: Progress) -> float:
-    assert config.budget_s is not None
-    return config.budget_s - now.spent_s
-
-
-def _first_pass_configurations(
-    config: SweepConfig, points: dict[Point, list[Configuration]]
-) -> dict[Point, list[Configuration]]:
-    """Per point, what the first pass runs: the deciding contenders, and every contender at the first thread count."""
-    deciding = deciding_contenders(config)
-    lowest = min(config.threads)
-    return {
-        point: kept
-        for point, cs in points.items()
-        if (kept := [c for c in cs if contender_of(c) in deciding or point.threads == lowest])
-    }
-
-
-def _first_pass(
-    config: SweepConfig, progress: Callable[[], Progress], first: dict[Point, list[Configuration]]
-) -> Iterator[list[TrialSpec]]:
-    """Phase 1: `trials` rounds of FIRST, leaving out the trials already recorded ok (a resumed sweep)."""
-    for number in range(1, config.trials + 1):
-        ok = _ok_ids(progress().rows)
-        blocks = [
-            (p, number, [c for c in cs if _spec(config, c, number, 0).trial_id not in ok]) for p, cs in first.items()
-        ]
-        specs = _round(config, [block for block in blocks if block[2]], number)
-        if specs:
-            yield specs
-
-
-def _undecided_rounds(
-    config: SweepConfig,
-    progress: Callable[[], Progress],
-    undecided: Callable[[pd.DataFrame], dict[Point, set[Contender]]],
-    first: dict[Point, list[Configuration]],
-) -> Iterator[list[TrialSpec]]:
-    """Phase 2: a block at every point whose deciding comparison is still UNDECIDED, while the budget lasts."""
-    for round_number in range(1, config.max_trials + 1):
-        now = progress()
-        counts, numbers = _done(now.rows), _next_numbers(now.rows)
-        blocks = []
-        for point, contenders in undecided(now.rows[now.rows["status"] == "ok"]).items():
-            chosen = [c for c in first.get(point, []) if contender_of(c) in contenders]
-            if chosen and all(counts.get(c, 0) < config.max_trials for c in chosen):
-                blocks.append((point, numbers.get(point, 1), chosen))
-        blocks = _affordable(blocks, _budget_left(config, now), now.trial_s)
-        if not blocks:
-            break
-        yield _round(config, blocks, ("undecided", round_number))
-
-
-def imprecise_blocks(
-    config: SweepConfig, rows: pd.DataFrame, skip: frozenset[str] = frozenset()
-) -> list[tuple[float, Point, list[Configuration]]]:
-    """(imprecision, point, its block) of every point with a configuration whose mean is still imprecise (the report's
-    unstable rule) and short of max_trials, nearest to precise first: the block holds those configurations with what
-    they are compared with."""
-    points = _points(configurations(config, skip))
-    counts = _done(rows)
-    found = measured(rows[rows["status"] == "ok"])
-    nearest: dict[Point, float] = {}
-    for c, values in found.items():
-        share = imprecision(values)
-        if share > IMPRECISE and counts.get(c, 0) < config.max_trials and point_of(c) in points:
-            nearest[point_of(c)] = min(share, nearest.get(point_of(c), math.inf))
-    blocks = []
-    for point in sorted(nearest, key=nearest.__getitem__):
-        cs = [c for c in points[point] if c in found]
-        chosen = [c for c in cs if imprecision(found[c]) > IMPRECISE and counts.get(c, 0) < config.max_trials]
-        blocks.append((nearest[point], point, _with_partners(chosen, cs)))
-    return blocks
-
-
-def _imprecise_rounds(
-    config: SweepConfig, progress: Callable[[], Progress], skip: frozenset[str]
-) -> Iterator[list[TrialSpec]]:
-    """Phase 3: a block, with its partners, for every configuration still imprecise, nearest to precise first."""
-    for round_number in range(1, config.max_trials + 1):
-        now = progress()
-        numbers = _next_numbers(now.rows)
-        wanted = [(point, numbers.get(point, 1), block) for _, point, block in imprecise_blocks(config, now.rows, skip)]
-        blocks = _affordable(wanted, _budget_left(config, now), now.trial_s)
-        if not blocks:
-            break
-        yield _round(config, blocks, ("imprecise", round_number))
-
-
-def _blocks_missing(config: SweepConfig, rows: pd.DataFrame, contenders: list[Configuration]) -> int:
-    """How many blocks CONTENDERS still lack of `trials`."""
-    done = _done(rows)
-    return max(config.trials - done.get(c, 0) for c in contenders)
-
-
-def _other_contenders_rounds(
-    config: SweepConfig,
-    progress: Callable[[], Progress],
-    points: dict[Point, list[Configuration]],
-    first: dict[Point, list[Configuration]],
-) -> Iterator[list[TrialSpec]]:
-    """Phase 4: the contenders the first pass left out, with their partners, whole points that the budget affords."""
-    rest = {}  # point -> (its contenders left out, those with their partners)
-    for point, cs in points.items():
-        theirs = [c for c in cs if c not in first.get(point, [])]
-        if theirs:
-            rest[point] = (theirs, _with_partners(theirs, cs))
-    now = progress()
-    needed = {point: _blocks_missing(config, now.rows, rest[point][0]) * len(cs) for point, (_, cs) in rest.items()}
-    # The points are chosen once, so that each one chosen is run to a whole `trials` blocks.
-    chosen = _affordable_points(needed, _budget_left(config, now), now.trial_s)
-    for number in range(1, config.trials + 1):
-        now = progress()
-        numbers = _next_numbers(now.rows)
-        blocks = [
-            (point, numbers.get(point, 1), rest[point][1])
-            for point in chosen
-            if _blocks_missing(config, now.rows, rest[point][0]) > config.trials - number
-        ]
-        specs = _round(config, blocks, ("others", number))
-        if specs:
-            yield specs
-
-
-def _affordable_points(trials: dict[Point, int], seconds: float, trial_s: float) -> list[Point]:
-    """The points, fewest threads first, whose TRIALS (how many each needs) fit in SECONDS."""
-    kept, cost = [], 0.0
-    for point in sorted(trials, key=lambda p: (p.threads, p.size_bytes)):
-        cost += trials[point] * trial_s
-        if cost > seconds:
-            break
-        kept.append(point)
-    return kept

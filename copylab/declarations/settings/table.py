@@ -1,30 +1,11 @@
-"""Every sweep setting, declared once.
-
-A setting's name is its SweepConfig field, its key in a TOML sweep file and its parameter in the manifest; the table
-also gives its type, default, limits, help, command-line option and, where it has them, the trials.csv column its
-value is recorded in per row and the option of the C programs that carries it. SweepConfig
-(copylab/declarations/sweep_config.py) and csrc/limits.h are generated from it (`python -m
-copylab.declarations.settings sweep_config > copylab/declarations/sweep_config.py`, `python -m
-copylab.declarations.settings > csrc/limits.h`; a test holds each file to the table), copylab.declarations.config
-checks every value against it, copylab.cli.commands builds run-sweep's options from it and
-copylab.measure.running.drivers passes the program options from it.
-
-Adding a setting is one entry here, SweepConfig generated again, the code that uses its value, and its tests.
-"""
+"""The settings table: every sweep setting, declared once (copylab.declarations.settings says what derives from
+it)."""
 
 from __future__ import annotations
 
-import json
-import math
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
 from copylab import experiments
 from copylab.declarations import socket_buffer
-from copylab.declarations.limits import CONSTANTS
-from copylab.declarations.socket_buffer import CappedEnds
+from copylab.declarations.settings.setting import EVERY_PROGRAM, ProgramOption, Setting
 from copylab.declarations.vocabulary import (
     LAYOUTS,
     PATHS,
@@ -35,73 +16,6 @@ from copylab.declarations.vocabulary import (
     Column,
 )
 from copylab.formatting import fmt_size
-
-if TYPE_CHECKING:
-    # Not at run time: sweep_config.py is generated from this module, which must run without it.
-    from copylab.declarations.sweep_config import SweepConfig
-
-# int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
-Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]
-LISTS = ("ints", "sizes", "strs")
-UNSET = object()
-Choices = tuple[str, ...] | Callable[[], Sequence[str]]
-
-
-@dataclass(frozen=True)
-class ProgramOption:
-    """How a setting reaches copylab's own programs: OPTION (a flag for a bool) on the programs that play each of
-    ROLES (copylab.declarations.contract.SIDES: the copies experiment's server and client, the servers
-    experiment's model_server and load_client)."""
-
-    option: str
-    roles: tuple[Literal["server", "client", "model_server", "load_client"], ...]
-
-
-EVERY_PROGRAM: tuple[Literal["server", "client", "model_server", "load_client"], ...] = (
-    "server",
-    "client",
-    "model_server",
-    "load_client",
-)
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    kind: Kind
-    default: Any
-    help: str
-    low: float | None = None  # limits of a number, or of every item of a list
-    high: float | None = None
-    low_open: bool = False  # the low limit itself is refused (a duration must be above 0)
-    choices: Choices | None = None  # what a string (or every item of a list) may be
-    optional: bool = False  # None is allowed (not set)
-    cli: str | None = ""  # its run-sweep option without the dashes; "" derives it from the name; None: none
-    column: Column | None = None  # the trials.csv column its value is recorded in, per row
-    program: ProgramOption | None = None
-    legacy: Any = UNSET  # what a manifest written before the setting existed implies for it (default: default)
-    limit: str | None = None  # the macro of csrc/limits.h that carries `high`
-    length: int | None = None  # a list of exactly this many items
-    # Where the default (None) depends on where the sweep runs: the value it takes on a testbed.
-    chosen_on: Callable[[CappedEnds], Any] | None = None
-
-    @property
-    def option(self) -> str | None:
-        """The command-line option's name, without its dashes."""
-        if self.cli is None:
-            return None
-        return self.cli or self.name.removesuffix("_s").replace("_", "-")
-
-    @property
-    def parameter(self) -> str | None:
-        """The run-sweep task's parameter for it (invoke turns underscores into dashes)."""
-        return None if self.option is None else self.option.replace("-", "_")
-
-    def allowed(self) -> tuple[str, ...] | None:
-        if self.choices is None:
-            return None
-        return tuple(self.choices() if callable(self.choices) else self.choices)
-
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -180,7 +94,16 @@ SETTINGS: tuple[Setting, ...] = (
         (),
         "implementations that get the receive modes other than copy (default: all)",
     ),
-    Setting("seed", "int", 1, "seed of the trial order", low=0, high=2**63 - 1),
+    Setting(
+        "seed",
+        "int",
+        None,
+        "seed of the trial order: drawn at random for each sweep that gives none and recorded in its manifest; give "
+        "the recorded one to replay a sweep's order exactly",
+        low=0,
+        high=2**63 - 1,
+        drawn=True,
+    ),
     Setting("verify", "bool", False, "check every byte received against its pattern"),
     Setting("mtu", "int", 1500, "the veth pair's MTU", low=68, high=65535),
     Setting(
@@ -414,130 +337,3 @@ SETTINGS: tuple[Setting, ...] = (
         optional=True,
     ),
 )
-BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
-
-
-def get(name: str) -> Setting:
-    return BY_NAME[name]
-
-
-def c_header() -> str:
-    """csrc/limits.h: the limits the C programs enforce, from the table."""
-    lines = [
-        "/* Generated by `python -m copylab.declarations.settings > csrc/limits.h` from the settings table",
-        " * (copylab/declarations/settings.py): the limits the sweep settings declare, which the programs enforce",
-        " * too, and the constants of copylab/declarations/limits.py.",
-        " * Do not edit; a test holds it to both. */",
-        "#ifndef COPYLAB_LIMITS_H",
-        "#define COPYLAB_LIMITS_H",
-    ]
-    for setting in SETTINGS:
-        if setting.limit:
-            value = setting.high
-            assert value is not None
-            literal = f"{int(value)}ULL" if setting.kind in ("int", "ints", "sizes") else f"{value:.1f}"
-            lines.append(f"#define {setting.limit} {literal} /* setting {setting.name} */")
-            name = setting.limit.removeprefix("MAX_")
-            if setting.kind in ("sizes", "int"):
-                lines.append(f"#define MIN_{name} {int(setting.low or 0)}ULL")
-            if setting.kind == "int" and setting.default is not None:
-                lines.append(f"#define DEFAULT_{name} {int(setting.default)}ULL")
-    lines += [f"#define {name} {_literal(value)}" for name, value in CONSTANTS.items()]
-    lines += ["#endif"]
-    return "\n".join(lines) + "\n"
-
-
-def _literal(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
-
-
-def upgraded(parameters: dict[str, Any]) -> dict[str, Any]:
-    """A manifest's parameters in today's settings: align_fields (schema 3-4) became the layout axis."""
-    parameters = dict(parameters)
-    if "align_fields" in parameters:
-        aligned = parameters.pop("align_fields")
-        parameters.setdefault("layout", ["aligned" if aligned else "fields"])
-    return parameters
-
-
-def chosen_on(values: Mapping[str, Any], testbed: CappedEnds) -> dict[str, Any]:
-    """The settings whose default depends on the testbed that VALUES leave unset, as TESTBED chooses them."""
-    return {s.name: s.chosen_on(testbed) for s in SETTINGS if s.chosen_on and values.get(s.name) is None}
-
-
-def per_trial(config: SweepConfig) -> dict[str, Any]:
-    """The values of a sweep's settings that reach its rows or its programs (column, program)."""
-    return {s.name: getattr(config, s.name) for s in SETTINGS if s.column or s.program}
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _python_literal(value: Any) -> str:
-    """VALUE as ruff formats it in Python source (strings in double quotes)."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, tuple):
-        return f"({', '.join(map(_python_literal, value))}{',' if len(value) == 1 else ''})"
-    return repr(value)
-
-
-def _annotation(setting: Setting) -> str:
-    item = {"ints": "int", "sizes": "int", "strs": "str"}.get(setting.kind)
-    items = ", ".join([item] * setting.length) if item and setting.length else f"{item}, ..."
-    annotation = f"tuple[{items}]" if item else setting.kind
-    return f"{annotation} | None" if setting.optional else annotation
-
-
-# copylab/declarations/sweep_config.py, its fields left out: sweep_config_module() puts them in.
-_SWEEP_CONFIG_MODULE = '''"""A sweep's settings as a class: a field per setting of copylab.declarations.settings
-(SETTINGS gives each its meaning and limits), plus the sweep's name and profile.
-
-Generated by `python -m copylab.declarations.settings sweep_config > copylab/declarations/sweep_config.py` from
-the settings table. Do not edit; a test holds it to the table.
-"""
-
-from __future__ import annotations
-
-from dataclasses import dataclass, field, fields
-from typing import Any
-
-from copylab import experiments
-from copylab.declarations.implementation import Implementation
-from copylab.errors import CopylabError
-
-
-@dataclass(frozen=True)
-class SweepConfig:
-    name: str
-    profile: str = "quick"
-FIELDS
-    # Its implementations resolved once, when it is checked: the rest of a sweep reads them here, not by name.
-    members: tuple[Implementation, ...] = field(default=(), compare=False, repr=False)
-
-    def parameters(self) -> dict[str, Any]:
-        """What the manifest records (every setting, by its name)."""
-        names = (f.name for f in fields(self) if f.name not in ("name", "profile", "members"))
-        return {name: list(value) if isinstance(value := getattr(self, name), tuple) else value for name in names}
-
-    def member(self, name: str) -> Implementation:
-        """The sweep's implementation NAME, as the registry gave it when the sweep was checked."""
-        for implementation in self.members:
-            if implementation.name == name:
-                return implementation
-        raise CopylabError(f"{name!r} is not an implementation of sweep {self.name!r}")
-'''
-
-
-def sweep_config_module() -> str:
-    """copylab/declarations/sweep_config.py: SweepConfig with a field per setting, written out so that a type
-    checker sees each field and its type."""
-    # The default experiment by its declaration: only an experiment's own package names it.
-    defaults = {s.name: _python_literal(s.default) for s in SETTINGS} | {"experiment": "experiments.DEFAULT.name"}
-    fields = [f"    {s.name}: {_annotation(s)} = {defaults[s.name]}" for s in SETTINGS]
-    return _SWEEP_CONFIG_MODULE.replace("FIELDS\n", "".join(line + "\n" for line in fields))
-
-
-if __name__ == "__main__":
-    sys.stdout.write(sweep_config_module() if sys.argv[1:] == ["sweep_config"] else c_header())
