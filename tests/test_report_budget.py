@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from copylab.analysis.crossover import blocks_to_decide
 from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.experiments.copies import REPORT_SIZES
@@ -91,16 +90,6 @@ def test_the_studys_undecided_verdicts_come_before_its_imprecise_means_and_befor
     assert budget.shares([_open("quick", [0.0], 10.0)], 5.0) == {}  # nothing affordable
 
 
-def test_blocks_to_decide_grows_as_the_difference_shrinks_and_never_offers_fewer_than_measured():
-    clear = np.array([0.20, 0.21, 0.19])
-    close = np.array([0.02, 0.05, -0.01])
-    assert blocks_to_decide(clear, 9) == 3
-    assert blocks_to_decide(close, 9) > 10
-    assert blocks_to_decide(close, 9) < blocks_to_decide(close - 0.01, 9)  # same spread, half the mean
-    assert blocks_to_decide(close, 1) < blocks_to_decide(close, 9)  # Holm over more sizes asks more
-    assert blocks_to_decide(np.array([0.1, -0.1]), 9) == np.inf
-
-
 def test_a_sweep_the_report_could_not_run_is_said_with_the_command_that_runs_it():
     sweep = make_sweep()
     assert limitation.not_measured(sweep.manifest) is None
@@ -157,7 +146,6 @@ def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatc
 
 
 def test_a_curve_gets_blocks_where_the_fewest_more_blocks_would_decide_it():
-    import numpy as np
     import pandas as pd
 
     from copylab.measure.planning import allocation

@@ -41,6 +41,9 @@ STATUS_WORDS = {
     "challenger_never_better": "never better",
     "indistinguishable": "not distinguishable at any point",
     "multiple_crossings": "better at some points and worse at others, changing more than once",
+    "equivalent": "equivalent: within the margin of no difference at every point",
+    "undecided": "undecided: more blocks are needed",
+    "model_does_not_fit": "no verdict: the model of the curve does not fit",
 }
 
 
