@@ -23,6 +23,7 @@ def test_false_verdicts_stay_under_5_percent_power_reaches_80_and_sure_verdicts_
     assert high <= 0.05, f"false verdicts {wrong}/{runs}, 95% interval {low:.1%}-{high:.1%}: may pass 5%"
     power = simulate(POWER_SCENARIO, POWER_RUNS, 99, crossover_found)
     assert power.rate >= 0.8, f"power {power.hits}/{power.runs} ({power.interval()})"
+    assert power.covered >= 0.9 * power.crossovers, f"{power.covered} of {power.crossovers} intervals hold 16 KiB"
     sure = sum(r.sure for r in [*null, power])
     again = sum(r.sure_again for r in [*null, power])
     assert sure >= 10, f"only {sure} sure verdicts: too few to judge their calibration"

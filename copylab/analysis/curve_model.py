@@ -152,8 +152,11 @@ def _max_t(z: np.ndarray, covariance: np.ndarray, df: int, confidence: float) ->
         return math.inf
     values, vectors = np.linalg.eigh(covariance)
     root = vectors * np.sqrt(np.clip(values, 0, None))
-    se = np.sqrt(np.clip(np.einsum("gi,ij,gj->g", z, covariance, z), 1e-300, None))
-    largest = np.abs(_standard_draws(len(covariance)) @ (z @ root).T / se).max(axis=1)
+    se = np.sqrt(np.clip(np.einsum("gi,ij,gj->g", z, covariance, z), 0, None))
+    varies = se > 1e-12 * se.max() if se.max() > 0 else np.zeros(len(se), dtype=bool)
+    if not varies.any():  # every block on the curve exactly: no band to widen
+        return 0.0
+    largest = np.abs(_standard_draws(len(covariance)) @ (z[varies] @ root).T / se[varies]).max(axis=1)
     return float(st.t.isf(st.norm.sf(np.quantile(largest, confidence)), max(df, 1)))
 
 
