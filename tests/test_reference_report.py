@@ -196,7 +196,7 @@ _STATUS_WORDS = {
     "challenger_never_better": r"never outperforms",
     "indistinguishable": r"are indistinguishable",
     "multiple_crossings": r"there is no single size",
-    # the model's own (copylab.report.verdicts.model_clause)
+    # the model's own (copylab.report.prose.model_clause)
     "equivalent": r"\*\*equivalent\*\* at every size",
     "undecided": r"\*\*undecided\*\*: ",
     "model_does_not_fit": r"no verdict: the model does not fit",

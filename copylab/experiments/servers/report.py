@@ -21,9 +21,8 @@ from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markd
 from copylab.report import prose
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
-from copylab.report.prose import axis_value, row_interval
+from copylab.report.prose import MODEL_ONLY, axis_value, model_clause, row_interval, short_verdict
 from copylab.report.results import Results, between_hosts, metric_rows, paired, present, select
-from copylab.report.verdicts import MODEL_ONLY, model_clause, short_verdict
 
 
 def _per_configuration(results: Results) -> str:

@@ -19,7 +19,7 @@ from copylab.formatting import (
     markdown_table,
 )
 from copylab.paths import shown
-from copylab.report.prose import config_label
+from copylab.report.prose import check_note, config_label, how_sure, model_clause, sure_clause, to_decide
 from copylab.report.results import (
     THROUGHPUT,
     Results,
@@ -29,7 +29,6 @@ from copylab.report.results import (
     select,
     verdict,
 )
-from copylab.report.verdicts import check_note, how_sure, model_clause, sure_clause, to_decide
 
 
 def ratio_table(results: Results, challenger: str, baseline: str, threads: int, pinning: str) -> str:
@@ -277,7 +276,7 @@ def _ranking_differs(results: Results, row: pd.Series) -> str | None:
 
 
 def _to_settle(results: Results, row: pd.Series) -> str:
-    """For a verdict not sure yet: what would decide it (copylab.report.verdicts.to_decide), about how long that
+    """For a verdict not sure yet: what would decide it (copylab.report.prose.to_decide), about how long that
     takes, and the command that goes on measuring the same sweeps; empty when sure or without the model."""
     if bool(row["sure"]) or pd.isna(row["more_blocks"]):
         return ""

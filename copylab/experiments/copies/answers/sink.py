@@ -20,8 +20,8 @@ from copylab.experiments.copies.answers.crossovers import (
 )
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.report.prose import how_sure, model_clause
 from copylab.report.results import Results, between_hosts, comparison_rows, metric_rows, present, verdict
-from copylab.report.verdicts import how_sure, model_clause
 from copylab.roles import Role
 
 # A documented figure, cited with its source; the measured ones beside it come from the rows.
