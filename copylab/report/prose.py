@@ -1,7 +1,7 @@
 """How the report's prose says things, shared by every experiment's answers and captions: a point on an axis, an
 interval, a configuration, a crossover, a verdict of the model of a whole curve, a question the data cannot
-answer.  Numbers are formatted by
-copylab.formatting; the sentences built from them are here, so that every experiment words them alike."""
+answer.  Numbers are formatted by copylab.formatting; the sentences built from them are here, so that every
+experiment words them alike."""
 
 from __future__ import annotations
 
