@@ -145,19 +145,28 @@ def model_clause(row: pd.Series, span: str) -> str:
         return f"better at some {noun}s from {span} and worse at others, crossing more than once"
     if status == "model_does_not_fit":
         return (
-            f"no verdict: the model does not fit (its {noun}s' means depart from the smooth curve, p = "
-            f"{fmt_p(float(row['lack_of_fit_p']))}), so it is not forced into one"
+            f"no verdict: the model does not fit (its {noun}s' means depart from the smooth curve, "
+            f"{_p_text(float(row['lack_of_fit_p']))}), so it is not forced into one"
         )
     if status == "undecided":
         return f"**undecided**: {to_decide(row)}"
     return f"not distinguishable at any {noun} from {span}"
 
 
+def _p_text(p: float) -> str:
+    """'p = 0.0123', or 'p < 0.001'."""
+    shown = fmt_p(p)
+    return f"p {shown[0]} {shown[1:]}" if shown.startswith("<") else f"p = {shown}"
+
+
 def to_decide(row: pd.Series) -> str:
-    """What would decide an open verdict: about how many more blocks, and where."""
+    """What would decide an open verdict (or make a decided one sure): about how many more blocks, and where."""
     more = float(row["more_blocks"])
+    where = axis_value(str(row["axis"]), float(row["decide_at"]))
     if not math.isfinite(more):
         return "more blocks at every point would decide it"
+    if more < 1:
+        return f"its band already decides it; a few more blocks, near {where} first, would show it again more surely"
     return (
         f"about {count(more)} more blocks would decide it if the curve stays as measured, most of them near "
         f"{axis_value(str(row['axis']), float(row['decide_at']))}, where its band is widest for what it must decide"
@@ -184,6 +193,13 @@ def how_sure(rows: Iterable[pd.Series]) -> str:
             "estimated (a blocked sweep estimates it)."
         )
     sure = sum(bool(row["sure"]) for row in modelled)
+    if len(modelled) == 1:
+        return (
+            f" **How sure:** the verdict is {'sure' if sure else 'not sure yet'}: "
+            f"{fmt_pct(float(modelled[0]['replication'])) if sure else 'fewer than ' + fmt_pct(SURE)} of second runs "
+            "simulated from the fitted curve and its uncertainty reach it (docs/method.md measures how often a sure "
+            "verdict comes out again)."
+        )
     return (
         f" **How sure:** {sure} of the {len(modelled)} verdicts "
         + ("is" if sure == 1 else "are")

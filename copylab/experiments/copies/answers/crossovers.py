@@ -278,7 +278,7 @@ def _ranking_differs(results: Results, row: pd.Series) -> str | None:
 def _to_settle(results: Results, row: pd.Series) -> str:
     """For a verdict not sure yet: what would decide it (copylab.report.prose.to_decide), about how long that
     takes, and the command that goes on measuring the same sweeps; empty when sure or without the model."""
-    if bool(row["sure"]) or pd.isna(row["more_blocks"]):
+    if bool(row["sure"]) or pd.isna(row["more_blocks"]) or row["status"] == "model_does_not_fit":
         return ""
     more = float(row["more_blocks"])
     parameters = results.manifest.parameters
