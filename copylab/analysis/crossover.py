@@ -19,7 +19,8 @@ Every curve also gets the per-point check (tested_status): every tested point is
     W then B            crossover
     anything else       multiple_crossings        (no single worse-to-better change)
 
-A curve compared unpaired (a randomised design) has no model: its status is the check's, and a crossover's point lies
+A curve compared unpaired (a randomised design), or with fewer points than a model's fit can be checked on (three
+connection counts), has no model: its status is the check's, and a crossover's point lies
 inside the bracket from the last W point to the first B point, where the difference of means last changes sign from
 <= 0 to > 0, linearly interpolated on a log2 axis, with an interval from resampling trials.
 """
@@ -33,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from copylab.analysis.curve_model import MODEL_STATUSES, assess, last_upcrossing
+from copylab.analysis.curve_model import CHECKED_POINTS, MODEL_STATUSES, assess, last_upcrossing
 from copylab.analysis.stats import with_contenders
 from copylab.declarations.metrics import METRICS
 from copylab.record import tables
@@ -129,7 +130,8 @@ def find_crossovers(
     axis: str = "size_bytes",
 ) -> pd.DataFrame:
     """One crossovers.csv row per curve of COMPARISONS along AXIS with at least two compared points: the model's
-    verdict where every point was compared paired (comparisons.csv's method), else the per-point check's.
+    verdict where every point was compared paired (comparisons.csv's method) and there are enough points to check
+    its fit (CHECKED_POINTS), else the per-point check's.
 
     TRIALS are the metric-augmented trials COMPARISONS came from (copylab.analysis.stats.compare at the same
     confidence and axis).  Every curve draws from its own generator seeded by SEED and the curve's name, so results
@@ -156,7 +158,7 @@ def find_crossovers(
         here = ok[(ok[fixed] == pd.Series(settings)).all(axis=1)]
         curve_seed = [seed, zlib.crc32("/".join(map(str, curve)).encode())]
         points = group[axis].to_numpy()
-        if (group["method"] == "paired").all():
+        if (group["method"] == "paired").all() and len(points) >= CHECKED_POINTS:
             advantages = curve_advantages(here, challenger, baseline, metric, axis, points)
             found = _modelled(points, advantages, int(np.random.default_rng(curve_seed).integers(2**31)), n_resamples)
         else:

@@ -52,6 +52,9 @@ SURE = 0.9
 # The spread of one point's blocks is shrunk towards the curve's pooled spread as if that were this many blocks more.
 PRIOR_BLOCKS = 3.0
 
+# The fewest measured points whose fit can be checked (one point over the curve's parameters): a curve with fewer is
+# decided by its per-point tests instead (copylab.analysis.crossover.find_crossovers).
+CHECKED_POINTS = 4
 DECIDED = ("crossover", "challenger_always_better", "challenger_never_better", "equivalent")
 MODEL_STATUSES = (*DECIDED, "undecided", "multiple_crossings", "model_does_not_fit")
 
