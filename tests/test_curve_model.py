@@ -147,3 +147,15 @@ def test_undecided_hands_the_schedule_a_point_at_a_new_size_for_a_crossover():
         point._replace(size_bytes=1024) in {p._replace(size_bytes=1024) for p in wanted} for point in new
     )
     assert wanted[new[0]] == {("one_copy", "copy", "fields"), ("two_copy", "copy", "fields")}
+
+
+def test_a_curve_of_three_points_keeps_the_per_point_verdict():
+    sizes = [1024, 16384, 262144]
+    effects = [0.7, 1.0, 1.4]
+    pairs = enumerate(zip(sizes, effects, strict=True))
+    frames = [blocks(effect, 5, [size], seed=30 + i) for i, (size, effect) in pairs]
+    measured = add_metrics(_complete(pd.concat(frames, ignore_index=True)))
+    comparisons = compare(measured, PAIR, ["throughput_gbps"], paired=True)
+    row = find_crossovers(measured, comparisons, PAIR, ["throughput_gbps"], n_resamples=300, seed=1).iloc[0]
+    assert row["status"] == row["tested_status"] == "crossover" and np.isnan(row["replication"])
+    assert 1024 <= row["ci_low"] <= row["crossover_at"] <= row["ci_high"] <= 262144
