@@ -21,8 +21,9 @@ Every curve also gets the per-point check (tested_status): every tested point is
 
 A curve compared unpaired (a randomised design), or with fewer points than a model's fit can be checked on (three
 connection counts), has no model: its status is the check's, and a crossover's point lies
-inside the bracket from the last W point to the first B point, where the difference of means last changes sign from
-<= 0 to > 0, linearly interpolated on a log2 axis, with an interval from resampling trials.
+inside the bracket from the last W point to the first B point, where the mean difference (of the within-block log
+ratios where paired) last changes sign from <= 0 to > 0, linearly interpolated on a log2 axis, with an interval from
+resampling the blocks (or trials) within each point.
 """
 
 from __future__ import annotations
@@ -108,6 +109,23 @@ def crossover_interval(
     return _censored(x, point, roots, dof, confidence)
 
 
+def paired_crossover_interval(
+    advantages: list[np.ndarray],
+    sizes: np.ndarray,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> tuple[float, float, float]:
+    """crossover_interval for a blocked design: ADVANTAGES[i] holds, per block at SIZES[i], the challenger's
+    direction-aware log ratio over the baseline (positive: better).  Each resample draws the blocks of every
+    size with replacement; the same corrections apply, at n - 1 degrees of freedom per size."""
+    rng = np.random.default_rng() if rng is None else rng
+    x = np.log2(sizes.astype(float))
+    point = last_upcrossing(x, np.array([[a.mean() for a in advantages]]))[0]
+    roots = last_upcrossing(x, np.column_stack([_resampled_means(a, n_resamples, rng) for a in advantages]))
+    return _censored(x, point, roots, np.array([len(a) - 1.0 for a in advantages]), confidence)
+
+
 def _censored(
     x: np.ndarray, point: float, roots: np.ndarray, dof: np.ndarray, confidence: float
 ) -> tuple[float, float, float]:
@@ -158,12 +176,14 @@ def find_crossovers(
         here = ok[(ok[fixed] == pd.Series(settings)).all(axis=1)]
         curve_seed = [seed, zlib.crc32("/".join(map(str, curve)).encode())]
         points = group[axis].to_numpy()
-        if (group["method"] == "paired").all() and len(points) >= CHECKED_POINTS:
+        paired = bool((group["method"] == "paired").all())
+        if paired and len(points) >= CHECKED_POINTS:
             advantages = curve_advantages(here, challenger, baseline, metric, axis, points)
             found = _modelled(points, advantages, int(np.random.default_rng(curve_seed).integers(2**31)), n_resamples)
         else:
             rng = np.random.default_rng(curve_seed)
-            found = _tested(here, labels, points, (axis, metric, challenger, baseline), confidence, n_resamples, rng)
+            curve_of = (axis, metric, challenger, baseline)
+            found = _tested(here, labels, points, curve_of, confidence, n_resamples, rng, paired)
         rows.append(
             {
                 "axis": axis,
@@ -217,9 +237,11 @@ def _tested(
     confidence: float,
     n_resamples: int,
     rng: np.random.Generator,
+    paired: bool,
 ) -> dict[str, object]:
-    """crossovers.csv's verdict columns from the per-point labels of an unpaired curve: a crossover's point inside its
-    bracket, from resampling trials (crossover_interval).  CURVE: its axis, metric, challenger and baseline."""
+    """crossovers.csv's verdict columns from the per-point labels of a curve without the model: a crossover's point
+    inside its bracket, from resampling its blocks (PAIRED: paired_crossover_interval) or its trials
+    (crossover_interval).  CURVE: its axis, metric, challenger and baseline."""
     axis, metric, challenger, baseline = curve
     status = classify(labels)
     crossing = (np.nan, np.nan, np.nan)
@@ -227,11 +249,18 @@ def _tested(
         lo = max(i for i, label in enumerate(labels) if label == "W")
         hi = min(i for i, label in enumerate(labels) if label == "B")
         bracket = points[lo : hi + 1]
-        sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
-        values = {
-            name: [_values(trials, name, axis, point, metric) for point in bracket] for name in (challenger, baseline)
-        }
-        crossing = crossover_interval(values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng)
+        if paired:
+            advantages = curve_advantages(trials, challenger, baseline, metric, axis, bracket)
+            crossing = paired_crossover_interval(advantages, bracket, confidence, n_resamples, rng)
+        else:
+            sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
+            values = {
+                name: [_values(trials, name, axis, point, metric) for point in bracket]
+                for name in (challenger, baseline)
+            }
+            crossing = crossover_interval(
+                values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
+            )
     at, low, high = crossing
     return {"status": status, "crossover_at": at, "ci_low": low, "ci_high": high, **_NO_MODEL}
 
