@@ -198,7 +198,7 @@ _STATUS_WORDS = {
     "multiple_crossings": r"there is no single size",
     # the model's own (copylab.report.prose.model_clause)
     "equivalent": r"\*\*equivalent\*\* at every size",
-    "undecided": r"\*\*undecided\*\*: ",
+    "undecided": r"\*\*undecided\*\* from",
     "model_does_not_fit": r"no verdict: the model does not fit",
 }
 # Question 4's short answer, a clause per thread count (copylab.experiments.copies.answers.crossovers._short_status)
@@ -209,7 +209,7 @@ _SHORT_WORDS = {
     "indistinguishable": r"indistinguishable at every size",
     "multiple_crossings": r"no single crossover",
     "equivalent": r"\*\*equivalent\*\* at every size",
-    "undecided": r"\*\*undecided\*\*: ",
+    "undecided": r"\*\*undecided\*\* from",
     "model_does_not_fit": r"no verdict: the model does not fit",
 }
 

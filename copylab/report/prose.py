@@ -145,11 +145,11 @@ def model_clause(row: pd.Series, span: str) -> str:
         return f"better at some {noun}s from {span} and worse at others, crossing more than once"
     if status == "model_does_not_fit":
         return (
-            f"no verdict: the model does not fit (its {noun}s' means depart from the smooth curve, "
+            f"no verdict: the model does not fit the {noun}s from {span} (their means depart from the smooth curve, "
             f"{_p_text(float(row['lack_of_fit_p']))}), so it is not forced into one"
         )
     if status == "undecided":
-        return f"**undecided**: {to_decide(row)}"
+        return f"**undecided** from {span}: {to_decide(row)}"
     return f"not distinguishable at any {noun} from {span}"
 
 
@@ -167,10 +167,7 @@ def to_decide(row: pd.Series) -> str:
         return "more blocks at every point would decide it"
     if more < 1:
         return f"its band already decides it; a few more blocks, near {where} first, would show it again more surely"
-    return (
-        f"about {count(more)} more blocks would decide it if the curve stays as measured, most of them near "
-        f"{axis_value(str(row['axis']), float(row['decide_at']))}, where its band is widest for what it must decide"
-    )
+    return f"about {count(more)} more blocks would decide it, most near {where} (if the curve stays as measured)"
 
 
 def sure_clause(row: pd.Series) -> str:
