@@ -200,8 +200,8 @@ def how_sure(rows: Iterable[pd.Series]) -> str:
     return (
         f" **How sure:** {sure} of the {len(modelled)} verdicts "
         + ("is" if sure == 1 else "are")
-        + f" sure: at least {fmt_pct(SURE)} of second runs simulated from the fitted curve and its uncertainty reach "
-        "the same verdict (docs/method.md measures how often a sure verdict comes out again)."
+        + f" sure (a verdict is sure when at least {fmt_pct(SURE)} of second runs simulated from the fitted curve and "
+        "its uncertainty reach it again; docs/method.md measures how often a sure verdict does)."
     )
 
 
