@@ -144,10 +144,7 @@ def model_clause(row: pd.Series, span: str) -> str:
     if status == "multiple_crossings":
         return f"better at some {noun}s from {span} and worse at others, crossing more than once"
     if status == "model_does_not_fit":
-        return (
-            f"no verdict: the model does not fit the {noun}s from {span} (their means depart from the smooth curve, "
-            f"{_p_text(float(row['lack_of_fit_p']))}), so it is not forced into one"
-        )
+        return f"no verdict: the model does not fit the {noun}s from {span} ({_p_text(float(row['lack_of_fit_p']))})"
     if status == "undecided":
         return f"**undecided** from {span}: {to_decide(row)}"
     return f"not distinguishable at any {noun} from {span}"
