@@ -466,3 +466,17 @@ def load_trials(path: str | Path) -> pd.DataFrame:
 def load_sweep(directory: str | Path) -> tuple[pd.DataFrame, Manifest]:
     """The trials and manifest of DIRECTORY as copylab's store loads and checks them."""
     return SweepStore(directory).load()
+
+
+# Curves of per-block log ratios with a known truth, for the simulation of verdicts (tests/error_rates.py).
+def crossing_log_ratio(size: float, at: float = 16384.0, effect: float = 0.05, width: float = 1.5) -> float:
+    """The true log ratio of a challenger EFFECT worse far below AT and EFFECT better far above it, changing smoothly
+    over about WIDTH doublings either side (a tanh in log2 size): it crosses 0 exactly at AT."""
+    return float(np.log1p(effect * np.tanh((np.log2(size) - np.log2(at)) / width)))
+
+
+def block_log_ratios(truth: float, spread: float, blocks: int, rng: np.random.Generator) -> np.ndarray:
+    """BLOCKS blocks' log ratios of a challenger to its baseline at one point: TRUTH plus a normal block-to-block
+    SPREAD (the standard deviation of the log ratio across blocks, as measured on the hosts)."""
+    values: np.ndarray = truth + rng.normal(0.0, spread, blocks)
+    return values

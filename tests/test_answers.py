@@ -17,6 +17,7 @@ from copylab.calibration.record import CacheLevel, Calibration, CopyCost, CopyFi
 from copylab.errors import CopylabError
 from copylab.experiments.copies import answers, captions, figures
 from copylab.experiments.copies.anomaly import answered_by_q1, find_anomaly
+from copylab.experiments.copies.glance import at_a_glance
 from copylab.experiments.copies.queries import Focus, choose_focus
 from copylab.formatting import fmt_bytes, fmt_duration, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.record.manifest import Manifest
@@ -176,6 +177,7 @@ def make_sweep(
                     "ci_low": value[1],
                     "ci_high": value[2],
                     "first_significant_at": 4096 if row_status in ("crossover", "challenger_always_better") else np.nan,
+                    **_model_columns(row_status),
                 }
             )
     manifest = Manifest.from_dict(
@@ -219,6 +221,21 @@ def make_sweep(
         SweepStore(Path("fixture")),
         Origin.of(manifest, "ab" * 32),
     )
+
+
+def _model_columns(status: str) -> dict[str, object]:
+    """crossovers.csv's model columns for a row of STATUS: the model's statuses with what it says of them, the per-size
+    check's alone as an unpaired sweep leaves them."""
+    modelled = status in ("equivalent", "undecided", "model_does_not_fit")
+    return {
+        "lack_of_fit_p": 0.002 if status == "model_does_not_fit" else (0.4 if modelled else np.nan),
+        "replication": 0.95 if status == "equivalent" else np.nan,
+        "sure": status == "equivalent",
+        "largest_difference": 0.021 if modelled else np.nan,
+        "more_blocks": 24.0 if modelled else np.nan,
+        "decide_at": 16384.0 if modelled else np.nan,
+        "tested_status": "indistinguishable" if modelled else status,
+    }
 
 
 def _in_container(sweep: Results) -> Results:
@@ -284,6 +301,23 @@ def test_crossover_statuses_without_a_crossover_are_stated_honestly(status, phra
     text = answers.answer_crossover(make_sweep(status=status), "one_copy", "two_copy")
     assert phrase in text
     assert "bootstrap CI" not in text.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("status", "short", "full"),
+    [
+        ("equivalent", "**equivalent** at every size from 64 B to 64 KiB: within ±3%", "2.1% either way"),
+        ("undecided", "**undecided** from 64 B to 64 KiB: about 24 more blocks would decide it", "most near 16 KiB"),
+        ("model_does_not_fit", "no verdict: the model does not fit", "p = 0.002"),
+    ],
+)
+def test_question_4_says_equivalent_undecided_or_no_fit_with_the_margin_or_what_would_decide_it(status, short, full):
+    text = answers.answers(make_sweep(status=status))[3][1]
+    first = text.split("\n\n")[0]
+    assert short in first and "with 1 thread" in first and "with 4 threads" in first
+    assert full in text
+    glance = at_a_glance(make_sweep(status=status))
+    assert short in glance.splitlines()[5]  # answer 4 on the glance page says it too
 
 
 def test_unknown_crossover_status_is_an_error():

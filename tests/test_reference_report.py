@@ -196,6 +196,10 @@ _STATUS_WORDS = {
     "challenger_never_better": r"never outperforms",
     "indistinguishable": r"are indistinguishable",
     "multiple_crossings": r"there is no single size",
+    # the model's own (copylab.report.prose.model_clause)
+    "equivalent": r"\*\*equivalent\*\* at every size",
+    "undecided": r"\*\*undecided\*\* from",
+    "model_does_not_fit": r"no verdict: the model does not fit",
 }
 # Question 4's short answer, a clause per thread count (copylab.experiments.copies.answers.crossovers._short_status)
 _SHORT_WORDS = {
@@ -204,6 +208,9 @@ _SHORT_WORDS = {
     "challenger_never_better": r"(?:slower at every size from|never faster)",
     "indistinguishable": r"indistinguishable at every size",
     "multiple_crossings": r"no single crossover",
+    "equivalent": r"\*\*equivalent\*\* at every size",
+    "undecided": r"\*\*undecided\*\* from",
+    "model_does_not_fit": r"no verdict: the model does not fit",
 }
 
 
@@ -299,6 +306,9 @@ _CLAUSE_WORDS = {
     "challenger_never_better": r"`\w+` never outperforms `\w+` from",
     "indistinguishable": r"`\w+` and `\w+` cannot be told apart from",
     "multiple_crossings": r"`\w+` outperforms `\w+` at some sizes from",
+    "equivalent": r"`\w+` against `\w+`: \*\*equivalent\*\*",
+    "undecided": r"`\w+` against `\w+`: \*\*undecided\*\*",
+    "model_does_not_fit": r"`\w+` against `\w+`: no verdict: the model does not fit",
 }
 
 

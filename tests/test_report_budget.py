@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from copylab.analysis.crossover import blocks_to_decide
 from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.experiments.copies import REPORT_SIZES
@@ -96,16 +95,6 @@ def test_the_studys_undecided_verdicts_come_before_its_imprecise_means_and_befor
     assert budget.shares([_open("quick", [0.0], 10.0)], 5.0) == {}  # nothing affordable
 
 
-def test_blocks_to_decide_grows_as_the_difference_shrinks_and_never_offers_fewer_than_measured():
-    clear = np.array([0.20, 0.21, 0.19])
-    close = np.array([0.02, 0.05, -0.01])
-    assert blocks_to_decide(clear, 9) == 3
-    assert blocks_to_decide(close, 9) > 10
-    assert blocks_to_decide(close, 9) < blocks_to_decide(close - 0.01, 9)  # same spread, half the mean
-    assert blocks_to_decide(close, 1) < blocks_to_decide(close, 9)  # Holm over more sizes asks more
-    assert blocks_to_decide(np.array([0.1, -0.1]), 9) == np.inf
-
-
 def test_a_sweep_the_report_could_not_run_is_said_with_the_command_that_runs_it():
     sweep = make_sweep()
     assert limitation.not_measured(sweep.manifest) is None
@@ -161,34 +150,20 @@ def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatc
     assert found.checked == ["two_copy mmap"] and found.sweeps == ["verify-copies-S"]
 
 
-def test_a_curve_gets_blocks_where_the_fewest_more_blocks_would_decide_it():
-    import numpy as np
-    import pandas as pd
-
+def test_an_open_curve_gets_blocks_where_its_band_is_widest():
     from copylab.measure.planning import allocation
 
-    sizes = [1024 << k for k in range(9)]
-    ratios = [0.90, 0.97, 0.98, 0.99, 1.01, 1.02, 1.03, 1.05, 1.10]
-    curve = pd.DataFrame(
-        {
-            "size_bytes": sizes,
-            "ratio": ratios,
-            "significant": [True] + [False] * 8,
-            "challenger_better": [r > 1 for r in ratios],
-        }
-    )
+    sizes = np.array([1024 << k for k in range(9)], dtype=float)
     spread = np.array([-1.0, 0.0, 1.0])
-    advantages = [np.log(r) + 0.03 * spread for r in ratios]
-    # 128 KiB gains more than it spreads, 256 KiB gains twice as much but spreads ten times as much: the nearer
-    # estimate is not the one a few blocks decide.
-    advantages[-1] = np.log(ratios[-1]) + 0.3 * spread
-    targets = allocation._targets(curve, "size_bytes", advantages)
-    assert len(targets) == allocation.MOST_PER_CURVE
-    assert targets[0][1] == sizes[-2] and all(point not in (sizes[0], sizes[-1]) for _, point in targets)
-    # beside a change of sign next to a significant point, the same need counts half
-    curve.loc[1, "ratio"] = ratios[-2]
-    advantages[1] = advantages[-2]
-    assert allocation._targets(curve, "size_bytes", advantages)[0][1] == sizes[1]
+    # no difference, three blocks each; at 256 KiB they spread ten times as much: the band is widest there
+    advantages = [0.03 * spread for _ in sizes]
+    advantages[-1] = 0.3 * spread
+    wanted = allocation.wanted_points(sizes, advantages, most_blocks=20)
+    assert wanted and wanted[0][1] == sizes[-1]
+    assert all(0.0 <= priority < 1.0 for priority, _ in wanted)
+    assert len(wanted) <= allocation.MOST_PER_CURVE + 1
+    # a point that has its most blocks already gets none
+    assert sizes[-1] not in [point for _, point in allocation.wanted_points(sizes, advantages, most_blocks=3)]
 
 
 def test_a_cycles_part_too_little_for_a_start_up_gives_way_to_all_the_time_left(monkeypatch, capsys):

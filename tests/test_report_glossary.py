@@ -36,6 +36,8 @@ TERMS_OF_ART = {
     r"\bstream\b.*\brr\b|\brr\b.*\bstream\b": "stream, rr",
     r"\bblocks?\b": "block, redraw",
     r"\bredraws?\b": "block, redraw",
+    r"\bband\b": "band (of a curve)",
+    r"\bequivalent\b|\bundecided\b": "equivalent, undecided",
     r"\bcovariates?\b": "covariate",
     r"\bfloor\b": "floor (the host's)",
     r"memcpy as linked": "memcpy as linked",

@@ -1,47 +1,48 @@
 """Where along an experiment's axis a challenger starts to beat its baseline (crossovers.csv).
 
-The axis is message size for the copies experiment and the number of
-connections for the servers experiment; "size" below is a point on it.  For
-one curve (the other settings, metric, challenger, baseline) every tested
-point is labelled from comparisons.csv: B (challenger significantly better,
-Holm-corrected), W (significantly worse) or 0 (not significant).  Ignoring
-the 0s, the run-collapsed sequence of labels gives the status:
+The axis is message size for the copies experiment and the number of connections for the servers experiment; "size"
+below is a point on it.  A curve is one challenger against one baseline along the axis, the other settings and the
+metric fixed.
+
+Where every point of a curve was compared paired within blocks (a blocked design), its verdict (status) comes from one
+model of the whole curve fitted to every block (copylab.analysis.curve_model): crossover, challenger_always_better,
+challenger_never_better, equivalent, undecided, multiple_crossings or model_does_not_fit, with the crossover's
+interval, how sure the verdict is, and what would decide an open one.
+
+Every curve also gets the per-point check (tested_status): every tested point is labelled from comparisons.csv, B
+(challenger significantly better, Holm-corrected), W (significantly worse) or 0 (not significant), and ignoring the
+0s, the run-collapsed sequence of labels gives
 
     no label            indistinguishable
     W                   challenger_never_better   (never significantly better)
     B                   challenger_always_better  (never significantly worse)
     W then B            crossover
-    anything else       multiple_crossings        (no single worse-to-better change,
-                                                   e.g. better at small sizes only)
+    anything else       multiple_crossings        (no single worse-to-better change)
 
-Only a crossover gets a point (crossover_at): inside the bracket from the last
-W point to the first B point, where the direction-aware difference of means
-last changes sign from <= 0 to > 0, linearly interpolated on a log2 axis.  The
-bracket lies inside the tested range, so no crossover is ever placed outside it.
+A curve compared unpaired (a randomised design), or with fewer points than a model's fit can be checked on (three
+connection counts), has no model: its status is the check's, and a crossover's point lies
+inside the bracket from the last W point to the first B point, where the mean difference (of the within-block log
+ratios where paired) last changes sign from <= 0 to > 0, linearly interpolated on a log2 axis, with an interval from
+resampling the blocks (or trials) within each point.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from copylab.analysis.stats import holm, with_contenders
+from copylab.analysis.curve_model import CHECKED_POINTS, MODEL_STATUSES, assess, last_upcrossing
+from copylab.analysis.stats import with_contenders
 from copylab.declarations.metrics import METRICS
 from copylab.record import tables
 from copylab.record.tables import curve_keys
 
-STATUSES = (
-    "crossover",
-    "challenger_always_better",
-    "challenger_never_better",
-    "indistinguishable",
-    "multiple_crossings",
-)
+# The model's verdicts (copylab.analysis.curve_model), and indistinguishable: the per-point check's only.
+STATUSES = (*MODEL_STATUSES, "indistinguishable")
 
 
 def classify(labels: Iterable[str]) -> str:
@@ -66,26 +67,6 @@ def first_significant_point(sizes: np.ndarray, labels: list[str]) -> float:
             break
         first = size
     return first
-
-
-def last_upcrossing(log_sizes: np.ndarray, differences: np.ndarray) -> np.ndarray:
-    """Log2 size of the last <=0 -> >0 sign change of each row of DIFFERENCES (rows x sizes).
-
-    Linear interpolation between the two bracketing sizes.  A row without such a
-    change gives -inf when it is > 0 at every size (the change lies below the
-    first size) and +inf otherwise (not better by the last size).
-    """
-    differences = np.atleast_2d(differences)
-    better = differences > 0
-    up = ~better[:, :-1] & better[:, 1:]
-    found = up.any(axis=1)
-    j = up.shape[1] - 1 - np.argmax(up[:, ::-1], axis=1)
-    rows = np.arange(len(differences))
-    d0, d1 = differences[rows, j], differences[rows, j + 1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        root = log_sizes[j] + (0 - d0) * (log_sizes[j + 1] - log_sizes[j]) / (d1 - d0)
-    beyond = np.where(better.all(axis=1), -np.inf, np.inf)
-    return np.where(found, root, beyond)
 
 
 def crossover_interval(
@@ -166,15 +147,13 @@ def find_crossovers(
     seed: int = 0,
     axis: str = "size_bytes",
 ) -> pd.DataFrame:
-    """One crossovers.csv row per curve of COMPARISONS along AXIS with at least two compared points.
+    """One crossovers.csv row per curve of COMPARISONS along AXIS with at least two compared points: the model's
+    verdict where every point was compared paired (comparisons.csv's method) and there are enough points to check
+    its fit (CHECKED_POINTS), else the per-point check's.
 
-    Where every point of a crossover's bracket was compared paired (comparisons.csv's method), its interval
-    resamples blocks (paired_crossover_interval); otherwise trials (crossover_interval).
-
-    TRIALS are the metric-augmented trials COMPARISONS came from
-    (copylab.analysis.stats.compare at the same confidence and axis).  Every curve draws
-    from its own generator seeded by SEED and the curve's name, so results do
-    not depend on which other curves are analysed.
+    TRIALS are the metric-augmented trials COMPARISONS came from (copylab.analysis.stats.compare at the same
+    confidence and axis).  Every curve draws from its own generator seeded by SEED and the curve's name, so results
+    do not depend on which other curves are analysed.
     """
     fixed = curve_keys(axis)
     curve_columns = [*fixed, "metric", "challenger", "baseline"]
@@ -192,42 +171,98 @@ def find_crossovers(
             ("B" if better else "W") if significant else "0"
             for better, significant in zip(group["challenger_better"], group["significant"], strict=True)
         ]
-        sizes = group[axis].to_numpy()
-        status = classify(labels)
-        size = low = high = np.nan
-        if status == "crossover":
-            lo = max(i for i, label in enumerate(labels) if label == "W")
-            hi = min(i for i, label in enumerate(labels) if label == "B")
-            bracket = sizes[lo : hi + 1]
-            settings = dict(zip(fixed, curve, strict=False))
-            metric, challenger, baseline = curve[len(fixed) :]
-            here = ok[(ok[fixed] == pd.Series(settings)).all(axis=1)]
-            sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
-            rng = np.random.default_rng([seed, zlib.crc32("/".join(map(str, curve)).encode())])
-            if (group["method"].iloc[lo : hi + 1] == "paired").all():
-                advantages = [sign * _log_ratios(here, challenger, baseline, axis, point, metric) for point in bracket]
-                size, low, high = paired_crossover_interval(advantages, bracket, confidence, n_resamples, rng)
-            else:
-                values = {
-                    name: [_values(here, name, axis, point, metric) for point in bracket]
-                    for name in (challenger, baseline)
-                }
-                size, low, high = crossover_interval(
-                    values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
-                )
-        row = {"axis": axis, axis: pd.NA, **dict(zip(curve_columns, curve, strict=True))}
+        settings = dict(zip(fixed, curve, strict=False))
+        metric, challenger, baseline = curve[len(fixed) :]
+        here = ok[(ok[fixed] == pd.Series(settings)).all(axis=1)]
+        curve_seed = [seed, zlib.crc32("/".join(map(str, curve)).encode())]
+        points = group[axis].to_numpy()
+        paired = bool((group["method"] == "paired").all())
+        if paired and len(points) >= CHECKED_POINTS:
+            advantages = curve_advantages(here, challenger, baseline, metric, axis, points)
+            found = _modelled(points, advantages, int(np.random.default_rng(curve_seed).integers(2**31)), n_resamples)
+        else:
+            rng = np.random.default_rng(curve_seed)
+            curve_of = (axis, metric, challenger, baseline)
+            found = _tested(here, labels, points, curve_of, confidence, n_resamples, rng, paired)
         rows.append(
             {
-                **row,
-                "status": status,
-                "crossover_at": size,
-                "ci_low": low,
-                "ci_high": high,
-                "first_significant_at": first_significant_point(sizes, labels),
+                "axis": axis,
+                axis: pd.NA,
+                **dict(zip(curve_columns, curve, strict=True)),
+                **found,
+                "first_significant_at": first_significant_point(points, labels),
+                "tested_status": classify(labels),
             }
         )
     frame = pd.DataFrame(rows, columns=list(tables.CROSSOVERS))
     return tables.typed("crossovers", frame) if rows else tables.empty("crossovers")
+
+
+# What a curve without the model leaves empty in crossovers.csv's model columns.
+_NO_MODEL = {
+    "lack_of_fit_p": np.nan,
+    "replication": np.nan,
+    "sure": False,
+    "largest_difference": np.nan,
+    "more_blocks": np.nan,
+    "decide_at": np.nan,
+}
+
+
+def _modelled(points: np.ndarray, advantages: list[np.ndarray], seed: int, n_resamples: int) -> dict[str, object]:
+    """crossovers.csv's verdict columns from the model of the curve (copylab.analysis.curve_model.assess)."""
+    found = assess(points, advantages, seed, n_resamples)
+    if found is None:
+        return {"status": "undecided", "crossover_at": np.nan, "ci_low": np.nan, "ci_high": np.nan, **_NO_MODEL}
+    at, low, high = found.crossover
+    return {
+        "status": found.status,
+        "crossover_at": at,
+        "ci_low": low,
+        "ci_high": high,
+        "lack_of_fit_p": found.fit.lack_of_fit_p,
+        "replication": found.replication,
+        "sure": found.sure,
+        "largest_difference": found.largest_difference,
+        "more_blocks": found.more_blocks,
+        "decide_at": found.decide_at,
+    }
+
+
+def _tested(
+    trials: pd.DataFrame,
+    labels: list[str],
+    points: np.ndarray,
+    curve: tuple[str, str, str, str],
+    confidence: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+    paired: bool,
+) -> dict[str, object]:
+    """crossovers.csv's verdict columns from the per-point labels of a curve without the model: a crossover's point
+    inside its bracket, from resampling its blocks (PAIRED: paired_crossover_interval) or its trials
+    (crossover_interval).  CURVE: its axis, metric, challenger and baseline."""
+    axis, metric, challenger, baseline = curve
+    status = classify(labels)
+    crossing = (np.nan, np.nan, np.nan)
+    if status == "crossover":
+        lo = max(i for i, label in enumerate(labels) if label == "W")
+        hi = min(i for i, label in enumerate(labels) if label == "B")
+        bracket = points[lo : hi + 1]
+        if paired:
+            advantages = curve_advantages(trials, challenger, baseline, metric, axis, bracket)
+            crossing = paired_crossover_interval(advantages, bracket, confidence, n_resamples, rng)
+        else:
+            sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
+            values = {
+                name: [_values(trials, name, axis, point, metric) for point in bracket]
+                for name in (challenger, baseline)
+            }
+            crossing = crossover_interval(
+                values[challenger], values[baseline], bracket, sign, confidence, n_resamples, rng
+            )
+    at, low, high = crossing
+    return {"status": status, "crossover_at": at, "ci_low": low, "ci_high": high, **_NO_MODEL}
 
 
 def _values(trials: pd.DataFrame, contender: str, axis: str, point: int, metric: str) -> np.ndarray:
@@ -253,67 +288,6 @@ def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Genera
     return means
 
 
-# A verdict that a fresh draw of the blocks reproduces less often than this is not settled (the report says so, and a
-# budget gives its curve more blocks).
-SETTLED = 0.8
-
-
-def _labels_by_draw(draws: list[np.ndarray], confidence: float) -> list[list[str]]:
-    """The curve's labels in each draw of its blocks: DRAWS[i] holds, a row per draw, the log ratios of the blocks of
-    its i-th point; a label is B, W or 0 by the paired t-test of those blocks, Holm-corrected over the curve."""
-    means, p_values = [], []
-    for drawn in draws:
-        n = drawn.shape[1]
-        mean, sd = drawn.mean(axis=1), drawn.std(axis=1, ddof=1) if n > 1 else np.zeros(len(drawn))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.abs(mean) / (sd / np.sqrt(n))
-        means.append(mean)
-        p_values.append(np.where(sd > 0, 2 * st.t.sf(t, n - 1), np.where(mean != 0, 0.0, 1.0)))
-    return [
-        [("B" if m > 0 else "W") if s else "0" for m, s in zip(mean, holm(p) < 1 - confidence, strict=True)]
-        for mean, p in zip(np.column_stack(means), np.column_stack(p_values), strict=True)
-    ]
-
-
-def _redrawn(advantages: list[np.ndarray], n_resamples: int, seed: int) -> list[np.ndarray]:
-    """N_RESAMPLES redraws of the curve's blocks: every point's drawn anew with replacement."""
-    rng = np.random.default_rng(seed)
-    return [values[rng.integers(0, len(values), (n_resamples, len(values)))] for values in advantages]
-
-
-def verdict_stability(
-    advantages: list[np.ndarray], status: str, confidence: float = 0.95, n_resamples: int = 400, seed: int = 0
-) -> float:
-    """How often the curve's status comes out again when its blocks are drawn anew: ADVANTAGES[i] holds the
-    direction-aware log ratios of the blocks at the curve's i-th point; each resample draws every point's blocks
-    with replacement and repeats the paired t-tests, the Holm correction and classify.  The share of resamples
-    with STATUS estimates how likely a second run of the same design is to reach the same verdict."""
-    redrawn = _labels_by_draw(_redrawn(advantages, n_resamples, seed), confidence)
-    return sum(classify(labels) == status for labels in redrawn) / n_resamples
-
-
-@dataclass(frozen=True)
-class Redraws:
-    """What redrawing a curve's blocks says of its measured verdict (see verdict_stability)."""
-
-    status: str  # the measured verdict
-    stability: float  # the share of redraws that give it again
-    # Per point, the share of the redraws that change the verdict in which that point's label differs from the
-    # measured one: where more blocks would most steady the verdict.
-    movers: np.ndarray
-
-
-def redraws(advantages: list[np.ndarray], confidence: float = 0.95, n_resamples: int = 400, seed: int = 0) -> Redraws:
-    """The curve's measured verdict, how often redraws of its blocks give it again, and which points move it."""
-    (measured,) = _labels_by_draw([values[np.newaxis, :] for values in advantages], confidence)
-    status = classify(measured)
-    redrawn = _labels_by_draw(_redrawn(advantages, n_resamples, seed), confidence)
-    changed = [labels for labels in redrawn if classify(labels) != status]
-    differs = np.array([[a != b for a, b in zip(labels, measured, strict=True)] for labels in changed], dtype=float)
-    movers = differs.mean(axis=0) if changed else np.zeros(len(advantages))
-    return Redraws(status, 1 - len(changed) / n_resamples, movers)
-
-
 def curve_advantages(
     trials: pd.DataFrame, challenger: str, baseline: str, metric: str, axis: str, points: Iterable[int]
 ) -> list[np.ndarray]:
@@ -321,16 +295,3 @@ def curve_advantages(
     ok = with_contenders(trials[trials["status"] == "ok"])
     sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
     return [sign * _log_ratios(ok, challenger, baseline, axis, point, metric) for point in points]
-
-
-def blocks_to_decide(values: np.ndarray, tests: int, confidence: float = 0.95, power: float = 0.8) -> float:
-    """How many blocks a point needs for its paired test to come out significant after Holm's correction over TESTS
-    tests (at its strictest step) with probability POWER, if its mean log ratio and spread (VALUES, one per block)
-    stay as measured: a normal-approximation sample size, never fewer than it has; infinite when the mean is 0."""
-    mean, spread = abs(float(values.mean())), float(values.std(ddof=1)) if len(values) > 1 else np.inf
-    if mean == 0 or not np.isfinite(spread):
-        return np.inf
-    if spread == 0:
-        return float(len(values))
-    z = st.norm.ppf(1 - (1 - confidence) / (2 * tests)) + st.norm.ppf(power)
-    return float(max(len(values), np.ceil((z * spread / mean) ** 2)))

@@ -90,6 +90,14 @@ CROSSOVERS: dict[str, str] = {
     "ci_low": "float64",
     "ci_high": "float64",
     "first_significant_at": "Int64",
+    # The model's (copylab.analysis.curve_model; empty for a curve compared unpaired):
+    "lack_of_fit_p": "float64",  # the point means' departures from the curve; below 0.01, model_does_not_fit
+    "replication": "float64",  # the share of simulated second runs that reach the same verdict
+    "sure": "bool",  # a decided verdict with replication at curve_model.SURE or more
+    "largest_difference": "float64",  # the largest share either way the curve's band allows over the range
+    "more_blocks": "float64",  # about how many more blocks would decide an open verdict
+    "decide_at": "float64",  # the measured point where the band is widest for what it must decide
+    "tested_status": "str",  # the per-point check: Holm-corrected tests at each point (crossover.classify)
 }
 TABLES: dict[str, dict[str, str]] = {"summary": SUMMARY, "comparisons": COMPARISONS, "crossovers": CROSSOVERS}
 

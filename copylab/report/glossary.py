@@ -15,7 +15,18 @@ TERMS: tuple[tuple[str, str], ...] = (
     (
         "block, redraw",
         "one trial of every implementation and receive mode at one setting, run back to back in a random order; "
-        "comparisons pair the trials of a block. A redraw resamples the blocks to see whether a verdict holds",
+        "comparisons pair the trials of a block. A redraw resamples the blocks, whole, to see how far an estimate "
+        "moves",
+    ),
+    (
+        "band (of a curve)",
+        "the range around a fitted curve that holds the true curve at every point at once with the stated "
+        "confidence; a verdict is read from where it lies above or below no difference",
+    ),
+    (
+        "equivalent, undecided",
+        "equivalent: the band lies within the stated margin of no difference at every point, an answer; "
+        "undecided: the band neither leaves no difference nor stays inside the margin, so more blocks are needed",
     ),
     ("bootstrap interval", "an interval from recomputing an estimate on data redrawn with replacement (here: blocks)"),
     (

@@ -1,14 +1,19 @@
 """How the report's prose says things, shared by every experiment's answers and captions: a point on an axis, an
-interval, a configuration, a crossover, a question the data cannot answer.  Numbers are formatted by
-copylab.formatting; the sentences built from them are here, so that every experiment words them alike."""
+interval, a configuration, a crossover, a verdict of the model of a whole curve, a question the data cannot
+answer.  Numbers are formatted by copylab.formatting; the sentences built from them are here, so that every
+experiment words them alike."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import pandas as pd
 
+from copylab.analysis.curve_model import EQUIVALENCE_MARGIN, SURE
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
-from copylab.formatting import code, fmt_interval, fmt_num, fmt_size, threads_text
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_size, threads_text
 from copylab.report.results import Value
 
 
@@ -41,6 +46,9 @@ STATUS_WORDS = {
     "challenger_never_better": "never better",
     "indistinguishable": "not distinguishable at any point",
     "multiple_crossings": "better at some points and worse at others, changing more than once",
+    "equivalent": "equivalent: within the margin of no difference at every point",
+    "undecided": "undecided: more blocks are needed",
+    "model_does_not_fit": "no verdict: the model of the curve does not fit",
 }
 
 
@@ -85,3 +93,148 @@ def crossover_sentences(crossovers: pd.DataFrame) -> list[str]:
             body += f"; significantly better at every {noun} from {axis_value(row.axis, row.first_significant_at)}"
         sentences.append(head + body + ".")
     return sentences
+
+
+# How the report says a curve's verdict from the model of its whole curve (copylab.analysis.curve_model): the verdict
+# in a clause (a point with its interval, every point, the margin of equivalence, or undecided and what would decide
+# it), how sure it is, and where the per-point tests disagree with it.  Every number comes from the crossovers.csv row.
+
+# What the per-point tests' status (crossovers.csv's tested_status) says, in words.
+TESTED_WORDS = {
+    "crossover": "worse at the small end and better at the large end",
+    "challenger_always_better": "better at some points and worse at none",
+    "challenger_never_better": "worse at some points and better at none",
+    "indistinguishable": "no point significantly different",
+    "multiple_crossings": "better and worse in more than one stretch",
+}
+# The model's statuses that agree with a per-point check that found no significant point.
+_NOTHING_FOUND = ("undecided", "equivalent")
+
+
+def margin_text() -> str:
+    return f"±{fmt_pct(EQUIVALENCE_MARGIN).removesuffix('.0%')}%"
+
+
+def _noun(axis: str) -> str:
+    return "size" if axis == "size_bytes" else "count"
+
+
+def model_clause(row: pd.Series, span: str) -> str:
+    """The model's verdict of a crossovers.csv ROW in one clause (no subject), over the tested SPAN ("1 KiB to 256
+    KiB")."""
+    axis, status = str(row["axis"]), str(row["status"])
+    noun = _noun(axis)
+    if status == "crossover":
+        at, low, high = (axis_value(axis, float(row[c])) for c in ("crossover_at", "ci_low", "ci_high"))
+        return f"better from about **{at}** (95% interval {low} to {high}; worse below it)"
+    if status == "challenger_always_better":
+        return (
+            f"better at every {noun} from {span} where the two differ, and worse by more than {margin_text()} at none"
+        )
+    if status == "challenger_never_better":
+        return (
+            f"never better: worse at every {noun} from {span} where the two differ, and better by more than "
+            f"{margin_text()} at none"
+        )
+    if status == "equivalent":
+        return (
+            f"**equivalent** at every {noun} from {span}: within {margin_text()} (the curve's band reaches at most "
+            f"{fmt_pct(float(row['largest_difference']))} either way)"
+        )
+    if status == "multiple_crossings":
+        return f"better at some {noun}s from {span} and worse at others, crossing more than once"
+    if status == "model_does_not_fit":
+        return f"no verdict: the model does not fit the {noun}s from {span} ({_p_text(float(row['lack_of_fit_p']))})"
+    if status == "undecided":
+        return f"**undecided** from {span}: {to_decide(row)}"
+    return f"not distinguishable at any {noun} from {span}"
+
+
+def _p_text(p: float) -> str:
+    """'p = 0.0123', or 'p < 0.001'."""
+    shown = fmt_p(p)
+    return f"p {shown[0]} {shown[1:]}" if shown.startswith("<") else f"p = {shown}"
+
+
+def to_decide(row: pd.Series) -> str:
+    """What would decide an open verdict (or make a decided one sure): about how many more blocks, and where."""
+    more = float(row["more_blocks"])
+    where = axis_value(str(row["axis"]), float(row["decide_at"]))
+    if not math.isfinite(more):
+        return "more blocks at every point would decide it"
+    if more < 1:
+        return f"its band already decides it; a few more blocks, near {where} first, would show it again more surely"
+    return f"about {count(more)} more blocks would decide it, most near {where} (if the curve stays as measured)"
+
+
+def sure_clause(row: pd.Series) -> str:
+    """How sure a verdict is, in a sentence: the share of simulated second runs that reach it again."""
+    replication = float(row["replication"])
+    if not math.isfinite(replication):
+        return ""
+    share = fmt_pct(replication)
+    if bool(row["sure"]):
+        return f" Sure: {share} of simulated second runs reach the same verdict."
+    return f" Not sure yet: only {share} of simulated second runs reach the same verdict (sure takes {fmt_pct(SURE)})."
+
+
+def how_sure(rows: Iterable[pd.Series]) -> str:
+    """One sentence over several verdicts: how many are sure, and what sure means."""
+    modelled = [row for row in rows if math.isfinite(float(row["replication"])) or row["status"] == "undecided"]
+    if not modelled:
+        return (
+            " **How sure:** decided by Holm-corrected tests at each point; how often a second run would agree is not "
+            "estimated (a blocked sweep estimates it)."
+        )
+    sure = sum(bool(row["sure"]) for row in modelled)
+    if len(modelled) == 1:
+        return (
+            f" **How sure:** the verdict is {'sure' if sure else 'not sure yet'}: "
+            f"{fmt_pct(float(modelled[0]['replication'])) if sure else 'fewer than ' + fmt_pct(SURE)} of second runs "
+            "simulated from the fitted curve and its uncertainty reach it (docs/method.md measures how often a sure "
+            "verdict comes out again)."
+        )
+    return (
+        f" **How sure:** {sure} of the {len(modelled)} verdicts "
+        + ("is" if sure == 1 else "are")
+        + f" sure (a verdict is sure when at least {fmt_pct(SURE)} of second runs simulated from the fitted curve and "
+        "its uncertainty reach it again; docs/method.md measures how often a sure verdict does)."
+    )
+
+
+def check_note(row: pd.Series) -> str | None:
+    """Where the per-point tests (Holm-corrected, each on its own blocks) disagree with the model; None where they
+    agree."""
+    tested, status = str(row["tested_status"]), str(row["status"])
+    if tested == status or (tested == "indistinguishable" and status in _NOTHING_FOUND):
+        return None
+    if status == "model_does_not_fit":
+        return f"The per-point tests, which need no model, say: {TESTED_WORDS.get(tested, tested)}."
+    return (
+        f"The per-point tests (Holm-corrected, each on its own blocks) say {TESTED_WORDS.get(tested, tested)}; "
+        "the model, fitted to every block of the curve at once, decides as above."
+    )
+
+
+def fit_note(row: pd.Series) -> str:
+    """The lack-of-fit test's p-value, for a reader who checks the model."""
+    p = float(row["lack_of_fit_p"])
+    if not math.isfinite(p):
+        return ""
+    return f" The model's fit: the point means' departures from the curve have p = {fmt_num(p)}."
+
+
+# The model's statuses that only it gives (the per-point check never does), each said by these functions.
+MODEL_ONLY = ("equivalent", "undecided", "model_does_not_fit")
+
+
+def short_verdict(row: pd.Series) -> str:
+    """A MODEL_ONLY verdict in a table cell's few words."""
+    status = str(row["status"])
+    if status == "equivalent":
+        return f"equivalent (within {margin_text()})"
+    if status == "model_does_not_fit":
+        return "no verdict: the model does not fit"
+    more = float(row["more_blocks"])
+    where = axis_value(str(row["axis"]), float(row["decide_at"]))
+    return f"undecided (about {count(more)} more blocks near {where})" if math.isfinite(more) else "undecided"

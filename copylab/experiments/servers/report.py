@@ -21,7 +21,7 @@ from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markd
 from copylab.report import prose
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
-from copylab.report.prose import axis_value, row_interval
+from copylab.report.prose import MODEL_ONLY, axis_value, model_clause, row_interval, short_verdict
 from copylab.report.results import Results, between_hosts, metric_rows, paired, present, select
 
 
@@ -243,6 +243,8 @@ def _crossover_cell(row: pd.Series | None) -> str:
         return "not compared"
     first = row["first_significant_at"]
     significant_from = "" if pd.isna(first) else f" (significant from {_connections(first)})"
+    if row["status"] in MODEL_ONLY:
+        return short_verdict(row)
     if row["status"] == "crossover":
         return (
             f"better from {fmt_num(row['crossover_at'])} connections "
@@ -297,6 +299,9 @@ def _where_each_wins(results: Results, crossovers: pd.DataFrame, base: str) -> l
                 f"{_connections(row['crossover_at'])} (95% interval {fmt_num(row['ci_low'])} to "
                 f"{fmt_num(row['ci_high'])})."
             )
+        elif row["status"] in MODEL_ONLY:
+            span = f"{counts[0]} to {_connections(counts[-1])}"
+            sentences.append(f"{code(row['challenger'])} against {code(base)}: {model_clause(row, span)}.")
         else:
             first = row["first_significant_at"]
             groups.setdefault((row["status"], math.nan if pd.isna(first) else float(first)), []).append(
@@ -320,6 +325,7 @@ def _where_each_wins(results: Results, crossovers: pd.DataFrame, base: str) -> l
             sentences.append(f"{who} never {serve} more than {code(base)} here.")
         elif status == "indistinguishable":
             sentences.append(f"{who} and {code(base)} are not significantly different at any count.")
+
         elif status == "challenger_always_better":
             sentences.append(f"{who} {serve} significantly more than {code(base)} at some counts and no fewer at any.")
         else:

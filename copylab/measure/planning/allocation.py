@@ -1,22 +1,33 @@
-"""Where a budgeted sweep's next blocks go: the points of the deciding comparisons that are still undecided.
+"""Where a budgeted sweep's next blocks go: where the answers of its deciding comparisons are still open.
 
 A deciding comparison is one of the experiment's deciding pairs (copylab.declarations.implementations.Experiment) on its
-metric and workload, receiving by copy, along the experiment's axis, with the analysis's own paired statistics
-(copylab.analysis.stats, copylab.analysis.crossover).  A curve is decided when its verdict is decisive (a crossover,
-or better or never better wherever the two differ) and a redraw of its blocks gives it again at least SETTLED of the
-time, the report's own rule for "settled".  A decisive verdict not yet settled gets blocks at the points behind most
-of the redraws that change it.  Otherwise a curve's undecided points (and points not compared yet) get a block each,
-those needing the fewest more blocks to come out significant first, where the estimate changes sign beside a
-significant point (that is where a crossover would be placed) at half their count; a curve significant everywhere
-that still crosses more than once gets blocks at its weakest significant points.
+metric and workload, receiving by copy, along the experiment's axis.  Each curve is judged as the report judges it,
+by the model of its whole curve (copylab.analysis.curve_model.assess):
+
+- a verdict that is decided and sure wants no more blocks, except a crossover whose interval is still wide;
+- a crossover wants a new point inside its bracket (the geometric midpoint of the measured points on either side, see
+  midpoint), so that its interval rests on measurements rather than on the curve between them, and blocks at the
+  bracket's ends;
+- a curve the model does not fit wants blocks where its point means depart from the curve most;
+- any other wants blocks where its band is widest for what it must decide.
+
+Priorities run from -1 (a point not compared yet) through 0 (an open curve a few blocks from its verdict) to 1 (far
+from it), so that the points of several sweeps can be ranked together (copylab.study.budget).
+
+The schedule gets a dict from Point to the contenders that need a block there.  A Point may hold a size (or
+connection count) the sweep's grid does not: the schedule runs it like the grid's point it was split from, with
+only that axis value changed.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import SETTLED, blocks_to_decide, classify, curve_advantages, redraws
+from copylab.analysis.crossover import curve_advantages
+from copylab.analysis.curve_model import Assessment, assess
 from copylab.analysis.stats import compare
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
@@ -24,108 +35,86 @@ from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.planning.schedule import Contender, Point, configurations, point_of, study_contender
 from copylab.record.tables import curve_keys
 
-
-def _labels(group: pd.DataFrame) -> list[str]:
-    return [
-        ("B" if better else "W") if significant else "0"
-        for better, significant in zip(group["challenger_better"], group["significant"], strict=True)
-    ]
-
-
-# The undecided points of one curve that get a block in one round: the most promising.
+# The points of one open curve that get a block in one round.
 MOST_PER_CURVE = 2
-# A point's priority is (more blocks it needs) / (that + HALF_PRIORITY_BLOCKS): a point this many blocks from
-# significance ranks halfway between one that needs none and one that never gets there.
+# A curve this many blocks per point from its verdict ranks halfway between one a block away and one out of reach.
 HALF_PRIORITY_BLOCKS = 4.0
+# A sure crossover's interval still gets blocks, after every open curve, while it spans more than this many doublings.
+WIDE_INTERVAL = 1.0
+SURE_CROSSOVER_PRIORITY = 0.9
+# A bracket narrower than this ratio of its ends gets no new point inside: a quarter of a doubling.
+FINEST_BRACKET = 2**0.25
 
 
-def _priority(values: np.ndarray, tests: int, beside_change: bool) -> float:
-    """How far a point is from significance, from 0 (a block or two away) to 1 (out of reach): the blocks its paired
-    test still needs (copylab.analysis.crossover.blocks_to_decide), halved beside a change of sign, where a crossover
-    would be placed.  Counting blocks, not closeness, sends none to a point whose spread no block will tame."""
-    more = blocks_to_decide(values, tests) - len(values) if len(values) else np.inf
-    priority = 1.0 if not np.isfinite(more) else more / (more + HALF_PRIORITY_BLOCKS)
-    return priority / 2 if beside_change else priority
+def midpoint(low: float, high: float) -> int | None:
+    """A point between LOW and HIGH near their geometric mean, rounded to a multiple of the largest power of two at
+    most a quarter of their distance (12 KiB between 8 and 16 KiB, 32 connections between 10 and 100); None when the
+    bracket is narrower than FINEST_BRACKET or no such point lies strictly inside it."""
+    if high / low < FINEST_BRACKET:
+        return None
+    step = 2 ** max(0, math.floor(math.log2((high - low) / 4)))
+    middle = int(round(math.sqrt(low * high) / step) * step)
+    return middle if low < middle < high else None
 
 
-def _targets(
-    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], most_blocks: int | None = None
+def wanted_points(
+    points: np.ndarray, advantages: list[np.ndarray], most_blocks: int, seed: int = 0
 ) -> list[tuple[float, int]]:
-    """(priority, point on the axis) of a curve's points that still need blocks, leaving out those that have
-    MOST_BLOCKS already; lower priority first.  GROUP is sorted along AXIS; ADVANTAGES[i] holds the log ratios of
-    the blocks of its i-th point."""
-    labels = _labels(group)
-    if "0" not in labels:
+    """(priority, point) where one curve needs blocks next, lower priority first; ADVANTAGES[i] holds the log ratios
+    of the blocks at POINTS[i].  A point holding MOST_BLOCKS blocks gets no more.  A point may be new."""
+    found = assess(points, advantages, seed, n_resamples=100)
+    if found is None:
+        return [(-1.0, int(point)) for point in points]
+    fit = found.fit
+    blocks = dict(zip(fit.points.astype(int), fit.blocks, strict=True))
+    open_ = not found.sure
+    if found.status == "crossover":
+        wanted = _in_bracket(found)
+        if not open_ and _doublings(found) <= WIDE_INTERVAL:
+            return []
+    elif not open_:
         return []
-    status = classify(labels)
-    points = group[axis].to_numpy()
-    if status == "crossover":
-        low = max(i for i, label in enumerate(labels) if label == "W")
-        high = min(i for i, label in enumerate(labels) if label == "B")
-        candidates = [i for i in range(low + 1, high) if labels[i] == "0"]
+    elif found.status == "model_does_not_fit":
+        wanted = _departing(found)
     else:
-        candidates = [i for i, label in enumerate(labels) if label == "0"]
-    sign = np.sign(np.log(group["ratio"].to_numpy(dtype=float)))
-    # A change of sign next to a significant point is where a crossover would be placed; between two undecided
-    # points it is noise around no difference (servers at one connection).
-    crossings = [
-        i for i in range(len(sign) - 1) if sign[i] != sign[i + 1] and (labels[i] != "0" or labels[i + 1] != "0")
-    ]
-    changes = {j for i in crossings for j in (i, i + 1)}
-    ranked = sorted(
-        (_priority(advantages[i], len(group), i in changes), int(points[i]))
-        for i in candidates
-        if most_blocks is None or len(advantages[i]) < most_blocks  # a point at its cap gets no more: the next does
-    )
-    # A few points at a time: blocks spread over every undecided size would lift none of them to significance.
-    return ranked[:MOST_PER_CURVE]
+        wanted = _widest(found)
+    wanted = [point for point in dict.fromkeys(wanted) if blocks.get(point, 0) < most_blocks][: MOST_PER_CURVE + 1]
+    more = found.more_blocks / len(fit.points) if np.isfinite(found.more_blocks) else math.inf
+    priority = 1.0 if not math.isfinite(more) else more / (more + HALF_PRIORITY_BLOCKS)
+    return [(priority if open_ else SURE_CROSSOVER_PRIORITY, point) for point in wanted]
 
 
-# Verdicts that answer a question: a crossover, or one option better (or never better) wherever they differ.
-DECISIVE = ("crossover", "challenger_always_better", "challenger_never_better")
+def _doublings(found: Assessment) -> float:
+    _, low, high = found.crossover
+    return math.log2(high / low) if low > 0 else math.inf
 
 
-def _paired(group: pd.DataFrame) -> bool:
-    return bool((group["method"] == "paired").all())
+def _in_bracket(found: Assessment) -> list[int]:
+    """A new point inside the crossover's bracket (the measured points on either side of it), then the bracket's
+    ends, the nearer to the crossover first."""
+    points, at = found.fit.points, found.crossover[0]
+    above = int(np.searchsorted(points, at))
+    if above == 0 or above == len(points):
+        return [int(points[min(above, len(points) - 1)])]
+    low, high = int(points[above - 1]), int(points[above])
+    ends = sorted((low, high), key=lambda end: abs(math.log2(end / at)))
+    new = midpoint(low, high)
+    return ([new] if new is not None else []) + ends
 
 
-def _open_points(
-    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], seed: int, most_blocks: int
-) -> list[tuple[float, int]]:
-    """(priority, point) where a curve still needs blocks; none once its verdict is settled: decisive and given again
-    by at least SETTLED of the redraws of its blocks (the report's own rule, drawn with the sweep's seed as the report
-    draws them), or, where its trials are not paired, decisive with no point left undecided that could move it.  A
-    decisive verdict not yet settled gets blocks where its redraws move it; any other, at its undecided points."""
-    status = classify(_labels(group))
-    if status in DECISIVE and _paired(group):
-        drawn = redraws(advantages, seed=seed)
-        return [] if drawn.stability >= SETTLED else _movers(group, axis, advantages, drawn.movers, most_blocks)
-    if status in DECISIVE and not _targets(group, axis, advantages):
-        return []
-    return _targets(group, axis, advantages, most_blocks) or _weakest(group, axis, most_blocks)
+def _departing(found: Assessment) -> list[int]:
+    """The measured points whose block means depart most from the curve, in their own standard errors."""
+    fit = found.fit
+    departure = np.abs(fit.means - fit.curve(np.log2(fit.points))) / (fit.spreads / np.sqrt(fit.blocks))
+    return [int(fit.points[i]) for i in np.argsort(-departure)[:MOST_PER_CURVE]]
 
 
-def _movers(
-    group: pd.DataFrame, axis: str, advantages: list[np.ndarray], movers: np.ndarray, most_blocks: int
-) -> list[tuple[float, int]]:
-    """(priority, point) of a decisive but unsettled curve's points behind most of the redraws that change its
-    verdict (MOVERS, copylab.analysis.crossover.Redraws), short of MOST_BLOCKS: there more blocks steady the verdict
-    most, wherever the point lies (a point outside a crossover's bracket whose few blocks redraw as significant
-    moves it as much as one inside)."""
-    ranked = sorted(
-        (1.0 - float(share), int(point))
-        for share, point, values in zip(movers, group[axis], advantages, strict=True)
-        if share > 0 and len(values) < most_blocks
-    )
-    return ranked[:MOST_PER_CURVE]
-
-
-def _weakest(group: pd.DataFrame, axis: str, most_blocks: int) -> list[tuple[float, int]]:
-    """(priority, point) of a curve's significant points short of MOST_BLOCKS, the weakest first: where a curve
-    significant everywhere but with no decisive verdict (it crosses more than once) may yet become one."""
-    open_ = group["n_pairs"] < most_blocks if "n_pairs" in group else True
-    weakest = group[group["significant"].astype(bool) & open_].sort_values("p_holm", ascending=False)
-    return [(0.5 + 0.4 * index / len(weakest), int(point)) for index, point in enumerate(weakest[axis])]
+def _widest(found: Assessment) -> list[int]:
+    """The point where the band is widest for what it must decide, then the measured points whose own band is
+    widest."""
+    fit = found.fit
+    _, half = fit.band(np.log2(fit.points))
+    return [int(found.decide_at), *(int(fit.points[i]) for i in np.argsort(-half)[:MOST_PER_CURVE])]
 
 
 def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95) -> dict[Point, set[Contender]]:
@@ -138,7 +127,7 @@ def prioritized(
     ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95
 ) -> dict[Point, tuple[float, set[Contender]]]:
     """undecided's points with their priority (lower first: -1 not compared yet, then from 0, a block or two from
-    what the point is open for, to 1, out of reach), so that the points of several sweeps can be ranked together."""
+    a curve's verdict, to 1, out of reach), so that the points of several sweeps can be ranked together."""
     experiment = implementations.experiment(config.experiment)
     pairs = [
         (challenger, baseline)
@@ -168,13 +157,17 @@ def prioritized(
         for keys, group in mine.groupby(keys_of):
             group = group.sort_values(experiment.axis)
             curve = add_metrics(ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)])
-            advantages = curve_advantages(
-                curve, challenger, baseline, experiment.metric, experiment.axis, group[experiment.axis]
-            )
-            for priority, position in _open_points(group, experiment.axis, advantages, config.seed, config.max_trials):
-                row = group[group[experiment.axis] == position].iloc[0]
-                want(point_of_row(row), priority, challenger, baseline)
+            points = group[experiment.axis].to_numpy()
+            advantages = curve_advantages(curve, challenger, baseline, experiment.metric, experiment.axis, points)
+            row = group.iloc[0]
+            for priority, position in wanted_points(points, advantages, config.max_trials, config.seed):
+                want(_moved(point_of_row(row), experiment.axis, position), priority, challenger, baseline)
     return dict(sorted(wanted.items(), key=lambda item: item[1][0]))
+
+
+def _moved(point: Point, axis: str, position: int) -> Point:
+    """POINT at POSITION along AXIS: a new point differs from its curve's others only there."""
+    return point._replace(size_bytes=position) if axis == "size_bytes" else point._replace(connections=position)
 
 
 def point_of_row(row: pd.Series) -> Point:

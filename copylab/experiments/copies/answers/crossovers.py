@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import SETTLED, blocks_to_decide, curve_advantages, verdict_stability
 from copylab.errors import CopylabError
 from copylab.formatting import (
     code,
@@ -16,13 +15,11 @@ from copylab.formatting import (
     fmt_duration,
     fmt_num,
     fmt_p,
-    fmt_pct,
     fmt_size,
-    fmt_span,
     markdown_table,
 )
 from copylab.paths import shown
-from copylab.report.prose import config_label
+from copylab.report.prose import check_note, config_label, how_sure, model_clause, sure_clause, to_decide
 from copylab.report.results import (
     THROUGHPUT,
     Results,
@@ -85,6 +82,8 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
         else ""
     )
     status = row["status"]
+    if status in ("equivalent", "undecided", "model_does_not_fit"):
+        return f"{where}, {challenger} against {baseline}: {model_clause(row, span)}.{first_text}"
     if status == "crossover":
         size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
         censored = [fmt_size(b) for b in (low, high) if round(b) in sizes]
@@ -126,22 +125,26 @@ def stream_crossovers(results: Results, challenger: str | None, baseline: str | 
     return found.sort_values(["pinning", "threads"])
 
 
-def crossover_bullets(results: Results, found: pd.DataFrame) -> tuple[str, list[tuple[str, float] | None]]:
-    """A bullet per crossovers row (its statement and how firmly its blocks decide it), and those stabilities."""
-    stabilities = [_stability(results, row) for _, row in found.iterrows()]
+def crossover_bullets(results: Results, found: pd.DataFrame) -> tuple[str, list[pd.Series]]:
+    """A bullet per crossovers row (its statement, how sure it is, where the per-size tests disagree), and the
+    rows."""
+    rows = [row for _, row in found.iterrows()]
     bullets = "\n".join(
-        f"- {crossover_statement(results, row)}{_evidence(stability)}"
-        for (_, row), stability in zip(found.iterrows(), stabilities, strict=True)
+        f"- {crossover_statement(results, row)}{sure_clause(row)}"
+        + "".join(f" {note}" for note in [check_note(row)] if note)
+        for row in rows
     )
-    return bullets, stabilities
+    return bullets, rows
 
 
 def method_note(results: Results) -> str:
     """How a crossover is computed, for the sweep's design."""
-    return "Metric: stream throughput; method: root of the mean difference " + (
-        "(within-block log ratios) interpolated on log2(size), interval from resampling blocks within each size."
+    return "Metric: stream throughput; method: " + (
+        "a smooth curve (a polynomial in log2 size) fitted to the within-block log ratios of every block at every "
+        "size, its verdict read from the curve's simultaneous band; the crossover where the curve crosses 0, its "
+        "interval from refitting to the blocks of every size drawn again (docs/method.md)."
         if paired(results)
-        else "interpolated on log2(size), interval from resampling trials within each size."
+        else "root of the mean difference interpolated on log2(size), interval from resampling trials within each size."
     )
 
 
@@ -153,76 +156,12 @@ def answer_crossover(results: Results, challenger: str | None, baseline: str | N
             f"{code(challenger or 'the variant')} was not measured against {code(baseline or 'its baseline')} in this "
             "sweep, so the question cannot be answered from it."
         )
-    bullets, stabilities = crossover_bullets(results, found)
-    return f"**In short:** {_short_answer(results, found)}{how_sure(stabilities)} {method_note(results)}\n\n{bullets}"
+    bullets, rows = crossover_bullets(results, found)
+    return f"**In short:** {_short_answer(results, found)}{how_sure(rows)} {method_note(results)}\n\n{bullets}"
 
 
 # The sender's CPU time per byte: where the eliminated copy shows directly (question 4).
 SENDER_CPU = "snd_cpu_ns_per_byte"
-# More blocks than this at one size are not offered as a way to settle a verdict: the difference is too small.
-MOST_BLOCKS = 40
-
-
-def _stability(results: Results, row: pd.Series) -> tuple[str, float] | None:
-    """For a blocked design: the blocks per size the curve's comparisons rest on, and the share of 400 resamples
-    of those blocks that give its verdict again (a second run's chance of the same verdict); None otherwise."""
-    if not paired(results):
-        return None
-    where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
-    every = comparison_rows(results, row["challenger"], row["baseline"], row["metric"], **where)
-    rows = every[every["method"] == "paired"]
-    if rows.empty or len(rows) < len(every):
-        return None
-    blocks = fmt_span(str(int(rows["n_pairs"].min())), str(int(rows["n_pairs"].max())))
-    trials = select(results.trials, **where, connections=int(row["connections"]))
-    advantages = curve_advantages(
-        trials, row["challenger"], row["baseline"], row["metric"], "size_bytes", rows["size_bytes"]
-    )
-    return blocks, verdict_stability(advantages, row["status"], seed=results.manifest.parameters.seed)
-
-
-def _evidence(found: tuple[str, float] | None) -> str:
-    """How many blocks a verdict rests on and how often it comes out again; whether that settles it."""
-    if found is None:
-        return ""
-    blocks, stability = found
-    grew = " to " in blocks
-    text = (
-        f" It rests on {blocks} blocks per size"
-        + (" (the most where the comparison was hardest to decide)" if grew else "")
-        + f"; drawing those blocks anew gives the same verdict in {fmt_pct(stability)} of 400 resamples"
-    )
-    if stability < SETTLED:
-        return text + ", so it is **not settled**: more blocks at these sizes would decide it."
-    return text + "."
-
-
-def how_sure(stabilities: list[tuple[str, float] | None]) -> str:
-    """One sentence: how many of the verdicts a fresh draw of their blocks reproduces at least SETTLED of the time."""
-    known = [found[1] for found in stabilities if found is not None]
-    if not known:
-        return (
-            " **How sure:** decided by Holm-corrected tests at each size; how often a second run would agree is not "
-            "estimated (a blocked sweep estimates it)."
-        )
-    unsettled = sum(stability < SETTLED for stability in known)
-    if len(known) == 1:
-        return (
-            " **How sure:** "
-            + ("decided; its verdict comes out again" if not unsettled else "not settled; its verdict comes out again")
-            + f" in {fmt_pct(known[0])} of redraws of its blocks"
-            + ("." if not unsettled else ", and more blocks at those sizes would decide it.")
-        )
-    if not unsettled:
-        return (
-            f" **How sure:** decided; each of the {len(known)} verdicts comes out again in at least "
-            f"{fmt_pct(SETTLED)} of redraws of its blocks."
-        )
-    verb = "is" if unsettled == 1 else "are"
-    return (
-        f" **How sure:** {unsettled} of the {len(known)} verdicts {verb} not settled (they come out again in fewer "
-        f"than {fmt_pct(SETTLED)} of redraws of their blocks); more blocks at those sizes would decide them."
-    )
 
 
 def _rows_of(results: Results, row: pd.Series) -> pd.DataFrame:
@@ -245,6 +184,8 @@ def _short_status(results: Results, row: pd.Series) -> str:
     span = f"{fmt_size(min(sizes))} to {fmt_size(max(sizes))}" if sizes else "the tested sizes"
     who = f"with {config_label(int(row['threads']), str(row['pinning']))}"
     status = row["status"]
+    if status in ("equivalent", "undecided", "model_does_not_fit"):
+        return f"{who}, {model_clause(row, span)}"
     if status == "crossover":
         size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
         return f"{who}, faster from about {fmt_bytes(size)} (95% CI {fmt_bytes(low)} to {fmt_bytes(high)})"
@@ -335,36 +276,19 @@ def _ranking_differs(results: Results, row: pd.Series) -> str | None:
 
 
 def _to_settle(results: Results, row: pd.Series) -> str:
-    """For a verdict not settled: the sizes still undecided, about how many more blocks would decide them, and the
-    command that goes on measuring the same sweeps; empty when settled."""
-    stability = _stability(results, row)
-    if stability is None or stability[1] >= SETTLED:
+    """For a verdict not sure yet: what would decide it (copylab.report.prose.to_decide), about how long that
+    takes, and the command that goes on measuring the same sweeps; empty when sure or without the model."""
+    if bool(row["sure"]) or pd.isna(row["more_blocks"]) or row["status"] == "model_does_not_fit":
         return ""
-    rows = _rows_of(results, row)
-    open_rows = rows[~rows["significant"].astype(bool)]
-    where = dict(workload=row["workload"], threads=int(row["threads"]), pinning=row["pinning"])
-    trials = select(results.trials, **where, connections=int(row["connections"]))
-    sizes = [int(size) for size in open_rows["size_bytes"]]
-    advantages = curve_advantages(trials, row["challenger"], row["baseline"], row["metric"], "size_bytes", sizes)
-    needs = [(size, len(a), blocks_to_decide(a, len(rows))) for size, a in zip(sizes, advantages, strict=True)]
-    reachable = [(size, have, need) for size, have, need in needs if np.isfinite(need) and need <= MOST_BLOCKS]
-    if not reachable:
-        # No undecided size would turn significant soon: the verdict wavers on its significant sizes, which two more
-        # blocks each firm up.
-        reachable = [
-            (int(size), int(n), int(n) + 2) for size, n in zip(rows["size_bytes"], rows["n_pairs"], strict=True)
-        ]
-    extra = sum(need - have for _, have, need in reachable)
+    more = float(row["more_blocks"])
     parameters = results.manifest.parameters
     each = results.trials["trial_wall_s"].median() if "trial_wall_s" in results.trials else math.nan
-    # a trial's recorded wall time, or, where rows predate it, its warm-up and window
-    seconds = extra * 2 * (float(each) if each == each else parameters.warmup_s + parameters.duration_s)
-    named = ", ".join(f"{fmt_size(size)} ({int(need - have)} more)" for size, have, need in reachable)
-    text = (
-        f"The verdict is not settled: a redraw of its blocks gives it again {fmt_pct(stability[1])} of the time. If "
-        f"the differences stay as measured, about this many more blocks would decide it: {named}, about "
-        f"{fmt_duration(seconds)} of trials."
-    )
+    # a trial's recorded wall time, or, where rows predate it, its warm-up and window; two trials a block
+    seconds = more * 2 * (float(each) if each == each else parameters.warmup_s + parameters.duration_s)
+    text = f"The verdict is not sure yet: {to_decide(row)}"
+    if not np.isfinite(seconds):
+        return text + "."
+    text += f", about {fmt_duration(seconds)} of trials."
     command = more_command(results, seconds)
     if command is None:
         return text

@@ -14,13 +14,13 @@ import pandas as pd
 from copylab.declarations import implementations
 from copylab.experiments.copies.answers.crossovers import (
     crossover_bullets,
-    how_sure,
     method_note,
     pair_details,
     stream_crossovers,
 )
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.report.prose import how_sure, model_clause
 from copylab.report.results import Results, between_hosts, comparison_rows, metric_rows, present, verdict
 from copylab.roles import Role
 
@@ -75,6 +75,8 @@ def where_it_pays(results: Results, row: pd.Series) -> str:
     always, never or not distinguishably does, within the tested sizes."""
     challenger, baseline, span = code(row["challenger"]), code(row["baseline"]), _span(results, row)
     status = row["status"]
+    if status in ("equivalent", "undecided", "model_does_not_fit"):
+        return f"{challenger} against {baseline}: {model_clause(row, span)}"
     if status == "crossover":
         at, low, high = (fmt_size(float(row[c]), approximate=True) for c in ("crossover_at", "ci_low", "ci_high"))
         return f"{challenger} outperforms {baseline} above about **{at}** [{low}, {high}] (tested {span})"
@@ -121,9 +123,9 @@ def _copied(results: Results, sender: str) -> str:
 
 def _pair_sentences(
     results: Results, sink: Results | None, sender: str, baseline: str
-) -> tuple[list[str], list[tuple[str, float] | None]]:
+) -> tuple[list[str], list[pd.Series]]:
     """The pair over the veth and behind the sink, each with the share of its sends the kernel copied anyway."""
-    stabilities: list[tuple[str, float] | None] = []
+    stabilities: list[pd.Series] = []
     sentences = []
     veth, where = stream_crossovers(results, sender, baseline), main_path(results).capitalize()
     if veth.empty:
@@ -156,7 +158,7 @@ def answer_q5(results: Results, sink: Results | None) -> str:
             f"{code(baseline or 'its baseline')} in this sweep, so the question cannot be answered from it."
         )
     sentences: list[str] = []
-    stabilities: list[tuple[str, float] | None] = []
+    stabilities: list[pd.Series] = []
     for sender, baseline in pairs:
         said, sure = _pair_sentences(results, sink, sender, baseline)
         sentences += said

@@ -1,0 +1,372 @@
+"""A deciding comparison's verdict from one model of its whole curve.
+
+A curve is one challenger against one baseline along an axis (message size, or connections), the other settings
+fixed.  Its data are, per block (two contenders run back to back at one point of the axis), the direction-aware log
+ratio of the challenger's metric to the baseline's: positive where the challenger is better.  One model is fitted to
+every block of every point: a polynomial of degree up to MAX_DEGREE in log2 of the point (the "curve"), by ordinary
+least squares with heteroscedasticity-consistent (HC3) standard errors, because the spread of a block differs from
+point to point on a noisy host.  From the fit:
+
+- a simultaneous band (Working-Hotelling) at BAND_CONFIDENCE around the curve over the whole measured range;
+- the verdict: "equivalent" when the band lies within +-EQUIVALENCE_MARGIN everywhere; else, reading the band's sign
+  along the axis (better where its lower edge is above 0, worse where its upper edge is below 0), a crossover, always
+  better, never better, or several crossings, as copylab.analysis.crossover.classify names them; "undecided" when
+  the band decides nothing;
+- the lack of fit: the means of the blocks at each point tested against the curve (a Wald test with HC3 errors of
+  the point means' departures from it); below FIT_LEVEL the verdict is "model_does_not_fit", never forced;
+- the crossover, where the curve last rises through 0, with a percentile interval from resampling the blocks of
+  every point whole;
+- how sure: the share of simulated second runs of the same design, drawn from the fitted curve and its uncertainty,
+  that reach the same verdict (replication).  A verdict is "sure" at SURE or more.
+
+Why these choices, and the error rates a simulation measured, are in docs/method.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import statsmodels.api as sm
+from scipy import linalg
+from scipy import stats as st
+
+# A difference of at most this share either way is no practical difference: a curve whose band stays inside it at
+# every measured point is "equivalent".
+EQUIVALENCE_MARGIN = 0.03
+# The simultaneous band's confidence.  The simulation (tests/test_error_rates.py) holds it to its promise with the
+# extra looks a budgeted run takes: at most 5% of curves with no difference get a verdict other than equivalent or
+# undecided (docs/method.md gives the rates measured).
+BAND_CONFIDENCE = 0.95
+# A curve whose point means depart from it with a p-value below this does not fit the model.
+FIT_LEVEL = 0.01
+# The highest degree of the polynomial; fewer points get a lower one (see degree_for).
+MAX_DEGREE = 4
+# The band is read at this many points per doubling along the axis.
+GRID_PER_DOUBLING = 4
+# A verdict is sure when at least this share of simulated second runs reach it again.
+SURE = 0.9
+# The spread of one point's blocks is shrunk towards the curve's pooled spread as if that were this many blocks more.
+PRIOR_BLOCKS = 3.0
+
+# The fewest measured points whose fit can be checked (one point over the curve's parameters): a curve with fewer is
+# decided by its per-point tests instead (copylab.analysis.crossover.find_crossovers).
+CHECKED_POINTS = 4
+DECIDED = ("crossover", "challenger_always_better", "challenger_never_better", "equivalent")
+MODEL_STATUSES = (*DECIDED, "undecided", "multiple_crossings", "model_does_not_fit")
+
+
+def last_upcrossing(log_sizes: np.ndarray, differences: np.ndarray) -> np.ndarray:
+    """Log2 size of the last <=0 -> >0 sign change of each row of DIFFERENCES (rows x sizes).
+
+    Linear interpolation between the two bracketing sizes.  A row without such a
+    change gives -inf when it is > 0 at every size (the change lies below the
+    first size) and +inf otherwise (not better by the last size).
+    """
+    differences = np.atleast_2d(differences)
+    better = differences > 0
+    up = ~better[:, :-1] & better[:, 1:]
+    found = up.any(axis=1)
+    j = up.shape[1] - 1 - np.argmax(up[:, ::-1], axis=1)
+    rows = np.arange(len(differences))
+    d0, d1 = differences[rows, j], differences[rows, j + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = log_sizes[j] + (0 - d0) * (log_sizes[j + 1] - log_sizes[j]) / (d1 - d0)
+    beyond = np.where(better.all(axis=1), -np.inf, np.inf)
+    return np.where(found, root, beyond)
+
+
+def degree_for(points: int) -> int:
+    """The polynomial's degree for a curve of POINTS measured points: up to MAX_DEGREE, leaving one point over to test
+    the fit from four points on; two or three points are fitted exactly (a line, a parabola) and cannot be tested."""
+    return min(MAX_DEGREE, points - 2) if points >= 4 else points - 1
+
+
+@dataclass(frozen=True)
+class CurveFit:
+    """The model of one curve fitted to its blocks (see the module docstring)."""
+
+    points: np.ndarray  # the measured points along the axis, ascending
+    blocks: np.ndarray  # blocks at each point
+    means: np.ndarray  # the mean log ratio of each point's blocks
+    spreads: np.ndarray  # each point's spread, shrunk towards the pooled one
+    coefficients: np.ndarray
+    covariance: np.ndarray
+    lack_of_fit_p: float  # NaN when the curve is fitted exactly
+    x: np.ndarray  # log2 of each block's point
+    y: np.ndarray  # each block's log ratio
+    multiplier: float  # the band's at BAND_CONFIDENCE (critical)
+
+    @property
+    def degree(self) -> int:
+        return len(self.coefficients) - 1
+
+    @property
+    def grid(self) -> np.ndarray:
+        """Log2 points where the band is read: GRID_PER_DOUBLING per doubling and every measured point."""
+        low, high = math.log2(self.points[0]), math.log2(self.points[-1])
+        steps = max(2, math.ceil((high - low) * GRID_PER_DOUBLING) + 1)
+        return np.union1d(np.linspace(low, high, steps), np.log2(self.points))
+
+    def basis(self, x: np.ndarray) -> np.ndarray:
+        low, high = math.log2(self.points[0]), math.log2(self.points[-1])
+        return _basis(x, low, high, self.degree)
+
+    def curve(self, x: np.ndarray) -> np.ndarray:
+        curve: np.ndarray = self.basis(x) @ self.coefficients
+        return curve
+
+    def band(self, x: np.ndarray, confidence: float = BAND_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+        """The curve at log2 points X and the simultaneous band's half-width there."""
+        z = self.basis(x)
+        if not np.isfinite(self.covariance).all():  # a point of one block, fitted exactly: no band
+            return self.curve(x), np.full(len(z), np.inf)
+        se = np.sqrt(np.clip(np.einsum("gi,ij,gj->g", z, self.covariance, z), 0, None))
+        multiplier = self.multiplier if confidence == BAND_CONFIDENCE else self.critical(confidence)
+        return self.curve(x), multiplier * se
+
+    def critical(self, confidence: float = BAND_CONFIDENCE) -> float:
+        """The band's multiplier: the CONFIDENCE quantile of the largest |t| over the grid (simulated from the fitted
+        values' correlation, with the residual degrees of freedom), so that the band holds at every grid point at
+        once."""
+        return _max_t(self.basis(self.grid), self.covariance, len(self.y) - len(self.coefficients), confidence)
+
+
+def _basis(x: np.ndarray, low: float, high: float, degree: int) -> np.ndarray:
+    """Legendre polynomials of X mapped from [LOW, HIGH] to [-1, 1]: the same curve as powers, better conditioned."""
+    scaled = (np.asarray(x, dtype=float) - (low + high) / 2) / max((high - low) / 2, 1e-9)
+    basis: np.ndarray = np.polynomial.legendre.legvander(scaled, degree)
+    return basis
+
+
+# Draws behind a band's multiplier (_max_t): its Monte Carlo error, about 2%, is part of what the simulation
+# calibrates.
+MAX_T_DRAWS = 1000
+
+
+def _max_t(z: np.ndarray, covariance: np.ndarray, df: int, confidence: float) -> float:
+    """The CONFIDENCE quantile of max |t| over the rows of Z for coefficients of COVARIANCE, at DF degrees of freedom:
+    the largest |z| of normal draws (with a fixed seed, so that one fit always gives one band), carried over to
+    Student's t at the same tail probability."""
+    if not np.isfinite(covariance).all():
+        return math.inf
+    values, vectors = np.linalg.eigh(covariance)
+    root = vectors * np.sqrt(np.clip(values, 0, None))
+    se = np.sqrt(np.clip(np.einsum("gi,ij,gj->g", z, covariance, z), 0, None))
+    varies = se > 1e-12 * se.max() if se.max() > 0 else np.zeros(len(se), dtype=bool)
+    if not varies.any():  # every block on the curve exactly: no band to widen
+        return 0.0
+    largest = np.abs(_standard_draws(len(covariance)) @ (z[varies] @ root).T / se[varies]).max(axis=1)
+    return float(st.t.isf(st.norm.sf(np.quantile(largest, confidence)), max(df, 1)))
+
+
+@functools.cache
+def _standard_draws(parameters: int) -> np.ndarray:
+    """MAX_T_DRAWS standard normal vectors of PARAMETERS."""
+    return np.random.default_rng(parameters).standard_normal((MAX_T_DRAWS, parameters))
+
+
+def fit_curve(points: np.ndarray, advantages: list[np.ndarray]) -> CurveFit | None:
+    """The model fitted to ADVANTAGES[i], the log ratios of the blocks at POINTS[i] (ascending); None with fewer than
+    two points or too few blocks to estimate a spread."""
+    kept = [(p, a) for p, a in zip(points, advantages, strict=True) if len(a)]
+    if len(kept) < 2:
+        return None
+    points = np.array([p for p, _ in kept], dtype=float)
+    values = [np.asarray(a, dtype=float) for _, a in kept]
+    blocks = np.array([len(a) for a in values])
+    x = np.repeat(np.log2(points), blocks)
+    y = np.concatenate(values)
+    degree = degree_for(len(points))
+    if len(y) <= degree + 1:
+        return None
+    design = _basis(x, x.min(), x.max(), degree)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fitted = sm.OLS(y, design).fit(cov_type="HC3")
+    covariance = np.asarray(fitted.cov_params())
+    if not np.isfinite(covariance).all():
+        covariance = np.full_like(covariance, np.inf)
+    means = np.array([a.mean() for a in values])
+    fit = CurveFit(
+        points,
+        blocks,
+        means,
+        _spreads(values),
+        np.asarray(fitted.params),
+        covariance,
+        _lack_of_fit(x, y, points, design.shape[1]),
+        x,
+        y,
+        math.nan,
+    )
+    return dataclasses.replace(fit, multiplier=fit.critical())
+
+
+def _spreads(values: list[np.ndarray]) -> np.ndarray:
+    """Each point's spread shrunk towards the pooled spread of all points as if that were PRIOR_BLOCKS more blocks:
+    three blocks alone estimate a spread poorly."""
+    dfs = np.array([len(a) - 1 for a in values], dtype=float)
+    squares = np.array([((a - a.mean()) ** 2).sum() for a in values])
+    pooled = squares.sum() / dfs.sum() if dfs.sum() > 0 else 0.0
+    return np.sqrt((squares + PRIOR_BLOCKS * pooled) / (dfs + PRIOR_BLOCKS))
+
+
+def _lack_of_fit(x: np.ndarray, y: np.ndarray, points: np.ndarray, parameters: int) -> float:
+    """The p-value of the point means' departures from the curve: a model with one mean per point fitted with HC3
+    errors, and a Wald F-test that its means lie on a polynomial of the curve's degree.  NaN when the curve passes
+    through every mean (no point over) or a point has a single block."""
+    levels = np.log2(points)
+    over = len(points) - parameters
+    if over <= 0:
+        return math.nan
+    indicators = (x[:, np.newaxis] == levels[np.newaxis, :]).astype(float)
+    if (indicators.sum(axis=0) < 2).any():
+        return math.nan
+    # The rows of `departures` span the contrasts of point means that every polynomial of the degree leaves at zero.
+    departures = linalg.null_space(_basis(levels, levels.min(), levels.max(), parameters - 1).T).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        saturated = sm.OLS(y, indicators).fit(cov_type="HC3")
+        test = saturated.wald_test(departures, use_f=True, scalar=True)
+    p = float(np.asarray(test.pvalue))
+    return p if np.isfinite(p) else math.nan
+
+
+def status_of(fit: CurveFit, confidence: float = BAND_CONFIDENCE, margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The curve's verdict (one of MODEL_STATUSES)."""
+    if fit.lack_of_fit_p < FIT_LEVEL:
+        return "model_does_not_fit"
+    curve, half = fit.band(fit.grid, confidence)
+    return _band_status(curve[np.newaxis, :], half[np.newaxis, :], margin)[0]
+
+
+def _band_status(curve: np.ndarray, half: np.ndarray, margin: float) -> list[str]:
+    """Per row of CURVE and HALF (rows x grid points), the verdict its band gives: equivalent inside the margin,
+    else its labels (B where the band is above 0, W where below) named as copylab.analysis.crossover.classify names
+    them (all rows at once; tests/test_curve_model.py checks they agree), undecided where none is significant, and
+    never (always) better only where the band also rules out better (worse) by more than the margin."""
+    bound = math.log1p(margin)
+    better, worse = curve - half > 0, curve + half < 0
+    columns = np.arange(curve.shape[1])
+    first_better = np.where(better, columns, curve.shape[1]).min(axis=1)
+    last_worse = np.where(worse, columns, -1).max(axis=1)
+    some_better, some_worse = better.any(axis=1), worse.any(axis=1)
+    status = np.full(len(curve), "undecided", dtype=object)
+    status[some_better & ~some_worse & np.all(curve - half > -bound, axis=1)] = "challenger_always_better"
+    status[some_worse & ~some_better & np.all(curve + half < bound, axis=1)] = "challenger_never_better"
+    both = some_better & some_worse
+    status[both] = "multiple_crossings"
+    status[both & (last_worse < first_better)] = "crossover"  # every W before every B
+    status[np.all(np.abs(curve) + half < bound, axis=1)] = "equivalent"
+    return [str(found) for found in status]
+
+
+def crossover_of(
+    fit: CurveFit, confidence: float = 0.95, n_resamples: int = 1000, rng: np.random.Generator | None = None
+) -> tuple[float, float, float]:
+    """Where the curve last rises through 0, and a percentile interval from refitting it to the blocks of every point
+    drawn again with replacement (each point's deviations from its mean first scaled by sqrt(n/(n-1)), as a percentile
+    bootstrap of a handful of blocks is otherwise too narrow).  Resamples that do not cross are counted at the end of
+    the range they point to, so a bound at an end of the range means "at or beyond it"."""
+    rng = np.random.default_rng() if rng is None else rng
+    fine = np.linspace(math.log2(fit.points[0]), math.log2(fit.points[-1]), 8 * len(fit.grid))
+    point = last_upcrossing(fine, fit.curve(fine)[np.newaxis, :])[0]
+    starts = np.concatenate([[0], np.cumsum(fit.blocks)[:-1]])
+    columns = []
+    for start, n in zip(starts, fit.blocks, strict=True):
+        values = fit.y[start : start + n]
+        expanded = values.mean() + (values - values.mean()) * (np.sqrt(n / (n - 1)) if n > 1 else 1.0)
+        columns.append(expanded[rng.integers(0, n, size=(n_resamples, n))])
+    resampled = np.hstack(columns)
+    design = fit.basis(fit.x)
+    coefficients = resampled @ np.linalg.pinv(design).T
+    roots = last_upcrossing(fine, coefficients @ fit.basis(fine).T)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(roots, [tail, 1 - tail], method="inverted_cdf")
+    low, high, point = np.clip([low, high, point], fine[0], fine[-1])
+    return float(2**point), float(2**low), float(2**high)
+
+
+def replication(fit: CurveFit, status: str, n_runs: int = 200, seed: int = 0) -> float:
+    """The share of N_RUNS simulated second runs that reach STATUS again.  Each draws a true curve from the fit's
+    estimate and its uncertainty, then the same blocks at the same points around it with each point's spread, and
+    gives that run's verdict by the same band; the uncertainty of the first run thus counts, as a redraw of its own
+    blocks would not."""
+    rng = np.random.default_rng(seed)
+    design = fit.basis(fit.x)
+    if not np.isfinite(fit.covariance).all():
+        return 0.0
+    truths = rng.multivariate_normal(fit.coefficients, fit.covariance, size=n_runs, method="eigh")
+    noise = rng.standard_normal((n_runs, len(fit.y))) * np.repeat(fit.spreads, fit.blocks)
+    runs = truths @ design.T + noise
+    coefficients, covariances = _hc3_fits(design, runs)
+    z = fit.basis(fit.grid)
+    half = fit.multiplier * np.sqrt(np.einsum("gi,rij,gj->rg", z, covariances, z))
+    again = _band_status(coefficients @ z.T, half, EQUIVALENCE_MARGIN)
+    return sum(found == status for found in again) / n_runs
+
+
+def _hc3_fits(design: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares coefficients and their HC3 covariance for every row of RUNS against DESIGN at once (what
+    statsmodels' OLS(...).fit(cov_type="HC3") gives one row at a time; tests/test_curve_model.py checks they agree)."""
+    inverse = np.linalg.inv(design.T @ design)
+    projector = design @ inverse
+    leverage = np.einsum("ni,ni->n", projector, design)
+    coefficients = runs @ projector
+    residuals = runs - coefficients @ design.T
+    weights = residuals**2 / (1 - leverage) ** 2
+    meat = np.einsum("rn,ni,nj->rij", weights, design, design)
+    return coefficients, inverse @ meat @ inverse
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the model says of one curve: its verdict and everything a reader or the allocator asks of it."""
+
+    fit: CurveFit
+    status: str  # one of MODEL_STATUSES
+    replication: float  # the share of simulated second runs that reach the same verdict (replication); NaN if open
+    crossover: tuple[float, float, float]  # where, and its interval; NaN unless a crossover
+    largest_difference: float  # the largest share either way the band allows over the range: within it, equivalent
+    more_blocks: float  # about how many more blocks would decide an open verdict, if the curve stays as fitted
+    decide_at: float  # the measured point where the band is widest for what it must decide
+
+    @property
+    def sure(self) -> bool:
+        return self.status in DECIDED and self.replication >= SURE
+
+
+def assess(
+    points: np.ndarray, advantages: list[np.ndarray], seed: int = 0, n_resamples: int = 1000
+) -> Assessment | None:
+    """The model's verdict on a curve (ADVANTAGES[i]: the direction-aware log ratios of the blocks at POINTS[i]), how
+    sure it is, its crossover and what would decide it; None when the curve cannot be fitted (fit_curve)."""
+    fit = fit_curve(np.asarray(points), advantages)
+    if fit is None:
+        return None
+    status = status_of(fit)
+    curve, half = fit.band(fit.grid)
+    largest = float(np.expm1(np.max(np.abs(curve) + half)))
+    crossing = (
+        crossover_of(fit, n_resamples=n_resamples, rng=np.random.default_rng(seed))
+        if status == "crossover"
+        else (math.nan, math.nan, math.nan)
+    )
+    replicated = replication(fit, status, seed=seed) if status in DECIDED else math.nan
+    more, where = _to_decide(fit, curve, half)
+    return Assessment(fit, status, replicated, crossing, largest, more, where)
+
+
+def _to_decide(fit: CurveFit, curve: np.ndarray, half: np.ndarray) -> tuple[float, float]:
+    """About how many more blocks, spread like the measured ones, would narrow the band enough for a verdict at every
+    grid point (inside the margin, or clear of 0, whichever is nearer), and the measured point nearest to where the
+    band is widest for that; the band narrows with the square root of the blocks."""
+    room = np.maximum(math.log1p(EQUIVALENCE_MARGIN) - np.abs(curve), np.abs(curve))
+    factor = (half / room) ** 2
+    if not np.isfinite(factor).all():
+        return math.inf, float(fit.points[0])
+    widest = fit.grid[int(np.argmax(factor))]
+    nearest = float(fit.points[int(np.argmin(np.abs(np.log2(fit.points) - widest)))])
+    return float(max(0.0, np.ceil(len(fit.y) * (factor.max() - 1)))), nearest

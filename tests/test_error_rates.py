@@ -1,0 +1,30 @@
+"""Error rates measured, not assumed: copylab's own verdicts and allocator, first pass and extra rounds as a budgeted
+report runs them, on synthetic curves with a known truth (tests/error_rates.py).  docs/method.md gives the same
+simulation with more runs (`.venv/bin/python -m tests.error_rates 1000`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.error_rates import NULL_SCENARIOS, POWER_SCENARIO, crossover_found, simulate
+
+# Enough runs that a false-verdict rate of 5% would put the interval's upper end well above 5%; small enough for
+# about a minute.
+NULL_RUNS = 50  # per spread scenario, four scenarios
+POWER_RUNS = 60
+
+
+@pytest.mark.simulation
+def test_false_verdicts_stay_under_5_percent_power_reaches_80_and_sure_verdicts_come_out_again():
+    null = [simulate(scenario, NULL_RUNS, seed) for seed, scenario in enumerate(NULL_SCENARIOS)]
+    runs, wrong = sum(r.runs for r in null), sum(r.hits for r in null)
+    pooled = type(null[0])("no difference, every spread", runs, wrong, 0, 0, 0.0)
+    low, high = pooled.interval()
+    assert high <= 0.05, f"false verdicts {wrong}/{runs}, 95% interval {low:.1%}-{high:.1%}: may pass 5%"
+    power = simulate(POWER_SCENARIO, POWER_RUNS, 99, crossover_found)
+    assert power.rate >= 0.8, f"power {power.hits}/{power.runs} ({power.interval()})"
+    assert power.covered >= 0.9 * power.crossovers, f"{power.covered} of {power.crossovers} intervals hold 16 KiB"
+    sure = sum(r.sure for r in [*null, power])
+    again = sum(r.sure_again for r in [*null, power])
+    assert sure >= 10, f"only {sure} sure verdicts: too few to judge their calibration"
+    assert again / sure >= 0.9, f"of {sure} sure verdicts, {again} came out the same in a second run"
