@@ -25,6 +25,7 @@ from copylab.formatting import code, fmt_bytes, markdown_table
 from copylab.record.store import SweepStore
 from copylab.report import sections
 from copylab.report.render import export_pdf, render_report
+from copylab.report.sections import reproduce
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, needs_chromium
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep
@@ -418,8 +419,8 @@ def test_a_command_longer_than_the_margin_is_cut_inside_a_list_and_stays_one_com
     """An option's list longer than a line is cut after a comma; the shell joins a word continued by a backslash
     with no space around it, so the lines still read as the same words."""
     names = "two_copy,one_copy,zero_copy,read_send,sendfile,uring_send,uring_send_zc,iperf3"
-    lines = sections._wrapped(["--name x", f"--implementations {names}", "--trials 5"], "./inv run-sweep")
-    assert all(len(line) <= sections.COMMAND_LINE for line in lines), lines
+    lines = reproduce._wrapped(["--name x", f"--implementations {names}", "--trials 5"], "./inv run-sweep")
+    assert all(len(line) <= reproduce.COMMAND_LINE for line in lines), lines
     joined = "".join(line[:-1] if line.endswith(",\\") else line + "\n" for line in lines)
     assert (
         " ".join(joined.replace("\\\n", " ").split())

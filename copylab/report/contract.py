@@ -38,6 +38,9 @@ class ExperimentReport:
     back: Callable[[], list[Block]] = _no_blocks
     # the part a sweep of the main experiment is for when it is not the main one (copies: "sink", "mmap", ...)
     companion: Callable[[Results], str | None] = _claims_none
+    # the main experiment's sections beyond the study's parts, which go to the appendices after the graded report
+    # (every other experiment's parts go there whole)
+    appendices: Callable[[Results, Companions | None], list[Block]] = _no_blocks
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, m
 from copylab.report.prose import crossover_sentences, spoken
 from copylab.report.results import Results
 
-HEADING = "## What the message's layout costs"
+HEADING = "# What the message's layout costs"
 MECHANISM = (
     "A layout changes what the sending path touches, not the bytes sent. `fields` hands the kernel 8 iovec entries "
     "whose buffers lie wherever the allocator put them; `aligned` starts each on a page of its own; `contiguous` is "

@@ -1,7 +1,7 @@
 """The copies experiment's parts of the report (copylab.report.compose puts them after the answers at a glance and
 before Limitations): where the copies happen (Part A), what was measured (Part B), the one command (Part C), the
-study's plots (Part D), how far each sender is from its copy bound, the answers to
-the study's questions (Part E) and the other ways to send."""
+study's plots (Part D) and the answers to the study's questions (Part E); and for the appendices the other ways to
+send, where copying less pays, the message's layouts and how far each sender is from its copy bound."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
-from copylab.report import glossary
+from copylab.report import appendix, glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
 from copylab.report.results import Results, between_hosts, present, receive_modes, traced
@@ -202,8 +202,8 @@ def _data(sweep: Results | None) -> list[Block]:
 
 
 def parts(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
-    """The experiment's blocks of a report whose main sweep RESULTS is, with the sweeps COMPANIONS holds beside it
-    (copylab.report.compose.arrange: the sink's and the mapping receiver's)."""
+    """The study's parts (A to E) of a report whose main sweep RESULTS is, with the sweeps COMPANIONS holds beside it
+    (copylab.report.compose.arrange: question 2's cache grid, question 3's threads, question 5's sink)."""
     companions = companions or {}
     return [
         Markdown("# Part A: where the copies happen"),
@@ -217,9 +217,6 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown(glance.part_c(results)),
         Markdown("# Part D: measurements"),
         *(_figure(results, name) for name in captions.PART_D_FIGURES),
-        Markdown("## How far from the limit"),
-        Markdown(copy_limit(results)),
-        *([Markdown(text)] if (text := layout.section(results)) else []),
         Markdown("# Part E: answers to the questions"),
         *(
             block
@@ -229,11 +226,23 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
                 *_answer_figures(number, companions),
             )
         ),
+    ]
+
+
+def appendices(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
+    """The experiment's sections beyond the study's parts, for the appendices: the other ways to send, where copying
+    less pays (the sink, the receiver's side), the message's layouts and how far each sender is from its copy bound."""
+    companions = companions or {}
+    layouts = layout.section(results)
+    return [
         Markdown("# Other ways to send"),
         Markdown(OTHER_SENDERS_INTRODUCTION),
         *(_figure(results, name) for name in captions.OTHER_SENDERS_FIGURES),
         Markdown(answers.other_ways_to_send(results)),
         *where_it_pays(results, companions),
+        *([Markdown(layouts)] if layouts else []),
+        Markdown("# How far from the copy bound"),
+        Markdown(copy_limit(results)),
     ]
 
 
@@ -257,7 +266,7 @@ def _evidence_links(results: Results) -> tuple[tuple[str, str], ...]:
 def front(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
     """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
     return [
-        Markdown("# Answers at a glance"),
+        Markdown("# Answers at a glance", anchor=appendix.START),
         Markdown(glance.at_a_glance(results, companions), links=_evidence_links(results)),
     ]
 
@@ -313,4 +322,5 @@ REPORT = ExperimentReport(
     front=front,
     back=back,
     companion=companion,
+    appendices=appendices,
 )

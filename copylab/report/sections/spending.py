@@ -1,5 +1,5 @@
-"""Where each sweep's measuring time went: its first pass, then the extra blocks a budget gave to the comparisons
-still undecided (copylab.study.budget), one sentence per sweep, computed from its trials."""
+"""Where each sweep's measuring time went: its initial round of blocks, then the extra blocks a budget gave to the
+comparisons still undecided (copylab.study.budget), one sentence per sweep, computed from its trials."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _time(trials: pd.DataFrame) -> str:
 
 
 def sentence(results: Results) -> str:
-    """How the sweep's trials were spent: a fixed design, or a first pass and the extra blocks after it."""
+    """How the sweep's trials were spent: a fixed design, or an initial round and the extra blocks after it."""
     params, trials = results.manifest.parameters, every_trial(results)
     name = f"{code(results.name)} ({params.experiment}, profile {params.profile})"
     total = f"{len(trials):,} trials{_time(trials)}"
@@ -38,9 +38,11 @@ def sentence(results: Results) -> str:
         return f"{name}: a fixed design, {total}."
     first = trials[trials["repetition"] <= params.trials]
     extra = trials[trials["repetition"] > params.trials]
-    text = f"{name}: a first pass of {params.trials} blocks, {len(first):,} trials{_time(first)}"
+    text = f"{name}: an initial round of {params.trials} blocks, {len(first):,} trials{_time(first)}"
+    if not params.budget_s:
+        return text + " and no more: it ran with `--budget 0`, so no undecided comparison got extra blocks."
     if extra.empty:
-        return text + "; no extra blocks (every deciding comparison was decided, or no time was left)."
+        return text + "; no extra blocks: the budget ran out before any undecided comparison got one."
     blocks = extra.groupby(["workload", "size_bytes", "threads", "connections", "pinning", "repetition"]).ngroups
     return (
         text + f"; then {blocks} extra blocks ({len(extra):,} trials{_time(extra)}) where a comparison was still "
@@ -64,11 +66,17 @@ def verified(results: Results) -> str:
 
 def paragraph(sweeps: Sequence[Results]) -> str:
     """The sentence of every sweep of the report, after what the verified pass checked."""
-    return (
-        "**Where the time went.** `./inv report` spends one time budget on all its sweeps: a first pass of each, then "
+    budgeted = any(s.manifest.parameters.design == "blocked" and s.manifest.parameters.budget_s for s in sweeps)
+    how = (
+        "`./inv report` spends one time budget on all its sweeps: an initial round of blocks of each, then more "
         "blocks where the study's answers are still open, ranked across sweeps. The verdicts still undecided come "
         "first (the points that need the fewest more blocks to come out significant first, a point where the "
         "estimate changes sign counting half), then the means still imprecise, then the rest (another experiment's "
         "open points, verdicts no answer quotes). "
-        f"{verified(sweeps[0])}\n\n" + "\n".join(f"- {sentence(results)}" for results in sweeps)
+        if budgeted
+        else "These sweeps ran with no time budget: each ran its fixed number of blocks, and no undecided verdict got "
+        "more. "
+    )
+    return f"**Where the time went.** {how}{verified(sweeps[0])}\n\n" + "\n".join(
+        f"- {sentence(results)}" for results in sweeps
     )
