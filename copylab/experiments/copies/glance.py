@@ -1,7 +1,8 @@
 """The copies experiment's front of the report: the answers at a glance, Part B (what was measured, on which side,
 in which window) and Part C (the one command and the files it writes), and the glossary at the back.
 
-The answers at a glance are each answer's own first paragraph ("In short", "How sure"), so the two never differ."""
+The answers at a glance are each answer's summary, in words of its own, and how sure it is
+(copylab.report.answer.Answer), so the page does not repeat Part E's claims."""
 
 from __future__ import annotations
 
@@ -21,43 +22,41 @@ EVIDENCE = (
     "the latency figure of Part D and the table under question 3",
     "the throughput figure of Part D and crossovers.csv",
     "the throughput figure of Part D and crossovers.csv",
-    "the table under question 6 and the section *What the message's layout costs*",
+    "the table under question 6 and the appendix *What the message's layout costs*",
 )
 # Questions 2 and 3 where the report has the sweeps designed for them (copylab.experiments.copies.report.companion).
 COMPANION_EVIDENCE = {
     "caches": "the figure of the eliminated copy by cache level and the table under question 2",
     "threads": "the figure of CPU per byte against threads and question 3",
 }
-SHORT = "**In short:** "
-
-
-def _short(answer: str) -> str:
-    """An answer's first paragraph without its label and its method note, or a pointer to the full answer."""
-    first = answer.split("\n\n")[0]
-    if not first.startswith(SHORT):
-        return "see the answer in Part E."
-    short = first.removeprefix(SHORT).split(" Metric: ")[0]
-    return short[:1].upper() + short[1:]
 
 
 def at_a_glance(results: Results, companions: Mapping[str, Results] | None = None) -> str:
-    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is, from the main sweep
-    and the sweeps COMPANIONS holds beside it (question 2's grid, question 3's threads, question 5's sink)."""
+    """Each Part E question, its answer in a few words of its own (the full claim is in Part E), how sure it is and
+    where the evidence is, from the main sweep and the sweeps COMPANIONS holds beside it (question 2's grid,
+    question 3's threads, question 5's sink)."""
     companions = companions or {}
     evidence = list(EVIDENCE)
     if companions.get("sink") is not None:
-        evidence[4] += ", and for the sink the section *Where copying less pays*"
+        evidence[4] += ", and for the sink the appendix *Where copying less pays*"
     for number, kind in ((2, "caches"), (3, "threads")):
         if companions.get(kind) is not None:
             evidence[number - 1] = COMPANION_EVIDENCE[kind]
     items = [
-        f"{number}. **{question}** {_short(answer)} *Evidence:* {evidence[number - 1]}."
+        f"{number}. **{question}** {_capital(answer.summary or 'see the full answer in Part E.')}"
+        + (f" *How sure:* {answer.sure}" if answer.sure else "")
+        + f" *Evidence:* {evidence[number - 1]}."
         for number, (question, answer) in enumerate(answers.answers(results, companions), start=1)
     ]
     return (
-        "The study's six questions (Part E) and this sweep's answers, each with how sure it is. Each is argued in "
-        "full, with its numbers, in Part E.\n\n" + "\n".join(items)
+        "The study's six questions (Part E) and this sweep's answers in brief, each with how sure it is. Part E "
+        "argues each in five parts: the claim, the numbers, the mechanism, its test and the limits.\n\n"
+        + "\n".join(items)
     )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _counted(results: Results, events: tuple[str, ...]) -> str:

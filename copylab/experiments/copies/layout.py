@@ -8,6 +8,7 @@ import pandas as pd
 
 from copylab.calibration.record import findings_for_copy
 from copylab.declarations import implementations
+from copylab.experiments.copies.queries import study
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
 from copylab.report.prose import crossover_sentences, spoken
 from copylab.report.results import Results
@@ -186,3 +187,32 @@ def section(results: Results) -> str | None:
     if slow_copies:
         parts.append(slow_copies)
     return "\n\n".join(parts)
+
+
+def skb_shape_text(results: Results, zero_copy: str) -> str | None:
+    """What ZERO_COPY's kernel transmitted against the other senders' in the study's layout, at the sweep's largest
+    size (BPF counts): bytes and page fragments per skb; None where the sweep did not count them."""
+    trials = results.trials
+    if "snd_skbs" not in trials:
+        return None
+    largest = int(trials["size_bytes"].max())
+    rows = trials[
+        (trials["status"] == "ok")
+        & (trials["snd_skbs"] > 0)
+        & (trials["workload"] == "stream")
+        & (trials["size_bytes"] == largest)
+        & (trials["receive"] == implementations.BASELINE_RECEIVE)
+    ]
+    sums = rows.groupby("implementation")[["bytes", "snd_skbs", "snd_skb_frags"]].sum()
+    if zero_copy not in sums.index or len(sums) < 2:
+        return None
+    shapes = [
+        f"{code(name)} {fmt_num(row.bytes / row.snd_skbs / 1024)} KiB in {fmt_num(row.snd_skb_frags / row.snd_skbs)}"
+        for name in study(results)
+        if name in sums.index and (row := sums.loc[name]) is not None
+    ]
+    return (
+        f"What each sender's kernel transmitted at {fmt_size(largest)}, counted with BPF (tracepoint "
+        f"net:net_dev_start_xmit), as data per skb in page fragments per skb: {'; '.join(shapes)}. A zero-copy "
+        "sender's pinned pages travel as fragments, at most `MAX_SKB_FRAGS` to an skb."
+    )

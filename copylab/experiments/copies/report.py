@@ -222,7 +222,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
             block
             for number, (question, answer) in enumerate(answers.answers(results, companions), 1)
             for block in (
-                Markdown(f"## {question}\n\n{answer}", anchor=f"question-{number}"),
+                Markdown(f"## {question}\n\n{answer.markdown()}", anchor=f"question-{number}"),
                 *_answer_figures(number, companions),
             )
         ),
