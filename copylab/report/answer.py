@@ -34,12 +34,13 @@ class Answer:
 
 @dataclass(frozen=True)
 class InShort:
-    """An answer text whose first paragraph reads "**In short:** CLAIM **How sure:** SURE [Metric: ...]", taken
-    apart: the claim, how sure, and every later paragraph (with the method note, if any, first)."""
+    """An answer text whose first paragraph reads "**In short:** CLAIM **How sure:** SURE [Metric: NOTE]", taken
+    apart: the claim, how sure, every later paragraph and the method note (which the method in short says once)."""
 
     claim: str
     sure: str
     rest: str
+    note: str = ""
 
 
 def in_short(text: str) -> InShort:
@@ -49,5 +50,4 @@ def in_short(text: str) -> InShort:
         return InShort("", "", text)
     claim, _, sure = first.removeprefix(IN_SHORT).partition(HOW_SURE)
     sure, _, note = sure.partition(" Metric: ")
-    later = [f"Metric: {note}"] if note else []
-    return InShort(claim.strip(), sure.strip(), "\n\n".join([*later, rest] if rest else later))
+    return InShort(claim.strip(), sure.strip(), rest, f"Metric: {note}" if note else "")

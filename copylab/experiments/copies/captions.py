@@ -34,13 +34,20 @@ def _intervals(results: Results, metric: str, names: list[str] | None = None, **
         if not counts.empty
         else "trials"
     )
+    return f"Points are means over {trials}, shaded bands their Student-t 95% confidence intervals."
+
+
+def part_d_introduction(results: Results) -> str:
+    """What every figure of Part D draws: the study's three variants, receiving by copy, in the study's layout."""
     layouts = (
-        " Every sender holds its message as the study's separate fields; the contiguous layout is compared only in "
-        "the section on message layouts."
+        " The contiguous layout is compared only in the appendix *What the message's layout costs*."
         if results.layouts is not None and not results.layouts.summary.empty
         else ""
     )
-    return f"Points are means over {trials}, shaded bands their Student-t 95% confidence intervals.{layouts}"
+    return (
+        "The figures below draw the study's three variants, each receiving by copy, with the message held as the "
+        f"study's 8 separate fields.{layouts} Every size axis is logarithmic (base 2)."
+    )
 
 
 def _extremes(results: Results, metric: str, pick: str, names: list[str], **where: object) -> list[str]:

@@ -216,6 +216,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown("# Part C: one command, one CSV"),
         Markdown(glance.part_c(results)),
         Markdown("# Part D: measurements"),
+        Markdown(captions.part_d_introduction(results)),
         *(_figure(results, name) for name in captions.PART_D_FIGURES),
         Markdown("# Part E: answers to the questions"),
         *(

@@ -212,7 +212,7 @@ def _cost_caption(results: Results) -> str:
         + ". Server context switches per request "
         + _at_most(results, "snd_ctx_per_request", "")
         + ". The lower panels show the share of the window each side spent on a CPU (user + system time over "
-        f"the window): near 1, that side had nothing to spare. {_intervals(results)}"
+        "the window): near 1, that side had nothing to spare. Lines and bands as in the figure before."
         + _marked(results, "cost_per_request")
     )
 
@@ -223,7 +223,7 @@ def _fairness_caption(results: Results) -> str:
         "completed at least one request in the window, and Jain's index over the requests each completed "
         "(1: all equal; 1/connections: one connection got them all). Served share "
         + _at_most(results, "served_fraction", "")
-        + f". {_intervals(results)}"
+        + ". Lines and bands as in the figures before."
         + _marked(results, "fairness_vs_connections")
     )
 

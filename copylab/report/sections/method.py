@@ -309,8 +309,14 @@ def short_method(results: Results) -> str:
         else "Trials ran in one seeded random order. A ratio is a ratio of means with Fieller's 95% interval and "
         "Welch's t-test. "
     )
+    where = (
+        "The sender and the receiver ran on two hosts."
+        if between_hosts(results)
+        else f"The sender (server) and the receiver (client) ran in two network namespaces of this host, joined by a "
+        f"veth pair (MTU {params.mtu} B)."
+    )
     return (
-        f"{_topology(results)} CPU pinning of both ends: {'; '.join(_pinning_text(p) for p in params.pinning)}. "
+        f"{where} CPU pinning: {'; '.join(_pinning_text(p) for p in params.pinning)}. "
         "Every trial starts a fresh server and client; the client measures a window of "
         f"{fmt_num(params.duration_s)} s after a warm-up of {fmt_num(params.warmup_s)} s, and `perf stat` and "
         "getrusage count that window only. Over the veth the receiver's softirq work (the kernel's deferred "
@@ -322,6 +328,6 @@ def short_method(results: Results) -> str:
         "interval that excludes 1 beside *not significant* is a difference that one size shows alone but that does "
         "not survive testing every size at once. A crossover is where the mean log ratio crosses zero, interpolated "
         "on log2(size), with a 95% interval from resampling the blocks within each size (a bootstrap); how often a "
-        "verdict comes out again over those resamples says how stable it is. The appendix *Method* gives the full "
-        "method, and *Setup* the host and every setting."
+        "verdict comes out again over those resamples says how stable it is. The full method is in the appendix "
+        "*Method*, the host and every setting in the appendix *Setup*."
     )

@@ -7,6 +7,7 @@ import pandas as pd
 from copylab.declarations import implementations
 from copylab.experiments.copies.answers.crossovers import answer_crossover
 from copylab.experiments.copies.answers.receiving import PAGES
+from copylab.experiments.copies.answers.sink import zero_copy_pairs
 from copylab.experiments.copies.queries import choose_focus, other_senders, role, study
 from copylab.formatting import (
     code,
@@ -16,6 +17,7 @@ from copylab.formatting import (
     fmt_size,
     markdown_table,
 )
+from copylab.report.answer import in_short
 from copylab.report.prose import config_label
 from copylab.report.results import (
     THROUGHPUT,
@@ -75,11 +77,20 @@ def sender_crossovers(results: Results) -> str:
         for baseline in implementations.get(name).baselines
         if baseline in other_senders(results)
     ]
+    answered = set(zero_copy_pairs(results))  # question 5 answers them
+    pairs = [pair for pair in pairs if pair not in answered]
     if not pairs:
         return "The sweep measured no other sender together with its baseline."
+    parsed = [(pair, in_short(answer_crossover(results, *pair))) for pair in pairs]
+    notes = {found.note for _, found in parsed if found.note}
     return "\n\n".join(
-        f"**{code(challenger)} against {code(baseline)}.** {answer_crossover(results, challenger, baseline)}"
-        for challenger, baseline in pairs
+        [*notes]
+        + [
+            f"**{code(challenger)} against {code(baseline)}.** {found.claim} **How sure:** {found.sure}\n\n{found.rest}"
+            if found.claim
+            else f"**{code(challenger)} against {code(baseline)}.** {found.rest}"
+            for (challenger, baseline), found in parsed
+        ]
     )
 
 

@@ -174,7 +174,7 @@ def answer_q5(results: Results, sink: Results | None) -> str:
                 body.append(
                     f"**{code(sender)} against {code(baseline)}, {where}.**\n\n{crossover_bullets(sweep, found)[0]}"
                 )
-                body += pair_details(sweep, sender, baseline)
+                body += pair_details(sweep, sender, baseline) if sweep is sink else []
     return "\n\n".join(body)
 
 
