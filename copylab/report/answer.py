@@ -27,9 +27,13 @@ class Answer:
         """The five parts, each its own paragraph opened by its label in bold; a part left empty says so."""
         parts = (self.claim, self.numbers, self.mechanism, self.test, self.limits)
         return "\n\n".join(
-            f"**{label}.** {text.strip() or 'not available from this sweep.'}"
+            f"**{label}.** {_capital(text.strip()) or 'Not available from this sweep.'}"
             for label, text in zip(LABELS, parts, strict=True)
         )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
         Markdown("# Reproducing this report"),
         Markdown(sections.reproduce(sweeps.main, every_sweep(sweeps))),
     ]
-    glossary = main.back()
+    glossary = main.back("\n".join(b.text if isinstance(b, Markdown) else b.caption for b in content + appendices))
     if glossary:
         appendices += [Markdown("# Glossary"), *glossary]
     return _numbered(appendix.cross_linked(content, appendix.lettered(appendices)))

@@ -6,6 +6,7 @@ manifest, or None when the sweep has no such limitation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
@@ -13,6 +14,7 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
+from copylab.calibration.record import region_costs
 from copylab.declarations import settings
 from copylab.declarations.vocabulary import WORKLOAD_MEASURE
 from copylab.formatting import code, fmt_duration, fmt_num, fmt_pct, fmt_span, md_escape
@@ -226,3 +228,26 @@ def uncommitted_code(manifest: Manifest) -> str | None:
     if not manifest.git.dirty:
         return None
     return "The code had uncommitted changes when the sweep ran, so the commit alone does not reproduce it."
+
+
+# Calibrations of one host whose costs per byte differ by more than this are said to have drifted.
+DRIFT = 0.10
+
+
+def calibration_drift(sweeps: Sequence[Results]) -> str | None:
+    """How far apart the copy calibrations of SWEEPS put the cost of copying from memory: each sweep calibrates
+    when it starts, and the answers use each sweep's own; None where they agree within DRIFT or only one has one."""
+    costs = {
+        sweep.name: found
+        for sweep in sweeps
+        if sweep.manifest.calibration is not None
+        and (found := region_costs(sweep.manifest.calibration).get("memory")) is not None
+    }
+    if len(costs) < 2 or max(costs.values()) <= (1 + DRIFT) * min(costs.values()):
+        return None
+    listed = ", ".join(f"{fmt_num(cost)} ns/B ({code(name)})" for name, cost in costs.items())
+    return (
+        f"Each sweep calibrated the copy cost when it started, and the cost of a copy from memory came out as "
+        f"{listed}: {max(costs.values()) / min(costs.values()) - 1:.0%} apart, on a host whose speed drifts. Each "
+        "answer uses the calibration of the sweep it rests on, so the costs it quotes carry this spread."
+    )

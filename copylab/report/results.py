@@ -220,11 +220,12 @@ def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACH
     shown = md_escape(virtualization)
     if virtualization and in_container(virtualization):
         reason += (
-            f"; systemd-detect-virt named a container manager ({shown}), and inside a container perf cannot open "
-            "these events"
+            f"; systemd-detect-virt names a container manager ({shown}), as it does on some virtual machines too. "
+            "Either way the CPU perf runs on exposes no performance monitoring unit (PMU) to count with, as a "
+            "virtual machine without a virtual PMU does"
         )
     elif virtualization:
-        reason += f"; the host is a virtual machine ({shown}) whose hypervisor does not expose these events"
+        reason += f"; the host is a virtual machine ({shown}) whose hypervisor exposes no virtual PMU for these events"
     return reason
 
 

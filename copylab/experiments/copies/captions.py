@@ -240,8 +240,9 @@ def cpu_per_byte_vs_size(results: Results, focus: Focus) -> str:
     else:
         metric, unit = "cpu_ns_per_byte", "ns/B"
         rows_text = (
-            "CPU time per byte of both ends (user + system), then of the sender alone; CPU cycles are not "
-            "measurable on this host, so CPU time stands in for them"
+            "CPU time per byte of both ends (user + system), then of the sender alone (over the veth the sending "
+            "CPU also runs the receiver's softirq work for the packets it sends, so the sender's time holds part of "
+            "the receiver's); CPU cycles are not measurable on this host, so CPU time stands in for them"
         )
     text = (
         f"CPU cost per byte against message size, on a log axis; rows: {rows_text}; one column per thread count. "
@@ -340,6 +341,19 @@ CAPTIONS: dict[str, Callable[[Results, Focus], str]] = {
 PART_A_FIGURE = "zerocopy_path"
 OTHER_SENDERS_FIGURES = ("senders_vs_size", "receive_modes")
 PART_D_FIGURES = tuple(name for name in CAPTIONS if name not in (PART_A_FIGURE, *OTHER_SENDERS_FIGURES))
+
+
+def worth_a_figure(kind: str, results: Results) -> bool:
+    """Whether figure KIND shows anything a sentence does not: the copied share drawn as a line at one constant
+    value (100% everywhere, say) is left out, since Part A's counts say it."""
+    if kind != "zerocopy_copied_fraction":
+        return True
+    means = metric_rows(results, "zc_copied_fraction")["mean"].dropna()
+    return means.empty or means.max() - means.min() > CONSTANT_SHARE
+
+
+# Copied shares that differ by no more than this are one constant value.
+CONSTANT_SHARE = 0.005
 
 
 def caption(kind: str, results: Results) -> str:

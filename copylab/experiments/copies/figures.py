@@ -116,7 +116,7 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
             for implementation in implementations.ordered(panel["implementation"]):
                 rows = panel[panel["implementation"] == implementation]
                 style: LineStyleType = "--" if implementation in _reference_tools() else "-"
-                plotting.curve(ax, rows, "size_bytes", COLORS[implementation], style)
+                plotting.curve(ax, rows, "size_bytes", COLORS[implementation], style, grid=data["size_bytes"])
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
             plotting.mark_crossovers(ax, here[here["status"] == "crossover"], SIZE_LABEL, COLORS)
             _size_axis(ax, data["size_bytes"])
@@ -203,6 +203,10 @@ def copies_and_cost_figure(
         for level in caches:  # the message size whose working set (twice it) fills the level
             _mark(ax, level.size_bytes / 2, f"leaves {level.name}")
         _size_axis(ax, copies["size_bytes"])
+        # from zero, with one copy per byte marked: a few percent of headers and retransmissions do not look like
+        # structure
+        ax.axhline(1.0, color="0.6", linewidth=0.8, linestyle=":")
+        ax.set_ylim(0, max(1.2, 1.1 * float(copies["mean"].max())))
         ax.set_ylabel("kernel bytes copied to user space per byte delivered", fontsize=7)
         ax.set_title("measured (BPF, skb_copy_datagram_iovec)", fontsize=8)
         # below the panel, as the cost panel's: inside it the legend covered a line
@@ -309,7 +313,9 @@ def retransmits_figure(summary: pd.DataFrame, setup: str, confidence: float) -> 
     title = f"TCP retransmits per stream trial (mean, {confidence:.0%} CI)"
     if data.empty:
         return plotting.empty_figure(title, setup, "No retransmit counts in this sweep.")
-    return _per_threads_panels(data, "implementation", implementations.names(), "retransmits", title, setup, None)
+    return _per_threads_panels(
+        data, "implementation", implementations.names(), "retransmits", title, setup, None, floor=0.0
+    )
 
 
 def senders_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
@@ -383,7 +389,9 @@ def _size_panels(
             for implementation in implementations.ordered(panel["implementation"]):
                 for pinning in pinnings:
                     rows = panel[(panel["implementation"] == implementation) & (panel["pinning"] == pinning)]
-                    plotting.curve(ax, rows, "size_bytes", COLORS[implementation], styles[pinning])
+                    plotting.curve(
+                        ax, rows, "size_bytes", COLORS[implementation], styles[pinning], grid=data["size_bytes"]
+                    )
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{METRICS[metric].label}\n{_threads(n_threads)}", fontsize=8)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
@@ -401,8 +409,10 @@ def _per_threads_panels(
     title: str,
     setup: str,
     ylim: tuple[float, float] | None,
+    floor: float | None = None,
 ) -> Figure:
-    """One panel per value of FACET; lines: thread count (colour) and pinning (style) vs message size."""
+    """One panel per value of FACET; lines: thread count (colour) and pinning (style) vs message size; a count's
+    bands stop at FLOOR."""
     facets = plotting.present_in_order(data[facet], order)
     threads = sorted(data["threads"].unique())
     palette = dict(zip(threads, sns.color_palette("viridis", len(threads)), strict=True))
@@ -415,7 +425,9 @@ def _per_threads_panels(
         for n_threads in threads:
             for pinning in pinnings:
                 rows = panel[(panel["threads"] == n_threads) & (panel["pinning"] == pinning)]
-                plotting.curve(ax, rows, "size_bytes", palette[n_threads], styles[pinning])
+                plotting.curve(
+                    ax, rows, "size_bytes", palette[n_threads], styles[pinning], grid=panel["size_bytes"], floor=floor
+                )
         _size_axis(ax, panel["size_bytes"])
         if ylim:
             ax.set_ylim(*ylim)

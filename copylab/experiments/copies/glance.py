@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from copylab.analysis.crossover import SETTLED
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.experiments.copies import answers
@@ -50,8 +51,10 @@ def at_a_glance(results: Results, companions: Mapping[str, Results] | None = Non
     ]
     return (
         "The study's six questions (Part E) and this sweep's answers in brief, each with how sure it is. Part E "
-        "argues each in five parts: the claim, the numbers, the mechanism, its test and the limits.\n\n"
-        + "\n".join(items)
+        "argues each in five parts: the claim, the numbers, the mechanism, its test and the limits. A verdict is "
+        "*decided* at a size when the paired test, corrected for testing every size (Holm), tells the two senders "
+        "apart; it is *settled* when drawing the blocks it rests on anew, with replacement (a bootstrap *redraw*), "
+        f"gives it again at least {SETTLED:.0%} of the time.\n\n" + "\n".join(items)
     )
 
 
@@ -94,16 +97,23 @@ def part_c(results: Results) -> str:
     trials = every_trial(results)
     configurations = len(trials[list(CONFIG_KEYS)].drop_duplicates())
     directory = results.store.directory.name
+    rows = len(results.store.read_table("summary"))
+    privilege = (
+        "this sweep ran without root, its namespaces inside a user namespace"
+        if results.manifest.privilege == "user-namespace"
+        else "this sweep ran as root, which creates the namespaces directly (without root, copylab creates them "
+        "inside a user namespace)"
+    )
     return (
         f"One command, `./inv report`, compiles the C programs, runs every sweep the two experiments declare for "
         "the report (each one's quick sweep; for the copies experiment also the sink and the receiver's side), "
-        "analyses them and writes this report; it needs no manual step and no root. This sweep's "
-        f"files, in `data/{directory}/`:\n\n"
+        f"analyses them and writes this report, with no manual step; {privilege}. This sweep's files, in "
+        f"`data/{directory}/`:\n\n"
         f"- {code('trials.csv')}: one row per trial, {len(trials):,} rows of {len(COLUMN_NAMES)} columns;\n"
-        f"- {code('summary.csv')}: one row per configuration and metric, with its mean and 95% interval, over "
-        f"{configurations:,} configurations: the study's CSV with a row per configuration;\n"
+        f"- {code('summary.csv')}: the study's one CSV of results, a row per configuration and metric "
+        f"({rows:,} rows over {configurations:,} configurations), each with its mean and 95% interval;\n"
         f"- {code('manifest.json')}: the host, the toolchain, every setting and the calibration, so that the sweep "
-        "can be measured again (Appendix C gives the command)."
+        "can be measured again (the appendix *Reproducing this report* gives the command)."
     )
 
 

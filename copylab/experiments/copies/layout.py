@@ -179,7 +179,8 @@ def section(results: Results) -> str | None:
         parts.append(
             "What the sender's kernel transmitted, counted with BPF in each window (tracepoint "
             "net:net_dev_start_xmit): data per skb, the TCP segments it carried (how many packets the stack handed "
-            "the device at once) and its page fragments (an skb holds at most the kernel's MAX_SKB_FRAGS; a "
+            "the device at once, as one large skb that GSO/TSO, segmentation offload, cuts into packets) and its page "
+            "fragments (an skb holds at most the kernel's MAX_SKB_FRAGS; a "
             "zero-copy sender's pages travel as fragments, so pieces of pages fill an skb before its bytes do):"
         )
         parts.append(markdown_table(shape))

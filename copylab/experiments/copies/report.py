@@ -12,7 +12,7 @@ from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table
 from copylab.report import appendix, glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
@@ -58,7 +58,9 @@ def copy_limit(results: Results) -> str:
             "Copies": str(row["copies_per_byte"]),
             "Counted": _counted(row["receiver_counted"]),
             "Best, Gbit/s": fmt_num(row["best_gbps"]),
-            "At": f"{fmt_size(row['size_bytes'])}, {threads_text(row['threads'])}",
+            # size and threads apart: together, "256 KiB, 1 thread" wrapped in every row
+            "At size": fmt_size(row["size_bytes"]),
+            "Threads": str(row["threads"]),
             "Bound, Gbit/s": fmt_num(row["limit_gbps"]),
             "Of bound": f"{row['fraction']:.0%}",
         }
@@ -217,7 +219,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown(glance.part_c(results)),
         Markdown("# Part D: measurements"),
         Markdown(captions.part_d_introduction(results)),
-        *(_figure(results, name) for name in captions.PART_D_FIGURES),
+        *(_figure(results, name) for name in captions.PART_D_FIGURES if captions.worth_a_figure(name, results)),
         Markdown("# Part E: answers to the questions"),
         *(
             block
@@ -272,9 +274,10 @@ def front(results: Results, companions: Mapping[str, Results] | None = None) -> 
     ]
 
 
-def back() -> list[Block]:
-    """What the report's appendices end with: the glossary, the experiment's words with the report's."""
-    return [Markdown(glossary.glossary(glance.GLOSSARY))]
+def back(used: str = "") -> list[Block]:
+    """What the report's appendices end with: the glossary of the words the report's text USED uses, the
+    experiment's with the report's."""
+    return [Markdown(glossary.glossary(glance.GLOSSARY, used))]
 
 
 def absent(loads: frozenset[str] = frozenset()) -> list[Block]:

@@ -44,6 +44,7 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
         limitation.shared_machine(results),
         *plugins.get(manifest.parameters.experiment).report.limitations(results, companions),
         limitation.retransmits_seen(results),
+        limitation.calibration_drift([results, *(companions or {}).values()]),
         limitation.without_root(manifest),
         limitation.not_measured(manifest),
         limitation.interrupted(manifest),

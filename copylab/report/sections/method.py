@@ -285,14 +285,22 @@ def _calibration(results: Results) -> str | None:
     if record is None or not record.copy_points:
         return None
     rounds = max(len(point.ns_per_byte) for point in record.copy_points)
-    found = len(record.findings)
+    found = record.findings
+    named = (
+        " This calibration has "
+        + (f"{len(found)}: " + "; ".join(finding.describe(record.cpu_flags) for finding in found) if found else "none")
+        + "."
+    )
     return (
         f"**The copy calibration.** Before the trials, each way of copying was timed in {rounds} rounds, each a "
         "separate process. The table gives, per copy size, the ratio of two ways' median costs. In brackets are its "
-        f"least and its most over the rounds. A ratio is a finding only when its least value exceeds "
-        f"{fmt_num(FINDING_RATIO)}, so that noise cannot decide it; this calibration has "
-        f"{found} {'finding' if found == 1 else 'findings'}.\n\n" + markdown_table(ratio_rows(record))
-    )
+        "least and its most over the rounds. A *finding* is an effect of the copy path itself that the calibration "
+        f"measures directly: a ratio whose least value over the rounds exceeds {fmt_num(FINDING_RATIO)}, with every "
+        "sample of the slower way above every sample of the faster, not already explained by another finding "
+        "(a placement effect of the string instruction is counted once); neighbouring sizes that qualify make one "
+        f"finding, a range of sizes.{named} A ratio whose rounds straddle the threshold may qualify in one run and "
+        "not the next, so findings near it change from run to run.\n\n" + markdown_table(ratio_rows(record)) + "\n\n"
+    ).rstrip()
 
 
 def short_method(results: Results) -> str:
@@ -320,8 +328,9 @@ def short_method(results: Results) -> str:
         "Every trial starts a fresh server and client; the client measures a window of "
         f"{fmt_num(params.duration_s)} s after a warm-up of {fmt_num(params.warmup_s)} s, and `perf stat` and "
         "getrusage count that window only. Over the veth the receiver's softirq work (the kernel's deferred "
-        "processing of received packets) runs on the CPU whose send delivered them, so the sender's CPU time also "
-        "holds part of the receiver's work, and with both ends on one CPU the two cannot be told apart. "
+        "processing of received packets) runs on the CPU whose send delivered them, inside the sender's system "
+        "call or, when it falls behind, in that CPU's `ksoftirqd` thread. So the sender's CPU time also holds part "
+        "of the receiver's work, and with both ends on one CPU the two cannot be told apart. "
         + pairing
         + "The verdict at each size (faster, slower, not significant) comes from that test with Holm's correction "
         "over the sizes of one curve, while the interval printed beside it is the size's own, unadjusted: an "

@@ -263,9 +263,10 @@ def _q2_main(results: Results) -> str:
         "LLC misses, while L1 misses stay dominated by the kernel's own copy, which remains."
     )
     return (
-        f"The {best['level']} shows the largest reduction: the median over sizes for {code(best['challenger'])} is "
-        f"{fmt_pct(best['reduction'])} fewer sender misses per KiB than {code(baseline)}{other_text} "
-        f"({config_label(focus.threads, focus.pinning)}, stream). {why}\n\n{table}"
+        f"**In short:** The {best['level']} shows the largest reduction: the median over sizes for "
+        f"{code(best['challenger'])} is {fmt_pct(best['reduction'])} fewer sender misses per KiB than "
+        f"{code(baseline)}{other_text} ({config_label(focus.threads, focus.pinning)}, stream). **How sure:** the "
+        f"table gives each size's interval.\n\n{why}\n\n{table}"
     )
 
 

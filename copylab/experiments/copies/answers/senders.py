@@ -87,10 +87,33 @@ def sender_crossovers(results: Results) -> str:
         [*notes]
         + [
             f"**{code(challenger)} against {code(baseline)}.** {found.claim} **How sure:** {found.sure}\n\n{found.rest}"
+            + _sender_cpu(results, challenger, baseline)
             if found.claim
             else f"**{code(challenger)} against {code(baseline)}.** {found.rest}"
             for (challenger, baseline), found in parsed
         ]
+    )
+
+
+def _sender_cpu(results: Results, challenger: str, baseline: str) -> str:
+    """What CHALLENGER's sender spent per byte against BASELINE's, at each size: where throughput does not show a
+    saving of CPU, this does."""
+    focus = choose_focus(results)
+    ratios = []
+    for size in measured_sizes(results):
+        found = [
+            value(results, "snd_cpu_ns_per_byte", name, "stream", size, focus.threads, focus.pinning)
+            for name in (challenger, baseline)
+        ]
+        if found[0] and found[1] and found[1][0] > 0:
+            ratios.append(f"{fmt_size(size)} {fmt_num(found[0][0] / found[1][0])}×")
+    if not ratios:
+        return ""
+    where = config_label(focus.threads, focus.pinning)
+    return (
+        f" The sender's CPU time per byte, {code(challenger)} over {code(baseline)} ({where}, ratio of means): "
+        f"{', '.join(ratios)}. Over the veth the sending CPU also runs the "
+        "receiver's softirq work for the packets it sends, so this holds part of the receiver's work too."
     )
 
 
