@@ -93,7 +93,7 @@ def compose_results(results: Results, companions: dict[str, Results] | None = No
     ]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(copies_report.copy_limit(results))
-    parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results, companions)]
+    parts += [f"## {question}\n\n{answer.markdown()}" for question, answer in answers.answers(results, companions)]
     parts += [block.text for block in copies_report.where_it_pays(results, companions) if hasattr(block, "text")]
     parts.append(sections.limitations(results, companions))
     return "\n\n----\n\n".join(parts)

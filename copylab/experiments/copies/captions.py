@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from copylab.calibration.record import MEMCPY, READ, VECTOR, region_costs
-from copylab.experiments.copies.figures import PATH_COLORS
+from copylab.experiments.copies.figures.levels import PATH_COLORS
 from copylab.experiments.copies.queries import Focus, choose_focus, role, study, zero_copy_counts
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
 from copylab.report.prose import row_interval

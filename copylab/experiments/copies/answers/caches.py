@@ -180,7 +180,6 @@ MECHANISM = (
 
 
 def answer_q2(results: Results, grid: Results | None = None) -> str:
-    """Question 2 as Markdown (q2)."""
     return q2(results, grid).markdown()
 
 
