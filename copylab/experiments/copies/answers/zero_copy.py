@@ -50,23 +50,8 @@ def q1(results: Results, sink: Results | None = None) -> Answer:
         return Answer(not_measured("zero-copy"), "", MECHANISM, "", "")
     baseline = role(results, Role.TWO_COPY)
     focus = choose_focus(results)
-    parts = []
     counts = zero_copy_counts(results.trials, zero_copy)
-    if counts is not None:
-        parts.append(
-            f"On this path the kernel flagged {fmt_pct(counts['copied_fraction'])} of "
-            f"{counts['zc_completed']:,.0f} completed zero-copy sends as {code('SO_EE_CODE_ZEROCOPY_COPIED')}: "
-            + (
-                "most sends really avoided the copy. "
-                if counts["copied_fraction"] < 0.5
-                else "the device or the path could not use the pinned pages as they were, so the kernel copied "
-                "them anyway, only later. "
-                if between_hosts(results)
-                else "the receiver is local (a veth peer), so the data were copied anyway on delivery, only later. "
-            )
-            + f"Each send also cost page pinning and {fmt_num(counts['notifications_per_send'])} error-queue "
-            "notifications to read."
-        )
+    parts = [_copied(results, counts)] if counts is not None else []
     comparisons = comparison_rows(
         results, zero_copy, baseline, workload="stream", threads=focus.threads, pinning=focus.pinning
     )
@@ -121,6 +106,24 @@ def q1(results: Results, sink: Results | None = None) -> Answer:
         ),
         summary=_summary(zero_copy, baseline, comparisons, counts),
         sure=parsed.sure if parsed else "",
+    )
+
+
+def _copied(results: Results, counts: dict[str, float]) -> str:
+    """How many completions the kernel flagged copied on this path, and the notifications read per send."""
+    return (
+        f"On this path the kernel flagged {fmt_pct(counts['copied_fraction'])} of "
+        f"{counts['zc_completed']:,.0f} completed zero-copy sends as {code('SO_EE_CODE_ZEROCOPY_COPIED')}: "
+        + (
+            "most sends really avoided the copy. "
+            if counts["copied_fraction"] < 0.5
+            else "the device or the path could not use the pinned pages as they were, so the kernel copied "
+            "them anyway, only later. "
+            if between_hosts(results)
+            else "the receiver is local (a veth peer), so the data were copied anyway on delivery, only later. "
+        )
+        + f"Each send also cost page pinning and {fmt_num(counts['notifications_per_send'])} error-queue "
+        "notifications to read."
     )
 
 
