@@ -349,7 +349,7 @@ def worth_a_figure(kind: str, results: Results) -> bool:
     if kind != "zerocopy_copied_fraction":
         return True
     means = metric_rows(results, "zc_copied_fraction")["mean"].dropna()
-    return means.empty or means.max() - means.min() > CONSTANT_SHARE
+    return bool(means.empty or means.max() - means.min() > CONSTANT_SHARE)
 
 
 # Copied shares that differ by no more than this are one constant value.

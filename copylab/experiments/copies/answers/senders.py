@@ -255,6 +255,20 @@ def which_copy_costs_most(results: Results) -> str:
         "which costs most."
     packing = two_user[0] - one_user[0]
     receiver = copy[0] - float(truncate.iloc[0]["mean"])
+    unresolved = [
+        name
+        for name, (high, low) in (
+            ("packing copy", (one_user[2], two_user[1])),
+            ("receiver's copy", (float(truncate.iloc[0]["ci_high"]), copy[1])),
+        )
+        if low <= high  # the two measurements' 95% intervals overlap
+    ]
+    if unresolved:
+        return text + (
+            f" **Which costs most?** At {fmt_size(focus.size)} ({config_label(focus.threads, focus.pinning)}) the "
+            f"{' and the '.join(unresolved)} cannot be told from zero: the 95% intervals of the two measurements "
+            "that isolate it overlap, so the data do not rank the copies there."
+        )
     costlier, cheaper = (
         ("receiver's copy", "packing copy") if receiver > packing else ("packing copy", "receiver's copy")
     )

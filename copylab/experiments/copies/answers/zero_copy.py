@@ -62,7 +62,8 @@ def q1(results: Results, sink: Results | None = None) -> Answer:
         parts.insert(0, _in_short(zero_copy, baseline, len(faster), len(slower), len(comparisons), counts))
         parts.append(
             f"Throughput ratio {code(zero_copy)} / {code(baseline)} ({config_label(focus.threads, focus.pinning)}, "
-            f"stream), {'within-block geometric mean and t' if paired(results) else 'mean and Fieller'} 95% CI: "
+            f"stream), {'within-block geometric mean and t' if paired(results) else 'mean and Fieller'} 95% CI "
+            "(each size's own, unadjusted; the verdicts are Holm-corrected over the sizes): "
             f"significantly faster at {len(faster)} of {len(comparisons)} sizes"
             + (f" ({', '.join(faster)})" if faster else "")
             + f", significantly slower at {len(slower)}"
