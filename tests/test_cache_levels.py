@@ -157,5 +157,5 @@ def test_answer_2_counts_misses_where_the_host_counts_them(grid, monkeypatch):
     trials["snd_llc_load_misses"] = 1 * copies * kib
     monkeypatch.setattr(caches, "measured", lambda sweep, metric: True)
     text = caches.answer_q2(grid, dataclasses.replace(grid, trials=trials))
-    assert text.startswith("**In short:** the L1 data cache: removing `two_copy`'s packing copy removed 32.0")
-    assert "settled by the intervals" in text
+    assert text.startswith("**Claim.** The L1 data cache: removing `two_copy`'s packing copy removed 32.0")
+    assert caches.q2(grid, dataclasses.replace(grid, trials=trials)).sure == "settled by the intervals."

@@ -14,9 +14,12 @@ from copylab.formatting import markdown_table
 
 
 def _uses(text: str, entry: str) -> bool:
-    """Whether TEXT uses the glossary's word ENTRY (its part before any parenthesis), as a word of its own."""
+    """Whether TEXT uses the glossary's word ENTRY (its part before any parenthesis): the whole of it, or a name it
+    starts with (Fieller, Welch, Holm), in any of its forms ("Holm-corrected", "Welch's")."""
     word = entry.split(" (")[0].strip()
-    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) is not None
+    first = word.split()[0].removesuffix("'s")
+    forms = [word, first] if first[:1].isupper() and first[1:].islower() else [word]
+    return any(re.search(rf"(?<![\w-]){re.escape(form)}", text, re.IGNORECASE) for form in forms)
 
 
 TERMS: tuple[tuple[str, str], ...] = (

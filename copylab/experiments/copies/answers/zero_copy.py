@@ -33,7 +33,8 @@ MECHANISM = (
     "would give, so every zero-copy packet looped to a local socket incurs a deferred copy. Over the veth zero-copy "
     "therefore saves only the user-space packing copy and still pays every cost above."
 )
-TWO_HOSTS = "`./inv run-sweep --name nic --server-host me@server --client-host me@client --server-address 192.168.1.10`"
+# The sweep between two hosts over a real NIC (docs/testbeds.md: two machines over SSH); the hosts are placeholders.
+TWO_HOSTS = "`./inv run-sweep --name nic --server-host SERVER --client-host CLIENT --server-address SERVER_ADDRESS`"
 
 
 def answer_q1(results: Results, sink: Results | None = None) -> str:
