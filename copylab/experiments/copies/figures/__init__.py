@@ -325,6 +325,8 @@ def _per_threads_panels(
         _size_axis(ax, panel["size_bytes"])
         if ylim:
             ax.set_ylim(*ylim)
+        elif floor is not None:
+            ax.set_ylim(bottom=floor)
         ax.set_title(str(value), fontsize=9)
         ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     handles = [Line2D([], [], color=palette[t], marker="o", label=_threads(t)) for t in threads]
