@@ -235,19 +235,33 @@ DRIFT = 0.10
 
 
 def calibration_drift(sweeps: Sequence[Results]) -> str | None:
-    """How far apart the copy calibrations of SWEEPS put the cost of copying from memory: each sweep calibrates
-    when it starts, and the answers use each sweep's own; None where they agree within DRIFT or only one has one."""
-    costs = {
-        sweep.name: found
-        for sweep in sweeps
-        if sweep.manifest.calibration is not None
-        and (found := region_costs(sweep.manifest.calibration).get("memory")) is not None
-    }
-    if len(costs) < 2 or max(costs.values()) <= (1 + DRIFT) * min(costs.values()):
-        return None
-    listed = ", ".join(f"{fmt_num(cost)} ns/B ({code(name)})" for name, cost in costs.items())
-    return (
-        f"Each sweep calibrated the copy cost when it started, and the cost of a copy from memory came out as "
-        f"{listed}: {max(costs.values()) / min(costs.values()) - 1:.0%} apart, on a host whose speed drifts. Each "
-        "answer uses the calibration of the sweep it rests on, so the costs it quotes carry this spread."
+    """How far apart the copy calibrations of SWEEPS on one host put the cost of copying from memory: each sweep
+    calibrates when it starts, and the answers use each sweep's own; and on how many hosts they ran.  None where
+    the calibrations of each host agree within DRIFT and one host measured them all."""
+    by_host: dict[tuple[str, str], dict[str, float]] = {}
+    for sweep in sweeps:
+        record, host = sweep.manifest.calibration, sweep.manifest.host
+        found = region_costs(record).get("memory") if record is not None else None
+        if found is not None:
+            by_host.setdefault((host.hostname, host.cpu_model), {})[sweep.name] = found
+    said = [
+        f"on {md_escape(cpu)} the cost of a copy from memory came out as "
+        + ", ".join(f"{fmt_num(cost)} ns/B ({code(name)})" for name, cost in costs.items())
+        + f", {max(costs.values()) / min(costs.values()) - 1:.0%} apart"
+        for (_, cpu), costs in by_host.items()
+        if len(costs) > 1 and max(costs.values()) > (1 + DRIFT) * min(costs.values())
+    ]
+    hosts = (
+        f" The sweeps ran on {len(by_host)} hosts ({', '.join(md_escape(cpu) for _, cpu in by_host)}), whose copy "
+        "costs differ as their CPUs do."
+        if len(by_host) > 1
+        else ""
     )
+    if not said and not hosts:
+        return None
+    drift = (
+        f"Each sweep calibrated the copy cost when it started, on a host whose speed drifts: {'; '.join(said)}."
+        if said
+        else "Each sweep calibrated the copy cost when it started."
+    )
+    return drift + hosts + " Each answer uses the calibration of the sweep it rests on."
