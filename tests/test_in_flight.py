@@ -15,7 +15,7 @@ from copylab.measure.host import in_flight
 from copylab.measure.running.spec import TrialSettings
 from copylab.programs import perf
 from copylab.record.store import SweepStore
-from copylab.report.sections.method import _in_flight
+from copylab.report.sections.methodology import _in_flight
 from copylab.testbeds import netns, testbed
 from tests.conftest import needs_root
 from tests.test_sweep import tiny

@@ -9,7 +9,7 @@ import pandas as pd
 from copylab.declarations.config import make_config
 from copylab.report import sections
 from copylab.report.results import Layouts
-from copylab.report.sections.method import _receive_buffer_share
+from copylab.report.sections.methodology import _receive_buffer_share
 from tests.test_answers import make_sweep
 
 

@@ -27,9 +27,15 @@ class Answer:
         """The five parts, each its own paragraph opened by its label in bold; a part left empty says so."""
         parts = (self.claim, self.numbers, self.mechanism, self.test, self.limits)
         return "\n\n".join(
-            f"**{label}.** {_capital(text.strip()) or 'Not available from this sweep.'}"
+            f"**{label}.**{_opening(_capital(text.strip()) or 'Not available from this sweep.')}"
             for label, text in zip(LABELS, parts, strict=True)
         )
+
+
+def _opening(text: str) -> str:
+    """TEXT after its label: on the label's line, or in a paragraph of its own where it opens with a list or a
+    table, which Markdown sets only at a paragraph's start."""
+    return f"\n\n{text}" if text.startswith(("- ", "|", "**")) else f" {text}"
 
 
 def _capital(text: str) -> str:

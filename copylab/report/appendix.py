@@ -64,6 +64,13 @@ def _titles(appendices: Sequence[Block]) -> dict[str, str]:
     return found
 
 
+def listing(appendices: Sequence[Block]) -> Markdown:
+    """One paragraph naming every appendix (already lettered), for the end of the graded report: cross_linked()
+    links each name to its appendix."""
+    names = [f"the appendix *{name}*" for name in _titles(appendices)]
+    return Markdown("**The appendices** hold the rest of the report: " + "; ".join(names) + ".")
+
+
 def cross_linked(graded: Sequence[Block], appendices: Sequence[Block]) -> list[Block]:
     """GRADED and APPENDICES (already lettered) as one report, every mention of an appendix by its title ("the
     appendix *Title*", "the section *Title*") naming its letter and linking to it on the web page."""

@@ -108,7 +108,8 @@ def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
     glossary = main.back("\n".join(b.text if isinstance(b, Markdown) else b.caption for b in content + appendices))
     if glossary:
         appendices += [Markdown("# Glossary"), *glossary]
-    return _numbered(appendix.cross_linked(content, appendix.lettered(appendices)))
+    lettered = appendix.lettered(appendices)
+    return _numbered(appendix.cross_linked([*content, appendix.listing(lettered)], lettered))
 
 
 def _further(sweeps: ReportSweeps) -> list[Block]:

@@ -2,8 +2,8 @@
 appendices on the main sweep (its setup, its full method, how to reproduce it).
 
 Markdown computed from a sweep's Results and its typed manifest; nothing here types in a result.  One module per
-section: setup.py, method.py (with spending.py, where the measuring time went, and transport_prose.py, the
-transport's settings), reproduce.py.
+section: setup.py, methodology.py (with spending.py, where the measuring time went, and transport_prose.py, the
+transport's settings), reproduction.py.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from copylab.experiments import plugins
 from copylab.report import limitation
 from copylab.report.results import Results, every_trial
-from copylab.report.sections.method import method, short_method
-from copylab.report.sections.reproduce import remeasure_command, render_command, reproduce, sweep_heading
+from copylab.report.sections.methodology import method, short_method
+from copylab.report.sections.reproduction import remeasure_command, render_command, reproduce, sweep_heading
 from copylab.report.sections.setup import front_matter
 
 __all__ = [

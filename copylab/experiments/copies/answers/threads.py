@@ -30,12 +30,12 @@ from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, v
 
 MECHANISM = (
     "Threads pinned to one CPU take turns on it: the scheduler switches between them (kernel/sched/core.c "
-    "`__schedule()` and `context_switch()`), and after each switch the next thread's message, its copy and its "
-    "socket buffers must be brought back into that CPU's L1d and L2 from the shared last-level cache, or from memory "
-    "once the threads' combined working set passes the last level. Threads on two CPUs keep each CPU's private "
-    "caches and contend only in the shared last level. Queueing is apart from this: threads sharing a CPU wait "
-    "their turn, which by Little's law (time in the system = messages in the system / messages per second) "
-    "lengthens a message's time in the system in proportion to the threads without adding work per byte."
+    "`__schedule()` and `context_switch()`). After each switch the next thread's message, its copy and its socket "
+    "buffers must come back into that CPU's L1d and L2 from the shared last-level cache. Once the threads' combined "
+    "working set passes the last level, they come from memory. Threads on two CPUs keep each CPU's private caches "
+    "and contend only in the shared last level. Queueing is apart from this: threads sharing a CPU wait their turn. "
+    "By Little's law (time in the system = messages in the system / messages per second) that lengthens a "
+    "message's time in the system in proportion to the threads, without adding work per byte."
 )
 PMU_COMMAND = (
     "`./inv run-sweep --name threads --profile threads` on a host with a PMU and more cores counts each level's "

@@ -27,10 +27,10 @@ MECHANISM = (
     "(net/core/skbuff.c `msg_zerocopy_callback()`). And it attaches the pages as fragments split at page "
     "boundaries, at most `MAX_SKB_FRAGS` to an skb, so fields that do not start on a page make more, smaller skbs "
     "(question 6). Where the receiver is local (veth, loopback), the kernel copies the pinned pages anyway before it "
-    "queues them to the receiving socket (`skb_orphan_frags_rx()`, include/linux/skbuff.h) and flags the completion "
-    "`SO_EE_CODE_ZEROCOPY_COPIED`: a local socket may leave data unread indefinitely, and "
+    "queues them to the receiving socket (`skb_orphan_frags_rx()`, include/linux/skbuff.h), and flags the "
+    "completion `SO_EE_CODE_ZEROCOPY_COPIED`. Why: a local socket may leave data unread indefinitely, and "
     "Documentation/networking/msg_zerocopy.rst (section *Loopback*) refuses the unbounded notification latency that "
-    "would give, so every zero-copy packet looped to a local socket incurs a deferred copy. Over the veth zero-copy "
+    "would give. So every zero-copy packet looped to a local socket incurs a deferred copy. Over the veth zero-copy "
     "therefore saves only the user-space packing copy and still pays every cost above."
 )
 # The sweep between two hosts over a real NIC (docs/testbeds.md: two machines over SSH); the hosts are placeholders.

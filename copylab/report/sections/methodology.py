@@ -288,19 +288,25 @@ def _calibration(results: Results) -> str | None:
     found = record.findings
     named = (
         " This calibration has "
-        + (f"{len(found)}: " + "; ".join(finding.describe(record.cpu_flags) for finding in found) if found else "none")
+        + (
+            f"{len(found)} {'finding' if len(found) == 1 else 'findings'}: "
+            + "; ".join(finding.describe(record.cpu_flags) for finding in found)
+            if found
+            else "none"
+        )
         + "."
     )
     return (
         f"**The copy calibration.** Before the trials, each way of copying was timed in {rounds} rounds, each a "
         "separate process. The table gives, per copy size, the ratio of two ways' median costs. In brackets are its "
         "least and its most over the rounds. A *finding* is an effect of the copy path itself that the calibration "
-        f"measures directly: a ratio whose least value over the rounds exceeds {fmt_num(FINDING_RATIO)}, with every "
-        "sample of the slower way above every sample of the faster, not already explained by another finding "
-        "(a placement effect of the string instruction is counted once); neighbouring sizes that qualify make one "
-        f"finding, a range of sizes.{named} A ratio whose rounds straddle the threshold may qualify in one run and "
-        "not the next, so findings near it change from run to run.\n\n" + markdown_table(ratio_rows(record)) + "\n\n"
-    ).rstrip()
+        f"measures directly. A ratio makes one when its least value over the rounds exceeds {fmt_num(FINDING_RATIO)} "
+        "and every sample of the slower way lies above every sample of the faster. One already explained by another "
+        "finding is not counted again (a placement effect of the string instruction counts once), and neighbouring "
+        f"sizes that qualify make one finding, a range of sizes.{named} A ratio whose rounds straddle the threshold "
+        "may qualify in one run and not the next, so findings near it change from run to run.\n\n"
+        + markdown_table(ratio_rows(record))
+    )
 
 
 def short_method(results: Results) -> str:
