@@ -397,7 +397,8 @@ def test_the_web_page_is_whole_on_its_own(rendered):
     assert len(glance) == len(QUESTIONS) and all(glance), glance
     assert {f"#question-{n}" for n in range(1, len(QUESTIONS) + 1)} <= {h for hrefs in glance for h in hrefs}
     # like the PDF: numbered sections, a table of contents leading to them, each figure described by its caption
-    assert "Synthetic test report" in body and "1 Answers at a glance" in body and "Appendix D: Glossary" in body
+    assert "Synthetic test report" in body and "1 Answers at a glance" in body
+    assert re.search(r"Appendix [A-Z]: Glossary", body)
     assert "Contents" in body and "#section-1" in links and "section-1" in ids
     assert all(alt and alt.startswith("Figure ") for alt in alts), alts
     for question in QUESTIONS:

@@ -121,7 +121,7 @@ def test_each_part_e_answer_has_the_five_labelled_parts(report):
     answers = [b.text for b in report if isinstance(b, Markdown) and (b.anchor or "").startswith("question-")]
     assert len(answers) == 6
     for text in answers:
-        positions = [text.find(f"\n\n**{label}.** ") for label in LABELS]
+        positions = [text.find(f"\n\n**{label}.**") for label in LABELS]
         assert all(p > 0 for p in positions) and positions == sorted(positions), text[:200]
         mechanism = text[positions[2] : positions[3]]
         assert re.search(r"(\w+/)+\w+\.[ch]\b|Documentation/\S+", mechanism), f"no kernel citation: {mechanism}"

@@ -221,8 +221,7 @@ def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACH
     if virtualization and in_container(virtualization):
         reason += (
             f"; systemd-detect-virt names a container manager ({shown}), as it does on some virtual machines too. "
-            "Either way the CPU perf runs on exposes no performance monitoring unit (PMU) to count with, as a "
-            "virtual machine without a virtual PMU does"
+            "Either way, the CPU perf sees has no performance monitoring unit (PMU), as a VM without a virtual PMU"
         )
     elif virtualization:
         reason += f"; the host is a virtual machine ({shown}) whose hypervisor exposes no virtual PMU for these events"

@@ -173,9 +173,9 @@ MECHANISM = (
     "two-copy's packing copy reads the message and writes its copy: a working set of about twice the message. "
     "Inside L1d the copy hits. Once the working set overflows a level, each 64-byte line of the source and of the "
     "destination misses there and comes from the level below. So the misses the eliminated copy no longer makes "
-    "fall at the level its working set overflows: L1d for messages of a few KiB to tens of KiB, L2 once it passes "
-    "L1d, the last level and memory once it passes L2 and the last level. The kernel's own copy into socket buffers "
-    "(lib/iov_iter.c `copy_from_iter()`) stays in both senders."
+    "fall at the level its working set overflows. That is L1d for messages of a few KiB to tens of KiB, L2 once it "
+    "passes L1d, and the last level and memory once it passes L2 and the last level. The kernel's own copy into "
+    "socket buffers (lib/iov_iter.c `copy_from_iter()`) stays in both senders."
 )
 
 
