@@ -8,7 +8,7 @@ from copylab.experiments.copies.answers.crossovers import answer_q4, stream_cros
 from copylab.experiments.copies.answers.sink import answer_q5, zero_copy_pairs
 from copylab.experiments.copies.answers.zero_copy import TWO_HOSTS
 from copylab.experiments.copies.queries import choose_focus, role, zero_copy_counts
-from copylab.formatting import code, fmt_pct, fmt_size
+from copylab.formatting import code, fmt_pct, fmt_size, threads_text
 from copylab.report.answer import Answer, in_short
 from copylab.report.prose import value_interval
 from copylab.report.results import Results, measured_sizes, value
@@ -47,10 +47,12 @@ def _summary(results: Results | None, challenger: str | None, baseline: str | No
         status = str(row["status"])
         at = fmt_size(float(row["crossover_at"]), approximate=True) if status == "crossover" else None
         said = f"wins from about {at}" if at else None
-        clauses.append(f"{said or words.get(status, 'changes sign more than once')} with {int(row['threads'])}")
+        clauses.append(
+            f"{said or words.get(status, 'changes sign more than once')} with {threads_text(int(row['threads']))}"
+        )
     if not clauses:
         return ""
-    return f"{where}{code(challenger)} against {code(baseline)}: {'; '.join(clauses)} threads."
+    return f"{where}{code(challenger)} against {code(baseline)}: {'; '.join(clauses)}."
 
 
 def _user_copy(results: Results, one_copy: str, two_copy: str) -> str:

@@ -336,7 +336,9 @@ def answer_from_threads(sweep: Results, main: Results | None) -> Answer:
         test=_test(groups),
         limits="This host has 2 CPUs and no PMU: misses are not counted, so refills are inferred from CPU time, "
         "and the veth runs the receiver's softirq work on the sending CPU. " + PMU_COMMAND,
-        summary=" ".join(_verdict(pinning, group, record).split(". ")[0] + "." for pinning, group in groups.items()),
+        summary=" ".join(
+            _verdict(pinning, group, record).split(". ")[0].rstrip(".") + "." for pinning, group in groups.items()
+        ),
         sure="paired intervals, each thread count against one thread in the same block.",
     )
 
