@@ -69,25 +69,24 @@ def test_answer_2_names_a_level_from_the_grid(grid):
     record = caches.host_calibration(grid, None)
     text = caches.answer_q2(grid, grid)
     short = text.split("\n\n")[0]
-    assert short.startswith("**In short:**") and "not answered" not in short
-    assert any(f"({level.name})" in short for level in record.caches)
+    assert short.startswith("**Claim.** For the study's messages") and "not answered" not in short
+    assert any(f"overflows {level.name}:" in short for level in record.caches)
     assert "Simulated, not counted" in text or "could not be simulated here" in text
     assert "kernel's copies" in text or "could not be simulated here" in text
-    largest = max(grid.manifest.parameters.sizes)
-    assert ("passes the" in short) == (2 * largest > record.caches[-1].size_bytes)
+    assert all(f"**{label}.**" in text for label in ("Numbers", "Mechanism", "Test", "Limits"))
 
 
 def test_answer_2_places_no_level_without_this_hosts_calibration(grid, main):
     other = dataclasses.replace(grid.manifest, calibration=None)
     foreign = dataclasses.replace(main.manifest, host=dataclasses.replace(main.manifest.host, hostname="elsewhere"))
     text = caches.answer_q2(dataclasses.replace(main, manifest=foreign), dataclasses.replace(grid, manifest=other))
-    assert text.startswith("**In short:** not answered") and "./inv calibrate --data" in text
+    assert text.startswith("**Claim.** Not answered") and "./inv calibrate --data" in text
 
 
 def test_answer_3_is_settled_and_ties_to_a_cache_or_working_set(thread_sweep):
     text = threads.answer_q3(thread_sweep, thread_sweep)
     short = text.split("\n\n")[0]
-    assert "settled by paired intervals" in short and "not settled" not in short
+    assert threads.q3(thread_sweep, thread_sweep).sure.startswith("paired intervals") and "not settled" not in short
     assert "MiB" in short
     assert "Little's law" in text and "Queueing is not cache contention" in text
 
@@ -100,7 +99,7 @@ def test_answer_3_says_when_the_host_has_more_cpus_than_threads(thread_sweep):
 
 def test_answer_6_cites_an_implementation_and_its_table(main):
     text = anomalies.answer_q6(main)
-    assert text.startswith("**In short:**") and "`zero_copy`" in text
+    assert text.startswith("**Claim.**") and "`zero_copy`" in text
     assert "| Sender, layout |" in text and "contiguous" in text and main.manifest.host.cpu_model in text
 
 
@@ -158,5 +157,5 @@ def test_answer_2_counts_misses_where_the_host_counts_them(grid, monkeypatch):
     trials["snd_llc_load_misses"] = 1 * copies * kib
     monkeypatch.setattr(caches, "measured", lambda sweep, metric: True)
     text = caches.answer_q2(grid, dataclasses.replace(grid, trials=trials))
-    assert text.startswith("**In short:** the L1 data cache: removing `two_copy`'s packing copy removed 32.0")
-    assert "settled by the intervals" in text
+    assert text.startswith("**Claim.** The L1 data cache: removing `two_copy`'s packing copy removed 32.0")
+    assert caches.q2(grid, dataclasses.replace(grid, trials=trials)).sure == "settled by the intervals."

@@ -15,7 +15,7 @@ from copylab.measure.host import in_flight
 from copylab.measure.running.spec import TrialSettings
 from copylab.programs import perf
 from copylab.record.store import SweepStore
-from copylab.report import sections
+from copylab.report.sections.methodology import _in_flight
 from copylab.testbeds import netns, testbed
 from tests.conftest import needs_root
 from tests.test_sweep import tiny
@@ -58,7 +58,7 @@ def test_a_sweep_without_zc_inflight_measures_the_path_and_records_the_choice_pe
     # follow the choice, and the method states the product either way.
     above = chosen.zc_inflight > in_flight.FLOOR_BYTES
     assert chosen.how.startswith("twice the path's bandwidth-delay product" if above else "the floor, above twice")
-    text = sections._in_flight(manifest)
+    text = _in_flight(manifest)
     product = fmt_size(chosen.bandwidth_delay_bytes)
     assert "**Zero-copy ring.**" in text and f"a bandwidth-delay product of {product}" in text
 

@@ -93,7 +93,7 @@ def compose_results(results: Results, companions: dict[str, Results] | None = No
     ]
     parts += [captions.caption(kind, results) for kind in captions.CAPTIONS]
     parts.append(copies_report.copy_limit(results))
-    parts += [f"## {question}\n\n{answer}" for question, answer in answers.answers(results, companions)]
+    parts += [f"## {question}\n\n{answer.markdown()}" for question, answer in answers.answers(results, companions)]
     parts += [block.text for block in copies_report.where_it_pays(results, companions) if hasattr(block, "text")]
     parts.append(sections.limitations(results, companions))
     return "\n\n----\n\n".join(parts)
@@ -280,10 +280,10 @@ def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challeng
         assert span and (_size(span[1]), _size(span[2])) == (tested.min(), tested.max()), (bullet, span)
         checked += 2
     short = text.split("\n", 3)[2]
-    assert short.startswith("**In short:**"), short
+    assert short.startswith("**Claim.**"), short
     if "Over the veth" in short:  # question 5, answered over the veth and behind the sink
         return checked + _check_veth_short(short, rows, tables["trials"], challenger)
-    clauses = re.findall(r"with (\d+) threads?, CPU pinning `([^`]+)`, (.*?)(?:;|\. \*\*How sure)", short)
+    clauses = re.findall(r"with (\d+) threads?, CPU pinning `([^`]+)`, (.*?)(?=; with|\.\Z)", short)
     assert len(clauses) == len(rows), (short, len(rows))
     for threads, pinning, clause in clauses:
         row = rows[(rows["threads"] == int(threads)) & (rows["pinning"] == pinning)].iloc[0]

@@ -112,7 +112,7 @@ def test_question_4_names_a_size_or_every_size_per_thread_count_with_a_table_eac
         ("challenger_never_better", "never faster: slower at every size where the two differ"),
         ("indistinguishable", "indistinguishable at every size from 64 B to 64 KiB"),
     ):
-        text = answers.answers(make_sweep(status=status))[3][1]
+        text = answers.answers(make_sweep(status=status))[3][1].markdown()
         short = text.split("\n\n")[0]
         assert phrase in short and "with 1 thread" in short and "with 4 threads" in short
         assert text.count("| Size | Throughput ratio |") == 2  # a ratio table per thread count

@@ -9,6 +9,7 @@ import pandas as pd
 from copylab.declarations.config import make_config
 from copylab.report import sections
 from copylab.report.results import Layouts
+from copylab.report.sections.methodology import _receive_buffer_share
 from tests.test_answers import make_sweep
 
 
@@ -34,6 +35,6 @@ def test_the_receive_buffers_share_follows_the_socket_buffer_setting():
         (1 << 20, "fixed the socket buffers at 1 MiB"),
     ):
         config = dataclasses.replace(make_config("fixture", "quick"), socket_buffer=chosen)
-        text = sections._receive_buffer_share(dataclasses.replace(manifest, parameters=config))
+        text = _receive_buffer_share(dataclasses.replace(manifest, parameters=config))
         assert said in text
         assert ("kernel sized" in text) == (chosen == 0)

@@ -18,6 +18,7 @@ from copylab.measure.planning import schedule
 from copylab.paths import DATA, FIGURES, REFERENCE_DATA, REFERENCE_MMAP_DATA, ROOT
 from copylab.record.store import SweepStore
 from copylab.report import sections
+from copylab.report.sections import reproduction as reproduce_section
 from tests.conftest import needs_root
 
 # run-sweep's own options, which are not settings of the sweep
@@ -50,7 +51,7 @@ def _as_sweep(config: Any, profile: str) -> Any:
 
 
 def _settings(config: Any) -> dict[str, Any]:
-    return {key: value for key, value in config.parameters().items() if key not in sections.NOT_REPEATED}
+    return {key: value for key, value in config.parameters().items() if key not in reproduce_section.NOT_REPEATED}
 
 
 def test_the_reference_command_plans_exactly_the_configurations_its_trials_ran():

@@ -25,6 +25,7 @@ from copylab.declarations.config import check_descriptor_limit, make_config
 from copylab.declarations.limits import SATURATED
 from copylab.errors import CopylabError
 from copylab.experiments import plugins
+from copylab.experiments.servers import answers as server_answers
 from copylab.experiments.servers import report as server_report
 from copylab.experiments.servers import waiting
 from copylab.explore.explorer import Explorer
@@ -372,15 +373,15 @@ def test_the_section_states_crossovers_scaling_limits_and_fairness_from_the_tabl
     results = load_results(SweepStore(servers_sweep, figures_root=servers_sweep.parent.parent / "figures"))
     crossovers = results.crossovers
     answers = dict(server_report.answers(results))
-    crossing = answers[server_report.QUESTIONS[0]]
+    crossing = answers[server_answers.QUESTIONS[0]]
     epoll = crossovers[(crossovers["challenger"] == "epoll") & (crossovers["metric"] == "requests_per_s")].iloc[0]
     assert f"from about {fmt_num(epoll['crossover_at'])} connections" in crossing
     assert "| `fork` | never better |" in crossing
-    scaling = answers[server_report.QUESTIONS[1]]
+    scaling = answers[server_answers.QUESTIONS[1]]
     assert "At 1,000 connections" in scaling and "switched context about once per request" in scaling
-    limits = answers[server_report.QUESTIONS[2]]
+    limits = answers[server_answers.QUESTIONS[2]]
     assert "`select` server holds at most 1008 connections" in limits and "largest count, 1000" in limits
-    fairness = answers[server_report.QUESTIONS[3]]
+    fairness = answers[server_answers.QUESTIONS[3]]
     assert "`iterative`: at 10 connections it served 1 of 10" in fairness
     assert "`iterative` served a single connection in the whole window" in fairness
     for name in server_report.FIGURES:

@@ -15,7 +15,7 @@ from copylab.errors import CopylabError
 from copylab.measure import sweep
 from copylab.measure.running.spec import TrialSettings
 from copylab.record.store import SweepStore
-from copylab.report import sections
+from copylab.report.sections import setup
 from copylab.testbeds import netns, sink, testbed
 from tests.conftest import needs_root
 
@@ -159,9 +159,8 @@ def test_cold_messages_run_on_both_paths_and_are_verified_where_they_arrive(tmp_
 def test_the_report_says_per_sweep_what_was_verified():
     verified = config.make_config("x", "quick", verify=True, receive=["copy", "mmap"])
     assert (
-        sections._verification(verified)
-        == "on: every byte received checked against its pattern (copy and mmap receives)"
+        setup._verification(verified) == "on: every byte received checked against its pattern (copy and mmap receives)"
     )
-    assert sections._verification(config.make_config("x", "quick")) == "off"
+    assert setup._verification(config.make_config("x", "quick")) == "off"
     sink_sweep_ = config.make_config("x", "quick", path="sink", implementations=["zero_copy"])
-    assert sections._verification(sink_sweep_) == "none: nothing arrives on the sink (no receiver runs there)"
+    assert setup._verification(sink_sweep_) == "none: nothing arrives on the sink (no receiver runs there)"

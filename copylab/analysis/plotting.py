@@ -36,16 +36,38 @@ PINNING_STYLES: dict[str, LineStyleType] = {"none": "-", "same_cpu": "--", "spli
 NO_DATA_COLOR = "0.35"
 
 
-def curve(ax: Axes, rows: pd.DataFrame, x: str, color: Any, style: LineStyleType) -> None:
-    """Mean line with a CI band; filled markers, open ones where the configuration is unstable."""
+def curve(
+    ax: Axes,
+    rows: pd.DataFrame,
+    x: str,
+    color: Any,
+    style: LineStyleType,
+    grid: Iterable[float] | None = None,
+    floor: float | None = None,
+) -> None:
+    """Mean line with a CI band; filled markers, open ones where the configuration is unstable.  With GRID (every
+    x the figure measured), no line or band crosses an x the series skipped: its points there stand alone.  With
+    FLOOR (a count's zero), the band stops there."""
     rows = rows.dropna(subset=["mean"]).sort_values(x)
     if rows.empty:
         return
-    ax.plot(rows[x], rows["mean"], color=color, linestyle=style, linewidth=1.4)
-    ax.fill_between(rows[x], rows["ci_low"], rows["ci_high"], color=color, alpha=0.2, linewidth=0)
+    for run in measured_runs(rows, x, grid):
+        low = run["ci_low"] if floor is None else run["ci_low"].clip(lower=floor)
+        ax.plot(run[x], run["mean"], color=color, linestyle=style, linewidth=1.4)
+        ax.fill_between(run[x], low, run["ci_high"], color=color, alpha=0.2, linewidth=0)
     stable = ~rows["unstable"].astype(bool)
     ax.scatter(rows.loc[stable, x], rows.loc[stable, "mean"], color=color, s=14, zorder=3)
     ax.scatter(rows.loc[~stable, x], rows.loc[~stable, "mean"], facecolors="white", edgecolors=color, s=14, zorder=3)
+
+
+def measured_runs(rows: pd.DataFrame, x: str, grid: Iterable[float] | None) -> list[pd.DataFrame]:
+    """ROWS (sorted by X) split where the series skips a value of GRID: each run is a stretch of neighbouring
+    values it measured."""
+    if grid is None:
+        return [rows]
+    position = rows[x].map({value: index for index, value in enumerate(sorted(set(grid)))})
+    breaks = (position.diff() != 1).cumsum()
+    return [run for _, run in rows.groupby(breaks)]
 
 
 # How far down the panel each further crossover's label starts (axes fraction): a label is three lines of 6 pt, so

@@ -2,12 +2,12 @@
 
 The main experiment's front (the answers at a glance) and parts come first, given the sweeps of that experiment its
 report module claims for parts of their own (the copies experiment: the sink's and the mapping receiver's, found
-from their manifests); then, for every other experiment, its
-parts for its first sweep of each load (closed, open), or what it says when the report has none; then Limitations;
-then the further sweeps, each summed up by its experiment and compared with that experiment's first sweep of the
-same load (copylab.analysis.two_runs); then the appendices on the main sweep: its setup, method, how to reproduce
-it, and the glossary.  Figures are numbered here, in the order they appear.  notebooks/20_report.ipynb only displays
-the blocks.
+from their manifests); then Limitations and the method in short: the graded report.  Then the appendices
+(copylab.report.appendix letters them and links them both ways): the main experiment's further sections, every
+other experiment's parts for its first sweep of each load (closed, open), or what it says when the report has none;
+the further sweeps, each summed up by its experiment and compared with that experiment's first sweep of the same
+load (copylab.analysis.two_runs); the setup, method and reproduction of the main sweep, and the glossary.  Figures
+are numbered here, in the order they appear.  notebooks/20_report.ipynb only displays the blocks.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from copylab import experiments
 from copylab.analysis import two_runs
 from copylab.errors import CopylabError
 from copylab.experiments import plugins
-from copylab.report import comparison, sections
+from copylab.report import appendix, comparison, sections
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.results import Results, traced
 
@@ -77,31 +77,39 @@ def _role(sweep: Results) -> tuple[str, str]:
 
 
 def blocks(sweeps: ReportSweeps, generated: date) -> list[Block]:
-    """The whole report, figures numbered."""
+    """The whole report, figures numbered: the graded report (the answers at a glance, the main experiment's parts,
+    Limitations and the method in short), then its appendices, lettered."""
     main = plugins.get(sweeps.main.manifest.parameters.experiment).report
     content: list[Block] = list(main.front(sweeps.main, sweeps.companions))
     content += _traced(main.parts(sweeps.main, sweeps.companions), sweeps.main)
+    content += [
+        Markdown("# Limitations"),
+        Markdown(sections.limitations(sweeps.main, sweeps.companions)),
+        Markdown("# Method in short"),
+        Markdown(sections.short_method(sweeps.main)),
+    ]
+    appendices = _traced(main.appendices(sweeps.main, sweeps.companions), sweeps.main)
     for plugin in plugins.PLUGINS.values():
         if plugin.experiment.main:
             continue
         found = {load: sweep for (name, load), sweep in sweeps.sections.items() if name == plugin.experiment.name}
         for sweep in found.values():
-            content += _traced(plugin.report.parts(sweep, None), sweep)
-        content += plugin.report.absent(frozenset(found))
-    content += [Markdown("# Limitations"), Markdown(sections.limitations(sweeps.main, sweeps.companions))]
-    content += _further(sweeps)
-    content += [
-        Markdown("# Appendix A: Setup"),
+            appendices += _traced(plugin.report.parts(sweep, None), sweep)
+        appendices += plugin.report.absent(frozenset(found))
+    appendices += _further(sweeps)
+    appendices += [
+        Markdown("# Setup"),
         Markdown(sections.front_matter(sweeps.main, generated)),
-        Markdown("# Appendix B: Method"),
+        Markdown("# Method"),
         Markdown(sections.method(sweeps.main, every_sweep(sweeps))),
-        Markdown("# Appendix C: Reproducing this report"),
+        Markdown("# Reproducing this report"),
         Markdown(sections.reproduce(sweeps.main, every_sweep(sweeps))),
     ]
-    glossary = main.back()
+    glossary = main.back("\n".join(b.text if isinstance(b, Markdown) else b.caption for b in content + appendices))
     if glossary:
-        content += [Markdown("# Appendix D: Glossary"), *glossary]
-    return _numbered(content)
+        appendices += [Markdown("# Glossary"), *glossary]
+    lettered = appendix.lettered(appendices)
+    return _numbered(appendix.cross_linked([*content, appendix.listing(lettered)], lettered))
 
 
 def _further(sweeps: ReportSweeps) -> list[Block]:

@@ -35,9 +35,12 @@ class ExperimentReport:
     absent: Callable[[frozenset[str]], list[Block]] = _no_blocks
     # the main experiment's front (the answers at a glance, Parts B and C) and back (the glossary)
     front: Callable[[Results, Companions | None], list[Block]] = _no_blocks
-    back: Callable[[], list[Block]] = _no_blocks
+    back: Callable[[str], list[Block]] = _no_blocks  # given the report's text, to list only the words it uses
     # the part a sweep of the main experiment is for when it is not the main one (copies: "sink", "mmap", ...)
     companion: Callable[[Results], str | None] = _claims_none
+    # the main experiment's sections beyond the study's parts, which go to the appendices after the graded report
+    # (every other experiment's parts go there whole)
+    appendices: Callable[[Results, Companions | None], list[Block]] = _no_blocks
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,53 @@ that this glossary lacks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from copylab.formatting import markdown_table
 
+
+def _uses(text: str, entry: str) -> bool:
+    """Whether TEXT uses the glossary's word ENTRY (its part before any parenthesis): the whole of it, or a name it
+    starts with (Fieller, Welch, Holm), in any of its forms ("Holm-corrected", "Welch's")."""
+    word = entry.split(" (")[0].strip()
+    first = word.split()[0].removesuffix("'s")
+    forms = [word, first] if first[:1].isupper() and first[1:].islower() else [word]
+    return any(re.search(rf"(?<![\w-]){re.escape(form)}", text, re.IGNORECASE) for form in forms)
+
+
 TERMS: tuple[tuple[str, str], ...] = (
+    (
+        "4K aliasing",
+        "a CPU taking two addresses for the same one because their low 12 bits (the offset in a 4 KiB page) match; "
+        "it slows loads after stores, and here `rep movsb` copies",
+    ),
+    ("bandwidth-delay product", "a path's throughput times its round trip: the bytes in flight that keep it busy"),
+    (
+        "copy bound",
+        "the throughput an implementation could reach if every copy of each byte ran at single-core memcpy speed",
+    ),
+    (
+        "finding (calibration)",
+        "an effect of the copy path itself (a copy routine, a placement) that the copy calibration measures directly",
+    ),
+    (
+        "GSO, TSO",
+        "generic and TCP segmentation offload: the stack hands the device one large skb, which software (GSO) or "
+        "the device (TSO) cuts into packets",
+    ),
+    ("ksoftirqd", "the per-CPU kernel thread that runs softirq work when there is too much to run at once"),
+    (
+        "Little's law",
+        "items in a system = their arrival rate x the time each spends there; here a message's time in the system "
+        "is threads over messages per second",
+    ),
+    ("PMU", "performance monitoring unit: the CPU's hardware counters (cycles, cache misses) that perf reads"),
+    (
+        "settled, decided",
+        "a verdict is decided at a size when the Holm-corrected paired test tells the senders apart, and settled "
+        "when redraws of its blocks give it again often enough",
+    ),
     (
         "block, redraw",
         "one trial of every implementation and receive mode at one setting, run back to back in a random order; "
@@ -88,10 +130,13 @@ TERMS: tuple[tuple[str, str], ...] = (
 )
 
 
-def glossary(experiment_terms: Iterable[tuple[str, str]] = ()) -> str:
+def glossary(experiment_terms: Iterable[tuple[str, str]] = (), used: str = "") -> str:
     """The glossary as one table, in alphabetical order: EXPERIMENT_TERMS (the main experiment's words) and TERMS,
-    whose entry replaces an experiment's for the same word."""
+    whose entry replaces an experiment's for the same word; given the report's text USED, only the entries one of
+    whose words it uses."""
     ours = {word for entry, _ in TERMS for word in entry.split(", ")}
     theirs = [(word, meaning) for word, meaning in experiment_terms if word not in ours]
     entries = sorted([*theirs, *TERMS], key=lambda entry: entry[0].lower())
+    if used:
+        entries = [entry for entry in entries if any(_uses(used, word) for word in entry[0].split(", "))]
     return markdown_table({"Word": word, "Meaning": meaning} for word, meaning in entries)

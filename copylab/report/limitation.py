@@ -6,6 +6,7 @@ manifest, or None when the sweep has no such limitation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
@@ -13,6 +14,7 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
+from copylab.calibration.record import region_costs
 from copylab.declarations import settings
 from copylab.declarations.vocabulary import WORKLOAD_MEASURE
 from copylab.formatting import code, fmt_duration, fmt_num, fmt_pct, fmt_span, md_escape
@@ -226,3 +228,40 @@ def uncommitted_code(manifest: Manifest) -> str | None:
     if not manifest.git.dirty:
         return None
     return "The code had uncommitted changes when the sweep ran, so the commit alone does not reproduce it."
+
+
+# Calibrations of one host whose costs per byte differ by more than this are said to have drifted.
+DRIFT = 0.10
+
+
+def calibration_drift(sweeps: Sequence[Results]) -> str | None:
+    """How far apart the copy calibrations of SWEEPS on one host put the cost of copying from memory: each sweep
+    calibrates when it starts, and the answers use each sweep's own; and on how many hosts they ran.  None where
+    the calibrations of each host agree within DRIFT and one host measured them all."""
+    by_host: dict[tuple[str, str], dict[str, float]] = {}
+    for sweep in sweeps:
+        record, host = sweep.manifest.calibration, sweep.manifest.host
+        found = region_costs(record).get("memory") if record is not None else None
+        if found is not None:
+            by_host.setdefault((host.hostname, host.cpu_model), {})[sweep.name] = found
+    said = [
+        f"on {md_escape(cpu)} the cost of a copy from memory came out as "
+        + ", ".join(f"{fmt_num(cost)} ns/B ({code(name)})" for name, cost in costs.items())
+        + f", {max(costs.values()) / min(costs.values()) - 1:.0%} apart"
+        for (_, cpu), costs in by_host.items()
+        if len(costs) > 1 and max(costs.values()) > (1 + DRIFT) * min(costs.values())
+    ]
+    hosts = (
+        f" The sweeps ran on {len(by_host)} hosts ({', '.join(md_escape(cpu) for _, cpu in by_host)}), whose copy "
+        "costs differ as their CPUs do."
+        if len(by_host) > 1
+        else ""
+    )
+    if not said and not hosts:
+        return None
+    drift = (
+        f"Each sweep calibrated the copy cost when it started, on a host whose speed drifts: {'; '.join(said)}."
+        if said
+        else "Each sweep calibrated the copy cost when it started."
+    )
+    return drift + hosts + " Each answer uses the calibration of the sweep it rests on."

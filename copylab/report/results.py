@@ -220,11 +220,11 @@ def counters_unavailable_reason(results: Results, events: tuple[str, ...] = CACH
     shown = md_escape(virtualization)
     if virtualization and in_container(virtualization):
         reason += (
-            f"; systemd-detect-virt named a container manager ({shown}), and inside a container perf cannot open "
-            "these events"
+            f"; systemd-detect-virt names a container manager ({shown}), as it does on some virtual machines too. "
+            "Either way, the CPU perf sees has no performance monitoring unit (PMU), as a VM without a virtual PMU"
         )
     elif virtualization:
-        reason += f"; the host is a virtual machine ({shown}) whose hypervisor does not expose these events"
+        reason += f"; the host is a virtual machine ({shown}) whose hypervisor exposes no virtual PMU for these events"
     return reason
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from copylab.calibration.record import MEMCPY, READ, VECTOR, region_costs
-from copylab.experiments.copies.figures import PATH_COLORS
+from copylab.experiments.copies.figures.levels import PATH_COLORS
 from copylab.experiments.copies.queries import Focus, choose_focus, role, study, zero_copy_counts
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, fmt_span, md_escape, threads_text
 from copylab.report.prose import row_interval
@@ -34,13 +34,20 @@ def _intervals(results: Results, metric: str, names: list[str] | None = None, **
         if not counts.empty
         else "trials"
     )
+    return f"Points are means over {trials}, shaded bands their Student-t 95% confidence intervals."
+
+
+def part_d_introduction(results: Results) -> str:
+    """What every figure of Part D draws: the study's three variants, receiving by copy, in the study's layout."""
     layouts = (
-        " Every sender holds its message as the study's separate fields; the contiguous layout is compared only in "
-        "the section on message layouts."
+        " The contiguous layout is compared only in the appendix *What the message's layout costs*."
         if results.layouts is not None and not results.layouts.summary.empty
         else ""
     )
-    return f"Points are means over {trials}, shaded bands their Student-t 95% confidence intervals.{layouts}"
+    return (
+        "The figures below draw the study's three variants, each receiving by copy, with the message held as the "
+        f"study's 8 separate fields.{layouts} Every size axis is logarithmic (base 2)."
+    )
 
 
 def _extremes(results: Results, metric: str, pick: str, names: list[str], **where: object) -> list[str]:
@@ -233,8 +240,9 @@ def cpu_per_byte_vs_size(results: Results, focus: Focus) -> str:
     else:
         metric, unit = "cpu_ns_per_byte", "ns/B"
         rows_text = (
-            "CPU time per byte of both ends (user + system), then of the sender alone; CPU cycles are not "
-            "measurable on this host, so CPU time stands in for them"
+            "CPU time per byte of both ends (user + system), then of the sender alone (over the veth the sending "
+            "CPU also runs the receiver's softirq work for the packets it sends, so the sender's time holds part of "
+            "the receiver's); CPU cycles are not measurable on this host, so CPU time stands in for them"
         )
     text = (
         f"CPU cost per byte against message size, on a log axis; rows: {rows_text}; one column per thread count. "
@@ -333,6 +341,19 @@ CAPTIONS: dict[str, Callable[[Results, Focus], str]] = {
 PART_A_FIGURE = "zerocopy_path"
 OTHER_SENDERS_FIGURES = ("senders_vs_size", "receive_modes")
 PART_D_FIGURES = tuple(name for name in CAPTIONS if name not in (PART_A_FIGURE, *OTHER_SENDERS_FIGURES))
+
+
+def worth_a_figure(kind: str, results: Results) -> bool:
+    """Whether figure KIND shows anything a sentence does not: the copied share drawn as a line at one constant
+    value (100% everywhere, say) is left out, since Part A's counts say it."""
+    if kind != "zerocopy_copied_fraction":
+        return True
+    means = metric_rows(results, "zc_copied_fraction")["mean"].dropna()
+    return bool(means.empty or means.max() - means.min() > CONSTANT_SHARE)
+
+
+# Copied shares that differ by no more than this are one constant value.
+CONSTANT_SHARE = 0.005
 
 
 def caption(kind: str, results: Results) -> str:

@@ -1,12 +1,14 @@
 """The copies experiment's front of the report: the answers at a glance, Part B (what was measured, on which side,
 in which window) and Part C (the one command and the files it writes), and the glossary at the back.
 
-The answers at a glance are each answer's own first paragraph ("In short", "How sure"), so the two never differ."""
+The answers at a glance are each answer's summary, in words of its own, and how sure it is
+(copylab.report.answer.Answer), so the page does not repeat Part E's claims."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from copylab.analysis.crossover import SETTLED
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.experiments.copies import answers
@@ -21,43 +23,43 @@ EVIDENCE = (
     "the latency figure of Part D and the table under question 3",
     "the throughput figure of Part D and crossovers.csv",
     "the throughput figure of Part D and crossovers.csv",
-    "the table under question 6 and the section *What the message's layout costs*",
+    "the table under question 6 and the appendix *What the message's layout costs*",
 )
 # Questions 2 and 3 where the report has the sweeps designed for them (copylab.experiments.copies.report.companion).
 COMPANION_EVIDENCE = {
     "caches": "the figure of the eliminated copy by cache level and the table under question 2",
     "threads": "the figure of CPU per byte against threads and question 3",
 }
-SHORT = "**In short:** "
-
-
-def _short(answer: str) -> str:
-    """An answer's first paragraph without its label and its method note, or a pointer to the full answer."""
-    first = answer.split("\n\n")[0]
-    if not first.startswith(SHORT):
-        return "see the answer in Part E."
-    short = first.removeprefix(SHORT).split(" Metric: ")[0]
-    return short[:1].upper() + short[1:]
 
 
 def at_a_glance(results: Results, companions: Mapping[str, Results] | None = None) -> str:
-    """Each Part E question, its one-sentence answer, how sure it is and where the evidence is, from the main sweep
-    and the sweeps COMPANIONS holds beside it (question 2's grid, question 3's threads, question 5's sink)."""
+    """Each Part E question, its answer in a few words of its own (the full claim is in Part E), how sure it is and
+    where the evidence is, from the main sweep and the sweeps COMPANIONS holds beside it (question 2's grid,
+    question 3's threads, question 5's sink)."""
     companions = companions or {}
     evidence = list(EVIDENCE)
     if companions.get("sink") is not None:
-        evidence[4] += ", and for the sink the section *Where copying less pays*"
+        evidence[4] += ", and for the sink the appendix *Where copying less pays*"
     for number, kind in ((2, "caches"), (3, "threads")):
         if companions.get(kind) is not None:
             evidence[number - 1] = COMPANION_EVIDENCE[kind]
     items = [
-        f"{number}. **{question}** {_short(answer)} *Evidence:* {evidence[number - 1]}."
+        f"{number}. **{question}** {_capital(answer.summary or 'see the full answer in Part E.')}"
+        + (f" *How sure:* {answer.sure}" if answer.sure else "")
+        + f" *Evidence:* {evidence[number - 1]}."
         for number, (question, answer) in enumerate(answers.answers(results, companions), start=1)
     ]
     return (
-        "The study's six questions (Part E) and this sweep's answers, each with how sure it is. Each is argued in "
-        "full, with its numbers, in Part E.\n\n" + "\n".join(items)
+        "The study's six questions (Part E) and this sweep's answers in brief, each with how sure it is. Part E "
+        "argues each in five parts: the claim, the numbers, the mechanism, its test and the limits. A verdict is "
+        "*decided* at a size when the paired test, corrected for testing every size (Holm), tells the two senders "
+        "apart; it is *settled* when drawing the blocks it rests on anew, with replacement (a bootstrap *redraw*), "
+        f"gives it again at least {SETTLED:.0%} of the time.\n\n" + "\n".join(items)
     )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _counted(results: Results, events: tuple[str, ...]) -> str:
@@ -95,16 +97,23 @@ def part_c(results: Results) -> str:
     trials = every_trial(results)
     configurations = len(trials[list(CONFIG_KEYS)].drop_duplicates())
     directory = results.store.directory.name
+    rows = len(results.store.read_table("summary"))
+    privilege = (
+        "this sweep ran without root, its namespaces inside a user namespace"
+        if results.manifest.privilege == "user-namespace"
+        else "this sweep ran as root, which creates the namespaces directly (without root, copylab creates them "
+        "inside a user namespace)"
+    )
     return (
         f"One command, `./inv report`, compiles the C programs, runs every sweep the two experiments declare for "
         "the report (each one's quick sweep; for the copies experiment also the sink and the receiver's side), "
-        "analyses them and writes this report; it needs no manual step and no root. This sweep's "
-        f"files, in `data/{directory}/`:\n\n"
+        f"analyses them and writes this report, with no manual step; {privilege}. This sweep's files, in "
+        f"`data/{directory}/`:\n\n"
         f"- {code('trials.csv')}: one row per trial, {len(trials):,} rows of {len(COLUMN_NAMES)} columns;\n"
-        f"- {code('summary.csv')}: one row per configuration and metric, with its mean and 95% interval, over "
-        f"{configurations:,} configurations: the study's CSV with a row per configuration;\n"
+        f"- {code('summary.csv')}: the study's one CSV of results, a row per configuration and metric "
+        f"({rows:,} rows over {configurations:,} configurations), each with its mean and 95% interval;\n"
         f"- {code('manifest.json')}: the host, the toolchain, every setting and the calibration, so that the sweep "
-        "can be measured again (Appendix C gives the command)."
+        "can be measured again (the appendix *Reproducing this report* gives the command)."
     )
 
 

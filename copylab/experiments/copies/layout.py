@@ -8,11 +8,12 @@ import pandas as pd
 
 from copylab.calibration.record import findings_for_copy
 from copylab.declarations import implementations
+from copylab.experiments.copies.queries import study
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
 from copylab.report.prose import crossover_sentences, spoken
 from copylab.report.results import Results
 
-HEADING = "## What the message's layout costs"
+HEADING = "# What the message's layout costs"
 MECHANISM = (
     "A layout changes what the sending path touches, not the bytes sent. `fields` hands the kernel 8 iovec entries "
     "whose buffers lie wherever the allocator put them; `aligned` starts each on a page of its own; `contiguous` is "
@@ -178,7 +179,8 @@ def section(results: Results) -> str | None:
         parts.append(
             "What the sender's kernel transmitted, counted with BPF in each window (tracepoint "
             "net:net_dev_start_xmit): data per skb, the TCP segments it carried (how many packets the stack handed "
-            "the device at once) and its page fragments (an skb holds at most the kernel's MAX_SKB_FRAGS; a "
+            "the device at once, as one large skb that GSO/TSO, segmentation offload, cuts into packets) and its page "
+            "fragments (an skb holds at most the kernel's MAX_SKB_FRAGS; a "
             "zero-copy sender's pages travel as fragments, so pieces of pages fill an skb before its bytes do):"
         )
         parts.append(markdown_table(shape))
@@ -186,3 +188,32 @@ def section(results: Results) -> str | None:
     if slow_copies:
         parts.append(slow_copies)
     return "\n\n".join(parts)
+
+
+def skb_shape_text(results: Results, zero_copy: str) -> str | None:
+    """What ZERO_COPY's kernel transmitted against the other senders' in the study's layout, at the sweep's largest
+    size (BPF counts): bytes and page fragments per skb; None where the sweep did not count them."""
+    trials = results.trials
+    if "snd_skbs" not in trials:
+        return None
+    largest = int(trials["size_bytes"].max())
+    rows = trials[
+        (trials["status"] == "ok")
+        & (trials["snd_skbs"] > 0)
+        & (trials["workload"] == "stream")
+        & (trials["size_bytes"] == largest)
+        & (trials["receive"] == implementations.BASELINE_RECEIVE)
+    ]
+    sums = rows.groupby("implementation")[["bytes", "snd_skbs", "snd_skb_frags"]].sum()
+    if zero_copy not in sums.index or len(sums) < 2:
+        return None
+    shapes = [
+        f"{code(name)} {fmt_num(row.bytes / row.snd_skbs / 1024)} KiB in {fmt_num(row.snd_skb_frags / row.snd_skbs)}"
+        for name in study(results)
+        if name in sums.index and (row := sums.loc[name]) is not None
+    ]
+    return (
+        f"What each sender's kernel transmitted at {fmt_size(largest)}, counted with BPF (tracepoint "
+        f"net:net_dev_start_xmit), as data per skb in page fragments per skb: {'; '.join(shapes)}. A zero-copy "
+        "sender's pinned pages travel as fragments, at most `MAX_SKB_FRAGS` to an skb."
+    )

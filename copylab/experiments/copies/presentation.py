@@ -4,6 +4,8 @@ tests/test_registry.py."""
 
 from __future__ import annotations
 
+import seaborn
+
 # Markdown paragraph of Part A, per implementation.
 EXPLANATIONS: dict[str, str] = {
     "two_copy": (
@@ -27,9 +29,10 @@ EXPLANATIONS: dict[str, str] = {
         "arrive on the socket's error queue (`recvmsg(MSG_ERRQUEUE)`, origin `SO_EE_ORIGIN_ZEROCOPY`), each "
         "covering a range of sends. The sender therefore keeps a ring of message buffers and reuses a slot "
         "only after the completion covering it. On local delivery, as over this veth pair or loopback, the "
-        "receiving socket may not keep references to another process's pinned pages, so the kernel copies "
-        "them (`skb_orphan_frags_rx`) before queueing the data, and flags the completion "
-        "`SO_EE_CODE_ZEROCOPY_COPIED`: the copy is deferred, not avoided. The counts below say how often "
+        "kernel copies the pinned pages (`skb_orphan_frags_rx()`, include/linux/skbuff.h) before queueing the data "
+        "to the receiving socket, and flags the completion `SO_EE_CODE_ZEROCOPY_COPIED`: a local receiver may "
+        "leave its data unread indefinitely, and Documentation/networking/msg_zerocopy.rst refuses the unbounded "
+        "notification latency that would give. The copy is deferred, not avoided. The counts below say how often "
         "that happened in this sweep."
     ),
     "zc_contiguous": (
@@ -74,16 +77,18 @@ EXPLANATIONS: dict[str, str] = {
     ),
 }
 
+# Each implementation's colour in every figure: matplotlib's tab10, ten colours a reader tells apart, one each.
+TAB10 = seaborn.color_palette("tab10").as_hex()
 COLORS: dict[str, str] = {
-    "two_copy": "#0173b2",
-    "one_copy": "#de8f05",
-    "zero_copy": "#029e73",
-    "zc_contiguous": "#7f7f7f",
-    "read_send": "#d55e00",
-    "sendfile": "#cc78bc",
-    "uring_send": "#ca9161",
-    "uring_send_zc": "#56b4e9",
-    "iperf3": "#404040",
+    "two_copy": TAB10[0],
+    "one_copy": TAB10[1],
+    "zero_copy": TAB10[2],
+    "zc_contiguous": TAB10[7],
+    "read_send": TAB10[3],
+    "sendfile": TAB10[4],
+    "uring_send": TAB10[5],
+    "uring_send_zc": TAB10[9],
+    "iperf3": TAB10[8],
 }
 
 # Markdown paragraph of Part A, per receive mode (copylab.declarations.implementation.RECEIVE_MODES).

@@ -1,7 +1,7 @@
 """The copies experiment's parts of the report (copylab.report.compose puts them after the answers at a glance and
 before Limitations): where the copies happen (Part A), what was measured (Part B), the one command (Part C), the
-study's plots (Part D), how far each sender is from its copy bound, the answers to
-the study's questions (Part E) and the other ways to send."""
+study's plots (Part D) and the answers to the study's questions (Part E); and for the appendices the other ways to
+send, where copying less pays, the message's layouts and how far each sender is from its copy bound."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
-from copylab.report import glossary
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table
+from copylab.report import appendix, glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
 from copylab.report.results import Results, between_hosts, present, receive_modes, traced
@@ -58,7 +58,9 @@ def copy_limit(results: Results) -> str:
             "Copies": str(row["copies_per_byte"]),
             "Counted": _counted(row["receiver_counted"]),
             "Best, Gbit/s": fmt_num(row["best_gbps"]),
-            "At": f"{fmt_size(row['size_bytes'])}, {threads_text(row['threads'])}",
+            # size and threads apart: together, "256 KiB, 1 thread" wrapped in every row
+            "At size": fmt_size(row["size_bytes"]),
+            "Threads": str(row["threads"]),
             "Bound, Gbit/s": fmt_num(row["limit_gbps"]),
             "Of bound": f"{row['fraction']:.0%}",
         }
@@ -202,8 +204,8 @@ def _data(sweep: Results | None) -> list[Block]:
 
 
 def parts(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
-    """The experiment's blocks of a report whose main sweep RESULTS is, with the sweeps COMPANIONS holds beside it
-    (copylab.report.compose.arrange: the sink's and the mapping receiver's)."""
+    """The study's parts (A to E) of a report whose main sweep RESULTS is, with the sweeps COMPANIONS holds beside it
+    (copylab.report.compose.arrange: question 2's cache grid, question 3's threads, question 5's sink)."""
     companions = companions or {}
     return [
         Markdown("# Part A: where the copies happen"),
@@ -216,24 +218,34 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown("# Part C: one command, one CSV"),
         Markdown(glance.part_c(results)),
         Markdown("# Part D: measurements"),
-        *(_figure(results, name) for name in captions.PART_D_FIGURES),
-        Markdown("## How far from the limit"),
-        Markdown(copy_limit(results)),
-        *([Markdown(text)] if (text := layout.section(results)) else []),
+        Markdown(captions.part_d_introduction(results)),
+        *(_figure(results, name) for name in captions.PART_D_FIGURES if captions.worth_a_figure(name, results)),
         Markdown("# Part E: answers to the questions"),
         *(
             block
             for number, (question, answer) in enumerate(answers.answers(results, companions), 1)
             for block in (
-                Markdown(f"## {question}\n\n{answer}", anchor=f"question-{number}"),
+                Markdown(f"## {question}\n\n{answer.markdown()}", anchor=f"question-{number}"),
                 *_answer_figures(number, companions),
             )
         ),
+    ]
+
+
+def appendices(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
+    """The experiment's sections beyond the study's parts, for the appendices: the other ways to send, where copying
+    less pays (the sink, the receiver's side), the message's layouts and how far each sender is from its copy bound."""
+    companions = companions or {}
+    layouts = layout.section(results)
+    return [
         Markdown("# Other ways to send"),
         Markdown(OTHER_SENDERS_INTRODUCTION),
         *(_figure(results, name) for name in captions.OTHER_SENDERS_FIGURES),
         Markdown(answers.other_ways_to_send(results)),
         *where_it_pays(results, companions),
+        *([Markdown(layouts)] if layouts else []),
+        Markdown("# How far from the copy bound"),
+        Markdown(copy_limit(results)),
     ]
 
 
@@ -257,14 +269,15 @@ def _evidence_links(results: Results) -> tuple[tuple[str, str], ...]:
 def front(results: Results, companions: Mapping[str, Results] | None = None) -> list[Block]:
     """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
     return [
-        Markdown("# Answers at a glance"),
+        Markdown("# Answers at a glance", anchor=appendix.START),
         Markdown(glance.at_a_glance(results, companions), links=_evidence_links(results)),
     ]
 
 
-def back() -> list[Block]:
-    """What the report's appendices end with: the glossary, the experiment's words with the report's."""
-    return [Markdown(glossary.glossary(glance.GLOSSARY))]
+def back(used: str = "") -> list[Block]:
+    """What the report's appendices end with: the glossary of the words the report's text USED uses, the
+    experiment's with the report's."""
+    return [Markdown(glossary.glossary(glance.GLOSSARY, used))]
 
 
 def absent(loads: frozenset[str] = frozenset()) -> list[Block]:
@@ -313,4 +326,5 @@ REPORT = ExperimentReport(
     front=front,
     back=back,
     companion=companion,
+    appendices=appendices,
 )

@@ -3,6 +3,8 @@ the introduction.  A model without both fails tests/test_registry.py."""
 
 from __future__ import annotations
 
+import seaborn
+
 from copylab.declarations.limits import SELECT_MAX_CONNECTIONS
 
 # Markdown paragraph of the introduction, per model.
@@ -46,12 +48,14 @@ EXPLANATIONS: dict[str, str] = {
     ),
 }
 
+# Each model's colour in every figure: matplotlib's tab10, ten colours a reader tells apart, one each.
+TAB10 = seaborn.color_palette("tab10").as_hex()
 COLORS: dict[str, str] = {
-    "iterative": "#949494",
-    "thread": "#0173b2",
-    "fork": "#de8f05",
-    "select": "#029e73",
-    "poll": "#d55e00",
-    "epoll": "#cc78bc",
-    "uring": "#ca9161",
+    "iterative": TAB10[7],
+    "thread": TAB10[0],
+    "fork": TAB10[1],
+    "select": TAB10[2],
+    "poll": TAB10[3],
+    "epoll": TAB10[4],
+    "uring": TAB10[5],
 }

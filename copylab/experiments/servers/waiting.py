@@ -54,7 +54,10 @@ def answer_floor(results: Results) -> str:
     if floor.get(one_cpu) and floor.get(across, 0) > floor[one_cpu]:
         lead += (
             f" Across CPUs a round trip cost {fmt_num(floor[across] / floor[one_cpu])}× what it cost on one: "
-            "the wake-up of the other CPU is the host's, and no way of waiting removes it."
+            "the wake-up of the other CPU (an inter-processor interrupt, then the scheduler) is the host's, and no "
+            "way of waiting that sleeps removes it. Busy polling does, by never sleeping: `SO_BUSY_POLL` on the "
+            "socket (net/core/dev.c `napi_busy_loop()`) or an io_uring with `IORING_SETUP_SQPOLL`, whose kernel "
+            "thread polls the ring; each trades a CPU spinning for the wake-up, and neither was measured here."
         )
     rows = select(results.summary, metric="latency_mean_us", connections=1)
     rows = rows[rows["pinning"].isin(list(floor)) & (rows["idle_connections"] == rows["idle_connections"].min())]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from copylab.experiments.copies.answers.anomalies import answer_q6
-from copylab.experiments.copies.answers.caches import answer_q2, measures_cache_levels
+from copylab.experiments.copies.answers.anomalies import answer_q6, q6
+from copylab.experiments.copies.answers.caches import answer_q2, measures_cache_levels, q2
+from copylab.experiments.copies.answers.crossover_parts import q4, q5
 from copylab.experiments.copies.answers.crossovers import answer_crossover, answer_q4, crossover_statement
 from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
 from copylab.experiments.copies.answers.receiving import receiver_section
@@ -25,9 +26,10 @@ from copylab.experiments.copies.answers.senders import (
     which_copy_costs_most,
 )
 from copylab.experiments.copies.answers.sink import answer_q5, sink_section
-from copylab.experiments.copies.answers.threads import answer_q3, measures_threads
-from copylab.experiments.copies.answers.zero_copy import answer_q1
+from copylab.experiments.copies.answers.threads import answer_q3, measures_threads, q3
+from copylab.experiments.copies.answers.zero_copy import answer_q1, q1
 from copylab.experiments.copies.queries import role
+from copylab.report.answer import Answer
 from copylab.report.results import Results
 from copylab.roles import Role
 
@@ -50,6 +52,12 @@ __all__ = [
     "measures_cache_levels",
     "measures_threads",
     "other_ways_to_send",
+    "q1",
+    "q2",
+    "q3",
+    "q4",
+    "q5",
+    "q6",
     "receiver_copy_cost",
     "receiver_section",
     "sender_crossovers",
@@ -80,18 +88,18 @@ def crossover_summary(results: Results) -> str:
     )
 
 
-def answers(results: Results, companions: Mapping[str, Results] | None = None) -> list[tuple[str, str]]:
-    """(question, Markdown answer) for the six questions, in the assignment's order, from the main sweep RESULTS and
-    the sweeps COMPANIONS holds beside it (copylab.experiments.copies.report.companion): question 2 from the
-    cache-level grid, question 3 from the thread experiment, question 5 over the veth and behind the sink too."""
+def answers(results: Results, companions: Mapping[str, Results] | None = None) -> list[tuple[str, Answer]]:
+    """(question, its answer in five parts) for the six questions, in the assignment's order, from the main sweep
+    RESULTS and the sweeps COMPANIONS holds beside it (copylab.experiments.copies.report.companion): question 2 from
+    the cache-level grid, question 3 from the thread experiment, question 5 over the veth and behind the sink too."""
     companions = companions or {}
     sink = companions.get("sink")
-    bodies = (
-        answer_q1(results),
-        answer_q2(results, companions.get("caches")),
-        answer_q3(results, companions.get("threads")),
-        answer_q4(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
-        answer_q5(results, sink),
-        answer_q6(results),
+    found = (
+        q1(results, sink),
+        q2(results, companions.get("caches")),
+        q3(results, companions.get("threads")),
+        q4(results),
+        q5(results, sink),
+        q6(results),
     )
-    return list(zip(QUESTIONS, bodies, strict=True))
+    return list(zip(QUESTIONS, found, strict=True))

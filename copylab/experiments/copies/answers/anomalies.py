@@ -23,6 +23,7 @@ from copylab.formatting import (
     threads_text,
 )
 from copylab.measure.running.spec import cpus_for
+from copylab.report.answer import Answer
 from copylab.report.prose import config_label, value_interval
 from copylab.report.results import (
     THROUGHPUT,
@@ -35,6 +36,18 @@ from copylab.report.results import (
     value,
 )
 from copylab.roles import Role
+
+# Why rep movsb copies slowly at some offsets: the named effect, 4K aliasing.
+REP_MOVSB = (
+    "String instructions (`rep movsb`) let the CPU's microcode copy a block as a whole; on CPUs with fast short "
+    "rep-movsb (FSRM) both glibc and the kernel prefer them. The microcode must not copy forwards over its own "
+    "output, so it checks whether the destination starts just after the source. When it compares only the address "
+    "bits within a 4 KiB page, a destination a few bytes past the source modulo 4 KiB looks like such an overlap "
+    "(*4K aliasing*), and it falls back to a slow, careful copy. Two buffers allocated one after the other by "
+    "`malloc()` lie exactly so (16-byte block headers), so the same program copies fast or many times slower "
+    "depending on where its buffers happen to lie: a cost no cache level explains, and one a page-aligned buffer "
+    "removes."
+)
 
 
 def _explain(results: Results, anomaly: Anomaly) -> str:
@@ -93,7 +106,7 @@ def _explain(results: Results, anomaly: Anomaly) -> str:
     )
 
 
-def _copy_path_finding(results: Results) -> str | None:
+def _copy_path_finding(results: Results) -> Answer | None:
     """The calibration's finding that touches the copies a sender of the sweep makes in user space, described with
     what it did to that sender's user-space CPU time; None when there is none."""
     record = results.manifest.calibration
@@ -121,41 +134,47 @@ def _copy_path_finding(results: Results) -> str | None:
             f"{fmt_size(size)} {value_interval(found, 'ns')}" for size, found in measured_cost if found
         )
         sizes_text = ", ".join(fmt_size(size) for size in affected)
-        return (
-            f"**In short:** on this host, {finding.describe(record.cpu_flags)}, and {code(name)} makes such copies at "
-            f"{sizes_text}. **How sure:** the calibration measured it directly when the sweep started.\n\n"
-            "Selection rule: a copy that costs more than twice another way of copying the same bytes is reported "
-            "before any throughput anomaly, because the calibration measures it directly instead of inferring it "
-            f"from throughput. On this host, {finding.describe(record.cpu_flags)}. {code(name)} makes such copies "
-            f"at {', '.join(fmt_size(size) for size in affected)} ({calls} per call"
+        return Answer(
+            claim=f"On this host, {finding.describe(record.cpu_flags)}, and {code(name)} makes such copies at "
+            f"{sizes_text}.",
+            numbers="Selection rule: a copy that costs more than twice another way of copying the same bytes is "
+            "reported before any throughput anomaly, because the calibration measures it directly instead of "
+            f"inferring it from throughput. {code(name)} makes such copies at {sizes_text} ({calls} per call"
             + (f"; its sender's user-space CPU time per byte there, mean [95% CI]: {cost_text}" if cost_text else "")
-            + ").\n\nString instructions (`rep movsb`) let the CPU's microcode copy a block as a whole; on CPUs "
-            "with fast short rep-movsb (FSRM) both glibc and the kernel prefer them. The microcode must not copy "
-            "forwards over its own output, so it checks whether the destination starts just after the source; "
-            "when it checks only the address bits within a page, a destination a few bytes past the source modulo "
-            "4 KiB looks like such an overlap, and it falls back to a slow, careful copy. Two buffers allocated "
-            "one after the other by malloc() lie exactly so (16-byte block headers), so the same program copies "
-            "fast or many times slower depending on where its buffers happen to lie: a cost no cache level "
-            "explains, and one a page-aligned buffer removes."
+            + "). The calibration's table is in the appendix *Method*.",
+            mechanism=REP_MOVSB,
+            test="The calibration times the same copy with `GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=1000000`, "
+            "which makes glibc copy with vector instructions instead of `rep movsb`: if 4K aliasing of `rep movsb` "
+            "is the cause, the penalty goes with it, and it does in the ratio above.",
+            limits=f"Measured on {_host(results)}; other CPUs (and other microcode) differ, so the same program "
+            "may show no such penalty elsewhere. `./inv calibrate` measures it on any host.",
+            summary=f"a copy path of glibc's `memcpy` ran slowly on this CPU, and {code(name)} takes it.",
+            sure="the calibration measured it directly when the sweep started.",
         )
     return None
 
 
 def answer_q6(results: Results) -> str:
+    """Question 6 as Markdown (q6)."""
+    return q6(results).markdown()
+
+
+def q6(results: Results) -> Answer:
     """zero_copy's small skbs tested by the sweep's contiguous arm, else a calibration finding that touches a
     sender's own copies, else the anomaly chosen by ``find_anomaly``, described with its numbers and explained by
     kind."""
-    fragments = _fragments_finding(results)
-    if fragments is not None:
-        return fragments
-    copy_path = _copy_path_finding(results)
-    if copy_path is not None:
-        return copy_path
+    found = _fragments_finding(results) or _copy_path_finding(results)
+    if found is not None:
+        return found
     anomaly = find_anomaly(results, beyond_q1=True)
     if anomaly is None:
-        return (
+        return Answer(
             "Beyond zero-copy's losses, which question 1 explains, the sweep's stream throughput holds no result "
-            "to search for unexpected ones."
+            "to search for unexpected ones.",
+            "",
+            "",
+            "",
+            f"Measured on {_host(results)}.",
         )
     where = f"{config_label(anomaly.threads, anomaly.pinning)}, stream"
     exp, obs = anomaly.expected, anomaly.observed
@@ -182,25 +201,31 @@ def answer_q6(results: Results) -> str:
             f"{threads_text(int(obs[0]))} but only {fmt_interval(*exp[1:], 'Gbit/s')} with {exp[0]}."
         )
         rule = "the largest loss of throughput from the fewest to the most threads"
-    if anomaly.score > 0:
-        separation = (
-            "**How sure:** the 95% intervals do not overlap: the lower bound of the higher result is "
-            f"{fmt_num(1 + anomaly.score)} times the upper bound of the lower one."
-        )
-    else:
-        separation = (
-            "**How sure:** not settled; no candidate had non-overlapping 95% intervals, so this is the closest call, "
-            "not a significant anomaly."
-        )
-    return (
-        f"**In short:** {finding} {separation}\n\n"
-        f"Selection rule: among all stream throughput results, {rule} was the highest-scoring of three kinds of "
-        "broken expectation (ordering, size, thread scaling); zero-copy's losses to the copying senders are left to "
-        f"question 1, which explains them.\n\n{_explain(results, anomaly)}"
+    separation = (
+        "the 95% intervals do not overlap: the lower bound of the higher result is "
+        f"{fmt_num(1 + anomaly.score)} times the upper bound of the lower one."
+        if anomaly.score > 0
+        else "not settled; no candidate had non-overlapping 95% intervals, so this is the closest call, not a "
+        "significant anomaly."
+    )
+    return Answer(
+        claim=finding,
+        numbers=f"Selection rule: among all stream throughput results, {rule} was the highest-scoring of three kinds "
+        "of broken expectation (ordering, size, thread scaling); zero-copy's losses to the copying senders are left "
+        f"to question 1, which explains them. How sure: {separation}",
+        mechanism=_explain(results, anomaly),
+        test="This sweep holds no control arm for it. Measuring the same configurations again, with more trials, "
+        f"tests whether it repeats: `./inv run-sweep --name follow-up --sizes {anomaly.size} --trials 10`.",
+        limits=f"Measured on {_host(results)}; it may depend on this CPU and kernel.",
+        summary=f"{code(anomaly.implementation)}'s stream throughput broke the expected "
+        f"{KINDS.get(anomaly.kind, 'pattern')} at {fmt_size(anomaly.size)}.",
+        sure=separation,
     )
 
 
 CONTROL_LAYOUT = "contiguous"
+# What each kind of anomaly breaks, in a few words for the answers at a glance.
+KINDS = {"ordering_reversal": "order of the senders", "non_monotonic": "growth with size"}
 
 
 def _skb_shape(trials: pd.DataFrame, name: str, layout: str, size: int) -> dict[str, Any] | None:
@@ -278,7 +303,7 @@ def _fragment_table(shape: dict[Arm, dict[str, Any]], speeds: dict[Arm, tuple[fl
     )
 
 
-def _fragments_finding(results: Results) -> str | None:
+def _fragments_finding(results: Results) -> Answer | None:
     """zero_copy's small skbs: where its message's fields make it send far fewer bytes per skb than one_copy, the
     mechanism (a fragment per piece of a pinned page) and the control arm that tests it (the same sender with one
     contiguous buffer); None when the sweep lacks that arm or the counts."""
@@ -296,7 +321,6 @@ def _fragments_finding(results: Results) -> str | None:
         return None
     fields, control, copying = (shape[arm] for arm in arms)
     fast, slow = speeds[arms[1]], speeds[arms[0]]
-    host = results.manifest.host
     table = _fragment_table(shape, speeds)
     grown = fmt_interval(control["kib"].mean, control["kib"].low, control["kib"].high, "KiB")
     faster = (
@@ -305,34 +329,109 @@ def _fragments_finding(results: Results) -> str | None:
         else f"while its throughput, {fmt_interval(*fast, 'Gbit/s')} against {fmt_interval(*slow, 'Gbit/s')}, is not "
         "told apart by this run's intervals"
     )
-    verdict = (
-        f"**How sure:** settled by a control arm: with one contiguous buffer {code(zero_copy)}'s skbs grew to "
-        f"{grown}, beyond the 95% intervals, {faster}."
-        if control["kib"].above(fields["kib"])
-        else "**How sure:** not confirmed: the control arm (one contiguous buffer) did not carry more bytes per skb "
-        "beyond the 95% intervals, so this sweep does not show the mechanism below."
+    settled = control["kib"].above(fields["kib"])
+    claim = (
+        f"At {fmt_size(size)} {code(zero_copy)} sent skbs of {fmt_num(fields['kib'].mean)} KiB against "
+        f"{code(one_copy)}'s {fmt_num(copying['kib'].mean)} KiB, though both hand the kernel the same 8 fields: pinned "
+        f"in place, the fields' {fmt_num(fields['pages'])} pages become {fmt_num(fields['per_frag'])} KiB fragments."
     )
-    return (
-        f"**In short:** at {fmt_size(size)} {code(zero_copy)} sent skbs of {fmt_num(fields['kib'].mean)} KiB against "
-        f"{code(one_copy)}'s {fmt_num(copying['kib'].mean)} KiB, though both hand the kernel the same 8 fields: "
-        f"pinned in place, the fields' {fmt_num(fields['pages'])} pages become {fmt_num(fields['per_frag'])} KiB "
-        f"fragments. {verdict}\n\n"
+    numbers = (
         "Selection rule: the result of the sweep's own rows that most contradicts what the study's design predicts "
         "(a sender that copies less should not send smaller packets), with a control arm in the same sweep that "
-        f"tests its explanation.\n\n{table}\n\n"
-        f"Mechanism: a copying sender's bytes go into the socket's own page fragment (`sk_page_frag()`, pages of up "
-        f"to 32 KiB, net/ipv4/tcp.c `tcp_sendmsg_locked()`), so {code(one_copy)}'s skbs hold "
-        f"{fmt_num(copying['frags'])} large fragments. With `MSG_ZEROCOPY` the kernel pins the user's pages instead "
-        "and attaches each piece of a page the iovec covers as a fragment of its own (net/core/datagram.c "
-        "`__zerocopy_sg_from_iter()`). The 8 fields were allocated apart with `malloc()`, so none starts on a page: "
-        f"each {fmt_size(size // 8)} field spans {fmt_num(fields['pages'] / 8)} pages, and the fragments are pieces of "
-        f"pages. Its skbs carry about as many fragments in either layout ({fmt_num(fields['frags'])} and "
-        f"{fmt_num(control['frags'])}), so their bytes follow the bytes per fragment. Every per-skb cost (building "
-        "it, segmenting it, the copy on local delivery, a completion) is then spread over fewer bytes. The control "
-        f"arm: {code(zero_copy)} "
-        f"with the message in one contiguous buffer pins whole pages ({fmt_num(control['pages'])} per message) "
-        f"and sends {fmt_num(control['per_frag'])} KiB fragments; had the cost been per send or per byte, its skbs "
-        f"would have stayed as small. Measured on {host.cpu_model or 'this CPU'}, kernel {host.kernel}; the "
-        "fragment sizes depend on the allocator's placement (glibc's 16-byte block headers) and the page size, not "
-        "on the CPU, and the section *What the message's layout costs* has every size."
+        f"tests its explanation.\n\n{table}" + _one_message(results, zero_copy, one_copy)
+    )
+    test = (
+        f"The control arm: {code(zero_copy)} with the message in one contiguous buffer pins whole pages "
+        f"({fmt_num(control['pages'])} per message) and sends {fmt_num(control['per_frag'])} KiB fragments. Had the "
+        "cost been per send or per byte, its skbs would have stayed as small; "
+        + (
+            f"they grew to {grown}, beyond the 95% intervals, {faster}."
+            if settled
+            else f"they carried {grown}, not beyond the 95% intervals, so this sweep does not confirm the mechanism."
+        )
+    )
+    return Answer(
+        claim=claim,
+        numbers=numbers,
+        mechanism=_fragments_mechanism(one_copy, zero_copy, size, fields, control, copying),
+        test=test,
+        limits=(
+            f"Measured on {_host(results)}. The fragment sizes depend on the allocator's placement (glibc's 16-byte "
+            "block headers) and the page size, not on the CPU; the appendix *What the message's layout costs* has "
+            "every size. With each field on a page of its own, `./inv run-sweep --name layouts --implementations "
+            "one_copy,zero_copy --layout fields,aligned,contiguous --layout-for one_copy,zero_copy` separates the "
+            "pieces of pages from the number of fields."
+        ),
+        summary=(
+            f"Pinned in place, the 8 fields make {code(zero_copy)}'s skbs smaller than {code(one_copy)}'s "
+            f"({fmt_num(fields['kib'].mean)} against {fmt_num(copying['kib'].mean)} KiB at {fmt_size(size)})."
+        ),
+        sure=(
+            "a control arm (one contiguous buffer) grew the skbs beyond the 95% intervals."
+            if settled
+            else "not confirmed by the control arm."
+        ),
+    )
+
+
+def _host(results: Results) -> str:
+    """The CPU by its full model string and the kernel, as the manifest recorded them."""
+    host = results.manifest.host
+    return f"{host.cpu_model or 'an unrecorded CPU'}, kernel {host.kernel}"
+
+
+# Fragment counts within this factor of each other are "about as many".
+ABOUT_AS_MANY = 1.25
+
+
+def _fragments_mechanism(
+    one_copy: str, zero_copy: str, size: int, fields: dict[str, Any], control: dict[str, Any], copying: dict[str, Any]
+) -> str:
+    """Why pinned fields make small skbs, with the kernel's functions, said for the fragments counted."""
+    a, b = fields["frags"], control["frags"]
+    follow = (
+        f"Its skbs carry about as many fragments in either layout ({fmt_num(a)} and {fmt_num(b)}), so their bytes "
+        "follow the bytes per fragment."
+        if max(a, b) <= ABOUT_AS_MANY * min(a, b)
+        else f"Its skbs carry {fmt_num(a)} fragments in the fields layout and {fmt_num(b)} with one contiguous "
+        f"buffer, of {fmt_num(fields['per_frag'])} and {fmt_num(control['per_frag'])} KiB: the fields' skbs are made "
+        "of pieces of pages."
+    )
+    return (
+        f"A copying sender's bytes go into the socket's own page fragment (`sk_page_frag()`, pages of up to 32 KiB, "
+        f"net/ipv4/tcp.c `tcp_sendmsg_locked()`), so {code(one_copy)}'s skbs hold {fmt_num(copying['frags'])} large "
+        "fragments. With `MSG_ZEROCOPY` the kernel pins the user's pages instead and attaches each piece of a page "
+        "the iovec covers as a fragment of its own (net/core/datagram.c `__zerocopy_sg_from_iter()`), at most "
+        "`MAX_SKB_FRAGS` to an skb. The 8 fields were allocated apart with `malloc()`, so none starts on a page: "
+        f"each {fmt_size(size // 8)} field spans {fmt_num(fields['pages'] / 8)} pages, and the fragments are pieces "
+        f"of pages. {follow} A zero-copy skb also holds one range of sends only: an skb points to one completion "
+        "record (`ubuf_info`), and `skb_zerocopy_iter_stream()` (net/core/skbuff.c) refuses to append a send with "
+        "another (`-EEXIST`), so `tcp_sendmsg_locked()` starts a new skb. The record of the previous send is extended "
+        "only while its skb still waits in the write queue (`msg_zerocopy_realloc()`); with both ends on one CPU "
+        "each send tends to leave before the next, so a zero-copy skb carries about one message at most, where a "
+        "copying sender keeps filling the queue's last skb. Every per-skb cost (building it, segmenting it, the copy "
+        "on local delivery, a completion) is then spread over fewer bytes."
+    )
+
+
+def _one_message(results: Results, zero_copy: str, one_copy: str) -> str:
+    """Per size, the zero-copy and copying senders' bytes per skb against the message: whether zero-copy's stop at
+    about one message."""
+    focus = choose_focus(results)
+    trials = every_trial(results)
+    trials = trials[(trials["threads"] == focus.threads) & (trials["pinning"] == focus.pinning)]
+    said = []
+    for size in measured_sizes(results):
+        ours, theirs = (_skb_shape(trials, name, STUDY_LAYOUT, size) for name in (zero_copy, one_copy))
+        if ours and theirs:
+            said.append(
+                f"{fmt_size(size)}: {fmt_num(ours['kib'].mean * 1024 / size)} and "
+                f"{fmt_num(theirs['kib'].mean * 1024 / size)}"
+            )
+    if not said:
+        return ""
+    return (
+        f"\n\nData per skb in messages, {code(zero_copy)} and {code(one_copy)} (both in fields), by size: "
+        + "; ".join(said)
+        + "."
     )

@@ -28,6 +28,7 @@ from copylab.formatting import (
     markdown_table,
     md_escape,
 )
+from copylab.report.answer import Answer, in_short
 from copylab.report.prose import config_label, value_interval
 from copylab.report.results import (
     Results,
@@ -168,11 +169,38 @@ def _costliest_level(record: Calibration, regions: set[str]) -> str:
     return f" Among this sweep's sizes the level that gains most from one copy less is {costliest.pop()}."
 
 
+MECHANISM = (
+    "two-copy's packing copy reads the message and writes its copy: a working set of about twice the message. "
+    "Inside L1d the copy hits. Once the working set overflows a level, each 64-byte line of the source and of the "
+    "destination misses there and comes from the level below. So the misses the eliminated copy no longer makes "
+    "fall at the level its working set overflows. That is L1d for messages of a few KiB to tens of KiB, L2 once it "
+    "passes L1d, and the last level and memory once it passes L2 and the last level. The kernel's own copy into "
+    "socket buffers (lib/iov_iter.c `copy_from_iter()`) stays in both senders."
+)
+
+
 def answer_q2(results: Results, grid: Results | None = None) -> str:
+    return q2(results, grid).markdown()
+
+
+def q2(results: Results, grid: Results | None = None) -> Answer:
     """Which cache level loses the most misses: from the cache-level GRID when the report has it, else from the main
     sweep's counters or calibration, or why that is not measurable here."""
     if grid is not None:
         return _q2_from_grid(results, grid)
+    parsed = in_short(_q2_main(results))
+    return Answer(
+        parsed.claim,
+        parsed.rest,
+        MECHANISM,
+        "The cache-level grid (`--profile caches`) tests it: its sizes cross every level of this host.",
+        "`perf stat -e L1-dcache-load-misses,LLC-load-misses` on a host with a PMU counts the misses.",
+        sure=parsed.sure,
+    )
+
+
+def _q2_main(results: Results) -> str:
+    """Question 2 from the main sweep's counters or calibration, or why that is not measurable here."""
     focus = choose_focus(results)
     baseline, one_copy = role(results, Role.TWO_COPY), role(results, Role.ONE_COPY)
     challengers = [name for name in (one_copy, role(results, Role.ZERO_COPY)) if name]
@@ -234,9 +262,10 @@ def answer_q2(results: Results, grid: Results | None = None) -> str:
         "LLC misses, while L1 misses stay dominated by the kernel's own copy, which remains."
     )
     return (
-        f"The {best['level']} shows the largest reduction: the median over sizes for {code(best['challenger'])} is "
-        f"{fmt_pct(best['reduction'])} fewer sender misses per KiB than {code(baseline)}{other_text} "
-        f"({config_label(focus.threads, focus.pinning)}, stream). {why}\n\n{table}"
+        f"**In short:** The {best['level']} shows the largest reduction: the median over sizes for "
+        f"{code(best['challenger'])} is {fmt_pct(best['reduction'])} fewer sender misses per KiB than "
+        f"{code(baseline)}{other_text} ({config_label(focus.threads, focus.pinning)}, stream). **How sure:** the "
+        f"table gives each size's interval.\n\n{why}\n\n{table}"
     )
 
 
@@ -343,64 +372,64 @@ def simulated_text(grid: Results, record: Calibration) -> tuple[str, dict[int, c
     ), by_size
 
 
-def _q2_from_grid(results: Results, grid: Results) -> str:
-    """Question 2 from the cache-level grid GRID: counted misses where the host counts them, else the measured
-    saving per byte of the eliminated copy by cache level and the simulated misses of the packing copy."""
+def _q2_from_grid(results: Results, grid: Results) -> Answer:
+    """Question 2 from the cache-level grid GRID, for the study's sizes (the main sweep's): counted misses where the
+    host counts them, else the measured saving per byte of the eliminated copy by cache level and the simulated
+    misses of the packing copy."""
     record = host_calibration(grid, results)
     baseline, one_copy = role(grid, Role.TWO_COPY), role(grid, Role.ONE_COPY)
     assert baseline is not None and one_copy is not None  # a grid measured both (measures_cache_levels)
     if record is None:
-        return (
-            "**In short:** not answered: the cache-level sweep has no calibration of its own and ran on another host "
-            "than the main sweep, so its working sets cannot be placed in this host's caches. **How sure:** open; "
-            f"`./inv calibrate --data data/{grid.name}` adds a calibration."
+        return Answer(
+            "Not answered: the cache-level sweep has no calibration of its own and ran on another host than the main "
+            "sweep, so its working sets cannot be placed in this host's caches.",
+            "",
+            MECHANISM,
+            "",
+            f"`./inv calibrate --data data/{grid.name}` adds a calibration.",
         )
     if measured(grid, "snd_l1d_misses_per_kib") or measured(grid, "snd_llc_misses_per_kib"):
-        return _q2_counted(grid, record)
+        parsed = in_short(_q2_counted(grid, record))
+        return Answer(parsed.claim, parsed.rest, MECHANISM, "", "", sure=parsed.sure)
     rows = level_rows(grid, record)
-    last = record.caches[-1]
-    largest = int(rows["size"].max())
-    savings = _by_level(rows, grid)
+    largest_study = max(measured_sizes(results))
+    study_rows = rows[rows["size"] <= largest_study]
+    savings = _by_level(study_rows, grid)
     levels = {level: found for level, values in savings.items() if (found := paired.interval(values))}
+    every = {level: found for level, values in _by_level(rows, grid).items() if (found := paired.interval(values))}
     simulated, by_size = simulated_text(grid, record)
     if not levels:
-        return "**In short:** not answered: the cache-level sweep has no paired blocks of two_copy and one_copy."
+        return Answer("Not answered: the grid has no paired blocks at the study's sizes.", "", MECHANISM, "", "")
     best, sure = _best_level(levels, savings)
-    passes = 2 * largest > last.size_bytes
-    where = (
-        f"the grid's largest working set ({fmt_size(2 * largest)}) passes the {fmt_size(last.size_bytes)} {last.name}"
-        if passes
-        else f"the grid's largest working set ({fmt_size(2 * largest)}) stays inside the {fmt_size(last.size_bytes)} "
-        f"{last.name}, so this host's last level is not reached and no claim about it is made"
-    )
     value = levels[best]
-    level_name = "the last-level cache" if best == last.name else best
-    short = (
-        f"**In short:** {level_name} ({best}): removing {code(baseline)}'s packing copy saved the sender "
-        f"{fmt_interval(value.mean, value.low, value.high, 'ns')} of user-space CPU per byte where the working set "
-        f"overflows {best}, the most of any level; {where}. **How sure:** {sure}."
+    claim = (
+        f"For the study's messages (up to {fmt_size(largest_study)}, working sets up to {fmt_size(2 * largest_study)}) "
+        f"the eliminated copy's reduction is largest where the working set overflows {best}: removing "
+        f"{code(baseline)}'s packing copy saved the sender {fmt_interval(value.mean, value.low, value.high, 'ns')} of "
+        "user-space CPU per byte there. This is time saved, a stand-in for misses this host cannot count."
     )
-    table = _level_table(rows, record, by_size)
-    why = (
-        f" Why: {code(baseline)} reads the message and writes a copy of it, a working set of twice the message, and "
-        f"{code(one_copy)} skips that copy. Inside {record.caches[0].name} the copy hits and costs little per byte; "
-        "once the working set overflows a level, each 64-byte line of the source and of the destination misses there "
-        "and is fetched from the level below, so the copy costs what that level costs to reach. The last level's "
-        "misses go to memory, the farthest and slowest, so the copy it no longer makes saves most per byte there."
+    beyond = ", ".join(f"overflowing {level} {fmt_interval(v.mean, v.low, v.high, 'ns')}" for level, v in every.items())
+    numbers = (
+        f"The saving per byte by the level each working set overflows, over the whole grid (sizes up to "
+        f"{fmt_size(int(rows['size'].max()))}, beyond the study's): {beyond}. It is {code(baseline)}'s sender "
+        f"user-space CPU time per byte minus {code(one_copy)}'s, paired by block "
+        f"({grid.manifest.host.cpu_model or 'this CPU'}, both ends on one CPU, stream, one thread); the kernel's "
+        "copy into the socket buffer, which both make, is system time and not in it. The calibrated cost of copying "
+        f"a byte where the working set lies is beside it.\n\n{_level_table(rows, record, by_size)}"
     )
-    measured_text = (
-        f" **Measured, not counted:** the saving is {code(baseline)}'s sender user-space CPU time per byte minus "
-        f"{code(one_copy)}'s, paired by block ({grid.manifest.host.cpu_model or 'this CPU'}, both ends on one CPU, "
-        "stream, one thread). The packing copy is the sender's user-space work; the kernel's copy into the socket "
-        "buffer, which both make, is system time. The calibrated cost of copying a byte where the working set lies "
-        "is beside it."
+    return Answer(
+        claim=claim,
+        numbers=numbers,
+        mechanism=MECHANISM,
+        test="Two stand-ins test it, each labelled. The calibrated copy cost per level: if the saving is the "
+        "copy's misses, it follows the cost of the level the working set lies in (the table's last columns)."
+        + simulated,
+        limits=f"This host counts no cache misses: {counters_unavailable_reason(grid)}. `perf stat -e "
+        "L1-dcache-load-misses,LLC-load-misses` on a host with a PMU would count them, and `./inv run-sweep "
+        "--name caches --profile caches` there measures this grid with them.",
+        summary=f"{best}, for the study's sizes, by the CPU time the eliminated copy saved (no miss counters here).",
+        sure=sure + ".",
     )
-    counters = (
-        f"This host counts no cache misses: {counters_unavailable_reason(grid)}. `perf stat -e "
-        "L1-dcache-load-misses,LLC-load-misses` on a host with a PMU would count them; so the answer stands on "
-        "two labelled stand-ins."
-    )
-    return f"{short}\n\n{counters}{measured_text}{simulated}{why}\n\n{table}"
 
 
 def _level_table(rows: pd.DataFrame, record: Calibration, by_size: dict[int, cachesim.Simulated]) -> str:

@@ -134,11 +134,8 @@ def _table(results: Results, found: list[dict[str, Any]]) -> str:
         for item in found
     )
     return (
-        f"With {_pages_of(results)}. Stream, {threads_text(min(parameters.threads))}, CPU pinning "
-        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B; {_trials(results)}. The table gives "
-        "throughput receiving by "
-        "`mmap` over receiving by copy with its 95% interval, marked faster or slower where it differs "
-        "significantly (Holm-corrected tests), and where the bytes received by `mmap` came from.\n\n" + table
+        f"With {_pages_of(results)}: stream, {threads_text(min(parameters.threads))}, CPU pinning "
+        f"{code(parameters.pinning[0])}, {path}, MTU {parameters.mtu:,} B; {_trials(results)}.\n\n" + table
     )
 
 
@@ -231,7 +228,9 @@ def receiver_section(large: Results | None, small: Results | None, main: Results
         "Receiving by `mmap` asks the kernel with `TCP_ZEROCOPY_RECEIVE` to map the received pages into the "
         "receiver's memory instead of copying them. Only whole, page-aligned pages of payload map; what cannot "
         "map is copied into the receiver's buffer inside the same call, and what is left is read with `recv()`. "
-        "So the tables give the three shares apart. "
+        "So the tables give the three shares apart: each gives throughput receiving by `mmap` over receiving by "
+        "copy with its 95% interval, marked faster or slower where it differs significantly (Holm-corrected tests), "
+        "and where the bytes received by `mmap` came from. "
         + (_pages(measured[0][0].manifest.parameters.mtu) if between_hosts(measured[0][0]) else _over_the_veth()),
         *(_table(sweep, found) for sweep, found in measured),
     ]

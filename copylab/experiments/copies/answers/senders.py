@@ -7,6 +7,7 @@ import pandas as pd
 from copylab.declarations import implementations
 from copylab.experiments.copies.answers.crossovers import answer_crossover
 from copylab.experiments.copies.answers.receiving import PAGES
+from copylab.experiments.copies.answers.sink import zero_copy_pairs
 from copylab.experiments.copies.queries import choose_focus, other_senders, role, study
 from copylab.formatting import (
     code,
@@ -16,6 +17,7 @@ from copylab.formatting import (
     fmt_size,
     markdown_table,
 )
+from copylab.report.answer import in_short
 from copylab.report.prose import config_label
 from copylab.report.results import (
     THROUGHPUT,
@@ -75,11 +77,45 @@ def sender_crossovers(results: Results) -> str:
         for baseline in implementations.get(name).baselines
         if baseline in other_senders(results)
     ]
+    answered = set(zero_copy_pairs(results))  # question 5 answers them
+    pairs = [pair for pair in pairs if pair not in answered]
     if not pairs:
         return "The sweep measured no other sender together with its baseline."
+    parsed = [(pair, in_short(answer_crossover(results, *pair))) for pair in pairs]
+    notes = {found.note for _, found in parsed if found.note} | {
+        "Over the veth the sending CPU also runs the receiver's softirq work for the packets it sends, so the "
+        "sender's CPU time per byte quoted below holds part of the receiver's work too."
+    }
     return "\n\n".join(
-        f"**{code(challenger)} against {code(baseline)}.** {answer_crossover(results, challenger, baseline)}"
-        for challenger, baseline in pairs
+        [*notes]
+        + [
+            f"**{code(challenger)} against {code(baseline)}.** {found.claim} **How sure:** {found.sure}\n\n{found.rest}"
+            + _sender_cpu(results, challenger, baseline)
+            if found.claim
+            else f"**{code(challenger)} against {code(baseline)}.** {found.rest}"
+            for (challenger, baseline), found in parsed
+        ]
+    )
+
+
+def _sender_cpu(results: Results, challenger: str, baseline: str) -> str:
+    """What CHALLENGER's sender spent per byte against BASELINE's, at each size: where throughput does not show a
+    saving of CPU, this does."""
+    focus = choose_focus(results)
+    ratios = []
+    for size in measured_sizes(results):
+        found = [
+            value(results, "snd_cpu_ns_per_byte", name, "stream", size, focus.threads, focus.pinning)
+            for name in (challenger, baseline)
+        ]
+        if found[0] and found[1] and found[1][0] > 0:
+            ratios.append(f"{fmt_size(size)} {fmt_num(found[0][0] / found[1][0])}×")
+    if not ratios:
+        return ""
+    where = config_label(focus.threads, focus.pinning)
+    return (
+        f" The sender's CPU time per byte, {code(challenger)} over {code(baseline)} ({where}, ratio of means): "
+        f"{', '.join(ratios)}."
     )
 
 
@@ -221,6 +257,20 @@ def which_copy_costs_most(results: Results) -> str:
         "which costs most."
     packing = two_user[0] - one_user[0]
     receiver = copy[0] - float(truncate.iloc[0]["mean"])
+    unresolved = [
+        name
+        for name, (high, low) in (
+            ("packing copy", (one_user[2], two_user[1])),
+            ("receiver's copy", (float(truncate.iloc[0]["ci_high"]), copy[1])),
+        )
+        if low <= high  # the two measurements' 95% intervals overlap
+    ]
+    if unresolved:
+        return text + (
+            f" **Which costs most?** At {fmt_size(focus.size)} ({config_label(focus.threads, focus.pinning)}) the "
+            f"{' and the '.join(unresolved)} cannot be told from zero: the 95% intervals of the two measurements "
+            "that isolate it overlap, so the data do not rank the copies there."
+        )
     costlier, cheaper = (
         ("receiver's copy", "packing copy") if receiver > packing else ("packing copy", "receiver's copy")
     )

@@ -176,7 +176,7 @@ def answer_q5(results: Results, sink: Results | None) -> str:
                 body.append(
                     f"**{code(sender)} against {code(baseline)}, {where}.**\n\n{crossover_bullets(sweep, found)[0]}"
                 )
-                body += pair_details(sweep, sender, baseline)
+                body += pair_details(sweep, sender, baseline) if sweep is sink else []
     return "\n\n".join(body)
 
 
@@ -232,7 +232,8 @@ def sink_section(sink: Results | None) -> str:
             f"queueing discipline drops each one once the stack has built it (MTU {parameters.mtu:,} B{segmented}). "
             f"Its own counter shows {trials['sink_datagrams'].sum():,.0f} datagrams dropped over {len(trials):,} "
             f"trials. Each sender cycled through {parameters.distinct_messages:,} distinct messages, so that the "
-            "copy's source is seldom in cache, as a server's data would be.",
+            "copy's source comes from memory once they no longer fit in the last-level cache; question 5's limits "
+            "give the size from which they do not.",
             SINK_MEANING,
             f"Zero-copy sends the kernel still copied: {copied}." if copied else "",
             f"Stream throughput on the sink ({threads_text(min(parameters.threads))}, CPU pinning "

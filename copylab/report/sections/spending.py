@@ -1,6 +1,7 @@
-"""Where each sweep's measuring time went: its first pass, then the extra blocks a budget gave to the comparisons
-still undecided (copylab.study.budget), one sentence per sweep, computed from its trials; and this host's noise: the
-per-block spread of the deciding comparisons beside what the method was designed for, and what it cost in blocks."""
+"""Where each sweep's measuring time went: its initial round of blocks, then the extra blocks a budget gave to the
+comparisons still undecided (copylab.study.budget), one sentence per sweep, computed from its trials; and this host's
+noise: the per-block spread of the deciding comparisons beside what the method was designed for, and what it cost in
+blocks."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _time(trials: pd.DataFrame) -> str:
 
 
 def sentence(results: Results) -> str:
-    """How the sweep's trials were spent: a fixed design, or a first pass and the extra blocks after it."""
+    """How the sweep's trials were spent: a fixed design, or an initial round and the extra blocks after it."""
     params, trials = results.manifest.parameters, every_trial(results)
     name = f"{code(results.name)} ({params.experiment}, profile {params.profile})"
     total = f"{len(trials):,} trials{_time(trials)}"
@@ -43,9 +44,11 @@ def sentence(results: Results) -> str:
         return f"{name}: a fixed design, {total}."
     first = trials[trials["repetition"] <= params.trials]
     extra = trials[trials["repetition"] > params.trials]
-    text = f"{name}: a first pass of {params.trials} blocks, {len(first):,} trials{_time(first)}"
+    text = f"{name}: an initial round of {params.trials} blocks, {len(first):,} trials{_time(first)}"
+    if not params.budget_s:
+        return text + " and no more: it ran with `--budget 0`, so no undecided comparison got extra blocks."
     if extra.empty:
-        return text + "; no extra blocks (every deciding comparison was decided, or no time was left)."
+        return text + "; no extra blocks: the budget ran out before any undecided comparison got one."
     blocks = extra.groupby(["workload", "size_bytes", "threads", "connections", "pinning", "repetition"]).ngroups
     return (
         text + f"; then {blocks} extra blocks ({len(extra):,} trials{_time(extra)}) where a comparison was still "
@@ -69,14 +72,22 @@ def verified(results: Results) -> str:
 
 def paragraph(sweeps: Sequence[Results]) -> str:
     """The sentence of every sweep of the report, after what the verified pass checked."""
+    budgeted = any(s.manifest.parameters.design == "blocked" and s.manifest.parameters.budget_s for s in sweeps)
+    how = (
+        "`./inv report` spends one time budget on all its sweeps: an initial round of blocks of each, then more "
+        "blocks where the study's answers are still open, ranked across sweeps. The curves whose verdict is still "
+        "open come first, the ones fewest blocks from a verdict first: each asks for blocks where its band is widest "
+        "for what it must decide, and a crossover also for a new size inside its bracket. Then come the means still "
+        "imprecise, then the rest (another experiment's open points, verdicts no answer quotes). "
+        if budgeted
+        else "These sweeps ran with no time budget: each ran its fixed number of blocks, and no undecided verdict got "
+        "more. "
+    )
     return (
-        "**Where the time went.** `./inv report` spends one time budget on all its sweeps: a first pass of each, then "
-        "blocks where the study's answers are still open, ranked across sweeps. The verdicts still undecided come "
-        "first (the points that need the fewest more blocks to come out significant first, a point where the "
-        "estimate changes sign counting half), then the means still imprecise, then the rest (another experiment's "
-        "open points, verdicts no answer quotes). "
-        f"{verified(sweeps[0])}\n\n" + "\n".join(f"- {sentence(results)}" for results in sweeps)
-    ) + (f"\n\n{noise}" if (noise := host_noise(sweeps)) else "")
+        f"**Where the time went.** {how}{verified(sweeps[0])}\n\n"
+        + "\n".join(f"- {sentence(results)}" for results in sweeps)
+        + (f"\n\n{noise}" if (noise := host_noise(sweeps)) else "")
+    )
 
 
 def _quoted(sweeps: Sequence[Results]) -> list[Results]:
@@ -121,10 +132,10 @@ def _sizing(first: FirstPass | None) -> str:
         return ""
     took = f"; it took {fmt_duration(first.took_s)}" if first.took_s is not None else ""
     return (
-        f" Before the first pass, a pilot ({first.pilot_trials} trials, the first blocks of {code(first.pilot)}) "
+        f" Before the initial round, a pilot ({first.pilot_trials} trials, the first blocks of {code(first.pilot)}) "
         f"measured a spread of {fmt_num(first.spread)} ({first.degrees} degrees of freedom) and "
         f"{fmt_num(first.trial_s)} s per trial. That spread asked for {first.needed_blocks} blocks per size, half the "
-        f"budget ({fmt_duration(first.share_s)}) afforded {first.affordable_blocks}, and the first pass ran "
+        f"budget ({fmt_duration(first.share_s)}) afforded {first.affordable_blocks}, and the initial round ran "
         f"{first.blocks}{took}."
     )
 

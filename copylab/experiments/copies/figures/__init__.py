@@ -1,4 +1,5 @@
-"""The sweep's figures, drawn from summary.csv / crossovers.csv rows (never from typed-in numbers).
+"""The sweep's figures, drawn from summary.csv / crossovers.csv rows (never from typed-in numbers): Part D's and the
+other senders' here, the cache levels' and questions 2 and 3's own in levels.py.
 
 Figures are plain matplotlib Figure objects (not pyplot-managed), so they work
 under any backend, show inline in a notebook via display(fig), and never leak.
@@ -6,7 +7,6 @@ under any backend, show inline in a notebook via display(fig), and never leak.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import textwrap
 from collections.abc import Iterable
@@ -17,18 +17,20 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter
 from matplotlib.typing import LineStyleType
 
 from copylab.analysis import plotting
-from copylab.calibration.record import MEMCPY, PATH_LABELS, READ, VECTOR, CacheLevel, Calibration
 from copylab.declarations import implementations, schema
 from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import METRICS
 from copylab.declarations.vocabulary import NO_LAYOUT
-from copylab.experiments.copies import cachesim
-from copylab.experiments.copies.answers import caches, paired, threads
+from copylab.experiments.copies.answers import caches, threads
 from copylab.experiments.copies.diagram import zerocopy_path_figure
+from copylab.experiments.copies.figures.levels import (
+    copies_and_cost_figure,
+    saving_figure,
+    threads_figure,
+)
 from copylab.experiments.copies.presentation import COLORS, RECEIVE_COLORS
 from copylab.experiments.copies.queries import zero_copy_counts
 from copylab.formatting import fmt_size
@@ -116,7 +118,7 @@ def throughput_figure(summary: pd.DataFrame, crossovers: pd.DataFrame, setup: st
             for implementation in implementations.ordered(panel["implementation"]):
                 rows = panel[panel["implementation"] == implementation]
                 style: LineStyleType = "--" if implementation in _reference_tools() else "-"
-                plotting.curve(ax, rows, "size_bytes", COLORS[implementation], style)
+                plotting.curve(ax, rows, "size_bytes", COLORS[implementation], style, grid=data["size_bytes"])
             here = marked[(marked["pinning"] == pinning) & (marked["threads"] == n_threads)]
             plotting.mark_crossovers(ax, here[here["status"] == "crossover"], SIZE_LABEL, COLORS)
             _size_axis(ax, data["size_bytes"])
@@ -176,110 +178,6 @@ def cache_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confiden
     return _size_panels(summary, metrics, manifest, title, setup, "cache miss counters")
 
 
-def copies_and_cost_figure(
-    copies: pd.DataFrame, calibration: Calibration | None, sizes: list[int], setup: str
-) -> Figure:
-    """Without miss counters: the kernel's measured copies per byte delivered against message size, and the
-    calibrated cost of copying a byte by working set, with the cache sizes marked (a message and its copy
-    occupy twice its size)."""
-    title = "Copies counted by the kernel, and what a copy costs by cache level (this host has no miss counters)"
-    panels = [kind for kind, present in (("counted", not copies.empty), ("cost", bool(calibration))) if present]
-    figure = Figure(figsize=(max(7.0, 4.6 * len(panels)), 6.4), layout="constrained")  # room for the legends below
-    figure.suptitle(f"{title}\n{setup}", fontsize=9)
-    axes = dict(zip(panels, figure.subplots(1, len(panels), squeeze=False)[0], strict=True))
-    caches = calibration.caches if calibration else []
-    if "counted" in axes:
-        ax = axes["counted"]
-        for (name, mode), rows in copies.groupby(["implementation", "receive"], sort=False):
-            rows = rows.groupby("size_bytes", as_index=False)["mean"].mean()
-            ax.plot(
-                rows["size_bytes"],
-                rows["mean"],
-                marker="o",
-                color=COLORS[name],
-                linestyle="-" if mode == "copy" else "--",
-                label=f"{name}, receive {mode}",
-            )
-        for level in caches:  # the message size whose working set (twice it) fills the level
-            _mark(ax, level.size_bytes / 2, f"leaves {level.name}")
-        _size_axis(ax, copies["size_bytes"])
-        ax.set_ylabel("kernel bytes copied to user space per byte delivered", fontsize=7)
-        ax.set_title("measured (BPF, skb_copy_datagram_iovec)", fontsize=8)
-        # below the panel, as the cost panel's: inside it the legend covered a line
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)
-    if calibration is not None and "cost" in axes:
-        _cost_panel(axes["cost"], calibration, sizes, caches)
-    return figure
-
-
-# How each calibration path and placement is drawn: colour by path, line style by placement.  No implementation has
-# these colours, so the cost panel's colours cannot be read as the senders' of the panel beside it.
-PATH_COLORS = {MEMCPY: ("#000000", "black"), VECTOR: ("#6a3d9a", "purple"), READ: ("#808000", "olive")}
-_PATH_COLORS = {path: color for path, (color, _) in PATH_COLORS.items()}
-_OFFSET_STYLES = {0: "-", 16: "--"}
-
-
-def _cost_panel(ax: Axes, calibration: Calibration, sizes: list[int], caches: list[CacheLevel]) -> None:
-    """The calibrated cost per byte by working set: every path at every placement where the calibration kept its
-    samples (else the costs by level), the findings shaded, cache sizes and the sweep's messages marked."""
-    if calibration.copy_points:
-        points = sorted(calibration.copy_points, key=lambda p: (p.path, p.offset, p.working_set_bytes))
-        for (path, offset), group in pd.DataFrame(
-            [(p.path, p.offset, p.working_set_bytes, p.median) for p in points],
-            columns=["path", "offset", "working_set", "median"],
-        ).groupby(["path", "offset"], sort=False):
-            ax.plot(
-                group["working_set"],
-                group["median"],
-                marker="o",
-                markersize=3,
-                color=_PATH_COLORS.get(path, "#555555"),
-                linestyle=_OFFSET_STYLES.get(offset, ":"),
-                label=f"{PATH_LABELS.get(path, path)}, {'same page offset' if offset == 0 else f'dst +{offset} B'}",
-            )
-        for finding in calibration.findings:
-            ax.axvspan(
-                2 * finding.from_bytes, 2 * finding.to_bytes, color=_PATH_COLORS.get(finding.path), alpha=0.08, lw=0
-            )
-        if calibration.findings:
-            ax.plot([], [], color="#999999", linewidth=6, alpha=0.3, label="finding: not a cache level")
-    else:
-        costs = pd.DataFrame([dataclasses.asdict(cost) for cost in calibration.copy_cost])
-        for region, rows in costs.groupby("region", sort=False):
-            ax.plot(rows["working_set_bytes"], rows["ns_per_byte"], marker="o", label=f"inside {region}")
-    for level in caches:
-        _mark(ax, level.size_bytes, f"{level.name} {fmt_size(level.size_bytes)}")
-    for size in sizes:
-        ax.axvline(2 * size, color="#c0392b", linestyle=":", linewidth=0.8)
-    ax.plot([], [], color="#c0392b", linestyle=":", label="sweep's messages (2 × size)")
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: SIZE_LABEL(value)))
-    ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-    plotting.plain_log_y(ax)
-    ax.set_xlabel("working set (source + destination bytes), log2 scale")
-    ax.set_ylabel("ns per byte copied (median)")
-    if calibration.inconsistent:
-        ax.set_title(textwrap.fill(f"inconsistent: {calibration.inconsistent}", 70), fontsize=7)
-    else:
-        ax.set_title("calibrated on the sending CPU", fontsize=8)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)
-
-
-def _mark(ax: Axes, x: float, label: str) -> None:
-    """A labelled vertical line at X (a cache size)."""
-    ax.axvline(x, color="#888888", linestyle="--", linewidth=0.8)
-    ax.annotate(
-        label,
-        (x, 1.0),
-        xycoords=("data", "axes fraction"),
-        rotation=90,
-        va="top",
-        ha="right",
-        fontsize=7,
-        color="#555555",
-    )
-
-
 def cpu_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
     """CPU cost per byte vs message size: cycles/byte where measured, CPU time per byte from getrusage always."""
     metrics = ["cycles_per_byte", "cpu_ns_per_byte", "snd_cpu_ns_per_byte"]
@@ -309,7 +207,9 @@ def retransmits_figure(summary: pd.DataFrame, setup: str, confidence: float) -> 
     title = f"TCP retransmits per stream trial (mean, {confidence:.0%} CI)"
     if data.empty:
         return plotting.empty_figure(title, setup, "No retransmit counts in this sweep.")
-    return _per_threads_panels(data, "implementation", implementations.names(), "retransmits", title, setup, None)
+    return _per_threads_panels(
+        data, "implementation", implementations.names(), "retransmits", title, setup, None, floor=0.0
+    )
 
 
 def senders_figure(summary: pd.DataFrame, manifest: Manifest, setup: str, confidence: float) -> Figure:
@@ -383,7 +283,9 @@ def _size_panels(
             for implementation in implementations.ordered(panel["implementation"]):
                 for pinning in pinnings:
                     rows = panel[(panel["implementation"] == implementation) & (panel["pinning"] == pinning)]
-                    plotting.curve(ax, rows, "size_bytes", COLORS[implementation], styles[pinning])
+                    plotting.curve(
+                        ax, rows, "size_bytes", COLORS[implementation], styles[pinning], grid=data["size_bytes"]
+                    )
             _size_axis(ax, data["size_bytes"])
             ax.set_title(f"{METRICS[metric].label}\n{_threads(n_threads)}", fontsize=8)
             ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
@@ -401,8 +303,10 @@ def _per_threads_panels(
     title: str,
     setup: str,
     ylim: tuple[float, float] | None,
+    floor: float | None = None,
 ) -> Figure:
-    """One panel per value of FACET; lines: thread count (colour) and pinning (style) vs message size."""
+    """One panel per value of FACET; lines: thread count (colour) and pinning (style) vs message size; a count's
+    bands stop at FLOOR."""
     facets = plotting.present_in_order(data[facet], order)
     threads = sorted(data["threads"].unique())
     palette = dict(zip(threads, sns.color_palette("viridis", len(threads)), strict=True))
@@ -415,10 +319,14 @@ def _per_threads_panels(
         for n_threads in threads:
             for pinning in pinnings:
                 rows = panel[(panel["threads"] == n_threads) & (panel["pinning"] == pinning)]
-                plotting.curve(ax, rows, "size_bytes", palette[n_threads], styles[pinning])
+                plotting.curve(
+                    ax, rows, "size_bytes", palette[n_threads], styles[pinning], grid=panel["size_bytes"], floor=floor
+                )
         _size_axis(ax, panel["size_bytes"])
         if ylim:
             ax.set_ylim(*ylim)
+        elif floor is not None:
+            ax.set_ylim(bottom=floor)
         ax.set_title(str(value), fontsize=9)
         ax.set_ylabel(plotting.ylabel(metric) if c == 0 else "")
     handles = [Line2D([], [], color=palette[t], marker="o", label=_threads(t)) for t in threads]
@@ -446,102 +354,3 @@ def _unmeasured_note(missing: list[str], manifest: Manifest, what: str) -> str:
 
 def _rows(summary: pd.DataFrame, metric: str, workload: str) -> pd.DataFrame:
     return summary[(summary["metric"] == metric) & (summary["workload"] == workload)]
-
-
-def saving_figure(trials: pd.DataFrame, manifest: Manifest, setup: str) -> Figure:
-    """Question 2's grid: the eliminated copy's measured saving per byte (two_copy minus one_copy sender user CPU,
-    paired by block) and the packing copy's simulated misses per KiB, against the working set (twice the message),
-    with the cache sizes of the sweep's calibration marked."""
-    two, one = (implementations.by_role(role) for role in (Role.TWO_COPY, Role.ONE_COPY))
-    assert two is not None and one is not None  # the copies experiment declares both roles
-    blocks = paired.by_block(trials, caches.SAVING, ["size_bytes", "implementation"])
-    saving = (blocks[two.name] - blocks[one.name]).groupby(level="size_bytes").agg(list)
-    found = {int(size): paired.interval(values) for size, values in saving.items()}
-    points = pd.DataFrame(
-        [(2 * size, v.mean, v.low, v.high) for size, v in sorted(found.items()) if v is not None],
-        columns=["working_set", "mean", "ci_low", "ci_high"],
-    )
-    levels = manifest.calibration.caches if manifest.calibration else []
-    figure, axes = _own_axes("The eliminated copy by cache level", setup)
-    ax = axes[0][0]
-    ax.errorbar(
-        points["working_set"],
-        points["mean"],
-        yerr=[points["mean"] - points["ci_low"], points["ci_high"] - points["mean"]],
-        marker="o",
-        color=COLORS[two.name],
-        capsize=3,
-        label=f"{two.name} minus {one.name}, sender user CPU",
-    )
-    ax.axhline(0, color="0.5", linewidth=0.8)
-    ax.set_ylabel("saving, ns per byte (mean, 95% CI)", fontsize=8)
-    ax.set_title("measured", fontsize=8)
-    ax.legend(fontsize=6, loc="lower right")
-    simulated = (
-        cachesim.simulate(tuple(int(ws) // 2 for ws in points["working_set"]), levels[0], levels[-1])
-        if levels
-        else "no calibration gives this host's caches"
-    )
-    right = axes[0][1]
-    if isinstance(simulated, str):
-        right.text(0.5, 0.5, textwrap.fill(f"Not simulated: {simulated}.", 40), ha="center", va="center", fontsize=8)
-    else:
-        for attribute, level, style in (("first_per_kib", levels[0], "-"), ("last_per_kib", levels[-1], "--")):
-            right.plot(
-                [2 * row.message_bytes for row in simulated],
-                [getattr(row, attribute) for row in simulated],
-                marker="o",
-                linestyle=style,
-                color="#555555",
-                label=f"{level.name} misses (cachegrind)",
-            )
-        right.legend(fontsize=6, loc="center left")
-    right.set_ylabel("simulated misses per KiB copied (user space only)", fontsize=8)
-    right.set_title("simulated: the packing copy alone", fontsize=8)
-    for ax in (axes[0][0], right):
-        plotting.log2_axis(ax, points["working_set"], SIZE_LABEL, "working set (message and its copy), log2 scale", 45)
-        for level in levels:
-            _mark(ax, level.size_bytes, f"{level.name} {fmt_size(level.size_bytes)}")
-    return figure
-
-
-def threads_figure(summary: pd.DataFrame, setup: str) -> Figure:
-    """Question 3's experiment: CPU per byte and context switches per message against the thread count of each
-    end, one line per pinning, the threads' combined working set on the axis."""
-    stream = summary[summary["workload"] == "stream"]
-    size = int(stream["size_bytes"].max())
-    stream = stream[stream["size_bytes"] == size]
-    metrics = ["cpu_ns_per_byte", "ctx_switches_per_msg"]
-    figure, axes = _own_axes(f"CPU per byte against threads, {fmt_size(size)} messages", setup)
-    pinnings = list(dict.fromkeys(stream["pinning"]))
-    for c, metric in enumerate(metrics):
-        ax = axes[0][c]
-        rows = stream[stream["metric"] == metric]
-        for pinning in pinnings:
-            color = _PINNING_COLORS.get(pinning, "#555555")
-            plotting.curve(ax, rows[rows["pinning"] == pinning], "threads", color, plotting.PINNING_STYLES[pinning])
-        counts = sorted(int(t) for t in rows["threads"].unique())
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(counts)
-        ax.set_xticklabels([f"{t}\n{fmt_size(2 * size * t)}" for t in counts], fontsize=7)
-        ax.set_xlabel("threads at each end\n(their messages and copies together)", fontsize=8)
-        ax.set_ylabel(plotting.ylabel(metric))
-    handles = [
-        Line2D([], [], color=_PINNING_COLORS.get(p, "#555555"), linestyle=plotting.PINNING_STYLES[p], label=p)
-        for p in pinnings
-    ]
-    plotting.legend(figure, handles)
-    return figure
-
-
-# Question 3's pinnings: both ends on one CPU, the two ends on two CPUs.
-_PINNING_COLORS = {"same_cpu": "#d55e00", "split_cpu": "#0173b2", "none": "#029e73"}
-
-
-def _own_axes(title: str, setup: str) -> tuple[Figure, list[list[Axes]]]:
-    """Two panels side by side, each with its own y axis (plotting.grid shares one)."""
-    with sns.axes_style("whitegrid"):
-        figure = Figure(figsize=(9.0, 4.6), layout="constrained")
-        axes = figure.subplots(1, 2, squeeze=False)
-    figure.suptitle(f"{title}\n{setup}", fontsize=9)
-    return figure, [list(axes[0])]
