@@ -1,0 +1,89 @@
+"""The sampled profile of a sweep's trials: one sampler for the sweep, on while a trial runs, cut to its window.
+
+copylab.programs.sampler runs perf record; copylab.programs.profile_reader charges its samples.  A sweep that
+cannot sample (no root, two hosts, no perf) says why in one line, and its trials run unsampled.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from copylab.declarations.sweep_config import SweepConfig
+from copylab.measure.running.spec import CPUS
+from copylab.measure.running.window import Window
+from copylab.programs import profile_reader, sampler
+from copylab.programs.profile_reader import Profile, TrialWindow
+from copylab.programs.sampler import Sampler, SamplerUse
+from copylab.scratch import private_directory
+
+
+def cpu_set(cpus: tuple[str | None, ...]) -> frozenset[int] | None:
+    """The CPUs of CPU lists such as "0" and "0,1"; None when one of them is None (no affinity: every CPU)."""
+    if any(c is None for c in cpus):
+        return None
+    return frozenset(int(n) for c in cpus if c is not None for n in c.split(","))
+
+
+class SweepSampler:
+    """The sweep's sampler as its trials use it: switched on around each trial, each trial's window noted."""
+
+    def __init__(self, use: SamplerUse, running: Sampler | None = None) -> None:
+        self.use = use
+        self.running = running
+        self.windows: list[TrialWindow] = []
+
+    @contextmanager
+    def around_trial(self) -> Iterator[None]:
+        if self.running is None:
+            yield
+            return
+        self.running.enable()
+        try:
+            yield
+        finally:
+            self.running.disable()
+
+    def note(
+        self, trial_id: str, window: Window | None, programs: tuple[str, str], cpus: frozenset[int] | None
+    ) -> None:
+        """The window of a trial that ended ok, and its two programs (server, client) and CPUs."""
+        if self.running is None or window is None:
+            return
+        sender, receiver = (profile_reader.comm_of(p) for p in programs)
+        self.windows.append(TrialWindow(trial_id, window.begin_ns, window.end_ns, sender, receiver, cpus))
+
+    def finish(self) -> Profile | None:
+        """Stops the sampler and charges the samples of every noted window; None when nothing was sampled."""
+        if self.running is None:
+            return None
+        self.running.stop()
+        script = self.running.script()
+        assert script.stdout is not None
+        with script:
+            profile = profile_reader.attribute(script.stdout, self.windows)
+        return profile
+
+
+@contextmanager
+def sampling(config: SweepConfig, local: bool, root: bool) -> Iterator[SweepSampler]:
+    """A running sampler on the CPUs CONFIG's pinnings use, stopped after the block (LOCAL: both ends on this
+    machine; ROOT: the sweep runs as root), or an idle one that says why it cannot sample."""
+    why = sampler.refusal(local, root)
+    if why is not None:
+        yield SweepSampler(SamplerUse(False, why))
+        return
+    cpus = cpu_set(tuple(cpu for pinning in config.pinning for cpu in CPUS[pinning]))
+    with private_directory(f"copylab-samples-{config.name}-") as directory:
+        running = Sampler(Path(directory), None if cpus is None else ",".join(str(c) for c in sorted(cpus)))
+        try:
+            running.start()
+            yield SweepSampler(SamplerUse(True), running)
+        finally:
+            running.stop()
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
