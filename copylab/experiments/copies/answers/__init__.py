@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from copylab.experiments.copies.answers.anomalies import answer_q6
 from copylab.experiments.copies.answers.caches import answer_q2, measures_cache_levels
+from copylab.experiments.copies.answers.costs import one_copy_costs, sink_costs, zero_copy_shares, zero_copy_trade
 from copylab.experiments.copies.answers.crossovers import answer_crossover, answer_q4, crossover_statement
 from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
 from copylab.experiments.copies.answers.receiving import receiver_section
@@ -80,6 +81,11 @@ def crossover_summary(results: Results) -> str:
     )
 
 
+def _with(answer: str, *mechanisms: str) -> str:
+    """An answer followed by its mechanism's paragraphs (copylab.experiments.copies.answers.costs), those it has."""
+    return "\n\n".join(part for part in (answer, *mechanisms) if part)
+
+
 def answers(results: Results, companions: Mapping[str, Results] | None = None) -> list[tuple[str, str]]:
     """(question, Markdown answer) for the six questions, in the assignment's order, from the main sweep RESULTS and
     the sweeps COMPANIONS holds beside it (copylab.experiments.copies.report.companion): question 2 from the
@@ -87,11 +93,11 @@ def answers(results: Results, companions: Mapping[str, Results] | None = None) -
     companions = companions or {}
     sink = companions.get("sink")
     bodies = (
-        answer_q1(results),
+        _with(answer_q1(results), zero_copy_shares(results, sink), zero_copy_trade(results, sink)),
         answer_q2(results, companions.get("caches")),
         answer_q3(results, companions.get("threads")),
-        answer_q4(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)),
-        answer_q5(results, sink),
+        _with(answer_q4(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)), one_copy_costs(results)),
+        _with(answer_q5(results, sink), sink_costs(sink)),
         answer_q6(results),
     )
     return list(zip(QUESTIONS, bodies, strict=True))

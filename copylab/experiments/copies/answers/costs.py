@@ -1,0 +1,199 @@
+"""The mechanisms behind questions 1, 4 and 5, in paragraphs: where the CPU goes (the sampled profile,
+copylab.analysis.breakdown) and what each unit of work costs (the cost model, copylab.analysis.costs).
+
+Each function returns Markdown paragraphs that an answer appends to its own; a sweep without a profile says in one
+sentence why the breakdown is missing, never a share of zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from copylab.analysis import breakdown, costs
+from copylab.analysis.costs import CostFit, PredictedCrossover
+from copylab.declarations import implementations
+from copylab.declarations.vocabulary import NO_LAYOUT
+from copylab.experiments.copies.answers.crossovers import stream_crossovers
+from copylab.experiments.copies.answers.sink import main_path
+from copylab.experiments.copies.queries import role
+from copylab.formatting import code, fmt_bytes, fmt_num, fmt_pct, fmt_size
+from copylab.report.results import Results, between_hosts, every_trial
+from copylab.roles import Role
+
+PAGE = 4096
+# What zero-copy trades the copy for, in the profile's categories.
+ZERO_COPY_CATEGORIES = ("pinning", "completions", "deferred_copy")
+CATEGORY_WORDS = {"pinning": "pinning pages", "completions": "completions", "deferred_copy": "the deferred copy"}
+SOFTIRQ_NOTE = (
+    "Over the veth both ends share one CPU, and the sending process's transmit delivers the packet on it: the "
+    "receiver's TCP work, and the deferred copy, run in softirq context on the sending CPU, so the sender's CPU time "
+    "holds part of the receiver's work."
+)
+
+
+def stream_trials(results: Results) -> pd.DataFrame:
+    """The sweep's ok stream trials that receive by copy, every message layout."""
+    trials = every_trial(results)
+    return trials[(trials["workload"] == "stream") & (trials["receive"] == "copy")]
+
+
+def study_trials(results: Results) -> pd.DataFrame:
+    trials = stream_trials(results)
+    return trials[trials["layout"].isin([implementations.STUDY_LAYOUT, NO_LAYOUT])]
+
+
+def profile_of(results: Results) -> pd.DataFrame | str:
+    """The sweep's profile, or the sentence that says why it has none."""
+    found = results.store.read_profile()
+    if isinstance(found, str):
+        return f"The CPU breakdown of {code(results.name)} is missing ({found}); its shares are not reported."
+    return found
+
+
+def _interval(fit: CostFit, term: str, unit: str = "ns") -> str:
+    low, high = fit.interval(term)
+    shown = f"{fmt_num(fit.estimate(term))} {unit}"
+    return shown + (f" [{fmt_num(low)}, {fmt_num(high)}]" if not math.isnan(low) else " (one block: no interval)")
+
+
+def _costs_sentence(fit: CostFit) -> str:
+    """FIT's identified costs, and the terms the data cannot tell apart."""
+    said = "; ".join(f"{costs.TERM_WORDS[t]} {_interval(fit, t)}" for t in fit.terms)
+    missing = [f"{costs.TERM_WORDS[t]} ({why})" for t, why in fit.left_out.items() if not why.startswith("none in any")]
+    return (
+        f"{code(fit.implementation)}, {fit.side} side, fitted to {fit.trials} trials in {fit.blocks} blocks "
+        f"(CPU time of the window, ns, non-negative least squares, 95% intervals from resampled blocks; it fits a "
+        f"trial within {fmt_pct(fit.spread)} on average): {said}."
+        + (f" Not told apart by the data: {', '.join(missing)}." if missing else "")
+    )
+
+
+def zero_copy_shares(results: Results, sink: Results | None) -> str:
+    """Q1: the share of zero_copy's samples spent pinning, in completions and in the deferred copy, by size, over
+    the veth and behind the sink."""
+    zero_copy = role(results, Role.ZERO_COPY)
+    if zero_copy is None:
+        return ""
+    parts = []
+    for where, sweep in ((main_path(results), results), ("behind the sink", sink)):
+        if sweep is None:
+            continue
+        profile = profile_of(sweep)
+        if isinstance(profile, str):
+            parts.append(profile)
+            continue
+        trials = study_trials(sweep)
+        mine = trials[trials["implementation"] == zero_copy]
+        by_size = []
+        for size in sorted(mine["size_bytes"].unique()):
+            at = mine[mine["size_bytes"] == size]
+            each = ", ".join(
+                f"{CATEGORY_WORDS[c]} {fmt_pct(breakdown.share_of(profile, at, [c]))}" for c in ZERO_COPY_CATEGORIES
+            )
+            by_size.append(f"at {fmt_size(size)} {each}")
+        parts.append(f"{where}: " + "; ".join(by_size))
+    if not parts:
+        return ""
+    return (
+        f"**Where {code(zero_copy)}'s CPU goes (sampled).** Its samples' shares, every side of the trial counted, "
+        + ". ".join(parts)
+        + "."
+        + ("" if between_hosts(results) else f" {SOFTIRQ_NOTE}")
+    )
+
+
+def zero_copy_trade(results: Results, sink: Results | None) -> str:
+    """Q1: what zero_copy pays instead of the copy, in ns per page pinned and per send, beside two_copy's copy."""
+    zero_copy, baseline = role(results, Role.ZERO_COPY), role(results, Role.TWO_COPY)
+    if zero_copy is None or baseline is None:
+        return ""
+    parts = []
+    for where, sweep in ((main_path(results).capitalize(), results), ("Behind the sink", sink)):
+        if sweep is None:
+            continue
+        trials = stream_trials(sweep)
+        ours, theirs = costs.fit(trials, zero_copy, "sender"), costs.fit(trials, baseline, "sender")
+        if ours is None or theirs is None:
+            continue
+        copy = theirs.estimate("bytes") * PAGE
+        parts.append(
+            f"{where}: {_costs_sentence(ours)} Against it, {code(baseline)}'s sender pays "
+            f"{fmt_num(theirs.estimate('bytes'))} ns per byte, {fmt_num(copy)} ns per 4 KiB page it copies. "
+            + _costs_sentence(theirs)
+        )
+    if not parts:
+        return ""
+    return "**What zero-copy trades the copy for (fitted).** " + "\n\n".join(parts)
+
+
+def _saving(challenger: CostFit, baseline: CostFit) -> str:
+    """The per-byte cost CHALLENGER saves against BASELINE, with the interval of the paired resamples."""
+    saved = baseline.estimate("bytes") - challenger.estimate("bytes")
+    draws = min(len(challenger.draws), len(baseline.draws))
+    if draws == 0 or "bytes" not in challenger.terms or "bytes" not in baseline.terms:
+        return f"{fmt_num(saved)} ns per byte"
+    paired = [baseline.draw(i)("bytes") - challenger.draw(i)("bytes") for i in range(draws)]
+    low, high = (float(v) for v in pd.Series(paired).quantile([0.025, 0.975]))
+    return f"{fmt_num(saved)} ns per byte [{fmt_num(low)}, {fmt_num(high)}]"
+
+
+def _predicted(found: PredictedCrossover | None) -> str:
+    if found is None:
+        return "the costs predict no crossover (fewer than two common sizes)"
+    span = f"from {fmt_size(found.sizes[0])} to {fmt_size(found.sizes[-1])}"
+    if found.at is None:
+        return f"the costs predict the challenger costs more per message at every size {span}"
+    if math.isnan(found.at):
+        return f"the costs predict the challenger costs less per message at every size {span}"
+    interval = f" [{fmt_bytes(found.low)}, {fmt_bytes(found.high)}]" if not math.isnan(found.low) else ""
+    return (
+        f"the costs predict it costs less CPU per message above about **{fmt_bytes(found.at)}**{interval} "
+        f"({fmt_pct(found.crossing)} of the resamples cross within {span})"
+    )
+
+
+def _measured(sweep: Results, challenger: str, baseline: str) -> str:
+    rows = stream_crossovers(sweep, challenger, baseline)
+    rows = rows[rows["status"] == "crossover"]
+    if rows.empty:
+        return "the sweep's throughput shows no single crossover"
+    row = rows.iloc[0]
+    return (
+        f"the measured throughput crossover is at {fmt_bytes(row['crossover_at'])} "
+        f"[{fmt_bytes(row['ci_low'])}, {fmt_bytes(row['ci_high'])}] ({int(row['threads'])} thread(s))"
+    )
+
+
+def crossover_costs(sweep: Results, challenger: str | None, baseline: str | None, where: str) -> str:
+    """Q4 and Q5: the per-byte cost CHALLENGER saves against the per-send and per-segment cost it pays (both ends'
+    CPU time), and the crossover those costs predict beside the measured one."""
+    if challenger is None or baseline is None:
+        return ""
+    trials = stream_trials(sweep)
+    ours, theirs = costs.fit(trials, challenger, "both"), costs.fit(trials, baseline, "both")
+    if ours is None or theirs is None:
+        return ""
+    pays = [t for t in ("sends", "segments", "pages", "completions") if t in ours.terms]
+    predicted = costs.predicted_crossover(trials, ours, theirs, study_trials(sweep)[lambda t: t["threads"] == 1])
+    return (
+        f"**What the costs say, {where}.** {code(challenger)} saves {_saving(ours, theirs)} of both ends' CPU time "
+        f"against {code(baseline)}, and pays "
+        + ", ".join(f"{costs.TERM_WORDS[t]} {_interval(ours, t)}" for t in pays)
+        + f" (against {code(baseline)}'s {costs.TERM_WORDS['sends']} {_interval(theirs, 'sends')}). At one thread, "
+        f"{_predicted(predicted)}; {_measured(sweep, challenger, baseline)}.\n\n"
+        f"{_costs_sentence(ours)}\n\n{_costs_sentence(theirs)}"
+    )
+
+
+def one_copy_costs(results: Results) -> str:
+    """Q4's costs: one_copy against two_copy over the sweep's path."""
+    return crossover_costs(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY), main_path(results))
+
+
+def sink_costs(sink: Results | None) -> str:
+    """Q5's costs: zero_copy against two_copy behind the sink."""
+    if sink is None:
+        return ""
+    return crossover_costs(sink, role(sink, Role.ZERO_COPY), role(sink, Role.TWO_COPY), "behind the sink")
