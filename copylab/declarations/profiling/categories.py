@@ -39,8 +39,24 @@ class Category:
     space: Space = "kernel"  # where its leaves live
 
 
-# The order is the order of claim: callers first, then the leaves from the most specific to the most general.
+# The order is the order of claim: callers first (the instruments before all, wherever they run), then the leaves
+# from the most specific to the most general.
 CATEGORIES: tuple[Category, ...] = (
+    Category(
+        "instruments",
+        "the measurement's own instruments in the kernel: the BPF programs that count the kernel's copies, and "
+        "perf's trace hooks",
+        callers=(
+            "trace_call_bpf",
+            "bpf_prog_*",
+            "bpf_trace_run*",
+            "__bpf_trace_*",
+            "perf_trace_*",
+            "perf_tp_event*",
+            "perf_swevent_*",
+            "__bpf_prog_*",
+        ),
+    ),
     Category(
         "deferred_copy",
         "the copy of zero-copy pages the kernel makes when it delivers them locally (skb_copy_ubufs)",
@@ -124,13 +140,27 @@ CATEGORIES: tuple[Category, ...] = (
             "memmove*",
             "__memmove*",
             "memcpy_orig",
+            "__pi_memcpy",
             "skb_copy_bits",
+            "__check_object_size",
+            "check_heap_object",
+            "__virt_addr_valid",
+            "is_vmalloc_addr",
         ),
     ),
     Category(
         "syscall",
-        "entering and leaving system calls, and the socket layer they pass through",
+        "entering and leaving system calls, and the socket, file and splice layers they pass through",
         leaves=(
+            "copy_iovec_from_user",
+            "__rseq_*",
+            "rseq_*",
+            "*splice*",
+            "do_sendfile",
+            "generic_file_*",
+            "filemap_*",
+            "shmem_*",
+            "xas_*",
             "entry_SYSCALL*",
             "do_syscall_64",
             "syscall_*",
@@ -171,6 +201,7 @@ CATEGORIES: tuple[Category, ...] = (
         "locks",
         "locks and masking interrupts (spinlocks, mutexes, lock_sock, bottom halves)",
         leaves=(
+            "class_irqsave_*",
             "*raw_spin*",
             "*queued_spin*",
             "*_raw_read*",
@@ -193,8 +224,12 @@ CATEGORIES: tuple[Category, ...] = (
     ),
     Category(
         "scheduling",
-        "scheduling, context switches and wake-ups",
+        "scheduling, context switches, wake-ups, timers and clocks",
         leaves=(
+            "read_tsc",
+            "*_timer",
+            "*_timer_*",
+            "lock_timer_base",
             "schedule*",
             "__schedule",
             "*wake_up*",
@@ -274,6 +309,10 @@ CATEGORIES: tuple[Category, ...] = (
             "__sk_mem_*",
             "sk_*forward_alloc*",
             "prep_compound_page",
+            "*frozen_page*",
+            "*pfnblock*",
+            "unmap_*",
+            "zap_*",
         ),
     ),
     Category(
@@ -295,8 +334,12 @@ CATEGORIES: tuple[Category, ...] = (
     ),
     Category(
         "device",
-        "the device layer and the veth (or the sink's device and qdisc)",
+        "the device layer, the softirq loop that runs it, and the veth (or the sink's device and qdisc)",
         leaves=(
+            "handle_softirqs",
+            "do_softirq*",
+            "__do_softirq",
+            "passthru_features_check",
             "veth_*",
             "dev_*",
             "__dev_*",
@@ -349,6 +392,7 @@ CATEGORIES: tuple[Category, ...] = (
             "*csum*",
             "__xfrm*",
             "bpf_sk_*",
+            "bpf_skops_*",
             "__cgroup_bpf*",
             "minmax_*",
             "bictcp_*",

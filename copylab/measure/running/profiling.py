@@ -13,7 +13,6 @@ from pathlib import Path
 
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.running.spec import CPUS
-from copylab.measure.running.window import Window
 from copylab.programs import profile_reader, sampler
 from copylab.programs.profile_reader import Profile, TrialWindow
 from copylab.programs.sampler import Sampler, SamplerUse
@@ -47,13 +46,14 @@ class SweepSampler:
             self.running.disable()
 
     def note(
-        self, trial_id: str, window: Window | None, programs: tuple[str, str], cpus: frozenset[int] | None
+        self, trial_id: str, window: tuple[int, int] | None, programs: tuple[str, str], cpus: frozenset[int] | None
     ) -> None:
-        """The window of a trial that ended ok, and its two programs (server, client) and CPUs."""
+        """The window (CLOCK_MONOTONIC ends, ns) of a trial that ended ok, and its two programs (server, client) and
+        CPUs."""
         if self.running is None or window is None:
             return
         sender, receiver = (profile_reader.comm_of(p) for p in programs)
-        self.windows.append(TrialWindow(trial_id, window.begin_ns, window.end_ns, sender, receiver, cpus))
+        self.windows.append(TrialWindow(trial_id, *window, sender, receiver, cpus))
 
     def finish(self) -> Profile | None:
         """Stops the sampler and charges the samples of every noted window; None when nothing was sampled."""

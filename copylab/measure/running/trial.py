@@ -249,9 +249,10 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
                 window = _record_measurement(row, spec, settings, driver, runs, use_perf, outputs)
             finally:
                 processes.end_all()
-        if settings.sampler is not None:
-            programs = tuple(command[0] for command in driver.commands(spec, settings))
-            settings.sampler.note(spec.trial_id, window, (programs[0], programs[1]), cpu_set(cpus))
+            if settings.sampler is not None:
+                programs = tuple(command[0] for command in driver.commands(spec, settings))
+                ends = driver.window_ends(outputs[1])
+                settings.sampler.note(spec.trial_id, ends, (programs[0], programs[1]), cpu_set(cpus))
         row.update(trial_speed(spec, settings, "after"))
         # Last: bpftrace's flush that covers the window's end has come meanwhile, instead of being waited for.
         row.update(_kernel_copies(settings, window))

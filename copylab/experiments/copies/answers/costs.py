@@ -8,6 +8,7 @@ sentence why the breakdown is missing, never a share of zero.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -19,6 +20,8 @@ from copylab.experiments.copies.answers.crossovers import stream_crossovers
 from copylab.experiments.copies.answers.sink import main_path
 from copylab.experiments.copies.queries import role
 from copylab.formatting import code, fmt_bytes, fmt_num, fmt_pct, fmt_size
+from copylab.record.store import PROFILE_FILE, PROFILE_SYMBOLS_FILE
+from copylab.report.blocks import Block, Figure
 from copylab.report.results import Results, between_hosts, every_trial
 from copylab.roles import Role
 
@@ -26,6 +29,7 @@ PAGE = 4096
 # What zero-copy trades the copy for, in the profile's categories.
 ZERO_COPY_CATEGORIES = ("pinning", "completions", "deferred_copy")
 CATEGORY_WORDS = {"pinning": "pinning pages", "completions": "completions", "deferred_copy": "the deferred copy"}
+SIDE_WORDS = {"sender": "the sender's CPU time", "receiver": "the receiver's CPU time", "both": "both ends' CPU time"}
 SOFTIRQ_NOTE = (
     "Over the veth both ends share one CPU, and the sending process's transmit delivers the packet on it: the "
     "receiver's TCP work, and the deferred copy, run in softirq context on the sending CPU, so the sender's CPU time "
@@ -63,7 +67,7 @@ def _costs_sentence(fit: CostFit) -> str:
     said = "; ".join(f"{costs.TERM_WORDS[t]} {_interval(fit, t)}" for t in fit.terms)
     missing = [f"{costs.TERM_WORDS[t]} ({why})" for t, why in fit.left_out.items() if not why.startswith("none in any")]
     return (
-        f"{code(fit.implementation)}, {fit.side} side, fitted to {fit.trials} trials in {fit.blocks} blocks "
+        f"{code(fit.implementation)}, {SIDE_WORDS[fit.side]}, fitted to {fit.trials} trials in {fit.blocks} blocks "
         f"(CPU time of the window, ns, non-negative least squares, 95% intervals from resampled blocks; it fits a "
         f"trial within {fmt_pct(fit.spread)} on average): {said}."
         + (f" Not told apart by the data: {', '.join(missing)}." if missing else "")
@@ -89,11 +93,11 @@ def zero_copy_shares(results: Results, sink: Results | None) -> str:
         by_size = []
         for size in sorted(mine["size_bytes"].unique()):
             at = mine[mine["size_bytes"] == size]
-            each = ", ".join(
-                f"{CATEGORY_WORDS[c]} {fmt_pct(breakdown.share_of(profile, at, [c]))}" for c in ZERO_COPY_CATEGORIES
-            )
-            by_size.append(f"at {fmt_size(size)} {each}")
-        parts.append(f"{where}: " + "; ".join(by_size))
+            found = {c: breakdown.share_of(profile, at, [c]) for c in ZERO_COPY_CATEGORIES}
+            if not any(math.isnan(v) for v in found.values()):
+                each = ", ".join(f"{CATEGORY_WORDS[c]} {fmt_pct(v)}" for c, v in found.items())
+                by_size.append(f"at {fmt_size(size)} {each}")
+        parts.append(f"{where}: " + ("; ".join(by_size) if by_size else "none of its trials was sampled"))
     if not parts:
         return ""
     return (
@@ -197,3 +201,31 @@ def sink_costs(sink: Results | None) -> str:
     if sink is None:
         return ""
     return crossover_costs(sink, role(sink, Role.ZERO_COPY), role(sink, Role.TWO_COPY), "behind the sink")
+
+
+BREAKDOWN_CAPTION = (
+    "Where the CPU goes, {where}: every sample of the trials' windows (perf record, cpu-clock, {rate} per second), "
+    "stacked by category of function, for each sender a bar of its own process, one of softirq work (the receiver's "
+    "TCP work over the veth runs there, on the sending CPU) and one of the receiver's process; a bar's height is its "
+    "side's share of all samples (the rest ran in other processes or idle). Stream, receiving by copy, one thread, "
+    "the study's message layout."
+)
+
+
+def breakdown_figures(number: int, results: Results, companions: Mapping[str, Results]) -> list[Block]:
+    """Question 1's figures: where the CPU goes over the main path and behind the sink, each linked to the profile
+    table it is drawn from."""
+    if number != 1:
+        return []
+    blocks: list[Block] = []
+    for where, sweep in ((main_path(results), results), ("behind the sink", companions.get("sink"))):
+        if sweep is None or sweep.manifest.sampler is None:
+            continue
+        path = sweep.store.figures_dir / f"{breakdown.FIGURE}.png"
+        if not path.is_file():
+            continue
+        caption = BREAKDOWN_CAPTION.format(where=where, rate=fmt_num(sweep.manifest.sampler.rate_hz))
+        data = sweep.store.directory
+        sources = (data / PROFILE_FILE, data / PROFILE_SYMBOLS_FILE, sweep.store.trials_path, sweep.store.manifest_path)
+        blocks.append(Figure(path, f"{caption} {sweep.origin.stamp()}", tuple(p for p in sources if p.is_file())))
+    return blocks
