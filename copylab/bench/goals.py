@@ -25,6 +25,7 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.analysis.copy_bound import copy_limit_rows
+from copylab.bench.sampling_cost import sampler_cost
 from copylab.calibration.measurement import measure_memcpy
 from copylab.declarations import config, implementations
 from copylab.declarations.implementation import BenchGoal
@@ -600,4 +601,5 @@ def run_bench(
         figures += adaptive_saving(reference)
         figures += copy_limit(reference)
     figures += report_time(smoke)
+    figures.append(BenchFigure(*sampler_cost(1 if smoke else pairs, 1.0 if smoke else duration_s)))
     return figures

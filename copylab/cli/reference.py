@@ -211,6 +211,7 @@ def manifest_page() -> str:
         ("perf", manifest.PerfRecord),
         ("harness", manifest.Harness),
         ("in_flight", manifest.InFlight),
+        ("sampler", manifest.SamplerRecord),
         ("ends[]", manifest.EndRecord),
         ("ends[].link", manifest.Link),
     ):

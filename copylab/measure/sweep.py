@@ -43,7 +43,7 @@ from copylab.measure.planning.schedule import (
 )
 from copylab.measure.running import drivers, kernel_copies, profiling
 from copylab.measure.running.drivers import GRACE_S
-from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import DATA
 from copylab.programs.perf import PerfSupport
@@ -158,7 +158,8 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
 @contextmanager
 def _sampling(config: SweepConfig, store: SweepStore, bed: Testbed) -> Iterator[profiling.SweepSampler]:
     """The sweep's sampler (copylab.measure.running.profiling), and in the manifest which one ran and at what rate."""
-    with profiling.sampling(config, bed.path != "network", bed.privilege == "root") as sampled:
+    cpus = [cpu for pinning in config.pinning for cpu in cpus_for(pinning)]
+    with profiling.sampling(config.name, cpus, bed.path != "network", bed.privilege == "root") as sampled:
         if not sampled.use.available:
             print(f"copylab: the trials are not sampled: {sampled.use.reason}", file=sys.stderr)
         record = SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT)

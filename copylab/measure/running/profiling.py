@@ -7,12 +7,10 @@ cannot sample (no root, two hosts, no perf) says why in one line, and its trials
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from copylab.declarations.sweep_config import SweepConfig
-from copylab.measure.running.spec import CPUS
 from copylab.programs import profile_reader, sampler
 from copylab.programs.profile_reader import Profile, TrialWindow
 from copylab.programs.sampler import Sampler, SamplerUse
@@ -68,15 +66,16 @@ class SweepSampler:
 
 
 @contextmanager
-def sampling(config: SweepConfig, local: bool, root: bool) -> Iterator[SweepSampler]:
-    """A running sampler on the CPUs CONFIG's pinnings use, stopped after the block (LOCAL: both ends on this
-    machine; ROOT: the sweep runs as root), or an idle one that says why it cannot sample."""
+def sampling(name: str, cpu_lists: Sequence[str | None], local: bool, root: bool) -> Iterator[SweepSampler]:
+    """A running sampler for the sweep NAME on the CPUs of CPU_LISTS (its trials' ends'; None: no affinity, every
+    CPU), stopped after the block (LOCAL: both ends on this machine; ROOT: the sweep runs as root), or an idle one
+    that says why it cannot sample."""
     why = sampler.refusal(local, root)
     if why is not None:
         yield SweepSampler(SamplerUse(False, why))
         return
-    cpus = cpu_set(tuple(cpu for pinning in config.pinning for cpu in CPUS[pinning]))
-    with private_directory(f"copylab-samples-{config.name}-") as directory:
+    cpus = cpu_set(tuple(cpu_lists))
+    with private_directory(f"copylab-samples-{name}-") as directory:
         running = Sampler(Path(directory), None if cpus is None else ",".join(str(c) for c in sorted(cpus)))
         try:
             running.start()
