@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, glance, layout
-from copylab.experiments.copies.answers.costs import breakdown_figures
+from copylab.experiments.copies.answers.costs import breakdown_figures, profile_limitations
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
@@ -307,10 +307,14 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
     ]
 
 
+def _limitations(results: Results, companions: Mapping[str, Results] | None = None) -> list[str]:
+    return limitations(results, companions) + profile_limitations(results, companions or {})
+
+
 REPORT = ExperimentReport(
     parts=parts,
     summary=summary,
-    limitations=limitations,
+    limitations=_limitations,
     absent=absent,
     front=front,
     back=back,

@@ -40,7 +40,7 @@ SOFTIRQ_NOTE = (
 def stream_trials(results: Results) -> pd.DataFrame:
     """The sweep's ok stream trials that receive by copy, every message layout."""
     trials = every_trial(results)
-    return trials[(trials["workload"] == "stream") & (trials["receive"] == "copy")]
+    return trials[(trials["status"] == "ok") & (trials["workload"] == "stream") & (trials["receive"] == "copy")]
 
 
 def study_trials(results: Results) -> pd.DataFrame:
@@ -229,3 +229,22 @@ def breakdown_figures(number: int, results: Results, companions: Mapping[str, Re
         sources = (data / PROFILE_FILE, data / PROFILE_SYMBOLS_FILE, sweep.store.trials_path, sweep.store.manifest_path)
         blocks.append(Figure(path, f"{caption} {sweep.origin.stamp()}", tuple(p for p in sources if p.is_file())))
     return blocks
+
+
+def profile_limitations(results: Results, companions: Mapping[str, Results]) -> list[str]:
+    """What the sampled profile leaves out: a sweep that was not sampled (and why: without root, perf cannot sample
+    the kernel), or ok trials it has no samples of."""
+    said = []
+    for sweep in (results, *companions.values()):
+        found = sweep.store.read_profile()
+        if isinstance(found, str):
+            said.append(
+                f"{code(sweep.name)} has no CPU breakdown ({found}): where its CPU time goes, by kernel function, is "
+                "missing, and the answers say only what the cost model fitted to its CPU times says."
+            )
+            continue
+        trials = every_trial(sweep)
+        missing = breakdown.unsampled(found, trials[trials["status"] == "ok"])
+        if missing:
+            said.append(f"{len(missing)} ok trials of {code(sweep.name)} have no samples in the CPU breakdown.")
+    return said
