@@ -192,8 +192,42 @@ def crossover_costs(sweep: Results, challenger: str | None, baseline: str | None
 
 
 def one_copy_costs(results: Results) -> str:
-    """Q4's costs: one_copy against two_copy over the sweep's path."""
-    return crossover_costs(results, role(results, Role.ONE_COPY), role(results, Role.TWO_COPY), main_path(results))
+    """Q4's costs: one_copy against two_copy over the sweep's path, and the copy it removes as the samples show it."""
+    one_copy, two_copy = role(results, Role.ONE_COPY), role(results, Role.TWO_COPY)
+    said = crossover_costs(results, one_copy, two_copy, main_path(results))
+    return "\n\n".join(part for part in (said, copy_shares(results, one_copy, two_copy)) if part)
+
+
+def copy_shares(results: Results, challenger: str | None, baseline: str | None) -> str:
+    """The share of each sender's samples in the user-space copy and the kernel's copy, by size."""
+    if challenger is None or baseline is None:
+        return ""
+    profile = profile_of(results)
+    if isinstance(profile, str):
+        return profile
+    trials = study_trials(results)
+    trials = trials[trials["threads"] == trials["threads"].min()]
+    said = []
+    for size in sorted(trials["size_bytes"].unique()):
+        at = trials[trials["size_bytes"] == size]
+        shares = {
+            name: [
+                breakdown.share_of(profile, at[at["implementation"] == name], [c]) for c in ("user_copy", "kernel_copy")
+            ]
+            for name in (baseline, challenger)
+        }
+        if any(math.isnan(v) for values in shares.values() for v in values):
+            continue
+        said.append(
+            f"at {fmt_size(size)} "
+            + " against ".join(f"{code(n)} {fmt_pct(u)} and {fmt_pct(k)}" for n, (u, k) in shares.items())
+        )
+    if not said:
+        return ""
+    return (
+        "**The copy it removes, sampled.** The share of all the trials' samples in the user-space copy and in the "
+        f"kernel's copies to and from user space (one thread): {'; '.join(said)}."
+    )
 
 
 def sink_costs(sink: Results | None) -> str:
