@@ -46,6 +46,8 @@ TERM_NOUNS = {
     "completions": "completions read",
 }
 SIDES = {"sender": ("snd",), "receiver": ("rcv",), "both": ("snd", "rcv")}
+# What a trial counts only where it could: the zero-copy senders' counts, the transmitted skbs (BPF).
+OPTIONAL_COLUMNS = ("zc_sends", "zc_pages_per_message", "zc_notifications", "snd_skbs")
 CONDITION_LIMIT = 30.0
 RESAMPLES = 400
 LEVEL = 0.95
@@ -59,8 +61,14 @@ def segments_per_send(implementation: str, layout: str) -> int:
     return 1 if packs or layout == "contiguous" else FIELD_COUNT
 
 
+def _column(trials: pd.DataFrame, name: str) -> pd.Series:
+    """TRIALS' column NAME, or NaN in every row where the trials do not have it."""
+    return trials[name] if name in trials else pd.Series(float("nan"), index=trials.index)
+
+
 def units(trials: pd.DataFrame) -> pd.DataFrame:
     """Each trial's units of work in its window, a column per term (NaN: not measured)."""
+    trials = trials.assign(**{name: _column(trials, name) for name in OPTIONAL_COLUMNS})
     sends = trials["zc_sends"].where(trials["zc_sends"].notna(), trials["messages"]).astype("float64")
     per_send = [segments_per_send(i, lay) for i, lay in zip(trials["implementation"], trials["layout"], strict=True)]
     pins = trials["zc_pages_per_message"].fillna(0.0) * trials["messages"]
@@ -78,6 +86,10 @@ def units(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def cpu_ns(trials: pd.DataFrame, side: str) -> pd.Series:
+    """The CPU time (user + sys) of SIDE in each trial's window, ns; NaN where not measured."""
+    needed = [f"{s}_cpu_{mode}_s" for s in SIDES[side] for mode in ("user", "sys")]
+    if not set(needed) <= set(trials.columns):
+        return pd.Series(float("nan"), index=trials.index)
     return sum((trials[f"{s}_cpu_user_s"] + trials[f"{s}_cpu_sys_s"]) * 1e9 for s in SIDES[side])
 
 
@@ -147,6 +159,8 @@ def _solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def fit(trials: pd.DataFrame, implementation: str, side: str, seed: int = 0) -> CostFit | None:
     """The cost model of IMPLEMENTATION's SIDE over TRIALS (ok stream trials, receive copy); None without two trials
     with CPU times and at least one term."""
+    if not {"bytes", "messages", "layout", "repetition"} <= set(trials.columns):
+        return None
     rows = trials[(trials["implementation"] == implementation) & (trials["receive"] == "copy")]
     rows = rows[rows["workload"] == "stream"]
     y = cpu_ns(rows, side)
