@@ -31,7 +31,12 @@ def _trials(
                 messages = int(2e8 / (size + 4096))
                 pages = (size / 4096 + (8 if layout == "fields" else 1)) if per_page else math.nan
                 segments = costs.segments_per_send(name, layout)
-                ns = messages * (per_byte * size + per_send + per_segment * segments + per_page * (0.0 if math.isnan(pages) else pages))
+                ns = messages * (
+                    per_byte * size
+                    + per_send
+                    + per_segment * segments
+                    + per_page * (0.0 if math.isnan(pages) else pages)
+                )
                 ns *= 1 + generator.normal(0, noise)
                 rows.append(
                     {
@@ -133,3 +138,19 @@ def test_the_shares_come_from_the_samples_and_the_figure_is_drawn():
     assert breakdown.figure_sizes(SIZES) == [1024, 16384, 262144]
     figure = breakdown.breakdown_figure(profile, trials, (1024, 16384, 262144))
     assert figure is not None and len(figure.axes) == 3
+
+
+def test_the_explorer_shows_each_category_share_at_the_inspected_point():
+    from copylab.explore.views import View, breakdown_table
+
+    trials = pd.concat([_trials(TWO_COPY, 0.2, 500.0, 0.0, 0.0, 0.0), _trials(ONE_COPY, 0.05, 900.0, 40.0, 0.0, 0.0)])
+    trials["status"] = "ok"
+    table = breakdown_table(
+        _profile(trials), trials, View("stream", "same_cpu"), {"size_bytes": 65536, "threads": 1}, [ONE_COPY, TWO_COPY]
+    )
+    assert table["implementation"].drop_duplicates().tolist() == [ONE_COPY, TWO_COPY]
+    by_side = table.set_index(["implementation", "side"])
+    assert by_side.loc[(TWO_COPY, "sender"), "user_copy"] == pytest.approx(0.3)
+    assert by_side.loc[(ONE_COPY, "sender"), "user_copy"] == 0.0
+    # a category no trial has a sample of is left out
+    assert "pinning" not in table.columns
