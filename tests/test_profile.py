@@ -156,3 +156,22 @@ def test_the_store_keeps_the_profile_or_the_line_that_says_why(tmp_path: Path):
     both = store.read_profile()
     assert isinstance(both, pd.DataFrame) and set(both["trial_id"]) == {"zc", "two"}
     assert both["samples"].dtype == "int64"
+
+
+def test_a_sampler_that_stops_answering_is_given_up_and_the_trials_go_on(capsys):
+    from copylab.errors import CopylabError
+    from copylab.measure.running.profiling import SweepSampler
+    from copylab.programs.sampler import Sampler, SamplerUse
+
+    class Silent(Sampler):
+        def enable(self) -> None:
+            raise CopylabError("perf record did not acknowledge 'enable' within 5 s")
+
+    sampled = SweepSampler(SamplerUse(True), Silent(Path("/nonexistent"), "0"))
+    ran = []
+    for trial in ("a", "b"):
+        with sampled.around_trial():
+            ran.append(trial)
+        sampled.note(trial, (1, 2), ("x_server", "x_client"), None)
+    assert ran == ["a", "b"] and sampled.failure is not None and sampled.windows == []
+    assert "given up" in capsys.readouterr().err

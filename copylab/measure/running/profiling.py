@@ -7,10 +7,12 @@ cannot sample (no root, two hosts, no perf) says why in one line, and its trials
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from copylab.errors import CopylabError
 from copylab.programs import profile_reader, sampler
 from copylab.programs.profile_reader import Profile, TrialWindow
 from copylab.programs.sampler import Sampler, SamplerUse
@@ -25,30 +27,40 @@ def cpu_set(cpus: tuple[str | None, ...]) -> frozenset[int] | None:
 
 
 class SweepSampler:
-    """The sweep's sampler as its trials use it: switched on around each trial, each trial's window noted."""
+    """The sweep's sampler as its trials use it: switched on around each trial, each trial's window noted.  A sampler
+    that stops answering is given up, and the trials after it run unsampled (the report counts them)."""
 
     def __init__(self, use: SamplerUse, running: Sampler | None = None) -> None:
         self.use = use
         self.running = running
         self.windows: list[TrialWindow] = []
+        self.failure: str | None = None  # why the sampler was given up during the sweep
 
     @contextmanager
     def around_trial(self) -> Iterator[None]:
-        if self.running is None:
+        if self.running is None or self.failure is not None:
             yield
             return
-        self.running.enable()
+        self._switch(self.running.enable)
         try:
             yield
         finally:
-            self.running.disable()
+            if self.failure is None:
+                self._switch(self.running.disable)
+
+    def _switch(self, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except CopylabError as error:
+            self.failure = str(error)
+            print(f"copylab: the sampler is given up, the next trials run unsampled: {error}", file=sys.stderr)
 
     def note(
         self, trial_id: str, window: tuple[int, int] | None, programs: tuple[str, str], cpus: frozenset[int] | None
     ) -> None:
         """The window (CLOCK_MONOTONIC ends, ns) of a trial that ended ok, and its two programs (server, client) and
         CPUs."""
-        if self.running is None or window is None:
+        if self.running is None or self.failure is not None or window is None:
             return
         sender, receiver = (profile_reader.comm_of(p) for p in programs)
         self.windows.append(TrialWindow(trial_id, *window, sender, receiver, cpus))
@@ -78,7 +90,11 @@ def sampling(name: str, cpu_lists: Sequence[str | None], local: bool, root: bool
     with private_directory(f"copylab-samples-{name}-") as directory:
         running = Sampler(Path(directory), None if cpus is None else ",".join(str(c) for c in sorted(cpus)))
         try:
-            running.start()
+            try:
+                running.start()
+            except CopylabError as error:
+                yield SweepSampler(SamplerUse(False, f"perf record did not start: {error}"))
+                return
             yield SweepSampler(SamplerUse(True), running)
         finally:
             running.stop()
