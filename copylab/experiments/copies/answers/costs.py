@@ -281,4 +281,11 @@ def profile_limitations(results: Results, companions: Mapping[str, Results]) -> 
         missing = breakdown.unsampled(found, trials[trials["status"] == "ok"])
         if missing:
             said.append(f"{len(missing)} ok trials of {code(sweep.name)} have no samples in the CPU breakdown.")
+    sampled = [(s.name, r.command) for s in (results, *companions.values()) if (r := s.manifest.sampler) and r.sampled]
+    if sampled:
+        said.append(
+            f"The trials of {', '.join(code(name) for name, _ in sampled)} were sampled while they ran "
+            f"({code(sampled[0][1])}): their throughput carries what sampling costs, which "
+            "`./inv bench` measures (its goal: under 3% at 64 KiB)."
+        )
     return said
