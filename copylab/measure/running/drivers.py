@@ -167,7 +167,8 @@ class CopylabPrograms(Driver):
 
     def window_ends(self, client_out: str) -> tuple[int, int] | None:
         result = contract.json_object(client_out)
-        return int(result["window_begin_ns"]), int(result["window_end_ns"])
+        begin, end = result.get("window_begin_ns"), result.get("window_end_ns")
+        return (int(begin), int(end)) if isinstance(begin, int) and isinstance(end, int) else None
 
 
 def iperf3_whole_seconds(seconds: float) -> int:
