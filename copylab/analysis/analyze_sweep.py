@@ -87,13 +87,18 @@ def analyze(
     return AnalysisResult(store, manifest, measured, summary, comparisons, crossovers, figures, written)
 
 
+def sweep_path(manifest: Manifest) -> str:
+    """Where a sweep's bytes went: over the veth, into the sink, or over the network between two hosts."""
+    return manifest.path if manifest.path == "network" else manifest.parameters.path
+
+
 def profile_figures(store: SweepStore, trials: pd.DataFrame, manifest: Manifest) -> dict[str, Figure]:
     """Where the CPU goes (copylab.analysis.breakdown), when the sweep sampled its trials."""
     profile = store.read_profile()
     if isinstance(profile, str):
         return {}
     drawn = plotting.literal_text(breakdown.breakdown_figure)(profile, trials, manifest.parameters.side_sizes)
-    return {} if drawn is None else {breakdown.FIGURE: drawn}
+    return {} if drawn is None else {breakdown.figure_name(sweep_path(manifest)): drawn}
 
 
 def comparison_tables(

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -23,6 +22,14 @@ from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.roles import Role
 
 FIGURE = "cpu_breakdown"
+
+
+def figure_name(path: str) -> str:
+    """The breakdown figure's file name for a sweep whose bytes took PATH (veth, sink, network): each sweep's is
+    named apart, so that a report showing two links to each by its own name."""
+    return f"{FIGURE}_{path}"
+
+
 # The bars of each sender, left to right: the two ends, and between them the softirq work that runs on whichever
 # CPU delivered the packet.
 FIGURE_SIDES = ("sender", "softirq", "receiver")
@@ -100,14 +107,17 @@ def breakdown_figure(profile: pd.DataFrame, trials: pd.DataFrame, wanted_sizes: 
     found = shares(profile, rows, ["implementation", "size_bytes", "side"])
     totals = found.groupby(["implementation", "size_bytes"])["samples"].transform("sum")
     found["of_all"] = found["samples"] / totals.where(totals > 0)
-    colors = dict(zip(CATEGORY_NAMES, plt.get_cmap("tab20")(np.linspace(0, 1, 20)), strict=False))
+    # tab20's dark shades, then its light ones: neighbours in the stack never share a hue.
+    palette = plt.get_cmap("tab20")([*range(0, 20, 2), *range(1, 20, 2)])
+    colors = dict(zip(CATEGORY_NAMES, palette, strict=False))
     figure, axes = plt.subplots(1, len(sizes), figsize=(3.2 * len(sizes) + 1.6, 3.6), sharey=True, squeeze=False)
     for ax, size in zip(axes[0], sizes, strict=True):
         _stacked_bars(ax, found[found["size_bytes"] == size], senders, colors)
         ax.set_title(f"{size // 1024} KiB" if size >= 1024 else f"{size} B", fontsize=9)
     axes[0][0].set_ylabel("share of the trials' samples")
-    handles = [Rectangle((0, 0), 1, 1, color=colors[c]) for c in CATEGORY_NAMES]
-    figure.legend(handles, list(CATEGORY_NAMES), loc="center right", fontsize=6.5, frameon=False)
+    # The legend lists the categories top down, as the bars stack them.
+    handles = [Rectangle((0, 0), 1, 1, color=colors[c]) for c in reversed(CATEGORY_NAMES)]
+    figure.legend(handles, list(reversed(CATEGORY_NAMES)), loc="center right", fontsize=6.5, frameon=False)
     figure.tight_layout(rect=(0, 0, 0.85, 1))
     return figure
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from copylab.analysis import breakdown, costs
+from copylab.analysis.analyze_sweep import sweep_path
 from copylab.analysis.costs import CostFit, PredictedCrossover
 from copylab.declarations import implementations
 from copylab.declarations.vocabulary import NO_LAYOUT
@@ -26,6 +27,8 @@ from copylab.report.results import Results, between_hosts, every_trial
 from copylab.roles import Role
 
 PAGE = 4096
+# Besides the figure's sizes, the shares are said at the bench's size, where the sampler's cost is measured.
+SHARES_SIZE = 65536
 # What zero-copy trades the copy for, in the profile's categories.
 ZERO_COPY_CATEGORIES = ("pinning", "completions", "deferred_copy")
 CATEGORY_WORDS = {"pinning": "pinning pages", "completions": "completions", "deferred_copy": "the deferred copy"}
@@ -81,7 +84,7 @@ def zero_copy_shares(results: Results, sink: Results | None) -> str:
     if zero_copy is None:
         return ""
     parts = []
-    for where, sweep in ((main_path(results), results), ("behind the sink", sink)):
+    for where, sweep in ((main_path(results).capitalize(), results), ("Behind the sink", sink)):
         if sweep is None:
             continue
         profile = profile_of(sweep)
@@ -91,7 +94,8 @@ def zero_copy_shares(results: Results, sink: Results | None) -> str:
         trials = study_trials(sweep)
         mine = trials[trials["implementation"] == zero_copy]
         by_size = []
-        for size in sorted(mine["size_bytes"].unique()):
+        shown = breakdown.figure_sizes(list(mine["size_bytes"]), sweep.manifest.parameters.side_sizes)
+        for size in sorted({*shown, *([SHARES_SIZE] if SHARES_SIZE in set(mine["size_bytes"]) else [])}):
             at = mine[mine["size_bytes"] == size]
             found = {c: breakdown.share_of(profile, at, [c]) for c in ZERO_COPY_CATEGORIES}
             if not any(math.isnan(v) for v in found.values()):
@@ -101,7 +105,8 @@ def zero_copy_shares(results: Results, sink: Results | None) -> str:
     if not parts:
         return ""
     return (
-        f"**Where {code(zero_copy)}'s CPU goes (sampled).** Its samples' shares, every side of the trial counted, "
+        f"**Where the CPU of {code(zero_copy)} goes (sampled).** The shares of all the samples of its trials' "
+        "windows, every side counted. "
         + ". ".join(parts)
         + "."
         + ("" if between_hosts(results) else f" {SOFTIRQ_NOTE}")
@@ -208,7 +213,8 @@ def copy_shares(results: Results, challenger: str | None, baseline: str | None) 
     trials = study_trials(results)
     trials = trials[trials["threads"] == trials["threads"].min()]
     said = []
-    for size in sorted(trials["size_bytes"].unique()):
+    shown = breakdown.figure_sizes(list(trials["size_bytes"]), results.manifest.parameters.side_sizes)
+    for size in sorted({*shown, *([SHARES_SIZE] if SHARES_SIZE in set(trials["size_bytes"]) else [])}):
         at = trials[trials["size_bytes"] == size]
         shares = {
             name: [
@@ -255,7 +261,7 @@ def breakdown_figures(number: int, results: Results, companions: Mapping[str, Re
     for where, sweep in ((main_path(results), results), ("behind the sink", companions.get("sink"))):
         if sweep is None or sweep.manifest.sampler is None:
             continue
-        path = sweep.store.figures_dir / f"{breakdown.FIGURE}.png"
+        path = sweep.store.figures_dir / f"{breakdown.figure_name(sweep_path(sweep.manifest))}.png"
         if not path.is_file():
             continue
         caption = BREAKDOWN_CAPTION.format(where=where, rate=fmt_num(sweep.manifest.sampler.rate_hz))
