@@ -154,3 +154,31 @@ def test_the_explorer_shows_each_category_share_at_the_inspected_point():
     assert by_side.loc[(ONE_COPY, "sender"), "user_copy"] == 0.0
     # a category no trial has a sample of is left out
     assert "pinning" not in table.columns
+
+
+def test_the_limitations_say_which_sweeps_have_no_breakdown_and_why():
+    from types import SimpleNamespace
+
+    from copylab.experiments.copies.answers.costs import profile_limitations
+
+    def sweep(name: str, profile: pd.DataFrame | str, sampled: bool) -> SimpleNamespace:
+        record = SimpleNamespace(sampled=sampled, command="perf record -e cpu-clock -F 1999 -g")
+        trials = pd.DataFrame({"trial_id": ["t1", "t2"], "status": ["ok", "ok"]})
+        return SimpleNamespace(
+            name=name,
+            store=SimpleNamespace(read_profile=lambda: profile),
+            manifest=SimpleNamespace(sampler=record),
+            trials=trials,
+            layouts=None,
+        )
+
+    why = "not sampled: sampling the kernel's functions with perf record needs root (this sweep runs without it)"
+    half = pd.DataFrame({"trial_id": ["t1"], "side": ["sender"], "category": ["tcp_ip"], "samples": [5]})
+    said = profile_limitations(sweep("quick", why, False), {"sink": sweep("sink", why, False)})
+    assert said == [
+        f"No CPU breakdown for `quick`, `sink` ({why}): where their CPU time goes, by kernel function, is missing, "
+        "and the answers say only what the cost model fitted to their CPU times says."
+    ]
+    said = profile_limitations(sweep("quick", half, True), {})
+    assert said[0] == "1 ok trials of `quick` have no samples in the CPU breakdown."
+    assert "were sampled while they ran" in said[1]

@@ -117,4 +117,4 @@ def _report_without_root(scratch: Path) -> None:
     assert len(profiles) == len(manifests)
     assert all(p.startswith("not sampled: ") and "needs root" in p and p.count("\n") == 1 for p in profiles)
     assert {m["sampler"]["sampled"] for m in manifests} == {False}
-    assert "has no CPU breakdown" in text and "needs root" in text
+    assert "No CPU breakdown for" in text and "needs root" in text

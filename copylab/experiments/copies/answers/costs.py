@@ -275,18 +275,21 @@ def profile_limitations(results: Results, companions: Mapping[str, Results]) -> 
     """What the sampled profile leaves out: a sweep that was not sampled (and why: without root, perf cannot sample
     the kernel), or ok trials it has no samples of."""
     said = []
+    unsampled: dict[str, list[str]] = {}
     for sweep in (results, *companions.values()):
         found = sweep.store.read_profile()
         if isinstance(found, str):
-            said.append(
-                f"{code(sweep.name)} has no CPU breakdown ({found}): where its CPU time goes, by kernel function, is "
-                "missing, and the answers say only what the cost model fitted to its CPU times says."
-            )
+            unsampled.setdefault(found, []).append(code(sweep.name))
             continue
         trials = every_trial(sweep)
         missing = breakdown.unsampled(found, trials[trials["status"] == "ok"])
         if missing:
             said.append(f"{len(missing)} ok trials of {code(sweep.name)} have no samples in the CPU breakdown.")
+    said += [
+        f"No CPU breakdown for {', '.join(names)} ({why}): where their CPU time goes, by kernel function, is missing, "
+        "and the answers say only what the cost model fitted to their CPU times says."
+        for why, names in unsampled.items()
+    ]
     sampled = [(s.name, r.command) for s in (results, *companions.values()) if (r := s.manifest.sampler) and r.sampled]
     if sampled:
         said.append(
