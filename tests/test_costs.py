@@ -162,7 +162,7 @@ def test_the_limitations_say_which_sweeps_have_no_breakdown_and_why():
     from copylab.experiments.copies.answers.costs import profile_limitations
 
     def sweep(name: str, profile: pd.DataFrame | str, sampled: bool) -> SimpleNamespace:
-        record = SimpleNamespace(sampled=sampled, command="perf record -e cpu-clock -F 1999 -g")
+        record = SimpleNamespace(sampled=sampled, command="perf record -e cpu-clock -F 999 -g")
         trials = pd.DataFrame({"trial_id": ["t1", "t2"], "status": ["ok", "ok"]})
         return SimpleNamespace(
             name=name,
