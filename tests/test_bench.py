@@ -65,6 +65,7 @@ def test_bench_smoke_runs_every_part():
         "adaptive repetition",
         "copy bound",
         "memcpy",
+        "sampled (cpu-clock",
     ):
         assert part in names
     assert all(figure.measured for figure in figures)

@@ -112,3 +112,9 @@ def _report_without_root(scratch: Path) -> None:
         assert "Not measured here:" not in text
     manifests = [json.loads(path.read_text()) for path in (copy / "data").glob("*/manifest.json")]
     assert manifests and {m["privilege"] for m in manifests} == {"user-namespace"}
+    # The CPU breakdown needs root: each sweep's profile says so in one line, never zeros, and so does the report.
+    profiles = [path.read_text() for path in (copy / "data").glob("*/profile.csv")]
+    assert len(profiles) == len(manifests)
+    assert all(p.startswith("not sampled: ") and "needs root" in p and p.count("\n") == 1 for p in profiles)
+    assert {m["sampler"]["sampled"] for m in manifests} == {False}
+    assert "No CPU breakdown for" in text and "needs root" in text

@@ -8,10 +8,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
@@ -109,6 +111,13 @@ def test_tiny_sweep_rows_and_counters(tmp_path):
     assert manifest.parameters.sizes == (1024, 16384)
     assert set(manifest.perf.supported_events) >= {"task-clock", "context-switches"}
     assert leftovers("tiny") == {"namespaces": [], "processes": [], "trial_dirs": []}
+    # Every ok trial's window was sampled (as root), its samples charged to sides and categories; the sampler's
+    # perf record and its files are gone.
+    profile = SweepStore(tmp_path / "tiny").read_profile()
+    assert manifest.sampler is not None and manifest.sampler.sampled, manifest.sampler
+    assert isinstance(profile, pd.DataFrame) and set(profile["trial_id"]) == {r["trial_id"] for r in rows}
+    assert (profile.groupby("trial_id")["samples"].sum() > 0).all()
+    assert not list(Path(tempfile.gettempdir()).glob("copylab-samples-tiny-*"))
 
 
 def _default_sigint() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from copylab.analysis import plotting
+from copylab.analysis import breakdown, plotting
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.notebooks import execute
 from copylab.analysis.stats import compare, summarize
@@ -78,12 +78,27 @@ def analyze(
     summary = summarize(measured, confidence=confidence)
     comparisons, crossovers = comparison_tables(measured, manifest, pairs, metrics, confidence, n_resamples, seed)
     figures = plotting.literal_text(draw)(trials, summary, crossovers, manifest, confidence)
+    figures |= profile_figures(store, trials, manifest)
     written: list[Path] = []
     if write:
         for name, frame in (("summary", summary), ("comparisons", comparisons), ("crossovers", crossovers)):
             written.append(store.write_table(name, frame))
         written += store.save_figures(figures, png_metadata([store.origin(manifest)], git_state()))
     return AnalysisResult(store, manifest, measured, summary, comparisons, crossovers, figures, written)
+
+
+def sweep_path(manifest: Manifest) -> str:
+    """Where a sweep's bytes went: over the veth, into the sink, or over the network between two hosts."""
+    return manifest.path if manifest.path == "network" else manifest.parameters.path
+
+
+def profile_figures(store: SweepStore, trials: pd.DataFrame, manifest: Manifest) -> dict[str, Figure]:
+    """Where the CPU goes (copylab.analysis.breakdown), when the sweep sampled its trials."""
+    profile = store.read_profile()
+    if isinstance(profile, str):
+        return {}
+    drawn = plotting.literal_text(breakdown.breakdown_figure)(profile, trials, manifest.parameters.side_sizes)
+    return {} if drawn is None else {breakdown.figure_name(sweep_path(manifest)): drawn}
 
 
 def comparison_tables(

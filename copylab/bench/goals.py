@@ -11,6 +11,7 @@ from copylab.bench.comparisons import goal_comparisons
 from copylab.bench.figure import BenchFigure
 from copylab.bench.harness import harness_cost
 from copylab.bench.reference_sweep import adaptive_saving, copy_limit
+from copylab.bench.sampling_cost import sampler_cost
 from copylab.bench.spread import design_comparison, transport_spread, window_spread
 from copylab.bench.timing import analysis_and_report_time, explorer_redraw_time, report_time
 from copylab.declarations import implementations
@@ -41,4 +42,5 @@ def run_bench(
         figures += adaptive_saving(reference)
         figures += copy_limit(reference)
     figures += report_time(smoke)
+    figures.append(BenchFigure(*sampler_cost(1 if smoke else pairs, 1.0 if smoke else duration_s)))
     return figures

@@ -224,6 +224,7 @@ def manifest_page() -> str:
         ("harness", manifest.Harness),
         ("first_pass", manifest.FirstPass),
         ("in_flight", manifest.InFlight),
+        ("sampler", manifest.SamplerRecord),
         ("ends[]", manifest.EndRecord),
         ("ends[].link", manifest.Link),
     ):

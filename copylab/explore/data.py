@@ -120,3 +120,8 @@ def measured_metrics(trials: pd.DataFrame, workload: str) -> list[str]:
     """METRICS entries of the trials' experiment some ok trial of WORKLOAD measured, in registry order."""
     rows = trials[(trials["workload"] == workload) & (trials["status"] == "ok")]
     return [name for name in metrics_for(set(trials["experiment"])) if rows[name].notna().any()]
+
+
+def sweep_profile(directory: str | Path) -> pd.DataFrame | str:
+    """The sweep's sampled profile (copylab.record.store), or in one line why it has none."""
+    return SweepStore(Path(directory).resolve()).read_profile()

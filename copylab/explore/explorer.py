@@ -32,6 +32,7 @@ from copylab.explore.data import (
     load,
     measured_metrics,
     sweep_comparison,
+    sweep_profile,
     sweep_summary,
 )
 from copylab.explore.draw import crossover_text, figure_png, figure_title, make_figure, make_ratio_figure
@@ -42,6 +43,7 @@ from copylab.explore.views import (
     View,
     axis_label,
     axis_values,
+    breakdown_table,
     config_table,
     crossover_data,
     experiment_axes,
@@ -95,6 +97,7 @@ class Explorer:
         self._build_outputs()
         self.widget = self._layout()
         self.data = self.raw = self.crossovers = self.config = self.trials = self.flags = pd.DataFrame()
+        self.breakdown: pd.DataFrame | str = pd.DataFrame()
         self.overlaid = pd.DataFrame()  # the overlay sweep's points in the current view
         self.figure: Figure | None = None
         self.png = b""
@@ -336,6 +339,8 @@ class Explorer:
         point = {x: self.inspect.value, view.other(x): fixed}
         self.config = config_table(summary, metric, view, point, chosen)
         self.trials = trials_table(trials, summary, metric, view, point, chosen)
+        profile = sweep_profile(directory)
+        self.breakdown = profile if isinstance(profile, str) else breakdown_table(profile, trials, view, point, chosen)
         self.flag_box.value = _flags_html(self.flags)
         with self.plot:
             clear_output(wait=True)
@@ -346,6 +351,8 @@ class Explorer:
             display(HTML(f"<b>{html.escape(metric)} at {html.escape(where)}</b>"))
             display(_styled_config(self.config))
             display(_styled_trials(self.trials))
+            display(HTML("<b>Where the CPU goes (sampled): each category's share of the trials' samples</b>"))
+            display(_breakdown(self.breakdown))
         # last, so that a front end seeing the new status has every other output already
         self.status.value = self._status_text(manifest, metric, x, fixed, confidence)
 
@@ -384,6 +391,14 @@ class Explorer:
             with output:
                 clear_output()
         self.flag_box.value = ""
+
+
+def _breakdown(table: pd.DataFrame | str) -> Any:
+    """The breakdown as a table of percentages, or the one line that says why there is none."""
+    if isinstance(table, str):
+        return HTML(html.escape(table))
+    shares = [c for c in table.columns if c not in ("implementation", "side")]
+    return table.style.format("{:.1%}", subset=shares).hide(axis="index")
 
 
 def _row(*children: widgets.Widget) -> widgets.HBox:

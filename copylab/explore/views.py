@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from copylab import experiments
+from copylab.analysis import breakdown
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
 from copylab.declarations import implementations as registry
 from copylab.errors import CopylabError
@@ -230,6 +231,27 @@ def trials_table(
     order = rows["implementation"].map({name: i for i, name in enumerate(implementations)})
     rows = rows.assign(_order=order).sort_values(["_order", "repetition"])
     return rows[list(TRIAL_COLUMNS)].reset_index(drop=True)
+
+
+def breakdown_table(
+    profile: pd.DataFrame, trials: pd.DataFrame, view: View, point: Point, implementations: Sequence[str]
+) -> pd.DataFrame:
+    """Where the CPU goes in one configuration: per implementation and side, each category's share of all the
+    samples of its trials' windows (copylab.analysis.breakdown), categories with no sample left out."""
+    rows = trials[_configuration(trials, view, point) & (trials["status"] == "ok")]
+    rows = rows[rows["implementation"].isin(list(implementations))]
+    found = breakdown.shares(profile, rows, ["implementation", "side"])
+    if found.empty:
+        return pd.DataFrame(columns=["implementation", "side"])
+    totals = found.groupby("implementation")["samples"].transform("sum")
+    found = found.assign(share=found["samples"] / totals.where(totals > 0))
+    table = found.pivot_table(index=["implementation", "side"], columns="category", values="share", fill_value=0.0)
+    table = table.loc[:, (table > 0).any()]
+    order = {name: i for i, name in enumerate(implementations)}
+    table = table.reset_index().sort_values(
+        ["implementation", "side"], key=lambda c: c.map(order) if c.name == "implementation" else c
+    )
+    return table.reset_index(drop=True)
 
 
 def unstable_flags(data: pd.DataFrame) -> pd.DataFrame:

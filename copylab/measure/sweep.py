@@ -40,13 +40,14 @@ from copylab.measure.planning.schedule import (
     plan,
     precise_enough,
 )
-from copylab.measure.running import drivers, kernel_copies
+from copylab.measure.running import drivers, kernel_copies, profiling
 from copylab.measure.running.drivers import GRACE_S
-from copylab.measure.running.spec import TrialSettings, TrialSpec
+from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import DATA
 from copylab.programs.perf import PerfSupport
-from copylab.record.manifest import Harness
+from copylab.programs.sampler import EVENT, SAMPLE_HZ
+from copylab.record.manifest import Harness, SamplerRecord
 from copylab.record.store import SweepStore
 from copylab.testbeds import sink, testbed
 from copylab.testbeds.testbed import Testbed
@@ -153,6 +154,27 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
         yield counts
 
 
+@contextmanager
+def _sampling(config: SweepConfig, store: SweepStore, bed: Testbed) -> Iterator[profiling.SweepSampler]:
+    """The sweep's sampler (copylab.measure.running.profiling), and in the manifest which one ran and at what rate."""
+    cpus = [cpu for pinning in config.pinning for cpu in cpus_for(pinning)]
+    with profiling.sampling(config.name, cpus, bed.path != "network", bed.privilege == "root") as sampled:
+        if not sampled.use.available:
+            print(f"copylab: the trials are not sampled: {sampled.use.reason}", file=sys.stderr)
+        record = SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT)
+        store.write_manifest(dataclasses.replace(store.read_manifest(), sampler=record))
+        yield sampled
+
+
+def _record_profile(store: SweepStore, sampled: profiling.SweepSampler) -> None:
+    """The profile of the trials this run sampled, or the one line that says why it sampled none."""
+    profile = sampled.finish()
+    if profile is None:
+        store.write_unsampled(sampled.use.reason)
+    else:
+        store.write_profile(profile.table(), profile.symbols())
+
+
 def _check_writable(directory: Path) -> None:
     """A one-line refusal, before anything runs, when this user cannot write the sweep's directory."""
     existing = directory
@@ -229,10 +251,11 @@ def _run_prepared(
         with bed.running():
             skip = _leave_out_unavailable(config, bed, result)
             settings = _measure_once(config, store, bed, support, result, skip)
-            with _kernel_copies(config, bed) as counts:
+            with _kernel_copies(config, bed) as counts, _sampling(config, store, bed) as sampled:
                 batches = _schedule(config, store, result, skip, found)
-                settings = dataclasses.replace(settings, kernel_copies=counts)
+                settings = dataclasses.replace(settings, kernel_copies=counts, sampler=sampled)
                 _run_trials(batches, done, settings, writer, result, found, on_row, progress)
+                _record_profile(store, sampled)
                 result.exhausted = True
                 if config.target_ci is not None or config.budget_s is not None:
                     result.planned = result.ran + result.skipped

@@ -76,6 +76,16 @@ class PerfRecord:
 
 
 @dataclass(frozen=True)
+class SamplerRecord:
+    """The sampled profile of the trials' windows (copylab.programs.sampler)."""
+
+    sampled: bool  # whether the trials' windows were sampled
+    command: str  # the sampler as it ran (perf record, its event, rate and call chains), or why it did not run
+    rate_hz: int  # samples per second per CPU
+    event: str  # perf's event
+
+
+@dataclass(frozen=True)
 class Harness:
     """What the sweep cost beyond its measured windows."""
 
@@ -163,6 +173,8 @@ class Manifest:
     # Written by ./inv report into its first sweep's manifest: how its first pass was sized from this host
     # (first_pass.* below).
     first_pass: FirstPass | None = None
+    # Which sampler profiled the trials' windows and at what rate; None: a sweep from before the sampler.
+    sampler: SamplerRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)

@@ -33,6 +33,19 @@ if TYPE_CHECKING:  # drawing is the analysis's business: running a sweep never i
 
 TRIALS_FILE = "trials.csv"
 MANIFEST_FILE = "manifest.json"
+# The sampled profile of the trials' windows (copylab.programs.profile_reader): samples per trial, side and
+# category, and the kernel functions no category claimed.  A sweep that could not sample writes one line instead.
+PROFILE_FILE = "profile.csv"
+PROFILE_SYMBOLS_FILE = "profile_symbols.csv"
+NOT_SAMPLED = "not sampled: "
+PROFILE_COLUMNS = {
+    "trial_id": "str",
+    "side": "str",
+    "category": "str",
+    "samples": "int64",
+    "share": "float64",
+    "trial_samples": "int64",
+}
 FIGURE_DPI = 200
 
 
@@ -178,6 +191,46 @@ class SweepStore:
     def origin(self, manifest: Manifest | None = None) -> Origin:
         """Which data and code the sweep's numbers come from (copylab.record.origin)."""
         return Origin.of(manifest or self.read_manifest(), self.trials_sha256())
+
+    # ------------------------------------------------------------ the sampled profile
+
+    def write_profile(self, table: pd.DataFrame, symbols: pd.DataFrame) -> None:
+        """The profile of this run's trials, beside what a resumed sweep's earlier runs recorded of other trials."""
+        earlier = self.read_profile()
+        if isinstance(earlier, pd.DataFrame):
+            table = pd.concat([earlier[~earlier["trial_id"].isin(set(table["trial_id"]))], table], ignore_index=True)
+            path = self.directory / PROFILE_SYMBOLS_FILE
+            if path.is_file():
+                before = pd.read_csv(path, keep_default_na=False, dtype={"function": str})
+                symbols = pd.concat([before, symbols]).groupby("function", as_index=False)["samples"].sum()
+                symbols = symbols.sort_values("samples", ascending=False)
+        table[list(PROFILE_COLUMNS)].to_csv(self.directory / PROFILE_FILE, index=False, lineterminator="\n")
+        symbols.to_csv(self.directory / PROFILE_SYMBOLS_FILE, index=False, lineterminator="\n")
+
+    def write_unsampled(self, reason: str) -> None:
+        """The profile's one line when the sweep could not sample: why."""
+        (self.directory / PROFILE_FILE).write_text(f"{NOT_SAMPLED}{reason}\n")
+
+    def read_profile(self) -> pd.DataFrame | str:
+        """The profile's rows, or in one line why there are none (never zeros)."""
+        path = self.directory / PROFILE_FILE
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return "not sampled: the sweep was run by a copylab without the sampler"
+        if text.startswith(NOT_SAMPLED):
+            return text.strip()
+        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""], dtype={"trial_id": str})
+        if list(frame.columns) != list(PROFILE_COLUMNS):
+            raise CopylabError(f"{path}: its columns are not those of copylab's profile")
+        return frame.astype(PROFILE_COLUMNS)
+
+    def read_profile_symbols(self) -> pd.DataFrame:
+        """The kernel functions no category claimed, with their samples; empty when none or not sampled."""
+        path = self.directory / PROFILE_SYMBOLS_FILE
+        if not path.is_file():
+            return pd.DataFrame({"function": pd.Series(dtype="str"), "samples": pd.Series(dtype="int64")})
+        return pd.read_csv(path, keep_default_na=False, dtype={"function": str, "samples": "int64"})
 
     # ------------------------------------------------------------ analysis tables and figures
 

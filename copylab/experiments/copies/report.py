@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from copylab.analysis.copy_bound import copy_limit_rows
 from copylab.declarations import implementations
 from copylab.experiments.copies import answers, captions, glance, layout
+from copylab.experiments.copies.answers.costs import breakdown_figures, profile_limitations
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table
@@ -227,6 +228,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
             for block in (
                 Markdown(f"## {question}\n\n{answer.markdown()}", anchor=f"question-{number}"),
                 *_answer_figures(number, companions),
+                *breakdown_figures(number, results, companions),
             )
         ),
     ]
@@ -318,10 +320,14 @@ def limitations(results: Results, companions: Mapping[str, Results] | None = Non
     ]
 
 
+def _limitations(results: Results, companions: Mapping[str, Results] | None = None) -> list[str]:
+    return limitations(results, companions) + profile_limitations(results, companions or {})
+
+
 REPORT = ExperimentReport(
     parts=parts,
     summary=summary,
-    limitations=limitations,
+    limitations=_limitations,
     absent=absent,
     front=front,
     back=back,

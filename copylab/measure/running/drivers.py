@@ -51,6 +51,10 @@ class Driver:
         """The measured window, as the client reports it (its ends, its pid, the bytes it received), or None."""
         return None
 
+    def window_ends(self, client_out: str) -> tuple[int, int] | None:
+        """The measured window's ends (CLOCK_MONOTONIC, ns) as the client reports them, or None."""
+        return None
+
 
 def runner(spec: DriverSpec) -> Driver:
     """The driver that starts and reads the ends SPEC declares."""
@@ -160,6 +164,11 @@ class CopylabPrograms(Driver):
 
     def window(self, client_out: str) -> Window | None:
         return _client_window(client_out)
+
+    def window_ends(self, client_out: str) -> tuple[int, int] | None:
+        result = contract.json_object(client_out)
+        begin, end = result.get("window_begin_ns"), result.get("window_end_ns")
+        return (int(begin), int(end)) if isinstance(begin, int) and isinstance(end, int) else None
 
 
 def iperf3_whole_seconds(seconds: float) -> int:

@@ -14,6 +14,7 @@ from copylab.programs.perf import PerfSupport
 
 if TYPE_CHECKING:
     from copylab.measure.running.kernel_copies import Accounting
+    from copylab.measure.running.profiling import SweepSampler
     from copylab.testbeds.testbed import Testbed
 
 PORT = 5201
@@ -53,6 +54,8 @@ class TrialSettings:
     port: int = PORT
     # Counts the kernel's copies in each window (copylab.measure.running.kernel_copies); None: not counted.
     kernel_copies: Accounting | None = None
+    # Samples each trial's window with perf record (copylab.measure.running.profiling); None: not sampled.
+    sampler: SweepSampler | None = None
     experiment: str = experiments.DEFAULT.name
     # The sweep's settings that reach its rows or its programs (copylab.declarations.settings: column, program); the
     # others

@@ -13,7 +13,7 @@ import math
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from copylab.declarations.schema import PERF_EVENTS
 from copylab.measure.running import drivers
 from copylab.measure.running.drivers import GRACE_S, Driver, TrialFailed
 from copylab.measure.running.host_speed import trial_speed
+from copylab.measure.running.profiling import cpu_set
 from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.window import Window
 from copylab.programs.perf import PerfRun, PerfSupport
@@ -222,6 +223,11 @@ def _record_measurement(
     return window
 
 
+def _sampled(settings: TrialSettings) -> AbstractContextManager[None]:
+    """The sweep's sampler switched on while the ends run, when the sweep samples."""
+    return settings.sampler.around_trial() if settings.sampler is not None else nullcontext()
+
+
 def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     """Runs one trial and returns its row (status ok or failed, never raises TrialFailed)."""
     row = _row_identity(spec, settings)
@@ -238,10 +244,15 @@ def run_trial(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
         with _perf_files(settings) as runs:
             commands = _commands(spec, settings, driver, cpus, runs, use_perf)
             try:
-                outputs = _run_ends(settings, driver, commands, processes, budget, started)
+                with _sampled(settings):
+                    outputs = _run_ends(settings, driver, commands, processes, budget, started)
                 window = _record_measurement(row, spec, settings, driver, runs, use_perf, outputs)
             finally:
                 processes.end_all()
+            if settings.sampler is not None:
+                programs = tuple(command[0] for command in driver.commands(spec, settings))
+                ends = driver.window_ends(outputs[1])
+                settings.sampler.note(spec.trial_id, ends, (programs[0], programs[1]), cpu_set(cpus))
         row.update(trial_speed(spec, settings, "after"))
         # Last: bpftrace's flush that covers the window's end has come meanwhile, instead of being waited for.
         row.update(_kernel_copies(settings, window))

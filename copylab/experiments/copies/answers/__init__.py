@@ -10,9 +10,11 @@ found by their role in the registry (copylab.roles), never by name.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from copylab.experiments.copies.answers.anomalies import answer_q6, q6
 from copylab.experiments.copies.answers.caches import answer_q2, measures_cache_levels, q2
+from copylab.experiments.copies.answers.costs import one_copy_costs, sink_costs, zero_copy_shares, zero_copy_trade
 from copylab.experiments.copies.answers.crossover_parts import q4, q5
 from copylab.experiments.copies.answers.crossovers import answer_crossover, answer_q4, crossover_statement
 from copylab.experiments.copies.answers.evidence import copy_evidence, kernel_copy_evidence
@@ -88,6 +90,16 @@ def crossover_summary(results: Results) -> str:
     )
 
 
+def _with(answer: Answer, numbers: str = "", mechanism: str = "") -> Answer:
+    """ANSWER with the CPU breakdown's shares added to its numbers and the cost model's costs to its mechanism
+    (copylab.experiments.copies.answers.costs), those it has."""
+
+    def joined(*parts: str) -> str:
+        return "\n\n".join(part for part in parts if part)
+
+    return replace(answer, numbers=joined(answer.numbers, numbers), mechanism=joined(answer.mechanism, mechanism))
+
+
 def answers(results: Results, companions: Mapping[str, Results] | None = None) -> list[tuple[str, Answer]]:
     """(question, its answer in five parts) for the six questions, in the assignment's order, from the main sweep
     RESULTS and the sweeps COMPANIONS holds beside it (copylab.experiments.copies.report.companion): question 2 from
@@ -95,11 +107,11 @@ def answers(results: Results, companions: Mapping[str, Results] | None = None) -
     companions = companions or {}
     sink = companions.get("sink")
     found = (
-        q1(results, sink),
+        _with(q1(results, sink), zero_copy_shares(results, sink), zero_copy_trade(results, sink)),
         q2(results, companions.get("caches")),
         q3(results, companions.get("threads")),
-        q4(results),
-        q5(results, sink),
+        _with(q4(results), mechanism=one_copy_costs(results)),
+        _with(q5(results, sink), mechanism=sink_costs(sink)),
         q6(results),
     )
     return list(zip(QUESTIONS, found, strict=True))
