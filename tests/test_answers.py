@@ -307,7 +307,7 @@ def test_crossover_statuses_without_a_crossover_are_stated_honestly(status, phra
     ("status", "short", "full"),
     [
         ("equivalent", "**equivalent** at every size from 64 B to 64 KiB: within ±3%", "2.1% either way"),
-        ("undecided", "**undecided** from 64 B to 64 KiB: about 24 more blocks would decide it", "most near 16 KiB"),
+        ("undecided", "**undecided** from 64 B to 64 KiB: about 24 more blocks, most near 16 KiB", "would decide it"),
         ("model_does_not_fit", "no verdict: the model does not fit", "p = 0.002"),
     ],
 )

@@ -164,7 +164,7 @@ def to_decide(row: pd.Series) -> str:
         return "more blocks at every point would decide it"
     if more < 1:
         return f"its band already decides it; a few more blocks, near {where} first, would show it again more surely"
-    return f"about {count(more)} more blocks would decide it, most near {where} (if the curve stays as measured)"
+    return f"about {count(more)} more blocks, most near {where}, would decide it"
 
 
 def sure_clause(row: pd.Series) -> str:
