@@ -22,7 +22,7 @@ def _mib(paths: list[Path]) -> float:
 
 
 def _report(options: dict[str, Any], seconds: float) -> dict[str, measured.Figure]:
-    from copylab.bench.goals import REPORT_BUDGET_S
+    from copylab.bench.figure import REPORT_BUDGET_S
     from copylab.study.handin import report_sweeps
 
     by = "./inv report" if options.get("data") is None else "./inv report --data ..."
@@ -81,7 +81,7 @@ def run(command: Any, options: dict[str, Any]) -> int:
 
 
 def record_bench(figures: list[Any], smoke: bool) -> None:
-    """The bench's figures (copylab.bench.goals.BenchFigure), each a figure of its own keyed by its name, its goal
+    """The bench's figures (copylab.bench.figure.BenchFigure), each a figure of its own keyed by its name, its goal
     and whether it was met; a smoke run measures nothing worth keeping."""
     if smoke:
         return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from copylab.analysis.crossover import SETTLED
+from copylab.analysis.curve_model import EQUIVALENCE_MARGIN, SURE
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.experiments.copies import answers
@@ -51,10 +51,11 @@ def at_a_glance(results: Results, companions: Mapping[str, Results] | None = Non
     ]
     return (
         "The study's six questions (Part E) and this sweep's answers in brief, each with how sure it is. Part E "
-        "argues each in five parts: the claim, the numbers, the mechanism, its test and the limits. A verdict is "
-        "*decided* at a size when the paired test, corrected for testing every size (Holm), tells the two senders "
-        "apart; it is *settled* when drawing the blocks it rests on anew, with replacement (a bootstrap *redraw*), "
-        f"gives it again at least {SETTLED:.0%} of the time.\n\n" + "\n".join(items)
+        "argues each in five parts: the claim, the numbers, the mechanism, its test and the limits. A comparison "
+        "along size is *decided* when one model of the whole curve, fitted to every block, places a crossover, "
+        "finds one option better wherever the two differ, or finds them within "
+        f"±{EQUIVALENCE_MARGIN:.0%} of each other everywhere (*equivalent*); it is *sure* when at least {SURE:.0%} "
+        "of simulated second runs reach the same verdict.\n\n" + "\n".join(items)
     )
 
 
