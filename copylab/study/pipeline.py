@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from copylab import experiments
 from copylab.analysis.analyze_sweep import run_analysis_notebook
@@ -21,6 +22,7 @@ from copylab.errors import CopylabError
 from copylab.formatting import fmt_num
 from copylab.measure import sweep
 from copylab.measure.host.provenance import now_iso
+from copylab.paths import DATA
 from copylab.programs.build import build
 from copylab.record.origin import ModifiedData
 from copylab.record.store import SweepStore
@@ -28,6 +30,7 @@ from copylab.report.comparison import write_comparison
 from copylab.report.render import render_report
 from copylab.study import REPORT_BUDGET_S
 from copylab.study.budget import MAX_CYCLES, shares, still_open
+from copylab.study.link import Link, card_mtu, not_between_hosts
 from copylab.study.verification import verified_pass
 from copylab.testbeds import sender_pages
 
@@ -42,27 +45,31 @@ def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def _not_here(experiment: str, profile: str) -> str | None:
-    """Why this user cannot run the profile's sweep on this host (it would change a setting of the whole host, which
-    needs root); None when it can."""
+def _not_here(experiment: str, profile: str, link: Link | None = None) -> str | None:
+    """Why the profile's sweep is not measured: between two hosts (LINK), why it means nothing there; here, why this
+    user cannot run it (it would change a setting of the whole host, which needs root); None when it can."""
+    if link is not None:
+        return not_between_hosts(experiment, profile)
     if os.geteuid() == 0:
         return None
     return sender_pages.refusal_without_root(make_config("check", profile, experiment=experiment).sender_pages)
 
 
-def first_passes(stamp: str) -> tuple[list[SweepStore], dict[str, str]]:
-    """Every reported sweep's first pass, one after the other; their stores, and the profiles that could not run
-    here with the reason."""
+def first_passes(
+    stamp: str, link: Link | None = None, settings: dict[str, Any] | None = None, data_root: Path = DATA
+) -> tuple[list[SweepStore], dict[str, str]]:
+    """Every reported sweep's first pass, one after the other (between the two hosts of LINK with its SETTINGS when
+    given); their stores, and the profiles that could not run here with the reason."""
     stores, skipped = [], {}
     for experiment, profile, name in report_sweeps(stamp):
-        why = _not_here(experiment, profile)
+        why = _not_here(experiment, profile, link)
         if why:
             print(f"copylab: the {profile} sweep is not measured: {why}", file=sys.stderr)
             skipped[profile] = why
             continue
         # A budget of nothing: the first pass alone, the blocks of undecided comparisons come later (more_time).
-        config = make_config(name, profile, experiment=experiment, budget_s=0.0)
-        result = sweep.run(config, progress=sys.stderr.isatty())
+        config = make_config(name, profile, experiment=experiment, budget_s=0.0, **(settings or {}))
+        result = sweep.run(config, data_root=data_root, progress=sys.stderr.isatty() and link is None)
         print(result.summary())
         if not result.ok:
             raise CopylabError(f"no trial of the {experiment} {profile} sweep succeeded; nothing to report")
@@ -88,19 +95,23 @@ def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
         where = ", ".join(f"{store.name} {fmt_num(share)} s ({points[store]} points)" for store, share in given.items())
         print(f"copylab: extra blocks, cycle {cycle}, where verdicts or means are still open: {where}")
         for store, share in given.items():
-            result = sweep.run(store.read_manifest().parameters, resume=True, progress=False, more_s=share)
+            parameters = store.read_manifest().parameters
+            result = sweep.run(parameters, store.directory.parent, resume=True, progress=False, more_s=share)
             print(f"copylab: {store.name}: {result.ran} more trials in {fmt_num(result.wall_s)} s")
 
 
-def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
+def measure(budget_s: float = REPORT_BUDGET_S, link: Link | None = None, data_root: Path = DATA) -> list[SweepStore]:
     """Builds the programs and runs every reported sweep under one budget: the first passes, then the rest of the
-    time where the study's answers are still undecided."""
-    build()
+    time where the study's answers are still undecided.  Between the two hosts of LINK (copylab.study.link) each
+    host builds its own, and the sweeps that mean nothing there are left out, said so in the report."""
+    if link is None:
+        build()
     started = time.monotonic()
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
-    runnable = [sweep for sweep in report_sweeps(stamp) if not _not_here(sweep[0], sweep[1])]
-    verified = verified_pass(runnable, stamp)
-    stores, skipped = first_passes(stamp)
+    settings = link.settings(card_mtu(link)) if link is not None else {}
+    runnable = [sweep for sweep in report_sweeps(stamp) if not _not_here(sweep[0], sweep[1], link)]
+    verified = verified_pass(runnable, stamp, data_root, settings)
+    stores, skipped = first_passes(stamp, link, settings, data_root)
     main = stores[0]
     main.write_manifest(
         dataclasses.replace(

@@ -13,7 +13,7 @@ from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
-from copylab.report import glossary
+from copylab.report import glossary, real_link
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
 from copylab.report.results import Results, between_hosts, present, receive_modes, traced
@@ -221,6 +221,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown(copy_limit(results)),
         *([Markdown(text)] if (text := layout.section(results)) else []),
         Markdown("# Part E: answers to the questions"),
+        *real_link.blocks(results),
         *(
             block
             for number, (question, answer) in enumerate(answers.answers(results, companions), 1)
@@ -258,6 +259,7 @@ def front(results: Results, companions: Mapping[str, Results] | None = None) -> 
     """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
     return [
         Markdown("# Answers at a glance"),
+        *real_link.blocks(results),
         Markdown(glance.at_a_glance(results, companions), links=_evidence_links(results)),
     ]
 
