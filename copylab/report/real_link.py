@@ -44,7 +44,7 @@ def statement(results: Results) -> str | None:
     server = ends.get("server")
     mtu = server.link.mtu if server is not None and server.link is not None else None
     return md_escape(
-        f"These answers are for a real link, not a veth pair: {name(manifest)}. Zero-copy sends (question 5) crossed "
+        f"These answers are for a real link between two hosts: {name(manifest)}. Zero-copy sends (question 5) crossed "
         f"that card over TCP, so the kernel copied their pages only where the card could not take them as they are"
         + (f"; receiving by mapping ran at the card's MTU, {mtu} B." if mtu else ".")
     )

@@ -40,7 +40,7 @@ from copylab.testbeds.resident import Runner
 from copylab.testbeds.ssh import open_connection, shell
 from copylab.testbeds.testbed import HOST_PROGRAMS, Completed, End, EndLost, Started, Testbed
 
-TOOLS = ("python3", "gcc", "make", "tar", "timeout", "taskset", "pkill", "mkfifo")
+TOOLS = ("python3", "gcc", "make", "tar", "timeout", "setpriv", "taskset", "pkill", "mkfifo")
 
 
 def _kill_started(directory: str) -> str:
@@ -161,8 +161,8 @@ class RemoteEnd(End):
         missing = result.stdout.split()
         if missing:
             raise CopylabError(
-                f"{self.label}: {', '.join(missing)} not found (copylab builds and runs its C programs there: "
-                "install gcc make tar coreutils util-linux procps)"
+                f"{self.label}: {', '.join(missing)} not found (copylab builds and runs its C programs there, "
+                "under a runner in python3: install python3 gcc make tar coreutils util-linux procps)"
             )
 
     def check_congestion_control(self, name: str) -> None:

@@ -106,7 +106,8 @@ class Runner:
     def start(self, key: str, argv: list[str], deadline_s: float) -> dict[str, Any]:
         # Started by this (main) thread, which lives as long as the runner: the death signal is the runner's.
         process = subprocess.Popen(
-            ["timeout", "-s", "KILL", f"{deadline_s:.0f}", *argv],
+            # The program dies with timeout, and timeout with the runner: a killed runner leaves no program unbounded.
+            ["timeout", "-s", "KILL", f"{deadline_s:.0f}", "setpriv", "--pdeathsig", "KILL", "--", *argv],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
