@@ -16,7 +16,7 @@ from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.measure import sweep
 from copylab.record.store import SweepStore
-from copylab.report.fleet import differences
+from copylab.report.hosts.fleet import differences
 from copylab.study import fleet
 from copylab.study.link import Link
 from copylab.study.pipeline import report_sweeps

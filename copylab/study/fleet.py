@@ -23,7 +23,7 @@ from copylab.errors import CopylabError
 from copylab.measure.host.provenance import now_iso
 from copylab.paths import DATA
 from copylab.record.store import SweepStore
-from copylab.report.fleet import PairStudy, write_fleet_comparison
+from copylab.report.hosts.fleet import PairStudy, write_fleet_comparison
 from copylab.study import pipeline
 from copylab.study.link import Link, checked
 

@@ -13,9 +13,10 @@ from copylab.experiments.copies import answers, captions, glance, layout
 from copylab.experiments.copies.presentation import EXPLANATIONS, RECEIVE_EXPLANATIONS
 from copylab.experiments.copies.queries import role, zero_copy_counts
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
-from copylab.report import glossary, real_link
+from copylab.report import glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
+from copylab.report.hosts import real_link
 from copylab.report.results import Results, between_hosts, present, receive_modes, traced
 from copylab.roles import Role
 
