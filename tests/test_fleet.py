@@ -21,6 +21,7 @@ from copylab.study import fleet
 from copylab.study.link import Link
 from copylab.study.pipeline import report_sweeps
 from tests.conftest import needs_root
+from tests.robustness_table import rows_lost_from
 from tests.ssh_hosts import TAG, HostPair, host_pairs, leftovers, running_in
 from tests.test_robustness import wait_for
 from tests.test_sweep import read_rows
@@ -158,7 +159,10 @@ def _rows(root: Path, pair: str) -> list[dict[str, str]]:
 
 @needs_root
 def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is_missing(pairs, tmp_path, outcome):
-    outcome.update(area="fleet", fault="one pair's client host goes away mid-run while the other pair runs")
+    outcome.update(
+        area="two hosts",
+        fault="a fleet of two pairs: " + "one pair's client host goes away mid-run while the other pair runs",
+    )
     kept, lost = pairs
     text = "".join(
         f"[[pair]]\nname = 'p{bed.index}'\nserver_host = '{bed.server_host}'\nclient_host = '{bed.client_host}'\n"
@@ -167,8 +171,11 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
     )
     path = _file(tmp_path, text)
 
+    written: list[dict[str, str]] = []
+
     def lose_a_host() -> None:
         wait_for(lambda: _rows(tmp_path, "p1") and running_in(lost.client_ns, "two_copy_client"), 120, 0.02)
+        written.extend(_rows(tmp_path, "p1"))
         lost.stop_sshd(lost.client_ns)
 
     losing = threading.Thread(target=lose_a_host)
@@ -180,7 +187,11 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
         lost.start_sshd(lost.client_ns)
     ran, cut = _rows(tmp_path, "p0"), _rows(tmp_path, "p1")
     left = leftovers(f"tiny-{TAG}", [*kept.namespaces, *lost.namespaces])
-    outcome.update(behaviour=f"p0 ran {len(ran)} trials, p1 {len(cut)} before its host went", leftovers=left)
+    outcome.update(
+        behaviour=f"p0 ran {len(ran)} trials, p1 {len(cut)} before its host went; the comparison lists p1 as missing",
+        rows_lost=rows_lost_from(written, cut),
+        leftovers=left,
+    )
     assert len(ran) == 12 and all(row["status"] == "ok" for row in ran), ran
     assert cut and cut[0]["status"] == "ok" and len(cut) < 12
     # the two pairs share no machine: they ran at the same time
@@ -191,4 +202,4 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
     assert "# What is missing" in notebook and "- p1: " in notebook and "finish with --resume" in notebook
     assert "what it measured is kept in" in notebook
     assert "# p0: " in notebook and "for a real link" in notebook and "driver veth" in notebook
-    assert left == []
+    assert outcome["rows_lost"].lost == 0 and left == []

@@ -21,6 +21,7 @@ from copylab.declarations import config
 from copylab.measure import sweep
 from copylab.testbeds import resident
 from tests.conftest import needs_root
+from tests.robustness_table import rows_lost_from
 from tests.ssh_hosts import TAG, HostPair, command_of, exited, host_pairs, leftovers, namespace_pids
 from tests.test_robustness import wait_for
 from tests.test_sweep import read_rows
@@ -187,6 +188,7 @@ def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind
     )
     namespaces_before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     faults: list[str] = []
+    before: list[dict[str, str]] = []
 
     def fault(row: dict[str, Any]) -> None:
         # after the first row the server's runner is killed outright; after the third the client's connection drops
@@ -194,6 +196,7 @@ def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind
             os.kill(_runner_pid(hosts.server_ns), signal.SIGKILL)
             faults.append("runner")
         elif len(faults) == 1 and row["order_index"] >= 2 and row["status"] == "ok":
+            before.extend(read_rows(tmp_path / name / "trials.csv"))
             for pid in _connection_sessions(hosts, hosts.client_ns):
                 os.kill(pid, signal.SIGKILL)
             faults.append("connection")
@@ -205,11 +208,11 @@ def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind
     namespaces_after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     outcome.update(
         behaviour=f"{len(failed)} trials failed ({'; '.join(row['error'] for row in failed)}), the sweep went on",
-        rows_lost=None,
+        rows_lost=rows_lost_from(before, rows),
         leftovers=left,
     )
     assert faults == ["runner", "connection"]
     assert len(rows) == result.planned == 6 and 1 <= len(failed) <= 2, rows
     assert any("server host" in row["error"] for row in failed), failed
     assert rows[-1]["status"] == "ok", "both ends came back: the sweep went on after the faults"
-    assert left == [] and namespaces_after == namespaces_before
+    assert outcome["rows_lost"].lost == 0 and left == [] and namespaces_after == namespaces_before
