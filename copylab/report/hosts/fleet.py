@@ -9,6 +9,7 @@ not finish, with why and where what it measured is kept.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,9 +69,14 @@ def crossovers(sweeps: dict[str, compose.ReportSweeps]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pair", "curve", "at", "low", "high"])
 
 
-def differences(found: pd.DataFrame) -> list[str]:
+def differences(found: pd.DataFrame, named: Mapping[str, str] | None = None) -> list[str]:
     """Per curve measured on two pairs or more: whether its crossover differs between them (two intervals that do
-    not overlap) or not."""
+    not overlap) or not, each pair with what NAMED says of it (its CPU model, kernel and card)."""
+    named = named or {}
+
+    def label(pair: str) -> str:
+        return md_escape(f"{pair} ({named[pair]})" if pair in named else pair)
+
     said = []
     for curve, rows in found.groupby("curve", sort=True):
         if len(rows) < 2:
@@ -82,10 +88,10 @@ def differences(found: pd.DataFrame) -> list[str]:
             if a.pair < b.pair and (a.high < b.low or b.high < a.low)
         ]
         if apart:
-            listed = "; ".join(f"{md_escape(a)} and {md_escape(b)}" for a, b in apart)
+            listed = "; ".join(f"{label(a)} and {label(b)}" for a, b in apart)
             said.append(f"{code(str(curve))}: the crossover differs ({listed}: their intervals do not overlap).")
         else:
-            pairs = ", ".join(md_escape(pair) for pair in rows["pair"])
+            pairs = ", ".join(label(pair) for pair in rows["pair"])
             said.append(f"{code(str(curve))}: no difference shown between {pairs} (their intervals overlap).")
     return said
 
@@ -132,7 +138,10 @@ def blocks(pairs: list[PairStudy], sweeps: dict[str, compose.ReportSweeps], figu
     if figure is None:
         content.append(Markdown("No pair's sweeps found a stream throughput crossover."))
     else:
-        said = differences(crossovers(sweeps)) or ["Each crossover was found on one pair only: nothing to compare."]
+        named = {pair: _named(study.main) for pair, study in sweeps.items()}
+        said = differences(crossovers(sweeps), named) or [
+            "Each crossover was found on one pair only: nothing to compare."
+        ]
         content += [
             Figure(figure, "Each pair's stream throughput crossovers, with their 95% intervals (crossovers.csv)."),
             Markdown("\n".join(f"- {line}" for line in said)),
