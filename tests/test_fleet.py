@@ -206,3 +206,62 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
     assert "what it measured is kept in" in notebook
     assert "# p0: " in notebook and "for a real link" in notebook and "driver veth" in notebook
     assert outcome["rows_lost"].lost == 0 and left == []
+
+
+def _pair_sweep(tmp_path: Path, pair: str, crossover: float, cpu: str) -> SweepStore:
+    """An analysed synthetic sweep 'measured' between two hosts whose server has CPU, one_copy overtaking two_copy
+    at CROSSOVER bytes."""
+    from copylab.analysis.analyze_sweep import analyze
+    from copylab.experiments import plugins
+    from tests.synthetic import make_trials, write_sweep
+
+    trials = make_trials(
+        sweep=pair,
+        implementations=("two_copy", "one_copy"),
+        workloads=("stream",),
+        threads=(1,),
+        shapes={"one_copy": crossover},
+        trials=6,
+        seed=len(pair),
+    )
+    host = {
+        "hostname": pair,
+        "kernel": "6.1.0-test",
+        "cpu_model": cpu,
+        "cores": 8,
+        "memory_gib": 16.0,
+        "virtualization": "none",
+    }
+    link = {"interface": "eth1", "driver": "ixgbe", "mtu": 9000, "offloads": {"scatter-gather": "on"}}
+    ends = [
+        {"role": role, "target": f"lab@{pair}-{role}", "host": host, "link": link if role == "server" else None}
+        for role in ("server", "client")
+    ]
+    directory = write_sweep(tmp_path / "data" / pair / "quick", trials, {"path": "network", "ends": ends})
+    store = SweepStore(directory, figures_root=tmp_path / "figures", data_root=tmp_path / "data")
+    analyze(store, plugins.draw, n_resamples=200)
+    return store
+
+
+def test_the_comparison_puts_the_pairs_side_by_side_and_says_what_is_missing(tmp_path):
+    from copylab.report.blocks import Figure, Markdown
+    from copylab.report.hosts.fleet import PairStudy, blocks, crossovers, draw, sweeps_of
+
+    studies = [
+        PairStudy("xeon", [_pair_sweep(tmp_path, "xeon", 2048.0, "Intel Xeon E5-2680")]),
+        PairStudy("epyc", [_pair_sweep(tmp_path, "epyc", 131072.0, "AMD EPYC 7B13")]),
+        PairStudy("arm", [], "arm-server: cannot connect over SSH; nothing was measured"),
+    ]
+    sweeps = sweeps_of(studies)
+    found = crossovers(sweeps)
+    assert set(found["pair"]) == {"xeon", "epyc"}, found
+    figure = tmp_path / "crossovers.png"
+    draw(found).savefig(figure)
+    content = blocks(studies, sweeps, figure)
+    text = "\n\n".join(block.text for block in content if isinstance(block, Markdown))
+    assert [block.path for block in content if isinstance(block, Figure)] == [figure]
+    assert "eth1 (driver ixgbe, MTU 9000; offloads on: scatter-gather)" in text.replace("\\", "")
+    assert "the crossover differs (epyc (AMD EPYC 7B13, kernel 6.1.0-test, eth1" in text.replace("\\", "")
+    assert "# xeon: " in text and "# epyc: " in text and "# arm" not in text.replace("# What", "")
+    assert "# What is missing" in text and "- arm: arm-server: cannot connect over SSH" in text.replace("\\", "")
+    assert "| arm | not measured | missing: " in text.replace("\\", "")

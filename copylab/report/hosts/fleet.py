@@ -42,10 +42,9 @@ class PairStudy:
     missing: str | None = None  # why the study did not finish, where its measurements are kept
 
 
-def _results(pair: PairStudy) -> compose.ReportSweeps | None:
-    if not pair.stores:
-        return None
-    return compose.arrange([load_results(store) for store in pair.stores])
+def sweeps_of(pairs: list[PairStudy]) -> dict[str, compose.ReportSweeps]:
+    """Each pair's sweeps in their report roles (the main one, its companions), for the pairs that have any."""
+    return {pair.name: compose.arrange([load_results(store) for store in pair.stores]) for pair in pairs if pair.stores}
 
 
 def _named(results: Results) -> str:
@@ -166,7 +165,7 @@ def write_fleet_comparison(pairs: list[PairStudy], directory: Path) -> Path:
     from copylab.report.render import export_pdf
 
     directory.mkdir(parents=True, exist_ok=True)
-    sweeps = {pair.name: found for pair in pairs if (found := _results(pair)) is not None}
+    sweeps = sweeps_of(pairs)
     found = crossovers(sweeps)
     figure = None
     if not found.empty:
