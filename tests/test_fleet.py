@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -123,13 +124,16 @@ def test_crossovers_differ_only_where_their_intervals_do_not_overlap():
 # ---------------------------------------------------------------- for real: two pairs of hosts over SSH
 
 
+@dataclass(frozen=True)
 class TinyStudy:
-    """A study of one small sweep between a pair's hosts (the report's own takes minutes): what the fleet runs on
-    each pair is its to choose (copylab.study.fleet.Study is the report's)."""
+    """A study of one small sweep, NAME, between a pair's hosts (the report's own takes minutes): what the fleet runs
+    on each pair is its to choose (copylab.study.fleet.Study is the report's).  Run in each pair's own process."""
+
+    name: str
 
     def __call__(self, link: Link, directory: Path) -> list[SweepStore]:
         settings = config.make_config(
-            f"tiny-{TAG}",
+            self.name,
             "quick",
             **link.settings(),
             implementations=["two_copy", "zero_copy"],
@@ -184,7 +188,7 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
     losing = threading.Thread(target=lose_a_host)
     losing.start()
     try:
-        pdf = fleet.report_fleet(path, str(kept.ssh_config), TinyStudy(), data_root=tmp_path)
+        pdf = fleet.report_fleet(path, str(kept.ssh_config), TinyStudy(f"tiny-{TAG}"), data_root=tmp_path)
     finally:
         losing.join()
         lost.start_sshd(lost.client_ns)

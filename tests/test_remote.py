@@ -17,9 +17,12 @@ import pytest
 
 from copylab.declarations import config
 from copylab.errors import CopylabError
+from copylab.experiments.copies import report as copies_report
 from copylab.measure import sweep
 from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
+from copylab.report.blocks import Markdown
+from copylab.report.results import load_results
 from copylab.testbeds import netns
 from tests.conftest import needs_root, path_without
 from tests.robustness_table import Looked, rows_due, rows_lost_from, trial_rows
@@ -111,8 +114,13 @@ def test_copies_sweep_between_two_hosts(hosts, tmp_path):
         "scatter-gather on" in link
     ), link
     assert "local delivery" not in report and "veth pair" not in report
-    # The answers say they are for a real link and name it: both hosts and the card.
-    link = next(line for line in report.splitlines() if "These answers are for a real link" in line).replace("\\", "")
+    # The answers (at a glance and in Part E) say they are for a real link and name it: both hosts and the card.
+    results = load_results(SweepStore(tmp_path / "report" / "data" / name, data_root=tmp_path / "report" / "data"))
+    said = [block.text for block in copies_report.front(results) if isinstance(block, Markdown)]
+    said += [block.text for block in copies_report.parts(results) if isinstance(block, Markdown)]
+    claims = [text.replace("\\", "") for text in said if text.startswith("These answers are for a real link")]
+    assert len(claims) == 2, said[:3]
+    link = claims[0]
     assert f"{hosts.server_host} (" in link and f"to {hosts.client_host} (" in link, link
     assert f"over {netns.INTERFACE} (driver veth, MTU 1500; offloads on: " in link, link
 

@@ -183,6 +183,7 @@ def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind
             duration_s=0.3,
             warmup_s=0.05,
             pinning=["same_cpu"],
+            receive=["copy"],
             calibrate=False,
         ),
     )
@@ -213,6 +214,7 @@ def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind
     )
     assert faults == ["runner", "connection"]
     assert len(rows) == result.planned == 6 and 1 <= len(failed) <= 2, rows
-    assert any("server host" in row["error"] for row in failed), failed
+    assert any("server host" in row["error"] and "its runner ended" in row["error"] for row in failed), failed
+    assert any("client host" in row["error"] and "SSH connection dropped" in row["error"] for row in failed), failed
     assert rows[-1]["status"] == "ok", "both ends came back: the sweep went on after the faults"
     assert outcome["rows_lost"].lost == 0 and left == [] and namespaces_after == namespaces_before

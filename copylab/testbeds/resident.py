@@ -79,7 +79,13 @@ class Runner:
                 self._dispatch(message)
         except (OSError, EOFError, paramiko.SSHException):
             pass
-        self._lose(f"its runner ended ({self._tail[-1]})" if self._tail else "the SSH connection dropped")
+        transport = self.channel.get_transport()
+        if self._tail:
+            self._lose(f"its runner ended ({self._tail[-1]})")
+        elif transport is not None and transport.is_active():
+            self._lose("its runner ended (killed?) while the SSH connection stayed up")
+        else:
+            self._lose("the SSH connection dropped")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if message.get("event") == "ready":
