@@ -49,6 +49,7 @@ class Runner:
         self._exits: dict[str, _Exit] = {}
         self._next_id = 0
         self._lock = threading.Lock()
+        self._sending = threading.Lock()
         self._ready = threading.Event()
         self._tail: list[str] = []  # what the runner printed that is not a message (a Python error)
         self.work = ""
@@ -141,7 +142,8 @@ class Runner:
             self._answers[number] = (event, answer)
             line = json.dumps({"id": number, "op": op, **fields}) + "\n"
         try:
-            self.channel.sendall(line.encode())
+            with self._sending:  # one line at a time: the keep-alive speaks from a thread of its own
+                self.channel.sendall(line.encode())
         except (OSError, EOFError, paramiko.SSHException) as error:
             self._lose(f"the SSH connection broke ({error or type(error).__name__})")
         if not event.wait(timeout + ANSWER_MARGIN_S) and self.lost is None:
