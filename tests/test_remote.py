@@ -115,7 +115,8 @@ def test_copies_sweep_between_two_hosts(hosts, tmp_path):
     ), link
     assert "local delivery" not in report and "veth pair" not in report
     # The answers (at a glance and in Part E) say they are for a real link and name it: both hosts and the card.
-    results = load_results(SweepStore(tmp_path / "report" / "data" / name, data_root=tmp_path / "report" / "data"))
+    scratch = tmp_path / "report"  # where compose() analysed a copy of the sweep
+    results = load_results(SweepStore(scratch / "data" / name, scratch / "figures", scratch / "data"))
     said = [block.text for block in copies_report.front(results) if isinstance(block, Markdown)]
     said += [block.text for block in copies_report.parts(results) if isinstance(block, Markdown)]
     claims = [text.replace("\\", "") for text in said if text.startswith("These answers are for a real link")]
