@@ -45,7 +45,7 @@ def statement(results: Results) -> str | None:
     mtu = server.link.mtu if server is not None and server.link is not None else None
     return md_escape(
         f"These answers are for a real link between two hosts: {name(manifest)}. Zero-copy sends (question 5) crossed "
-        f"that card over TCP, so the kernel copied their pages only where the card could not take them as they are"
+        f"that card over TCP, and the share of their pages the kernel copied anyway is the one measured there"
         + (f"; receiving by mapping ran at the card's MTU, {mtu} B." if mtu else ".")
     )
 
