@@ -78,9 +78,15 @@ def runners() -> Iterator[list[LocalRunner]]:
     started: list[LocalRunner] = []
     yield started
     for runner in started:
-        if runner.process.poll() is None:
+        if runner.process.stdin is not None and not runner.process.stdin.closed:
+            runner.process.stdin.close()  # it ends what it started and removes its directory
+        try:
+            runner.process.wait(10)
+        except subprocess.TimeoutExpired:
             runner.process.kill()
-        runner.process.wait(10)
+            runner.process.wait(10)
+    for runner in started:
+        assert not Path(runner.work).exists(), f"{runner.work} left behind"
 
 
 def test_a_runner_answers_and_ends_everything_when_its_stdin_closes(runners):
