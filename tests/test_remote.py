@@ -6,13 +6,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,226 +17,47 @@ import pytest
 
 from copylab.declarations import config
 from copylab.errors import CopylabError
+from copylab.experiments.copies import report as copies_report
 from copylab.measure import sweep
 from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
+from copylab.report.blocks import Markdown
+from copylab.report.results import load_results
 from copylab.testbeds import netns
 from tests.conftest import needs_root, path_without
 from tests.robustness_table import Looked, rows_due, rows_lost_from, trial_rows
+from tests.ssh_hosts import (
+    TAG,
+    HostPair,
+    command_of,
+    control,
+    host_pairs,
+    leftovers,
+    namespace_pids,
+    pair_namespaces,
+    run,
+    running_in,
+)
 from tests.test_reference_report import compose
-from tests.test_robustness import pgrep, wait_for
+from tests.test_robustness import wait_for
 from tests.test_sweep import cli, read_rows
 
-TAG = os.getpid() % 100000
-SERVER_NS, CLIENT_NS = f"clrm{TAG}_s", f"clrm{TAG}_c"
-DATA_SERVER, DATA_CLIENT = "10.207.0.1", "10.207.0.2"  # inside the two namespaces only
-# Each namespace's control link: (this namespace's side, the namespace's side, where its sshd listens). These
-# subnets are routed in this namespace, so they follow TAG: another run's links must not take their traffic.
-_CONTROL_NET = 2 * (TAG % 127)
-CONTROL = {
-    SERVER_NS: (f"10.207.{_CONTROL_NET}.1", f"10.207.{_CONTROL_NET}.2"),
-    CLIENT_NS: (f"10.207.{_CONTROL_NET + 1}.1", f"10.207.{_CONTROL_NET + 1}.2"),
-}
-SSH_PORT = 22
-
-
-def _run(*command: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    if result.returncode != 0:
-        raise AssertionError(f"{' '.join(command)}: {result.stderr.strip()}")
-    return result
-
-
-@dataclass
-class Hosts:
-    """The two 'hosts' and how to reach them."""
-
-    keys: Path
-    ssh_config: Path
-    sshd: dict[str, subprocess.Popen[str]]
-    sshd_config: dict[str, Path]
-
-    @property
-    def server_host(self) -> str:
-        return f"root@{CONTROL[SERVER_NS][1]}"
-
-    @property
-    def client_host(self) -> str:
-        return f"root@{CONTROL[CLIENT_NS][1]}"
-
-    def settings(self, **changes: Any) -> dict[str, Any]:
-        given = dict(
-            server_host=self.server_host,
-            client_host=self.client_host,
-            server_address=DATA_SERVER,
-            ssh_config=str(self.ssh_config),
-        )
-        return {**given, **changes}
-
-    def start_sshd(self, namespace: str, config_file: Path | None = None) -> None:
-        self.stop_sshd(namespace)
-        command = [*netns.exec_prefix(namespace), "/usr/sbin/sshd", "-D", "-e", "-f"]
-        process = subprocess.Popen(
-            [*command, str(config_file or self.sshd_config[namespace])],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.sshd[namespace] = process
-        address = CONTROL[namespace][1]
-        wait_for(lambda: _listening(address), 20, 0.05, process)
-
-    def stop_sshd(self, namespace: str) -> None:
-        """Ends the namespace's sshd and every session it serves (as a host going away would)."""
-        if namespace in self.sshd:
-            self.sshd.pop(namespace).kill()
-        for pid in namespace_pids(namespace):
-            if "sshd" in _command(pid):
-                with suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-
-
-def _on_a_link_here(address: str) -> bool:
-    route = subprocess.run(["ip", "-o", "route", "get", address], capture_output=True, text=True).stdout
-    return bool(route) and " via " not in route
-
-
-def _listening(address: str) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex((address, SSH_PORT)) == 0
-
-
-def _command(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def namespace_pids(namespace: str) -> list[int]:
-    result = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
-    return [int(pid) for pid in result.stdout.split()]
-
-
-def running_in(namespace: str, word: str) -> bool:
-    return any(word in _command(pid) for pid in namespace_pids(namespace))
-
-
-def _exited(pid: int) -> bool:
-    """Gone, or a zombie: it ended and waits only for its parent (init, once orphaned) to collect its status."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _scratch_patterns(name: str) -> list[str]:
-    """Where a sweep named NAME keeps files on an end: its working directory on a host, and the scratch
-    directories (trial files, kernel copy counts, message files) an end of its own would use."""
-    return [
-        f"/tmp/copylab-remote-{name}-*",
-        f"/tmp/copylab-trial-{name}-*",
-        f"/tmp/copylab-kcopy-{name}-*",
-        f"/dev/shm/copylab-files-{name}-*",
-    ]
+SERVER_NS, CLIENT_NS = pair_namespaces(0)
+# Each namespace's control link: (this namespace's side, the namespace's side, where its sshd listens).
+CONTROL = {SERVER_NS: control(0, "server"), CLIENT_NS: control(0, "client")}
 
 
 def remote_leftovers(name: str, settle_s: float = 3.0) -> Looked:
-    """What a sweep named NAME left on the controller and on each of the two 'hosts' (looked for from inside
-    it): working and scratch directories and files, and processes that have not ended.  An SSH session closed
-    as the sweep ended may still be exiting (its command line already gone): what is there after SETTLE_S is
-    left behind."""
-    deadline = time.monotonic() + settle_s
-    while (found := _leftovers(name)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    where = f"on the controller and both hosts: {', '.join(_scratch_patterns(name))}, and their processes"
-    return Looked(found, where)
-
-
-def _files_on(namespace: str | None, patterns: list[str]) -> list[str]:
-    """The paths matching PATTERNS as seen from NAMESPACE (None: the controller's)."""
-    listing = "for p in " + " ".join(patterns) + '; do [ -e "$p" ] && echo "$p"; done; true'
-    prefix = netns.exec_prefix(namespace) if namespace else []
-    return subprocess.run([*prefix, "sh", "-c", listing], capture_output=True, text=True, timeout=30).stdout.split()
-
-
-def _leftovers(name: str) -> list[str]:
-    found = []
-    for namespace, host in ((None, "the controller"), (SERVER_NS, "the server host"), (CLIENT_NS, "the client host")):
-        found += [f"{path} on {host}" for path in _files_on(namespace, _scratch_patterns(name))]
-    found += [f"process {pid} ({_command(int(pid))[:60]})" for pid in pgrep(f"copylab-remote-{name}-")]
-    for namespace in (SERVER_NS, CLIENT_NS):
-        found += [
-            f"process {pid} in {namespace} ({_command(pid)[:60]})"
-            for pid in namespace_pids(namespace)
-            if "sshd" not in _command(pid) and not _exited(pid)
-        ]
-    return found
-
-
-def _write_sshd_config(directory: Path, namespace: str, keys: Path, extra: str = "") -> Path:
-    path = directory / f"sshd_config-{namespace}{'-extra' if extra else ''}"
-    path.write_text(
-        f"""ListenAddress {CONTROL[namespace][1]}
-Port {SSH_PORT}
-HostKey {keys}/host_{namespace}
-AuthorizedKeysFile {keys}/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile none
-Subsystem sftp internal-sftp
-LogLevel ERROR
-{extra}"""
-    )
-    return path
+    """What a sweep named NAME left on the controller and on each of the two 'hosts'."""
+    return leftovers(name, [SERVER_NS, CLIENT_NS], settle_s)
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostPair]:
     if os.geteuid() != 0:
         pytest.skip("two hosts in namespaces need root (ip netns, sshd)")
-    keys = tmp_path_factory.mktemp("ssh")
-    pair = netns.NamespacePair(SERVER_NS, CLIENT_NS, server_address=DATA_SERVER, client_address=DATA_CLIENT)
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id_ed25519"))
-    (keys / "authorized_keys").write_text((keys / "id_ed25519.pub").read_text())
-    known = []
-    for namespace in (SERVER_NS, CLIENT_NS):
-        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / f"host_{namespace}"))
-        known.append(f"{CONTROL[namespace][1]} {(keys / f'host_{namespace}.pub').read_text().strip()}")
-    (keys / "known_hosts").write_text("\n".join(known) + "\n")
-    ssh_config = keys / "ssh_config"
-    ssh_config.write_text(
-        f"""Host {CONTROL[SERVER_NS][1]} {CONTROL[CLIENT_NS][1]}
-  IdentityFile {keys}/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile {keys}/known_hosts
-  StrictHostKeyChecking yes
-"""
-    )
-    bed = Hosts(keys, ssh_config, {}, {ns: _write_sshd_config(keys, ns, keys) for ns in (SERVER_NS, CLIENT_NS)})
-    with netns.namespace_pair(pair):
-        try:
-            for index, namespace in enumerate((SERVER_NS, CLIENT_NS)):
-                outside, inside = CONTROL[namespace]
-                assert not _on_a_link_here(inside), f"{inside} is already on a link here (another run's?)"
-                here, there = f"clrm{TAG}h{index}", f"clrm{TAG}n{index}"
-                _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
-                _run("ip", "link", "set", there, "netns", namespace)
-                _run("ip", "addr", "add", f"{outside}/30", "dev", here)
-                _run("ip", "link", "set", here, "up")
-                _run(*netns.exec_prefix(namespace), "ip", "addr", "add", f"{inside}/30", "dev", there)
-                _run(*netns.exec_prefix(namespace), "ip", "link", "set", there, "up")
-                bed.start_sshd(namespace)
-            yield bed
-        finally:
-            for namespace in (SERVER_NS, CLIENT_NS):
-                bed.stop_sshd(namespace)
-            # The control veths go with their namespaces.
+    with host_pairs(1, tmp_path_factory.mktemp("ssh")) as (bed,):
+        yield bed
 
 
 def _manifest(directory: Path) -> dict[str, Any]:
@@ -296,6 +114,16 @@ def test_copies_sweep_between_two_hosts(hosts, tmp_path):
         "scatter-gather on" in link
     ), link
     assert "local delivery" not in report and "veth pair" not in report
+    # The answers (at a glance and in Part E) say they are for a real link and name it: both hosts and the card.
+    scratch = tmp_path / "report"  # where compose() analysed a copy of the sweep
+    results = load_results(SweepStore(scratch / "data" / name, scratch / "figures", scratch / "data"))
+    said = [block.text for block in copies_report.front(results) if isinstance(block, Markdown)]
+    said += [block.text for block in copies_report.parts(results) if isinstance(block, Markdown)]
+    claims = [text.replace("\\", "") for text in said if text.startswith("These answers are for a real link")]
+    assert len(claims) == 2, said[:3]
+    link = claims[0]
+    assert f"{hosts.server_host} (" in link and f"to {hosts.client_host} (" in link, link
+    assert f"over {netns.INTERFACE} (driver veth, MTU 1500; offloads on: " in link, link
 
 
 @needs_root
@@ -343,7 +171,7 @@ def test_host_settings_without_hosts_are_refused():
             config.make_config("bad", "quick", **given)
 
 
-def _refused(hosts: Hosts, tmp_path: Path, name: str, **changes: Any) -> str:
+def _refused(hosts: HostPair, tmp_path: Path, name: str, **changes: Any) -> str:
     settings = config.make_config(
         name,
         "quick",
@@ -373,7 +201,7 @@ def test_an_unreachable_host_is_named_in_one_line(hosts, tmp_path, outcome):
 def test_a_refused_key_and_an_unknown_host_key_are_named(hosts, tmp_path, outcome):
     outcome.update(area="two hosts", fault="the server refuses the key offered; then a host key not in known_hosts")
     stranger = hosts.keys / "stranger"
-    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger))
+    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger))
     refusing = tmp_path / "refusing_config"
     refusing.write_text(hosts.ssh_config.read_text().replace(f"{hosts.keys}/id_ed25519", str(stranger)))
     refused, left = _refused(hosts, tmp_path, f"remote-key-{TAG}", ssh_config=str(refusing))
@@ -392,7 +220,7 @@ def test_a_refused_key_and_an_unknown_host_key_are_named(hosts, tmp_path, outcom
 def test_a_host_without_gcc_is_named(hosts, tmp_path, outcome):
     outcome.update(area="two hosts", fault="the server host has no gcc on its PATH")
     bare = path_without(tmp_path / "bin", ("gcc", "cc", "x86_64-linux-gnu-gcc"))
-    without_gcc = _write_sshd_config(hosts.keys, SERVER_NS, hosts.keys, extra=f"SetEnv PATH={bare}\n")
+    without_gcc = hosts.sshd_config(SERVER_NS, extra=f"SetEnv PATH={bare}\n")
     hosts.start_sshd(SERVER_NS, without_gcc)
     try:
         message, left = _refused(hosts, tmp_path, f"remote-nogcc-{TAG}")
@@ -484,7 +312,7 @@ def test_ctrl_c_during_a_remote_trial_leaves_nothing_on_either_host(hosts, outco
         # Once the first trial's row is written, the signal lands in the second trial's measured window.
         wait_for(lambda: trial_rows(data), 120, 0.02, process)
         wait_for(
-            lambda: any("two_copy_client" in _command(pid) for pid in namespace_pids(CLIENT_NS)), 60, 0.02, process
+            lambda: any("two_copy_client" in command_of(pid) for pid in namespace_pids(CLIENT_NS)), 60, 0.02, process
         )
         time.sleep(0.5)
         before = trial_rows(data)
@@ -510,7 +338,7 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
 
     def state() -> list[str]:
         return [
-            _run(
+            run(
                 *netns.exec_prefix(ns),
                 "sh",
                 "-c",
@@ -572,7 +400,7 @@ def test_bpftrace_on_a_host_whose_controller_is_gone_ends_within_its_lease(hosts
         end.connect()
         end.remove_work()
     bpftrace = [
-        f"process {pid} ({_command(pid)[:60]})" for pid in namespace_pids(CLIENT_NS) if "bpftrace" in _command(pid)
+        f"process {pid} ({command_of(pid)[:60]})" for pid in namespace_pids(CLIENT_NS) if "bpftrace" in command_of(pid)
     ]
     left = Looked(bpftrace, "bpftrace processes on the client host") + remote_leftovers(f"lease-{TAG}")
     behaviour = f"bpftrace ended by itself {lived:.1f} s after the connection was lost"

@@ -61,6 +61,16 @@ def say_if_modified(store: Any) -> None:
         warnings.warn(ModifiedData(f"{store.directory}: {warning}"), stacklevel=2)
 
 
+# ./inv report between two hosts or on a fleet of pairs (copylab.cli.hosts; docs/testbeds.md)
+HOST_REPORT_OPTIONS = (
+    Option("server_host", None, "run the report's sweeps between two hosts: the server's, USER@HOST[:PORT]"),
+    Option("client_host", None, "with --server-host: the client's host, USER@HOST[:PORT]"),
+    Option("server_address", None, "where the client reaches the server on the data path (default: its SSH host)"),
+    Option("ssh_config", None, "the ssh config to log in with (for every host, the fleet's too)"),
+    Option("fleet", None, "a TOML file of [[pair]] tables: the same study on every pair, and one comparison report"),
+)
+
+
 def build(sanitize: str | None = None) -> int:
     """Compile the C programs (gcc -O2 -Wall -Wextra -Werror) into build/bin."""
     from copylab.programs.build import build as run_build
@@ -232,11 +242,18 @@ def report(
     author: str | None = None,
     more: str | None = None,
     budget: str | None = None,
+    **hosts: str | None,
 ) -> int:
     """The main job: build, run the sweeps the experiments declare for the report under one time budget, analyse
     them and write report/report.pdf."""
+    from copylab.cli import hosts as on_hosts
     from copylab.programs.build import build as run_build
     from copylab.study import pipeline
+
+    if on_hosts.asked(hosts):
+        text = {k: v for k, v in (("title", title), ("author", author)) if v is not None}
+        given = {**hosts, "data": data, "more": more}
+        return on_hosts.report_on_hosts(given, _seconds("budget", budget) or REPORT_BUDGET_S, text)
 
     seconds = _seconds("more", more)
     if data is None and seconds is not None:
@@ -442,6 +459,7 @@ COMMANDS: tuple[Command, ...] = (
                 f"seconds of measuring for all the sweeps: their first passes, then blocks where the study's answers "
                 f"are still undecided (default {REPORT_BUDGET_S:g}; building, analysing and rendering come on top)",
             ),
+            *HOST_REPORT_OPTIONS,
         ],
     ),
     Command(

@@ -298,7 +298,7 @@ def _only_in(result: TwoRuns) -> str:
     return "\n\n".join(parts)
 
 
-def _notebook(content: list[Block]) -> nbformat.NotebookNode:
+def notebook_of(content: list[Block]) -> nbformat.NotebookNode:
     """CONTENT as a notebook nbconvert typesets: Markdown cells, and each figure as an image output."""
     cells = []
     for block in content:
@@ -327,7 +327,7 @@ def write_comparison(result: TwoRuns, directory: Path) -> list[Path]:
     result.crossovers.to_csv(crossovers_path, index=False, lineterminator="\n")
     figure_paths = save_figures(result, directory / "figures")
     notebook_path = directory / "comparison.ipynb"
-    nbformat.write(_notebook(blocks(result, figure_paths)), notebook_path)
+    nbformat.write(notebook_of(blocks(result, figure_paths)), notebook_path)
     title = f"{result.b.store.name} against {result.a.store.name}: what changed"
     pdf = export_pdf(notebook_path, directory / PDF_FILE, title=title)
     return [csv_path, crossovers_path, *figure_paths.values(), pdf]

@@ -32,6 +32,7 @@ from copylab.report.comparison import write_comparison
 from copylab.report.render import render_report
 from copylab.study import REPORT_BUDGET_S
 from copylab.study.budget import MAX_CYCLES, shares, still_open
+from copylab.study.link import Link, card_mtu, not_between_hosts
 from copylab.study.sizing import go_on_as, run_pilot, size_first_pass
 from copylab.study.verification import verified_pass
 from copylab.testbeds import sender_pages
@@ -47,30 +48,41 @@ def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def _not_here(experiment: str, profile: str) -> str | None:
-    """Why this user cannot run the profile's sweep on this host (it would change a setting of the whole host, which
-    needs root); None when it can."""
+def _not_here(experiment: str, profile: str, link: Link | None = None) -> str | None:
+    """Why the profile's sweep is not measured: between two hosts (LINK), why it means nothing there; here, why this
+    user cannot run it (it would change a setting of the whole host, which needs root); None when it can."""
+    if link is not None:
+        return not_between_hosts(experiment, profile)
     if os.geteuid() == 0:
         return None
     return sender_pages.refusal_without_root(make_config("check", profile, experiment=experiment).sender_pages)
 
 
-def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[SweepStore], dict[str, str], FirstPass]:
+def first_passes(
+    stamp: str,
+    budget_s: float,
+    started: float,
+    link: Link | None = None,
+    settings: dict[str, Any] | None = None,
+    data_root: Path = DATA,
+) -> tuple[list[SweepStore], dict[str, str], FirstPass]:
     """Every reported sweep's first pass, one after the other, the main sweep's begun by a pilot that sizes the first
     passes of the sweeps whose verdicts the answers quote (copylab.study.sizing); their stores, the profiles that
-    could not run here with the reason, and how the first pass was sized.  STARTED: when the budget's clock started."""
+    could not run here with the reason, and how the first pass was sized.  STARTED: when the budget's clock started.
+    Between the two hosts of LINK, every sweep runs with its SETTINGS (the hosts, the card's MTU)."""
+    given = settings or {}
     skipped: dict[str, str] = {}
     configs: dict[str, SweepConfig] = {}
     for experiment, profile, name in report_sweeps(stamp):
-        why = _not_here(experiment, profile)
+        why = _not_here(experiment, profile, link)
         if why:
             print(f"copylab: the {profile} sweep is not measured: {why}", file=sys.stderr)
             skipped[profile] = why
             continue
         # A budget of nothing: the first pass alone, the blocks of undecided comparisons come later (more_time).
-        configs[name] = make_config(name, profile, experiment=experiment, budget_s=0.0)
+        configs[name] = make_config(name, profile, experiment=experiment, budget_s=0.0, **given)
     main = next(iter(configs.values()))
-    pace, pilot_trials = run_pilot(main)
+    pace, pilot_trials = run_pilot(main, data_root)
     quoted = experiments.main()
     is_sized = {name: c.experiment == quoted.name and c.profile in quoted.verdicts_from for name, c in configs.items()}
     plan = size_first_pass(
@@ -92,15 +104,15 @@ def first_passes(stamp: str, budget_s: float, started: float) -> tuple[list[Swee
     stores = []
     for name, config in configs.items():
         if is_sized[name]:
-            more: dict[str, Any] = {"trials": plan.blocks, "seed": config.seed}
+            more: dict[str, Any] = {**given, "trials": plan.blocks, "seed": config.seed}
             more["max_trials"] = max(config.max_trials, 2 * plan.blocks)
             config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **more)
         elif plan.fixed_blocks is not None and plan.fixed_blocks < config.trials:
-            fewer: dict[str, Any] = {"trials": plan.fixed_blocks, "seed": config.seed}
+            fewer: dict[str, Any] = {**given, "trials": plan.fixed_blocks, "seed": config.seed}
             config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **fewer)
         if name == main.name:
-            go_on_as(SweepStore(DATA / name), config)
-        result = sweep.run(config, resume=name == main.name, progress=sys.stderr.isatty())
+            go_on_as(SweepStore(data_root / name), config)
+        result = sweep.run(config, data_root, resume=name == main.name, progress=sys.stderr.isatty() and link is None)
         print(result.summary())
         if not result.ok:
             raise CopylabError(
@@ -135,19 +147,23 @@ def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
         where = ", ".join(f"{store.name} {fmt_num(share)} s ({points[store]} points)" for store, share in given.items())
         print(f"copylab: extra blocks, cycle {cycle}, where verdicts or means are still open: {where}")
         for store, share in given.items():
-            result = sweep.run(store.read_manifest().parameters, resume=True, progress=False, more_s=share)
+            parameters = store.read_manifest().parameters
+            result = sweep.run(parameters, store.directory.parent, resume=True, progress=False, more_s=share)
             print(f"copylab: {store.name}: {result.ran} more trials in {fmt_num(result.wall_s)} s")
 
 
-def measure(budget_s: float = REPORT_BUDGET_S) -> list[SweepStore]:
+def measure(budget_s: float = REPORT_BUDGET_S, link: Link | None = None, data_root: Path = DATA) -> list[SweepStore]:
     """Builds the programs and runs every reported sweep under one budget: the first passes, then the rest of the
-    time where the study's answers are still undecided."""
-    build()
+    time where the study's answers are still undecided.  Between the two hosts of LINK (copylab.study.link) each
+    host builds its own, and the sweeps that mean nothing there are left out, said so in the report."""
+    if link is None:
+        build()
     started = time.monotonic()
     stamp = now_iso().replace(":", "").replace("-", "").replace("+0000", "")
-    runnable = [sweep for sweep in report_sweeps(stamp) if not _not_here(sweep[0], sweep[1])]
-    verified = verified_pass(runnable, stamp)
-    stores, skipped, plan = first_passes(stamp, budget_s, started)
+    settings = link.settings(card_mtu(link)) if link is not None else {}
+    runnable = [sweep for sweep in report_sweeps(stamp) if not _not_here(sweep[0], sweep[1], link)]
+    verified = verified_pass(runnable, stamp, data_root, settings)
+    stores, skipped, plan = first_passes(stamp, budget_s, started, link, settings, data_root)
     spent = time.monotonic() - started
     main = stores[0]
     main.write_manifest(

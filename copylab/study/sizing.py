@@ -23,6 +23,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -35,6 +36,7 @@ from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure import sweep
 from copylab.measure.planning.budgeted import first_pass_configurations
 from copylab.measure.planning.schedule import by_point, configurations, study_contender
+from copylab.paths import DATA
 from copylab.record.manifest import FirstPass
 from copylab.record.store import SweepStore
 
@@ -157,10 +159,11 @@ def pace_of(store: SweepStore, wall_s: float) -> HostPace:
     return HostPace(spread, degrees, trial_s if math.isfinite(trial_s) else window, window, max(wall_s - trials_s, 0.0))
 
 
-def run_pilot(main: SweepConfig) -> tuple[HostPace, int]:
-    """Runs the pilot of MAIN in MAIN's own sweep directory; this host's pace and the pilot's trials."""
+def run_pilot(main: SweepConfig, data_root: Path = DATA) -> tuple[HostPace, int]:
+    """Runs the pilot of MAIN in MAIN's own sweep directory under DATA_ROOT; this host's pace and the pilot's
+    trials."""
     started = time.monotonic()
-    result = sweep.run(pilot_config(main), progress=False)
+    result = sweep.run(pilot_config(main), data_root, progress=False)
     took = time.monotonic() - started
     pace = pace_of(SweepStore(result.directory), took)
     print(

@@ -46,9 +46,11 @@ class Verified(NamedTuple):
     sweeps: list[str]  # the sweeps that ran the pass, under data/
 
 
-def verified_pass(sweeps: Iterable[tuple[str, str, str]], stamp: str, data_root: Path = DATA) -> Verified:
-    """Runs the pass for SWEEPS ((experiment, profile, name) of the report); returns what it checked. Raises
-    CopylabError naming what arrived wrong."""
+def verified_pass(
+    sweeps: Iterable[tuple[str, str, str]], stamp: str, data_root: Path = DATA, link: dict[str, Any] | None = None
+) -> Verified:
+    """Runs the pass for SWEEPS ((experiment, profile, name) of the report), with the settings LINK adds (two hosts:
+    copylab.study.link); returns what it checked. Raises CopylabError naming what arrived wrong."""
     checked: list[str] = []
     where: list[str] = []
     for experiment, members in _wanted(sweeps).items():
@@ -67,7 +69,7 @@ def verified_pass(sweeps: Iterable[tuple[str, str, str]], stamp: str, data_root:
             receive_for=sorted(name for name, theirs in members.items() if theirs - {"copy"}),
             threads=[1],
             budget_s=None,
-            **mapping,
+            **(mapping | (link or {})),
             **PASS,
             workloads=[declared.workload],
             **stream,

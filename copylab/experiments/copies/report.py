@@ -17,6 +17,7 @@ from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markd
 from copylab.report import appendix, glossary
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.contract import ExperimentReport
+from copylab.report.hosts import real_link
 from copylab.report.results import Results, between_hosts, present, receive_modes, traced
 from copylab.roles import Role
 
@@ -222,6 +223,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown(captions.part_d_introduction(results)),
         *(_figure(results, name) for name in captions.PART_D_FIGURES if captions.worth_a_figure(name, results)),
         Markdown("# Part E: answers to the questions"),
+        *real_link.blocks(results),
         *(
             block
             for number, (question, answer) in enumerate(answers.answers(results, companions), 1)
@@ -272,6 +274,7 @@ def front(results: Results, companions: Mapping[str, Results] | None = None) -> 
     """What the report opens with: the answers at a glance, linked to their evidence in the web page."""
     return [
         Markdown("# Answers at a glance", anchor=appendix.START),
+        *real_link.blocks(results),
         Markdown(glance.at_a_glance(results, companions), links=_evidence_links(results)),
     ]
 

@@ -73,7 +73,11 @@ def _costs_sentence(fit: CostFit) -> str:
         f"{code(fit.implementation)}, {SIDE_WORDS[fit.side]}, fitted to {fit.trials} trials in {fit.blocks} blocks "
         f"(CPU time of the window, ns, non-negative least squares, 95% intervals from resampled blocks; it fits a "
         f"trial within {fmt_pct(fit.spread)} on average): {said}."
-        + (f" For {code(fit.implementation)} the data cannot tell apart the cost {', '.join(missing)}." if missing else "")
+        + (
+            f" For {code(fit.implementation)} the data cannot tell apart the cost {', '.join(missing)}."
+            if missing
+            else ""
+        )
     )
 
 
