@@ -292,6 +292,18 @@ KERNEL_COPIES_UNCOUNTED = Entry(
     kind="note",
     sample={"reason": "bpftrace is not installed on the client namespace copylab_cli"},
 )
+TRIALS_NOT_SAMPLED = Entry(
+    "copylab: the trials are not sampled: {reason}",
+    "The CPU breakdown (`profile.csv`) samples the kernel's functions with `perf record`, which needs root, both "
+    "ends on this machine, and a perf that can sample the kernel (the line gives perf's own reason otherwise). The "
+    "sweep runs unsampled, `profile.csv` holds this line, and the report says the breakdown is missing.",
+    "Run as root for the breakdown; everything else is measured without it.",
+    COUNTERS,
+    kind="note",
+    sample={
+        "reason": "sampling the kernel's functions with perf record needs root (this sweep runs without it)",
+    },
+)
 TRIALS_FAILED = Entry(
     "copylab: {failed} of {ran} trials failed (see the error column)",
     "A trial that crashed, exited non-zero or ran past its time is recorded as failed and the sweep goes on; the "

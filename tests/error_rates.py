@@ -1,9 +1,11 @@
 """How often copylab's verdicts on a curve are wrong, and how often "sure" ones come out again: a simulation.
 
-Each simulated run measures one curve (a challenger against its baseline at the 13 sizes from 64 B to 256 KiB) as a
-budgeted ./inv report does: a first pass of FIRST_BLOCKS blocks at every size, then rounds of a block at each point the
-allocator asks for (copylab.measure.planning.allocation.wanted_points, new sizes included), until EXTRA_BLOCKS more
-blocks are spent or it asks for none; then the verdict as the report gives it (copylab.analysis.curve_model.assess).
+Each simulated run measures one curve (a challenger against its baseline) in a Design: a first pass of its first
+blocks at every one of its sizes, then rounds of a block at each point the allocator asks for
+(copylab.measure.planning.allocation.wanted_points, new sizes included), until its extra blocks are spent or it asks
+for none; then the verdict as the report gives it (copylab.analysis.curve_model.assess).  Two designs: the one the
+method was developed on (13 sizes 2x apart, a third of the blocks in the first pass), and ./inv report's main sweep on
+a host where the first pass gets the fewest blocks and the budget leaves nothing after it.
 The blocks are synthetic (tests/synthetic.py): a known true log ratio plus a normal spread per block.
 
     .venv/bin/python -m tests.error_rates [RUNS]     # the table of docs/method.md, RUNS simulated runs per scenario
@@ -20,12 +22,29 @@ import numpy as np
 from scipy import stats as st
 
 from copylab.analysis.curve_model import assess
+from copylab.analysis.noise import FEWEST_BLOCKS
+from copylab.experiments.copies import REPORT_SIZES
 from copylab.measure.planning.allocation import wanted_points
 from tests.synthetic import SIZES, block_log_ratios, crossing_log_ratio
 
-FIRST_BLOCKS = 3
-# The extra blocks one curve gets after its first pass: twice the first pass, so that the first takes a third.
-EXTRA_BLOCKS = 2 * FIRST_BLOCKS * len(SIZES)
+
+@dataclass(frozen=True)
+class Design:
+    name: str
+    sizes: tuple[int, ...]
+    first_blocks: int
+    extra_blocks: int
+
+
+# The design the method was developed on: 13 sizes, 3 blocks, then twice as many again, so the first takes a third.
+DEVELOPED = Design("13 sizes 2x apart, 3 blocks each, then 78 more", SIZES, 3, 2 * 3 * len(SIZES))
+# ./inv report's main sweep where the host affords only the fewest blocks and no extra one.
+REPORT_LEAST = Design(
+    f"the report's {len(REPORT_SIZES)} sizes 4x apart, {FEWEST_BLOCKS} blocks each, no more",
+    tuple(REPORT_SIZES),
+    FEWEST_BLOCKS,
+    0,
+)
 MOST_BLOCKS = 20  # a point's blocks at most (quick's max_trials)
 # The per-block spreads the scenarios cover: from a quiet host's to a shared VM's at four threads.
 LEAST_SPREAD, MOST_SPREAD = 0.02, 0.15
@@ -66,17 +85,20 @@ class Outcome:
     points: int
 
 
-def run_once(scenario: Scenario, rng: np.random.Generator) -> Outcome:
-    """One budgeted run of the curve of SCENARIO, to its verdict."""
-    spreads = _spreads(scenario, rng)
-    data = {int(size): block_log_ratios(scenario.truth(size), spreads(size), FIRST_BLOCKS, rng) for size in SIZES}
+def run_once(scenario: Scenario, rng: np.random.Generator, design: Design = DEVELOPED) -> Outcome:
+    """One budgeted run of the curve of SCENARIO in DESIGN, to its verdict."""
+    spreads = _spreads(scenario, rng, design.sizes)
+    data = {
+        int(size): block_log_ratios(scenario.truth(size), spreads(size), design.first_blocks, rng)
+        for size in design.sizes
+    }
     spent = 0
-    while spent < EXTRA_BLOCKS:
+    while spent < design.extra_blocks:
         points = np.array(sorted(data))
         wanted = wanted_points(points, [data[p] for p in points], MOST_BLOCKS)
         if not wanted:
             break
-        for _, point in wanted[: EXTRA_BLOCKS - spent]:
+        for _, point in wanted[: design.extra_blocks - spent]:
             new = block_log_ratios(scenario.truth(point), spreads(point), 1, rng)
             data[point] = np.concatenate([data.get(point, np.empty(0)), new])
             spent += 1
@@ -86,14 +108,14 @@ def run_once(scenario: Scenario, rng: np.random.Generator) -> Outcome:
     return Outcome(found.status, found.sure, found.crossover, sum(map(len, data.values())), len(points))
 
 
-def _spreads(scenario: Scenario, rng: np.random.Generator) -> Callable[[float], float]:
+def _spreads(scenario: Scenario, rng: np.random.Generator, sizes: tuple[int, ...]) -> Callable[[float], float]:
     """The spread at a size: the scenario's, or one drawn log-uniformly per measured size and interpolated on log2
     size for a new one."""
     if scenario.spread is not None:
         fixed = scenario.spread
         return lambda size: fixed
-    drawn = np.exp(rng.uniform(np.log(LEAST_SPREAD), np.log(MOST_SPREAD), len(SIZES)))
-    return lambda size: float(np.interp(np.log2(size), np.log2(SIZES), drawn))
+    drawn = np.exp(rng.uniform(np.log(LEAST_SPREAD), np.log(MOST_SPREAD), len(sizes)))
+    return lambda size: float(np.interp(np.log2(size), np.log2(sizes), drawn))
 
 
 @dataclass(frozen=True)
@@ -117,23 +139,30 @@ class Rates:
         return float(found.low), float(found.high)
 
 
-def simulate(scenario: Scenario, runs: int, seed: int = 0, hit: Callable[[Outcome], bool] | None = None) -> Rates:
-    """RUNS pairs of independent runs of SCENARIO: the first's verdicts counted by HIT (by default, wrong under no
-    difference), and how often the second reaches each sure verdict of the first again."""
+def simulate(
+    scenario: Scenario,
+    runs: int,
+    seed: int = 0,
+    hit: Callable[[Outcome], bool] | None = None,
+    design: Design = DEVELOPED,
+) -> Rates:
+    """RUNS pairs of independent runs of SCENARIO in DESIGN: the first's verdicts counted by HIT (by default, wrong
+    under no difference), and how often the second reaches each sure verdict of the first again."""
     hit = hit or (lambda outcome: outcome.status in WRONG_WHEN_NONE)
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     hits = sure = again = crossovers = covered = 0
     for _ in range(runs):
-        first = run_once(scenario, rng)
+        first = run_once(scenario, rng, design)
         hits += hit(first)
         if first.sure:
             sure += 1
-            again += run_once(scenario, rng).status == first.status
+            again += run_once(scenario, rng, design).status == first.status
         if scenario.crossing is not None and first.status == "crossover":
             crossovers += 1
             covered += first.crossover[1] <= scenario.crossing <= first.crossover[2]
-    return Rates(scenario.name, runs, hits, sure, again, time.perf_counter() - started, crossovers, covered)
+    name = scenario.name if design is DEVELOPED else f"{scenario.name}; {design.name}"
+    return Rates(name, runs, hits, sure, again, time.perf_counter() - started, crossovers, covered)
 
 
 def crossover_found(outcome: Outcome) -> bool:
@@ -147,8 +176,10 @@ def table(runs: int) -> str:
         "| interval holds the crossing |",
         "|---|---|---|---|---|---|---|",
     ]
-    results = [simulate(s, runs, seed) for seed, s in enumerate(NULL_SCENARIOS)]
-    results.append(simulate(POWER_SCENARIO, runs, 99, crossover_found))
+    results = []
+    for design in (DEVELOPED, REPORT_LEAST):
+        results += [simulate(s, runs, seed, design=design) for seed, s in enumerate(NULL_SCENARIOS)]
+        results.append(simulate(POWER_SCENARIO, runs, 99, crossover_found, design))
     for r in results:
         low, high = r.interval()
         again = f"{r.sure_again / r.sure:.1%} of {r.sure}" if r.sure else "none sure"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.error_rates import NULL_SCENARIOS, POWER_SCENARIO, crossover_found, simulate
+from tests.error_rates import NULL_SCENARIOS, POWER_SCENARIO, REPORT_LEAST, crossover_found, simulate
 
 # Enough runs that a false-verdict rate of 5% would put the interval's upper end well above 5%; small enough for
 # about a minute.
@@ -28,3 +28,16 @@ def test_false_verdicts_stay_under_5_percent_power_reaches_80_and_sure_verdicts_
     again = sum(r.sure_again for r in [*null, power])
     assert sure >= 10, f"only {sure} sure verdicts: too few to judge their calibration"
     assert again / sure >= 0.9, f"of {sure} sure verdicts, {again} came out the same in a second run"
+
+
+@pytest.mark.simulation
+def test_the_report_design_at_its_fewest_blocks_keeps_false_verdicts_under_5_percent():
+    """./inv report's own grid where the host affords only the first pass's fewest blocks: fewer blocks must make
+    verdicts rarer, never wrong ones commoner."""
+    null = [
+        simulate(scenario, NULL_RUNS, 10 + seed, design=REPORT_LEAST) for seed, scenario in enumerate(NULL_SCENARIOS)
+    ]
+    runs, wrong = sum(r.runs for r in null), sum(r.hits for r in null)
+    pooled = type(null[0])("no difference, every spread", runs, wrong, 0, 0, 0.0)
+    low, high = pooled.interval()
+    assert high <= 0.05, f"false verdicts {wrong}/{runs}, 95% interval {low:.1%}-{high:.1%}: may pass 5%"

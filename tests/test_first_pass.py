@@ -100,7 +100,7 @@ def test_the_designed_spread_is_docs_method_tables():
 def test_the_report_sets_this_runs_spread_beside_the_designed_one_computed_from_its_blocks():
     import dataclasses
 
-    from copylab.report import spending
+    from copylab.report.sections import spending
     from tests.test_answers import make_sweep
 
     made = make_sweep()

@@ -110,9 +110,9 @@ def test_the_readme_says_the_code_s_budget_sweeps_and_packages():
     console = readme_console()
     sweeps = [line for line in console if line.startswith("Sweep ")]
     assert len(sweeps) == len(experiments.reported())
-    first_pass = next(line for line in console if "the first pass of" in line)
-    assert f"the first pass of {len(sweeps)} sweeps" in first_pass
-    assert f"of the report's {REPORT_BUDGET_S:g} s budget" in first_pass
+    first_pass = next(line for line in console if "the first passes of" in line)
+    assert f"the first passes of {len(sweeps)} sweeps" in first_pass
+    assert f"of the {REPORT_BUDGET_S:g} s budget" in first_pass
     inv = (ROOT / "inv").read_text()
     array = re.search(r"^DEBIAN_PACKAGES=\((.*?)^\)", inv, re.S | re.M).group(1)
     packages = [word for line in array.splitlines() for word in line.split("#")[0].split()]

@@ -176,7 +176,7 @@ def test_a_cycles_part_too_little_for_a_start_up_gives_way_to_all_the_time_left(
     monkeypatch.setattr(SweepStore, "read_manifest", lambda self: SimpleNamespace(parameters=None))
     given: list[float] = []
 
-    def run(config: object, **options: float) -> SimpleNamespace:
+    def run(config: object, *where: object, **options: float) -> SimpleNamespace:
         given.append(options["more_s"])
         return SimpleNamespace(ran=1, wall_s=options["more_s"])
 

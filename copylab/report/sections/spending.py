@@ -148,13 +148,13 @@ def host_noise(sweeps: Sequence[Results]) -> str:
         return ""
     low, high = DESIGNED_SPREAD
     return (
-        "**This host's noise.** How far the blocks of a deciding comparison spread (the standard deviation of the log "
-        "ratio within a block, about its size's mean, pooled over a curve's sizes) decides how many blocks an answer "
-        f"needs: with the quick profile's warm-up and window the method was designed on a host where it was "
-        f"{low:g}-{high:g} (docs/method.md, Warm-up and window). The table gives this run's, its "
-        f"multiple of {high:g}, the blocks it ran per size, and the blocks per size that would put the curve's "
-        f"mean log ratio within ±{MARGIN:.0%} (95%) at this run's spread and at the designed one: the "
-        "blocks grow with the square of the spread."
+        "**This host's noise.** How many blocks an answer needs depends on how far the blocks of a deciding "
+        "comparison spread: the standard deviation of the log ratio within a block, about its size's mean, pooled "
+        "over a curve's sizes. The method was designed on a host where it was "
+        f"{low:g}-{high:g}, with the quick profile's warm-up and window (docs/method.md, Warm-up and window). The "
+        f"table gives this run's spread, its multiple of {high:g} and the blocks it ran per size. It also gives the "
+        f"blocks per size that would put the curve's mean log ratio within ±{MARGIN:.0%} (95%), at this run's "
+        "spread and at the designed one: the blocks grow with the square of the spread."
         + _sizing(sweeps[0].manifest.first_pass)
         + "\n\n"
         + markdown_table(rows)

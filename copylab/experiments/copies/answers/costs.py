@@ -74,7 +74,8 @@ def _costs_sentence(fit: CostFit) -> str:
         f"(CPU time of the window, ns, non-negative least squares, 95% intervals from resampled blocks; it fits a "
         f"trial within {fmt_pct(fit.spread)} on average): {said}."
         + (
-            f" For {code(fit.implementation)} the data cannot tell apart the cost {', '.join(missing)}."
+            f" For {code(fit.implementation)} ({SIDE_WORDS[fit.side]}, {fit.trials} trials) the data cannot tell "
+            f"apart the cost {', '.join(missing)}."
             if missing
             else ""
         )
@@ -290,8 +291,8 @@ def profile_limitations(results: Results, companions: Mapping[str, Results]) -> 
         if missing:
             said.append(f"{len(missing)} ok trials of {code(sweep.name)} have no samples in the CPU breakdown.")
     said += [
-        f"No CPU breakdown for {', '.join(names)} ({why}): where their CPU time goes, by kernel function, is missing, "
-        "and the answers say only what the cost model fitted to their CPU times says."
+        f"No CPU breakdown for {', '.join(names)} ({why}). For these sweeps the answers rest on the cost model of "
+        "their CPU times alone."
         for why, names in unsampled.items()
     ]
     sampled = [(s.name, r.command) for s in (results, *companions.values()) if (r := s.manifest.sampler) and r.sampled]

@@ -10,7 +10,7 @@ from copylab.experiments.copies.answers.zero_copy import TWO_HOSTS
 from copylab.experiments.copies.queries import choose_focus, role, zero_copy_counts
 from copylab.formatting import code, fmt_pct, fmt_size, threads_text
 from copylab.report.answer import Answer, in_short
-from copylab.report.prose import value_interval
+from copylab.report.prose import MODEL_ONLY, short_verdict, value_interval
 from copylab.report.results import Results, measured_sizes, value
 from copylab.roles import Role
 
@@ -46,7 +46,7 @@ def _summary(results: Results | None, challenger: str | None, baseline: str | No
     for _, row in found.iterrows():
         status = str(row["status"])
         at = fmt_size(float(row["crossover_at"]), approximate=True) if status == "crossover" else None
-        said = f"wins from about {at}" if at else None
+        said = f"wins from about {at}" if at else short_verdict(row) if status in MODEL_ONLY else None
         clauses.append(
             f"{said or words.get(status, 'changes sign more than once')} with {threads_text(int(row['threads']))}"
         )
