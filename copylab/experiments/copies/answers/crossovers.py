@@ -223,6 +223,7 @@ def pair_details(results: Results, challenger: str, baseline: str) -> list[str]:
     per byte decides differently, where the ranking of *Other ways to send* (unpaired) and the paired verdicts part,
     and, for a verdict not settled, what would settle it."""
     parts = []
+    seconds = 0.0
     for _, row in stream_crossovers(results, challenger, baseline).iterrows():
         threads, pinning = int(row["threads"]), str(row["pinning"])
         parts.append(
@@ -231,7 +232,14 @@ def pair_details(results: Results, challenger: str, baseline: str) -> list[str]:
             + ratio_table(results, challenger, baseline, threads, pinning)
         )
         parts += [sentence for sentence in (_sender_cpu(results, row), _ranking_differs(results, row)) if sentence]
-        parts.append(_to_settle(results, row))
+        said, needed = _to_settle(results, row)
+        parts.append(said)
+        seconds += needed
+    # one command for every verdict not sure yet, said once after them
+    command = more_command(results, seconds) if seconds > 0 else None
+    if command is not None:
+        block = "\n".join(["```", *command, "```"])
+        parts.append(f"This command measures all of them in the same sweeps and renders again:\n\n{block}")
     return [part for part in parts if part]
 
 
@@ -275,11 +283,11 @@ def _ranking_differs(results: Results, row: pd.Series) -> str | None:
     )
 
 
-def _to_settle(results: Results, row: pd.Series) -> str:
-    """For a verdict not sure yet: what would decide it (copylab.report.prose.to_decide), about how long that
-    takes, and the command that goes on measuring the same sweeps; empty when sure or without the model."""
+def _to_settle(results: Results, row: pd.Series) -> tuple[str, float]:
+    """For a verdict not sure yet: what would decide it (copylab.report.prose.to_decide) and about how long that
+    takes, with those seconds (0 when unknown); nothing when sure or without the model."""
     if bool(row["sure"]) or pd.isna(row["more_blocks"]) or row["status"] == "model_does_not_fit":
-        return ""
+        return "", 0.0
     more = float(row["more_blocks"])
     parameters = results.manifest.parameters
     each = results.trials["trial_wall_s"].median() if "trial_wall_s" in results.trials else math.nan
@@ -287,13 +295,8 @@ def _to_settle(results: Results, row: pd.Series) -> str:
     seconds = more * 2 * (float(each) if each == each else parameters.warmup_s + parameters.duration_s)
     text = f"The verdict is not sure yet: {to_decide(row)}"
     if not np.isfinite(seconds):
-        return text + "."
-    text += f", about {fmt_duration(seconds)} of trials."
-    command = more_command(results, seconds)
-    if command is None:
-        return text
-    block = "\n".join(["```", *command, "```"])
-    return f"{text} This command measures them in the same sweeps and renders again:\n\n{block}"
+        return text + ".", 0.0
+    return text + f", about {fmt_duration(seconds)} of trials.", seconds
 
 
 def more_command(results: Results, seconds: float) -> list[str] | None:
