@@ -76,11 +76,16 @@ def _copylab_sources() -> list[tuple[str, str]]:
 
 
 def raised_entries() -> set[str]:
-    """The catalogued errors some module raises from the catalogue (ENTRY.error(...))."""
+    """The catalogued errors some module raises from the catalogue (ENTRY.error(...)), and the notes it prints from
+    there (ENTRY.text(...))."""
     used = set()
     for _, text in _copylab_sources():
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.Attribute) and node.attr == "error" and isinstance(node.value, ast.Attribute):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("error", "text")
+                and isinstance(node.value, ast.Attribute)
+            ):
                 used.add(node.value.attr)
     return used & set(error_catalogue.entries())
 

@@ -18,12 +18,11 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from copylab import experiments
+from copylab import error_catalogue, experiments
 from copylab.calibration.measurement import on_sending_cpu
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.error_catalogue import TRIALS_NOT_SAMPLED
 from copylab.errors import CopylabError
 from copylab.measure.host.floor import host_floor
 from copylab.measure.host.in_flight import measure as in_flight_from_path
@@ -161,7 +160,7 @@ def _sampling(config: SweepConfig, store: SweepStore, bed: Testbed) -> Iterator[
     cpus = [cpu for pinning in config.pinning for cpu in cpus_for(pinning)]
     with profiling.sampling(config.name, cpus, bed.path != "network", bed.privilege == "root") as sampled:
         if not sampled.use.available:
-            print(TRIALS_NOT_SAMPLED.text(reason=sampled.use.reason), file=sys.stderr)
+            print(error_catalogue.TRIALS_NOT_SAMPLED.text(reason=sampled.use.reason), file=sys.stderr)
         record = SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT)
         store.write_manifest(dataclasses.replace(store.read_manifest(), sampler=record))
         yield sampled
