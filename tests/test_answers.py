@@ -553,7 +553,7 @@ def test_captions_state_peaks_and_ends_with_numbers():
     assert "with 4 threads (CPU pinning `same_cpu`): `two_copy` 20.8 [20.2, 21.4] at 64 KiB" in text
     # the crossovers the figure draws, each named, never a count the figure does not show
     assert "Dotted lines mark the crossovers of `one_copy` over `two_copy` at about" in text
-    assert "shaded bands their Student-t 95% confidence intervals" in text and "bars" not in text
+    assert "bands: Student-t 95% intervals" in text and "bars" not in text
     latency = captions.caption("latency_vs_threads", sweep)
     assert "`two_copy` 20.0 [19.4, 20.6] µs with 1 thread, 80.0 [77.6, 82.4] µs with 4" in latency
     cpu = captions.caption("cpu_per_byte_vs_size", sweep)

@@ -183,8 +183,8 @@ def how_sure(rows: Iterable[pd.Series]) -> str:
     modelled = [row for row in rows if math.isfinite(float(row["replication"])) or row["status"] == "undecided"]
     if not modelled:
         return (
-            " **How sure:** decided by Holm-corrected tests at each point; how often a second run would agree is not "
-            "estimated (a blocked sweep estimates it)."
+            " **How sure:** Holm-corrected tests at each point; too few points for the curve model, so no second run "
+            "is simulated."
         )
     sure = sum(bool(row["sure"]) for row in modelled)
     if len(modelled) == 1:

@@ -34,7 +34,7 @@ def _intervals(results: Results, metric: str, names: list[str] | None = None, **
         if not counts.empty
         else "trials"
     )
-    return f"Points are means over {trials}, shaded bands their Student-t 95% confidence intervals."
+    return f"Points: means over {trials}; bands: Student-t 95% intervals."
 
 
 def part_d_introduction(results: Results) -> str:
