@@ -176,8 +176,8 @@ def test_the_limitations_say_which_sweeps_have_no_breakdown_and_why():
     half = pd.DataFrame({"trial_id": ["t1"], "side": ["sender"], "category": ["tcp_ip"], "samples": [5]})
     said = profile_limitations(sweep("quick", why, False), {"sink": sweep("sink", why, False)})
     assert said == [
-        f"No CPU breakdown for `quick`, `sink` ({why}): where their CPU time goes, by kernel function, is missing, "
-        "and the answers say only what the cost model fitted to their CPU times says."
+        f"No CPU breakdown for `quick`, `sink` ({why}). For these sweeps the answers rest on the cost model of "
+        "their CPU times alone."
     ]
     said = profile_limitations(sweep("quick", half, True), {})
     assert said[0] == "1 ok trials of `quick` have no samples in the CPU breakdown."
