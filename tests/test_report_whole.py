@@ -18,16 +18,7 @@ from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
 from copylab.experiments.copies import captions
 from copylab.experiments.copies.figures import copies_figures
-from copylab.paths import (
-    REFERENCE_CACHES_DATA,
-    REFERENCE_DATA,
-    REFERENCE_MMAP_DATA,
-    REFERENCE_MMAP_SMALL_DATA,
-    REFERENCE_OPEN_LOAD_DATA,
-    REFERENCE_SERVERS_DATA,
-    REFERENCE_SINK_DATA,
-    REFERENCE_THREADS_DATA,
-)
+from copylab.paths import REFERENCES
 from copylab.record.tables import CONFIG_KEYS
 from copylab.report import compose
 from copylab.report.answer import LABELS
@@ -35,16 +26,6 @@ from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.results import Results
 from tests.test_reference_report import _analysed
 
-REFERENCES = (
-    REFERENCE_DATA,
-    REFERENCE_SINK_DATA,
-    REFERENCE_MMAP_DATA,
-    REFERENCE_MMAP_SMALL_DATA,
-    REFERENCE_CACHES_DATA,
-    REFERENCE_THREADS_DATA,
-    REFERENCE_SERVERS_DATA,
-    REFERENCE_OPEN_LOAD_DATA,
-)
 # A sentence at least this long, printed twice, is a repetition a reader notices.
 REPEATED_CHARACTERS = 120
 
