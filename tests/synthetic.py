@@ -35,9 +35,9 @@ import pandas as pd
 
 from copylab.declarations import implementations as registry
 from copylab.declarations import schema
-from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.record.manifest import Manifest
 from copylab.record.store import SweepStore
+from copylab.vocabulary.values import NO_LAYOUT
 
 # perf's hardware events, which these KVM guests report <not supported>.
 HARDWARE_EVENTS = (

@@ -14,9 +14,9 @@ import pytest
 from copylab.analysis.analyze_sweep import NOTEBOOK, analyze, run_analysis_notebook
 from copylab.analysis.crossover import STATUSES
 from copylab.errors import CopylabError
-from copylab.experiments import plugins
 from copylab.record import tables
 from copylab.record.store import SweepStore
+from copylab.report import plugins
 from copylab.report.prose import crossover_sentences
 from tests.synthetic import make_trials, write_sweep
 

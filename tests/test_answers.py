@@ -15,15 +15,15 @@ from copylab import formatting
 from copylab.analysis.stats import trials_for_precision
 from copylab.calibration.record import CacheLevel, Calibration, CopyCost, CopyFinding, copy_cost_at
 from copylab.errors import CopylabError
-from copylab.experiments.copies import answers, captions, figures
-from copylab.experiments.copies.anomaly import answered_by_q1, find_anomaly
-from copylab.experiments.copies.glance import at_a_glance
-from copylab.experiments.copies.queries import Focus, choose_focus
 from copylab.formatting import fmt_bytes, fmt_duration, fmt_interval, fmt_num, fmt_pct, fmt_size
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
 from copylab.report import sections
+from copylab.report.experiments.copies import answers, captions, figures
+from copylab.report.experiments.copies.basics.anomaly import answered_by_q1, find_anomaly
+from copylab.report.experiments.copies.basics.queries import Focus, choose_focus
+from copylab.report.experiments.copies.glance import at_a_glance
 from copylab.report.results import Results, measured_sizes
 
 SIZES = [64, 1024, 4096, 16384, 65536]
@@ -543,7 +543,7 @@ def test_copy_evidence_shows_the_eliminated_user_space_copy():
 
 
 def test_captions_state_peaks_and_ends_with_numbers():
-    from copylab.experiments.copies import captions
+    from copylab.report.experiments.copies import captions
 
     sweep = make_sweep()
     text = captions.caption("throughput_vs_size", sweep)
@@ -569,7 +569,7 @@ def test_captions_state_peaks_and_ends_with_numbers():
 
 
 def test_cache_caption_with_counters_gives_both_levels():
-    from copylab.experiments.copies import captions
+    from copylab.report.experiments.copies import captions
 
     text = captions.caption("cache_misses_vs_size", make_sweep(counters=True))
     assert "L1d: at 64 B: `two_copy` 100 [97.0, 103]" in text and "LLC: at 64 B" in text
@@ -655,7 +655,7 @@ def test_what_part_a_says_of_the_kernel_is_cited_and_its_copy_counts_agree():
     kernel's source says (cited by file and function); the counts Part A, the copy bound and Question 1 use are the
     registry's."""
     from copylab.declarations import implementations
-    from copylab.experiments.copies.presentation import EXPLANATIONS
+    from copylab.report.experiments.copies.basics.presentation import EXPLANATIONS
 
     sendfile = implementations.get("sendfile")
     assert sendfile.copies.per_byte("copy") == 1 and sendfile.copies.at_send == 0

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import contract
-from copylab.declarations.implementation import program_pair
 from copylab.paths import CSRC, build_dir
+from copylab.vocabulary.implementation import program_pair
 from tests.test_contract import _run
 
 INCLUDE = re.compile(r'^#include "([\w.]+)"', re.MULTILINE)

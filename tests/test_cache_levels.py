@@ -14,9 +14,11 @@ import pytest
 from copylab.calibration.record import CacheLevel
 from copylab.declarations import config
 from copylab.errors import CopylabError
-from copylab.experiments.copies import CACHES, PROFILES, THREADS, cachesim, report
-from copylab.experiments.copies.answers import anomalies, caches, paired, threads
+from copylab.experiments.copies import CACHES, PROFILES, THREADS
 from copylab.paths import DATA
+from copylab.report.experiments.copies import report
+from copylab.report.experiments.copies.answers import anomalies, caches, paired, threads
+from copylab.report.experiments.copies.basics import cachesim
 from copylab.report.results import Results
 from tests.test_reference_report import _analysed
 

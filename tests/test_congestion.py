@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import config, contract, implementations, socket_buffer
-from copylab.declarations.implementation import program_pair
+from copylab.declarations import config, contract, implementations
+from copylab.declarations.settings import socket_buffer
 from copylab.measure import sweep
 from copylab.measure.running.drivers import CopylabPrograms, TrialFailed
 from copylab.measure.running.spec import TrialSettings, TrialSpec
@@ -19,6 +19,7 @@ from copylab.measure.running.trial import run_trial
 from copylab.programs.perf import PerfSupport
 from copylab.record.store import SweepStore
 from copylab.testbeds import congestion, testbed
+from copylab.vocabulary.implementation import program_pair
 from tests.conftest import needs_root
 
 TAG = os.getpid() % 100000

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import contract, implementations, schema
-from copylab.declarations.implementation import DriverKind, DriverSpec
 from copylab.paths import CSRC
+from copylab.vocabulary.implementation import DriverKind, DriverSpec
 
 # Which source emits which result: the server's main and the client's main.
 SOURCES = {"server": "server.c", "client": "client.c"}

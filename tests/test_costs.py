@@ -159,7 +159,7 @@ def test_the_explorer_shows_each_category_share_at_the_inspected_point():
 def test_the_limitations_say_which_sweeps_have_no_breakdown_and_why():
     from types import SimpleNamespace
 
-    from copylab.experiments.copies.answers.costs import profile_limitations
+    from copylab.report.experiments.copies.answers.costs import profile_limitations
 
     def sweep(name: str, profile: pd.DataFrame | str, sampled: bool) -> SimpleNamespace:
         record = SimpleNamespace(sampled=sampled, command="perf record -e cpu-clock -F 999 -g")

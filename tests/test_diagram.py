@@ -12,7 +12,7 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Text
 
 from copylab.errors import CopylabError
-from copylab.experiments.copies.diagram import zerocopy_path_figure
+from copylab.report.experiments.copies.figures.diagram import zerocopy_path_figure
 
 DPI = 150
 

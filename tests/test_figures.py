@@ -14,9 +14,9 @@ from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
-from copylab.experiments.copies.figures import copies_figures
 from copylab.formatting import fmt_size
 from copylab.record.store import SweepStore
+from copylab.report.experiments.copies.figures import copies_figures
 from tests.synthetic import load_sweep, make_trials, write_sweep
 
 SIZES = (256, 1024, 4096, 16384, 65536)

@@ -216,7 +216,7 @@ def _pair_sweep(tmp_path: Path, pair: str, crossover: float, cpu: str) -> SweepS
     """An analysed synthetic sweep 'measured' between two hosts whose server has CPU, one_copy overtaking two_copy
     at CROSSOVER bytes."""
     from copylab.analysis.analyze_sweep import analyze
-    from copylab.experiments import plugins
+    from copylab.report import plugins
     from tests.synthetic import make_trials, write_sweep
 
     trials = make_trials(

@@ -22,8 +22,6 @@ from scipy import stats
 
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.metrics import add_metrics
-from copylab.declarations.vocabulary import NO_LAYOUT
-from copylab.experiments.servers.figures import fmt_rate
 from copylab.paths import (
     REFERENCE_CACHES_DATA,
     REFERENCE_DATA,
@@ -34,7 +32,9 @@ from copylab.paths import (
     REFERENCE_SINK_DATA,
     REFERENCE_THREADS_DATA,
 )
+from copylab.report.experiments.servers.figures import fmt_rate
 from copylab.report.results import select
+from copylab.vocabulary.values import NO_LAYOUT
 from tests.test_reference_report import (
     GOLDEN,
     GOLDEN_OPEN_LOAD,

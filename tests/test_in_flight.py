@@ -8,7 +8,6 @@ import math
 import pytest
 
 from copylab.declarations import settings
-from copylab.declarations.limits import DEFAULT_ZC_INFLIGHT
 from copylab.formatting import fmt_size
 from copylab.measure import sweep
 from copylab.measure.host import in_flight
@@ -17,6 +16,7 @@ from copylab.programs import perf
 from copylab.record.store import SweepStore
 from copylab.report.sections.methodology import _in_flight
 from copylab.testbeds import netns, testbed
+from copylab.vocabulary.limits import DEFAULT_ZC_INFLIGHT
 from tests.conftest import needs_root
 from tests.test_sweep import tiny
 

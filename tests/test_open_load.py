@@ -19,14 +19,14 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
-from copylab.experiments import plugins
-from copylab.experiments.servers import open_load
-from copylab.experiments.servers import report as server_report
-from copylab.experiments.servers.figures import LATENCY_TARGET_US
 from copylab.record.store import SweepStore
-from copylab.report import compose
+from copylab.report import plugins
 from copylab.report.blocks import Markdown
+from copylab.report.experiments.servers import open_load
+from copylab.report.experiments.servers import report as server_report
+from copylab.report.experiments.servers.figures import LATENCY_TARGET_US
 from copylab.report.results import load_results
+from copylab.report.sections import compose
 from copylab.testbeds.netns import exec_prefix
 from tests.conftest import needs_root
 from tests.synthetic import make_server_trials, make_trials, write_sweep

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from copylab.declarations import implementations
-from copylab.declarations.implementation import DriverKind
 from copylab.declarations.schema import RECEIVE_MODES
 from copylab.programs.build import build
 from copylab.testbeds import netns
+from copylab.vocabulary.implementation import DriverKind
 from tests.conftest import needs_root, run_in
 
 DRIVERS = {

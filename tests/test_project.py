@@ -154,7 +154,7 @@ def test_documented_tasks_are_invokes():
 
 
 def test_readme_lists_the_questions_the_report_answers():
-    from copylab.experiments.copies.answers import QUESTIONS
+    from copylab.report.experiments.copies.answers import QUESTIONS
 
     readme = (ROOT / "README.md").read_text()
     for number, question in enumerate(QUESTIONS, 1):

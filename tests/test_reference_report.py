@@ -27,11 +27,6 @@ import pandas as pd
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
-from copylab.experiments import plugins
-from copylab.experiments.copies import answers, captions, glance
-from copylab.experiments.copies import report as copies_report
-from copylab.experiments.servers import open_load
-from copylab.experiments.servers import report as server_report
 from copylab.paths import (
     REFERENCE_CACHES_DATA,
     REFERENCE_DATA,
@@ -44,7 +39,11 @@ from copylab.paths import (
     ROOT,
 )
 from copylab.record.store import SweepStore
-from copylab.report import sections
+from copylab.report import plugins, sections
+from copylab.report.experiments.copies import answers, captions, glance
+from copylab.report.experiments.copies import report as copies_report
+from copylab.report.experiments.servers import open_load
+from copylab.report.experiments.servers import report as server_report
 from copylab.report.results import Results, load_results
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_report.md"
@@ -201,7 +200,8 @@ _STATUS_WORDS = {
     "undecided": r"\*\*undecided\*\* from",
     "model_does_not_fit": r"no verdict: the model does not fit",
 }
-# Question 4's short answer, a clause per thread count (copylab.experiments.copies.answers.crossovers._short_status)
+# Question 4's short answer, a clause per thread count
+# (copylab.report.experiments.copies.answers.crossovers._short_status)
 _SHORT_WORDS = {
     "crossover": r"faster from about ([\d,]+) B \(95% CI ([\d,]+) B to ([\d,]+) B\)",
     "challenger_always_better": r"faster at every size (?:from|where the two differ)",
@@ -299,7 +299,7 @@ def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challeng
     return checked
 
 
-# Question 5's short answer, a clause per status over the veth (copylab.experiments.copies.answers.sink)
+# Question 5's short answer, a clause per status over the veth (copylab.report.experiments.copies.answers.sink)
 _CLAUSE_WORDS = {
     "crossover": r"`\w+` outperforms `\w+` above about",
     "challenger_always_better": r"`\w+` outperforms `\w+` at every size from",

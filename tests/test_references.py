@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from copylab.declarations import socket_buffer
 from copylab.declarations.settings import get as setting
+from copylab.declarations.settings import socket_buffer
 from copylab.paths import REFERENCES, ROOT
 from copylab.record.store import SweepStore
 

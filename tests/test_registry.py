@@ -4,47 +4,48 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterator
 from datetime import date
 
 import pytest
+import seaborn
 
 from copylab import experiments
 from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config, implementations
-from copylab.declarations.implementation import RECEIVE_MODES, Copies, Implementation, program_pair
-from copylab.experiments import plugins
-from copylab.experiments.copies import answers, captions, presentation
-from copylab.experiments.copies import report as copies_report
 from copylab.explore.explorer import Explorer
 from copylab.measure import sweep
 from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
-from copylab.report import sections
+from copylab.report import plugins, sections
+from copylab.report.experiments.copies import answers, captions
+from copylab.report.experiments.copies import report as copies_report
+from copylab.report.experiments.copies.basics import presentation
 from copylab.report.results import load_results
+from copylab.vocabulary.implementation import RECEIVE_MODES, TAB10, Copies, Implementation, program_pair
 from tests.conftest import needs_root
 from tests.synthetic import make_trials, write_sweep
 
-# How the report presents it: its paragraph of Part A and its colour.
+# How the report presents it, declared with it: its paragraph of Part A and its colour.
 FAKE_EXPLANATION = "**fake_copy.** A test's implementation: it reuses the two_copy programs."
-FAKE_COLOR = "#cc79a7"
 FAKE = Implementation(
     name="fake_copy",
     driver=program_pair("two_copy"),
     copies=Copies(sender_user=1, sender_kernel=1),
+    color="#cc79a7",
+    explanation=FAKE_EXPLANATION,
     baselines=("two_copy",),
 )
 
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Implementation]:
-    """FAKE added the way a new implementation is: one entry in its experiment's list, and its paragraph and colour
-    in its experiment's presentation, nothing else."""
+    """FAKE added the way a new implementation is: one entry in its experiment's list (its colour and paragraph in
+    it), nothing else."""
     copies = experiments.main()
     extended = dataclasses.replace(copies, implementations=(*copies.implementations, FAKE))
     monkeypatch.setitem(experiments.EXPERIMENTS, copies.name, extended)
-    monkeypatch.setitem(presentation.EXPLANATIONS, FAKE.name, FAKE_EXPLANATION)
-    monkeypatch.setitem(presentation.COLORS, FAKE.name, FAKE_COLOR)
     implementations.registry.cache_clear()
     yield implementations.get(FAKE.name)
     monkeypatch.undo()
@@ -90,24 +91,26 @@ def test_a_registered_implementation_is_analysed_reported_and_explored(registere
 
 
 def test_every_implementation_has_a_colour_and_a_paragraph():
-    """The report draws each implementation in its colour and explains it in a paragraph, both its experiment's
-    plug-in's (copylab.experiments.NAME.presentation): a new one without them fails here, not in a figure."""
+    """The report draws each implementation in its colour and explains it in a paragraph, both declared with it
+    (copylab/experiments/NAME/implementations.py): each a colour of its own in its experiment, each a paragraph that
+    names it.  Each receive mode has both in the copies experiment's presentation."""
+    for experiment in experiments.EXPERIMENTS.values():
+        colors = [implementation.color for implementation in experiment.implementations]
+        assert len(set(colors)) == len(colors), f"{experiment.name}: two implementations share a colour"
+        assert all(re.fullmatch(r"#[0-9a-f]{6}", color) for color in colors), colors
+    unnamed = [name for name, impl in implementations.registry().items() if f"**{name}" not in impl.explanation]
+    assert unnamed == []
     missing = [
-        f"{name}: no {what} in copylab/experiments/{impl.experiment}/presentation.py"
-        for name, impl in implementations.registry().items()
-        for what, given in (
-            ("colour", plugins.get(impl.experiment).colors),
-            ("paragraph", plugins.get(impl.experiment).explanations),
-        )
-        if name not in given
-    ]
-    missing += [
-        f"receive mode {mode}: no {what} in copylab/experiments/copies/presentation.py"
+        f"receive mode {mode}: no {what} in copylab/report/experiments/copies/basics/presentation.py"
         for mode in RECEIVE_MODES
         for what, given in (("colour", presentation.RECEIVE_COLORS), ("paragraph", presentation.RECEIVE_EXPLANATIONS))
         if mode not in given
     ]
     assert missing == []
+
+
+def test_the_declared_palette_is_matplotlib_s_tab10():
+    assert tuple(seaborn.color_palette("tab10").as_hex()) == TAB10
 
 
 def test_sweep_settings_accept_it_and_plan_its_trials(registered):

@@ -17,11 +17,11 @@ import pytest
 
 from copylab.declarations import config
 from copylab.errors import CopylabError
-from copylab.experiments.copies import report as copies_report
 from copylab.measure import sweep
 from copylab.measure.planning import schedule
 from copylab.record.store import SweepStore
 from copylab.report.blocks import Markdown
+from copylab.report.experiments.copies import report as copies_report
 from copylab.report.results import load_results
 from copylab.testbeds import netns
 from tests.conftest import needs_root, path_without

@@ -105,7 +105,7 @@ def test_a_sweep_the_report_could_not_run_is_said_with_the_command_that_runs_it(
 
 
 def test_question_4_names_a_size_or_every_size_per_thread_count_with_a_table_each():
-    from copylab.experiments.copies import answers
+    from copylab.report.experiments.copies import answers
 
     for status, phrase in (
         ("crossover", "faster from about 5,793 B (95% CI 4,100 B to 8,191 B)"),

@@ -14,8 +14,8 @@ import unicodedata
 import pytest
 
 from copylab.analysis.analyze_sweep import analyze
-from copylab.experiments import plugins
 from copylab.record.store import SweepStore
+from copylab.report import plugins
 from copylab.report.render import render_report
 from tests.synthetic import make_trials, write_sweep
 

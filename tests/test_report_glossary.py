@@ -1,8 +1,8 @@
 """The reference report's words: every term of art its body uses is in its glossary, no status code of the
 analysis leaks into its prose, and it writes its units one way (µs, ×, ±).
 
-The body is the whole report as the notebook displays it (copylab.report.compose.blocks) from the committed reference
-sweeps, everything before the glossary; the glossary is the appendix after it.
+The body is the whole report as the notebook displays it (copylab.report.sections.compose.blocks) from the committed
+reference sweeps, everything before the glossary; the glossary is the appendix after it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from copylab.paths import REFERENCE_DATA, REFERENCE_SERVERS_DATA
-from copylab.report import compose
 from copylab.report.blocks import Figure
+from copylab.report.sections import compose
 from tests.test_reference_report import _analysed, _companions
 
 GLOSSARY_HEADING = r"# Appendix [A-Z]: Glossary"

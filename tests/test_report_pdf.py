@@ -19,11 +19,11 @@ from PIL import Image
 from copylab.analysis.analyze_sweep import run_analysis_notebook
 from copylab.calibration import record as calibration
 from copylab.errors import CopylabError
-from copylab.experiments.copies import answers
-from copylab.experiments.copies.answers import QUESTIONS
 from copylab.formatting import code, fmt_bytes, markdown_table
 from copylab.record.store import SweepStore
 from copylab.report import sections
+from copylab.report.experiments.copies import answers
+from copylab.report.experiments.copies.answers import QUESTIONS
 from copylab.report.render import export_pdf, render_report
 from copylab.report.sections import reproduction as reproduce_section
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS, needs_chromium

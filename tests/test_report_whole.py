@@ -16,14 +16,14 @@ import pytest
 
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
-from copylab.experiments.copies import captions
-from copylab.experiments.copies.figures import copies_figures
 from copylab.paths import REFERENCES
 from copylab.record.tables import CONFIG_KEYS
-from copylab.report import compose
 from copylab.report.answer import LABELS
 from copylab.report.blocks import Block, Figure, Markdown
+from copylab.report.experiments.copies import captions
+from copylab.report.experiments.copies.figures import copies_figures
 from copylab.report.results import Results
+from copylab.report.sections import compose
 from tests.test_reference_report import _analysed
 
 # A sentence at least this long, printed twice, is a repetition a reader notices.

@@ -1428,7 +1428,7 @@ def test_servers_listen_only_on_the_given_address(bin_dir, pair, outcome):
 NOBODY_ANALYSIS = """
 import json, os, sys
 from copylab.analysis import analyze_sweep
-from copylab.experiments import plugins
+from copylab.report import plugins
 from copylab.explore import explorer
 from copylab.record.store import SweepStore
 directory = sys.argv[1]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import config, socket_buffer
+from copylab.declarations import config
+from copylab.declarations.settings import socket_buffer
 from copylab.errors import CopylabError
 from copylab.measure.planning import schedule
 from copylab.paths import ROOT

@@ -22,18 +22,18 @@ import pytest
 from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import implementations
 from copylab.declarations.config import check_descriptor_limit, make_config
-from copylab.declarations.limits import SATURATED
 from copylab.errors import CopylabError
-from copylab.experiments import plugins
-from copylab.experiments.servers import answers as server_answers
-from copylab.experiments.servers import report as server_report
-from copylab.experiments.servers import waiting
 from copylab.explore.explorer import Explorer
 from copylab.formatting import fmt_num
 from copylab.paths import ROOT
 from copylab.record.store import SweepStore
+from copylab.report import plugins
+from copylab.report.experiments.servers import answers as server_answers
+from copylab.report.experiments.servers import report as server_report
+from copylab.report.experiments.servers import waiting
 from copylab.report.results import load_results, select
 from copylab.testbeds.netns import exec_prefix
+from copylab.vocabulary.limits import SATURATED
 from tests.conftest import needs_root, run_in
 from tests.synthetic import SERVER_MODELS, make_server_trials, write_sweep
 

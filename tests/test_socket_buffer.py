@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from copylab.declarations import config, implementations, socket_buffer
+from copylab.declarations import config, implementations
+from copylab.declarations.settings import socket_buffer
 from copylab.errors import CopylabError
 from copylab.measure.running.drivers import _iperf3_socket_buffer
 from copylab.measure.running.spec import TrialSettings, TrialSpec

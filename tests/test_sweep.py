@@ -20,17 +20,17 @@ from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config
 from copylab.declarations.config import SweepConfig
 from copylab.declarations.schema import COLUMN_NAMES, COLUMNS, PERF_EVENTS
-from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
-from copylab.experiments import plugins
-from copylab.experiments.copies import layout
 from copylab.measure import sweep
 from copylab.measure.planning import schedule
 from copylab.measure.running.drivers import CopylabPrograms
 from copylab.paths import ROOT
 from copylab.record.store import SweepStore
+from copylab.report import plugins
+from copylab.report.experiments.copies.basics import layout
 from copylab.report.results import load_results
 from copylab.testbeds import netns
+from copylab.vocabulary.values import LAYOUTS, NO_LAYOUT
 from tests.conftest import needs_root
 from tests.synthetic import HARDWARE_EVENTS
 

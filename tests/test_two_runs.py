@@ -13,11 +13,11 @@ from copylab.analysis.analyze_sweep import analyze
 from copylab.analysis.two_runs import HIGHER, LOWER, NOT_COMPARED, ONLY_A, ONLY_B, SAME, compare_runs, run_ratios
 from copylab.declarations.metrics import add_metrics
 from copylab.errors import CopylabError
-from copylab.experiments import plugins
 from copylab.record.store import SweepStore
-from copylab.report import compose
+from copylab.report import plugins
 from copylab.report.blocks import Figure, Markdown
 from copylab.report.results import load_results
+from copylab.report.sections import compose
 from tests.synthetic import make_server_trials, make_trials, write_sweep
 
 SIZES = (64, 1024, 16384, 65536)

@@ -14,13 +14,14 @@ import pytest
 from copylab import experiments
 from copylab.analysis.analyze_sweep import analyze
 from copylab.declarations import config
-from copylab.experiments import plugins
-from copylab.experiments.copies import MAPPING_MTU, answers
-from copylab.experiments.copies.answers import sink as sink_answers
+from copylab.experiments.copies import MAPPING_MTU
 from copylab.formatting import fmt_num, fmt_size
 from copylab.record.store import SweepStore
-from copylab.report import compose
+from copylab.report import plugins
+from copylab.report.experiments.copies import answers
+from copylab.report.experiments.copies.answers import sink as sink_answers
 from copylab.report.results import Results, load_results
+from copylab.report.sections import compose
 from copylab.study import pipeline
 from tests.synthetic import make_trials, write_sweep
 from tests.test_answers import make_sweep

@@ -26,7 +26,7 @@ from copylab.record.tables import curve_keys
 NOTEBOOK = NOTEBOOKS / "10_analyze_sweep.ipynb"
 
 # Draws a sweep's figures, keyed by file stem, from its trials, summary and crossovers, its manifest and confidence:
-# each experiment's are its plug-in's (copylab.experiments.plugins.draw picks them by the manifest).
+# each experiment's are its plug-in's (copylab.report.plugins.draw picks them by the manifest).
 DrawFigures = Callable[[pd.DataFrame, pd.DataFrame, pd.DataFrame, Manifest, float], dict[str, Figure]]
 
 

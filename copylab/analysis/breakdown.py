@@ -18,8 +18,8 @@ from matplotlib.patches import Rectangle
 
 from copylab.declarations import implementations
 from copylab.declarations.profiling.categories import CATEGORY_NAMES
-from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.roles import Role
+from copylab.vocabulary.values import NO_LAYOUT
 
 FIGURE = "cpu_breakdown"
 

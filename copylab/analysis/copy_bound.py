@@ -3,7 +3,7 @@
 With both ends on one CPU, that core makes every copy of every byte, so an implementation that copies each
 byte k times cannot exceed memcpy bandwidth / k while its copies run at memcpy's speed from memory.  Messages that
 stay in the caches copy faster, and go past it (a fraction above 1).  The receiver's copies depend on how it takes
-the bytes in (copylab.declarations.implementation.RECEIVE_MODES), so each receive mode has its own bound.
+the bytes in (copylab.vocabulary.implementation.RECEIVE_MODES), so each receive mode has its own bound.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.declarations.implementation import RECEIVE_MODES
+from copylab.vocabulary.implementation import RECEIVE_MODES
 
 
 def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:

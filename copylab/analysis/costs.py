@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from copylab.declarations import implementations
-from copylab.declarations.limits import FIELD_COUNT
+from copylab.vocabulary.limits import FIELD_COUNT
 
 # The terms in the order they are offered to the model: what every sender pays first.
 TERMS = ("bytes", "sends", "pages", "segments", "skbs", "completions")

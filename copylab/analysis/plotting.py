@@ -142,6 +142,11 @@ def empty_figure(title: str, setup: str, message: str) -> Figure:
     return figure
 
 
+def colors() -> dict[str, str]:
+    """Every implementation's colour in the figures, as its declaration gives it."""
+    return {name: implementation.color for name, implementation in implementations.registry().items()}
+
+
 def implementation_handles(present: pd.Series, colors: Mapping[str, str], dashed: Iterable[str] = ()) -> list[Any]:
     """A legend entry for each implementation PRESENT, in its colour of COLORS."""
     dashed = set(dashed)

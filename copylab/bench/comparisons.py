@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from copylab.bench.figure import BenchFigure
 from copylab.declarations import implementations
-from copylab.declarations.implementation import BenchGoal
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
 from copylab.programs import perf
 from copylab.testbeds import testbed
+from copylab.vocabulary.implementation import BenchGoal
 
 
 @dataclass(frozen=True)

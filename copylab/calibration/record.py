@@ -365,7 +365,7 @@ def copy_cost_at(record: Calibration, working_set: int) -> CopyCost:
 
 
 # The calibration path that measures each way a sender makes its own copy
-# (copylab.declarations.implementation.UserCopy).
+# (copylab.vocabulary.implementation.UserCopy).
 CALL_PATHS = {"memcpy": MEMCPY, "read": READ}
 
 

@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 from copylab import error_catalogue
-from copylab.declarations import config, implementations, socket_buffer
+from copylab.declarations import config, implementations
+from copylab.declarations.settings import socket_buffer
 
 FD_SETSIZE = 1024  # glibc's, which the select server's sets are compiled with
 

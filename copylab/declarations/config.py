@@ -17,13 +17,13 @@ from typing import Any
 
 from copylab import experiments
 from copylab.declarations import implementations, settings
-from copylab.declarations.limits import SMALLEST_SOCKET_BUFFER
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import LISTS, SETTINGS, Setting
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
-from copylab.experiment import Members
+from copylab.vocabulary.experiment import Members
+from copylab.vocabulary.limits import SMALLEST_SOCKET_BUFFER
+from copylab.vocabulary.values import NO_LAYOUT
 
 HOST_PATTERN = re.compile(r"^(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z0-9.-]+)(:(?P<port>\d{1,5}))?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -1,6 +1,6 @@
 """The registry: every implementation copylab can measure, and everything the rest of copylab needs to know of it.
 
-An implementation declares (copylab.declarations.implementation) how its two ends are started and read (its
+An implementation declares (copylab.vocabulary.implementation) how its two ends are started and read (its
 driver's spec), which optional trials.csv columns it fills, how many times each payload byte is copied on its path,
 the baselines it is compared with and its goal in ./inv bench.  Each experiment lists its own
 (copylab.experiments.NAME.implementations, held by its declaration); this module collects them once, on first use,
@@ -9,7 +9,7 @@ experiment's copylab.experiments.NAME.presentation.  Adding one is a C file in c
 runner in copylab.measure.running.drivers), one entry in its experiment's list, its colour and paragraph, and its
 tests; no other module names an implementation.
 
-The receiver's side has its own small registry, copylab.declarations.implementation.RECEIVE_MODES: how the client
+The receiver's side has its own small registry, copylab.vocabulary.implementation.RECEIVE_MODES: how the client
 takes the bytes in.
 """
 
@@ -20,11 +20,11 @@ import functools
 from collections.abc import Iterable
 
 from copylab import experiments
-from copylab.declarations.implementation import RECEIVE_MODES, Implementation
-from copylab.declarations.vocabulary import LAYOUTS, NO_LAYOUT
 from copylab.errors import CopylabError
-from copylab.experiment import Experiment
 from copylab.roles import STUDY_BASELINE, Role
+from copylab.vocabulary.experiment import Experiment
+from copylab.vocabulary.implementation import RECEIVE_MODES, Implementation
+from copylab.vocabulary.values import LAYOUTS, NO_LAYOUT
 
 BASELINE_RECEIVE = "copy"
 

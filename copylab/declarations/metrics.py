@@ -1,7 +1,7 @@
 """Per-trial metrics derived from trials.csv, and the registry saying which way each one is better.
 
 Which metrics describe an experiment's trials, and which one it shows first, its declaration says
-(copylab.experiment: metrics, headline)."""
+(copylab.vocabulary.experiment: metrics, headline)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from copylab import experiments
 from copylab.declarations.settings import SETTINGS
-from copylab.declarations.vocabulary import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Column, Kind
+from copylab.vocabulary.values import PINNINGS, RECEIVE_MODES, STATUSES, WORKLOADS, Column, Kind
 
 __all__ = ["PINNINGS", "RECEIVE_MODES", "STATUSES", "WORKLOADS", "Column"]
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from copylab import experiments
-from copylab.declarations.implementation import Implementation
 from copylab.declarations.settings.setting import draw
 from copylab.errors import CopylabError
+from copylab.vocabulary.implementation import Implementation
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from copylab.errors import CopylabError
-from copylab.experiment import Experiment
 from copylab.experiments.copies import COPIES
 from copylab.experiments.servers import SERVERS
+from copylab.vocabulary.experiment import Experiment
 
 EXPERIMENTS: dict[str, Experiment] = {experiment.name: experiment for experiment in (COPIES, SERVERS)}
 DEFAULT = next(iter(EXPERIMENTS.values()))

@@ -16,11 +16,11 @@ from copylab import experiments
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations as registry
-from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import add_metrics, metrics_for
 from copylab.errors import CopylabError
 from copylab.record.manifest import Manifest
 from copylab.record.store import TRIALS_FILE, SweepStore
+from copylab.vocabulary.implementation import RECEIVE_MODES
 
 
 def _stamp(directory: str | Path) -> tuple[str, int, int]:

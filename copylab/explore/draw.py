@@ -19,7 +19,6 @@ from matplotlib.lines import Line2D
 from copylab.analysis import plotting
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
 from copylab.declarations.metrics import METRICS
-from copylab.experiments import plugins
 from copylab.explore.views import AXES, Axis, View, axis_label, tick_label
 from copylab.formatting import fmt_bytes, fmt_num
 from copylab.record.manifest import Manifest
@@ -53,7 +52,7 @@ def make_figure(
 ) -> Figure:
     """Means with Student-t interval bands per implementation (plot_data rows), optional raw trials, unstable
     rings; OVERLAY, a second sweep's name and plot_data rows, dashed in the same colours."""
-    colors = plugins.colors()
+    colors = plotting.colors()
     fig, ax = _figure()
     for name, rows in data.groupby("implementation", sort=False):
         color = colors[name]
@@ -102,7 +101,7 @@ def make_ratio_figure(
     confidence: float = 0.95,
 ) -> Figure:
     """Challenger/baseline ratios with their interval bands (filled: Holm-significant) and detected crossovers."""
-    colors = plugins.colors()
+    colors = plotting.colors()
     fig, ax = _figure()
     ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label=f"{baseline} (ratio 1)")
     statuses = crossovers.set_index("challenger") if len(crossovers) else None

@@ -21,7 +21,6 @@ from matplotlib.figure import Figure
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations import schema
-from copylab.declarations.implementation import RECEIVE_MODES
 from copylab.declarations.metrics import METRICS, headline, metrics_for
 from copylab.errors import CopylabError
 from copylab.explore.data import (
@@ -58,6 +57,7 @@ from copylab.explore.views import (
 from copylab.formatting import fmt_num, fmt_size
 from copylab.paths import DATA, REFERENCE_DATA
 from copylab.record.manifest import Manifest
+from copylab.vocabulary.implementation import RECEIVE_MODES
 
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
 _TOGGLE_STYLE = {"button_width": "auto"}

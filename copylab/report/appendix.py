@@ -15,7 +15,8 @@ from dataclasses import replace
 
 from copylab.report.blocks import Block, Markdown
 
-# Where an appendix leads back to: the anchor of the report's first section (copylab.experiments.copies.report.front).
+# Where an appendix leads back to: the anchor of the report's first section
+# (copylab.report.experiments.copies.report.front).
 START = "answers-at-a-glance"
 BACK = "the answers at a glance"
 

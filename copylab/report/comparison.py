@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
+from copylab import experiments
 from copylab.analysis import plotting
 from copylab.analysis.two_runs import (
     HIGHER,
@@ -35,7 +36,6 @@ from copylab.analysis.two_runs import (
 )
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
-from copylab.experiments import plugins
 from copylab.formatting import code, fmt_num, fmt_size, markdown_table, md_escape
 from copylab.record.origin import git_state, png_metadata
 from copylab.record.store import save_pngs
@@ -61,8 +61,7 @@ def _contender(row: pd.Series) -> str:
 def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
     """Per compared metric with a compared configuration: B/A with its interval along the experiment's axis, one
     panel per combination of the other settings, filled markers where the change is significant."""
-    plugin = plugins.get(result.experiment)
-    experiment, colors = plugin.experiment, plugin.colors
+    experiment, colors = experiments.get(result.experiment), plotting.colors()
     axis = experiment.axis
     title_axis, label = _axis_label(axis)
     others = [key for key in CONFIG_KEYS if key not in (axis, *CONTENDER_KEYS)]

@@ -1,6 +1,6 @@
-"""What an experiment gives the report: its report module's one object, REPORT, that copylab.report.compose and
+"""What an experiment gives the report: its report module's one object, REPORT, that copylab.report.sections.compose and
 copylab.report.sections call, with defaults for what an experiment may leave out; and its plug-in, which bundles
-its declaration with its figures and that REPORT (copylab.experiments.plugins lists them)."""
+its declaration with its figures and that REPORT (copylab.report.plugins finds them)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from copylab.analysis.analyze_sweep import DrawFigures
-from copylab.experiment import Experiment
 from copylab.report.blocks import Block
 from copylab.report.results import Results
+from copylab.vocabulary.experiment import Experiment
 
 Companions = Mapping[str, Results]
 
@@ -45,11 +45,9 @@ class ExperimentReport:
 
 @dataclass(frozen=True)
 class ExperimentPlugin:
-    """An experiment as the report sees it: its declaration, its figures and its parts of the report, and how they
-    present each implementation: its colour in every figure and its paragraph of Markdown."""
+    """An experiment as the report sees it: its declaration, its figures and its parts of the report.  How they
+    present each implementation (its colour, its paragraph) is declared with it (copylab.vocabulary.implementation)."""
 
     experiment: Experiment
     draw: DrawFigures
     report: ExperimentReport
-    colors: Mapping[str, str]
-    explanations: Mapping[str, str]

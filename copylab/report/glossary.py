@@ -1,8 +1,8 @@
 """The report's glossary: every term of art its body uses that a student may not know, each in one line.
 
-The copies experiment's own words (copylab.experiments.copies.glance.GLOSSARY) come first; the words of the method,
-the kernel and the other sections are here.  tests/test_report_glossary.py fails when the body uses a listed term
-that this glossary lacks.
+The copies experiment's own words (copylab.report.experiments.copies.glance.GLOSSARY) come first; the words of the
+method, the kernel and the other sections are here.  tests/test_report_glossary.py fails when the body uses a listed
+term that this glossary lacks.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from copylab import experiments
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
 from copylab.calibration.record import region_costs
 from copylab.declarations import settings
-from copylab.declarations.vocabulary import WORKLOAD_MEASURE
 from copylab.formatting import code, fmt_duration, fmt_num, fmt_pct, fmt_span, md_escape
 from copylab.programs.perf import USER_MODE_ONLY
 from copylab.record.manifest import Manifest
@@ -28,6 +27,7 @@ from copylab.report.results import (
     metric_rows,
     virtualised,
 )
+from copylab.vocabulary.values import WORKLOAD_MEASURE
 
 
 def failed_trials(trials: pd.DataFrame) -> str:

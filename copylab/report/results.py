@@ -15,14 +15,14 @@ import pandas as pd
 
 from copylab.analysis.analyze_sweep import executed_notebook
 from copylab.declarations import implementations
-from copylab.declarations.implementation import RECEIVE_MODES
-from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
 from copylab.formatting import code, md_escape
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
 from copylab.report.blocks import Figure
+from copylab.vocabulary.implementation import RECEIVE_MODES
+from copylab.vocabulary.values import NO_LAYOUT
 
 THROUGHPUT = "throughput_gbps"
 # systemd-detect-virt's names of container managers (the rest are hypervisors)

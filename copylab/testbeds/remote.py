@@ -28,7 +28,8 @@ from typing import Any
 import fabric
 import paramiko
 
-from copylab.declarations import implementations, socket_buffer
+from copylab.declarations import implementations
+from copylab.declarations.settings import socket_buffer
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import CSRC

@@ -11,9 +11,9 @@ runs in the server's namespace too and counts the qdisc's drops in its window.
 
 from __future__ import annotations
 
-from copylab.declarations.limits import SINK_ADDRESS, SINK_DEVICE
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.declarations.vocabulary import NO_LAYOUT
+from copylab.vocabulary.limits import SINK_ADDRESS, SINK_DEVICE
+from copylab.vocabulary.values import NO_LAYOUT
 
 PEER = "cl_sink_peer"
 # The sink device's own address: SINK_ADDRESS's /30, so the route to it leaves through the device.

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from copylab.calibration.measurement import CALIBRATION_PROGRAMS
-from copylab.declarations import implementations, socket_buffer
+from copylab.declarations import implementations
 from copylab.declarations.config import check_descriptor_limit, check_memory_limit
 from copylab.declarations.namespace_pair import NamespacePair
+from copylab.declarations.settings import socket_buffer
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.paths import program
@@ -130,9 +131,8 @@ class Testbed(ABC):
         return {}
 
     def socket_buffer_caps(self) -> dict[str, int] | None:
-        """The caps on the socket buffers its programs may ask for, per buffer (copylab.declarations.socket_buffer);
-        None:
-        they pass over them (root)."""
+        """The caps on the socket buffers its programs may ask for, per buffer
+        (copylab.declarations.settings.socket_buffer); None: they pass over them (root)."""
         return None
 
     @abstractmethod

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from copylab.declarations import socket_buffer
 from copylab.declarations.namespace_pair import NamespacePair
+from copylab.declarations.settings import socket_buffer
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
 from copylab.testbeds import netns, sender_pages

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from copylab.declarations.socket_buffer import CappedEnds
-from copylab.declarations.vocabulary import Column
+from copylab.declarations.settings.socket_buffer import CappedEnds
+from copylab.vocabulary.values import Column
 
 # int/float/str/bool: one value; ints/sizes/strs: a list (sizes take K, M, G suffixes on the command line).
 Kind = Literal["int", "float", "str", "bool", "ints", "sizes", "strs"]

@@ -4,9 +4,10 @@ it)."""
 from __future__ import annotations
 
 from copylab import experiments
-from copylab.declarations import socket_buffer
+from copylab.declarations.settings import socket_buffer
 from copylab.declarations.settings.setting import EVERY_PROGRAM, ProgramOption, Setting
-from copylab.declarations.vocabulary import (
+from copylab.formatting import fmt_size
+from copylab.vocabulary.values import (
     LAYOUTS,
     PATHS,
     PINNINGS,
@@ -15,7 +16,6 @@ from copylab.declarations.vocabulary import (
     WORKLOADS,
     Column,
 )
-from copylab.formatting import fmt_size
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(

@@ -1,19 +1,19 @@
 """The copies experiment: senders that differ only in how the bytes of a message leave user space, and a
 receiver that takes them in one of three ways, compared along message size.
 
-This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.copies.figures),
-its captions and its answers to the study's questions (copylab.experiments.copies.captions,
-copylab.experiments.copies.answers) and its parts of the report (copylab.experiments.copies.report).
+This package is the experiment's declaration, plain data: the Experiment below and its implementations
+(implementations.py).  What the report makes of it (its figures, captions, answers and report parts) is in
+copylab.report.experiments.copies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from copylab.experiment import Experiment, Members
 from copylab.experiments.copies.implementations import IMPLEMENTATIONS
 from copylab.roles import Role
 from copylab.segments import MAPPING_MTU
+from copylab.vocabulary.experiment import Experiment, Members
 
 
 def _sizes(low: int, high: int, step: int = 2) -> list[int]:
@@ -73,7 +73,7 @@ MMAP: dict[str, Any] = {
 # message) cross every cache level of the development hosts (L1d 32-48 KiB, L2 1-2 MiB, L3 32 MiB) and reach past
 # the last one at two sizes: 64 and 128 MiB at 32 and 64 MiB messages (with one such size, 3 blocks of a 0.2 s window
 # left the saving there 0.006 to 0.075 ns per byte on the development host: user time counts in ticks).  Question 2
-# reads it (copylab.experiments.copies.answers.caches).  One thread, both ends on CPU 0, 3 fixed blocks.  It
+# reads it (copylab.report.experiments.copies.answers.caches).  One thread, both ends on CPU 0, 3 fixed blocks.  It
 # calibrates (about a second): its figure marks the cache sizes of the host it ran on.
 CACHE_SIZES = [4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 32 << 20, 64 << 20]
 CACHES: dict[str, Any] = {
@@ -90,7 +90,7 @@ CACHES: dict[str, Any] = {
 # Question 3's sweep: two_copy at 2 MiB messages, more threads than the 2 CPUs, with both ends sharing CPU 0 and
 # with the two ends on CPUs 0 and 1.  Each thread's message and its packed copy make 4 MiB: past a 1-2 MiB L2 from
 # one thread on, the threads' combined working set stays inside a 32 MiB L3 up to 8 threads and passes it at 16
-# (copylab.experiments.copies.answers.threads).  Not 64 threads: in 0.2 s windows their CPU time came out 0.18 to
+# (copylab.report.experiments.copies.answers.threads).  Not 64 threads: in 0.2 s windows their CPU time came out 0.18 to
 # 0.47 ns per byte in three blocks on the 2-vCPU development host.  3 fixed blocks.
 THREAD_COUNTS = [1, 2, 4, 8, 16]
 THREADS: dict[str, Any] = {
@@ -224,7 +224,7 @@ COPIES = Experiment(
     explorer_axes=("size_bytes", "threads"),
     deciding="roles",
     # The report's own sweep, then the sink and the receiver's side at MAPPING_MTU: the question has an answer
-    # only where a zero copy is not undone by local delivery (copylab.experiments.copies.report claims them).
+    # only where a zero copy is not undone by local delivery (copylab.report.experiments.copies.report claims them).
     reported=("quick", "sink", "mmap", "mmap-small", "caches", "threads"),
     # Questions 4 and 5 quote the verdicts over the veth and behind the sink; questions 2 and 3 read the caches and
     # threads sweeps' means, and the receiver's side its ratios.

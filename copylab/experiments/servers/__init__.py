@@ -1,17 +1,17 @@
 """The servers experiment: servers that differ only in how they wait for many connections, compared along the
 number of connections.
 
-This package is the experiment's plug-in: its declaration (below), its figures (copylab.experiments.servers.figures)
-and its
-section of the report (copylab.experiments.servers.report).
+This package is the experiment's declaration, plain data: the Experiment below and its implementations
+(implementations.py).  What the report makes of it (its figures and its section) is in
+copylab.report.experiments.servers.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from copylab.experiment import Experiment, Members
 from copylab.experiments.servers.implementations import IMPLEMENTATIONS
+from copylab.vocabulary.experiment import Experiment, Members
 
 # The set-up of the study's related exercise: server on CPU 0, client on CPU 1 (taskset), many connections at once.
 PROFILES: dict[str, dict[str, Any]] = {

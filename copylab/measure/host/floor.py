@@ -14,9 +14,9 @@ import dataclasses
 import math
 
 from copylab.declarations import implementations
-from copylab.declarations.vocabulary import FLOOR_PINNINGS
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
+from copylab.vocabulary.values import FLOOR_PINNINGS
 
 
 def host_floor(experiment: str, size: int, settings: TrialSettings) -> dict[str, float]:

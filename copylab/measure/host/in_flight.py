@@ -18,12 +18,12 @@ import math
 from typing import Any
 
 from copylab.declarations import implementations
-from copylab.declarations.limits import DEFAULT_ZC_INFLIGHT as FLOOR_BYTES
 from copylab.declarations.settings import get as setting
 from copylab.declarations.settings import is_number
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
 from copylab.record.manifest import InFlight
+from copylab.vocabulary.limits import DEFAULT_ZC_INFLIGHT as FLOOR_BYTES
 
 MEASURED_SIZE = 64 << 10
 PAGE = 4096

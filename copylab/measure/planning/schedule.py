@@ -32,9 +32,9 @@ from copylab.declarations import implementations
 from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.measure.running.spec import TrialSpec
 from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
+from copylab.vocabulary.values import NO_LAYOUT
 
 # The metric whose precision adaptive repetition watches, per workload.
 PRECISION_METRIC = {"stream": "throughput_gbps", "rr": "latency_mean_us"}

@@ -1,7 +1,7 @@
 """How an implementation's two ends are started and read: copylab's own program pair, or a wrapped tool.
 
 A driver turns one trial into the server's and the client's command lines, and their outputs into
-trials.csv columns.  An implementation declares its driver as data (copylab.declarations.implementation.DriverSpec);
+trials.csv columns.  An implementation declares its driver as data (copylab.vocabulary.implementation.DriverSpec);
 runner() gives the driver that runs that spec, one class a kind.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from copylab.declarations import contract
-from copylab.declarations.implementation import DriverKind, DriverSpec, Implementation
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.window import Window
+from copylab.vocabulary.implementation import DriverKind, DriverSpec, Implementation
 
 if TYPE_CHECKING:
     from copylab.testbeds.testbed import End

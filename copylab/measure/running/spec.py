@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from copylab import experiments
 from copylab.declarations import settings
-from copylab.declarations.implementation import Implementation
 from copylab.errors import CopylabError
 from copylab.programs.perf import PerfSupport
+from copylab.vocabulary.implementation import Implementation
 
 if TYPE_CHECKING:
     from copylab.measure.running.kernel_copies import Accounting
@@ -33,7 +33,7 @@ class TrialSpec:
     receive: str = "copy"
     connections: int = 0  # servers: connections the client keeps busy; copies: one per thread (0 = threads)
     block_position: int | None = None  # its place in its block (a blocked design; repetition is the block)
-    layout: str = "fields"  # how the sender holds the message (copylab.declarations.vocabulary.LAYOUTS, or NO_LAYOUT)
+    layout: str = "fields"  # how the sender holds the message (copylab.vocabulary.values.LAYOUTS, or NO_LAYOUT)
     idle_connections: int = 0  # servers: connections the client opens besides and leaves silent
     offered_rate: int = 0  # servers, open load: requests per second sent on a schedule (0: closed loop)
 

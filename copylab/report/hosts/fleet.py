@@ -18,15 +18,15 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from copylab import experiments
-from copylab.experiments import plugins
 from copylab.formatting import code, fmt_size, markdown_table, md_escape
 from copylab.record.origin import git_state, png_metadata
 from copylab.record.store import SweepStore, save_pngs
-from copylab.report import compose
+from copylab.report import plugins
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.comparison import notebook_of
 from copylab.report.hosts import real_link
 from copylab.report.results import Results, load_results
+from copylab.report.sections import compose
 
 PDF_FILE = "fleet.pdf"
 FIGURE_NAME = "crossovers_by_pair"

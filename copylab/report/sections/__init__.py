@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from copylab.experiments import plugins
-from copylab.report import limitation
+from copylab.report import limitation, plugins
 from copylab.report.results import Results, every_trial
 from copylab.report.sections.methodology import method, short_method
 from copylab.report.sections.reproduction import remeasure_command, render_command, reproduce, sweep_heading
@@ -31,7 +30,7 @@ __all__ = [
 
 def limitations(results: Results, companions: Mapping[str, Results] | None = None) -> str:
     """The sweep's limitations as a Markdown bullet list, each computed from its data or manifest and, for the main
-    sweep, the sweeps its experiment claims beside it (COMPANIONS, copylab.report.compose.arrange)."""
+    sweep, the sweeps its experiment claims beside it (COMPANIONS, copylab.report.sections.compose.arrange)."""
     main = limitation.main_metric(results.summary)
     unstable = main[main["unstable"]]
     manifest = results.manifest
