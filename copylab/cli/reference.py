@@ -6,7 +6,8 @@
 run-sweep's options come from the command table (copylab.cli.commands, itself from the settings), the profiles from
 each experiment's declaration, trials.csv's
 columns from copylab.declarations.schema, the programs' JSON keys from copylab.declarations.contract and the
-manifest's fields from copylab.record.manifest's dataclasses and the comments beside their fields.
+manifest's fields from copylab.record.manifest's dataclasses and the comments beside their fields, and the
+implementations from each experiment's declaration.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from copylab.declarations import config, contract, schema, settings
 from copylab.experiments import EXPERIMENTS
 from copylab.paths import ROOT
 from copylab.record import manifest
+from copylab.vocabulary.implementation import DriverKind, DriverSpec
 
 REFERENCE = ROOT / "docs" / "reference"
 HEADER = (
@@ -232,12 +234,44 @@ def manifest_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _source(driver: DriverSpec) -> str:
+    """The C file an implementation's programs are built from, or what it wraps."""
+    if driver.kind is DriverKind.PROGRAM_PAIR:
+        return f"`csrc/send_{driver.name}.c`"
+    if driver.kind is DriverKind.MODEL_PAIR:
+        return f"`csrc/wait_{driver.name}.c`"
+    return f"the external tool {driver.name}"
+
+
+def implementations_page() -> str:
+    lines = [
+        "# The implementations",
+        "",
+        "Every implementation each experiment declares (copylab/experiments/NAME/implementations.py), in the order "
+        "of every table, legend and list: what it is built from, how many times it copies each byte end to end when "
+        "the receiver copies, what it is compared against, its colour in every figure and its paragraph in the "
+        "report.  Adding one is its C file and its entry; this page follows.",
+    ]
+    for experiment in EXPERIMENTS.values():
+        lines += ["", f"## The {experiment.name} experiment", ""]
+        lines += ["| implementation | built from | copies | compared against | colour |", "|---|---|---|---|---|"]
+        lines += [
+            f"| `{i.name}` | {_source(i.driver)} | {i.copies.per_byte()} | "
+            f"{', '.join(f'`{b}`' for b in i.baselines) or '-'} | `{i.color}` |"
+            for i in experiment.implementations
+        ]
+        for implementation in experiment.implementations:
+            lines += ["", implementation.explanation]
+    return "\n".join(lines) + "\n"
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "options.md": options_page,
     "profiles.md": profiles_page,
     "columns.md": columns_page,
     "programs.md": programs_page,
     "manifest.md": manifest_page,
+    "implementations.md": implementations_page,
 }
 
 
