@@ -132,9 +132,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from copylab import experiments
-from copylab.vocabulary.implementation import Implementation
 from copylab.declarations.settings.setting import draw
 from copylab.errors import CopylabError
+from copylab.vocabulary.implementation import Implementation
 
 
 @dataclass(frozen=True)
