@@ -655,13 +655,12 @@ def test_what_part_a_says_of_the_kernel_is_cited_and_its_copy_counts_agree():
     kernel's source says (cited by file and function); the counts Part A, the copy bound and Question 1 use are the
     registry's."""
     from copylab.declarations import implementations
-    from copylab.report.experiments.copies.basics.presentation import EXPLANATIONS
 
     sendfile = implementations.get("sendfile")
     assert sendfile.copies.per_byte("copy") == 1 and sendfile.copies.at_send == 0
     for cited in ("tcp_sendmsg_locked", "net/ipv4/tcp.c", "skb_splice_from_iter", "net/core/skbuff.c"):
-        assert cited in EXPLANATIONS["sendfile"], cited
-    assert "skb_orphan_frags_rx" in EXPLANATIONS["sendfile"] and "copies each chunk" not in EXPLANATIONS["sendfile"]
+        assert cited in sendfile.explanation, cited
+    assert "skb_orphan_frags_rx" in sendfile.explanation and "copies each chunk" not in sendfile.explanation
     # zero_copy's kernel copy is deferred, not saved: 2 copies where two_copy makes 3, said so in question 1
     assert (
         implementations.get("zero_copy").copies.per_byte() == 2
