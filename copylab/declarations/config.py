@@ -23,7 +23,7 @@ from copylab.declarations.settings import LISTS, SETTINGS, Setting
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.declarations.vocabulary import NO_LAYOUT
 from copylab.errors import CopylabError
-from copylab.experiment import Members
+from copylab.experiment import Experiment, Members
 
 HOST_PATTERN = re.compile(r"^(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z0-9.-]+)(:(?P<port>\d{1,5}))?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -109,7 +109,7 @@ def validate(config: SweepConfig) -> SweepConfig:
             raise CopylabError(f"{experiment.noun}: unknown {name!r} (choose from {', '.join(members)})")
     if not config.implementations:
         raise CopylabError(f"{experiment.noun}: needs at least one value")
-    object.__setattr__(config, "members", tuple(implementations.get(name) for name in config.implementations))
+    _resolve(config, experiment)
     for label, value in (("workloads", config.workloads), ("pinning", config.pinning), ("receive", config.receive)):
         if not value:
             raise CopylabError(f"{label}: needs at least one value")
@@ -141,17 +141,32 @@ def validate(config: SweepConfig) -> SweepConfig:
     return config
 
 
+def _resolve(config: SweepConfig, experiment: Experiment) -> None:
+    """Puts in CONFIG the declarations its names stand for (SweepConfig.declared, members, deciding): the one place a
+    sweep's names are looked up."""
+    members = tuple(implementations.get(name) for name in config.implementations)
+    by_name = {member.name: member for member in members}
+    deciding = tuple(
+        (by_name[challenger], by_name[baseline])
+        for challenger, baseline in implementations.deciding_pairs(experiment)
+        if challenger in by_name and baseline in by_name
+    )
+    # Frozen, and resolved only once checked: what the names stand for is not a setting of its own.
+    for name, value in (("declared", experiment), ("members", members), ("deciding", deciding)):
+        object.__setattr__(config, name, value)
+
+
 def _check_layouts(config: SweepConfig) -> None:
     if not config.layout:
         raise CopylabError("layout: needs at least one value")
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
         return
-    for name in config.layout_for or config.implementations:
-        fixed = config.member(name).fixed_layout
-        if fixed is not None:
+    for member in config.members:
+        fixed = member.fixed_layout
+        if fixed is not None and (not config.layout_for or member.name in config.layout_for):
             held = "not in its memory" if fixed == NO_LAYOUT else fixed
             raise CopylabError(
-                f"layout: {name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
+                f"layout: {member.name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
                 "senders with --layout-for"
             )
 

@@ -138,6 +138,10 @@ from copylab import experiments
 from copylab.declarations.implementation import Implementation
 from copylab.declarations.settings.setting import draw
 from copylab.errors import CopylabError
+from copylab.experiment import Experiment
+
+# What copylab.declarations.config.validate resolves from the names, once, when the sweep is checked.
+RESOLVED = ("declared", "members", "deciding")
 
 
 @dataclass(frozen=True)
@@ -145,12 +149,16 @@ class SweepConfig:
     name: str
     profile: str = "quick"
 FIELDS
-    # Its implementations resolved once, when it is checked: the rest of a sweep reads them here, not by name.
+    # Its experiment and implementations resolved once, when it is checked: the rest of a sweep reads them here, and
+    # never turns a name back into its declaration.  The manifest records the names above.
+    declared: Experiment = field(default=experiments.DEFAULT, compare=False, repr=False)
     members: tuple[Implementation, ...] = field(default=(), compare=False, repr=False)
+    # Its experiment's deciding comparisons among its members, (challenger, baseline).
+    deciding: tuple[tuple[Implementation, Implementation], ...] = field(default=(), compare=False, repr=False)
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest records (every setting, by its name)."""
-        names = (f.name for f in fields(self) if f.name not in ("name", "profile", "members"))
+        names = (f.name for f in fields(self) if f.name not in ("name", "profile", *RESOLVED))
         return {name: list(value) if isinstance(value := getattr(self, name), tuple) else value for name in names}
 
     def member(self, name: str) -> Implementation:
