@@ -127,7 +127,7 @@ def test_the_verified_pass_checks_every_reported_implementation_in_each_of_its_r
     wanted = _wanted(report_sweeps("S"))
     for experiment, profile, _ in report_sweeps("S"):
         reported = config.make_config("x", profile, experiment=experiment)
-        for member in reported.members:
+        for member in reported.members.values():
             assert set(schedule.receive_modes_of(reported, member)) <= wanted[experiment][member.name]
 
 

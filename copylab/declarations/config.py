@@ -144,12 +144,11 @@ def validate(config: SweepConfig) -> SweepConfig:
 def _resolve(config: SweepConfig, experiment: Experiment) -> None:
     """Puts in CONFIG the declarations its names stand for (SweepConfig.declared, members, deciding): the one place a
     sweep's names are looked up."""
-    members = tuple(implementations.get(name) for name in config.implementations)
-    by_name = {member.name: member for member in members}
+    members = {name: implementations.get(name) for name in config.implementations}
     deciding = tuple(
-        (by_name[challenger], by_name[baseline])
+        (members[challenger], members[baseline])
         for challenger, baseline in implementations.deciding_pairs(experiment)
-        if challenger in by_name and baseline in by_name
+        if challenger in members and baseline in members
     )
     # Frozen, and resolved only once checked: what the names stand for is not a setting of its own.
     for name, value in (("declared", experiment), ("members", members), ("deciding", deciding)):
@@ -161,7 +160,7 @@ def _check_layouts(config: SweepConfig) -> None:
         raise CopylabError("layout: needs at least one value")
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
         return
-    for member in config.members:
+    for member in config.members.values():
         fixed = member.fixed_layout
         if fixed is not None and (not config.layout_for or member.name in config.layout_for):
             held = "not in its memory" if fixed == NO_LAYOUT else fixed
@@ -247,7 +246,7 @@ def _check_connection_limits(config: SweepConfig) -> None:
     )
     if (high := settings.get("connections").high) is not None and most > high:
         raise CopylabError(f"{label}: {total} connections are more than {_bound(high)}")
-    for member in config.members:
+    for member in config.members.values():
         name, limit = member.name, member.max_connections
         if limit is not None and most > limit:
             raise CopylabError(

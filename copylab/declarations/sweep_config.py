@@ -7,13 +7,13 @@ the settings table. Do not edit; a test holds it to the table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from copylab import experiments
 from copylab.declarations.implementation import Implementation
 from copylab.declarations.settings.setting import draw
-from copylab.errors import CopylabError
 from copylab.experiment import Experiment
 
 # What copylab.declarations.config.validate resolves from the names, once, when the sweep is checked.
@@ -69,7 +69,8 @@ class SweepConfig:
     # Its experiment and implementations resolved once, when it is checked: the rest of a sweep reads them here, and
     # never turns a name back into its declaration.  The manifest records the names above.
     declared: Experiment = field(default=experiments.DEFAULT, compare=False, repr=False)
-    members: tuple[Implementation, ...] = field(default=(), compare=False, repr=False)
+    # Its implementations by name, in the order of `implementations`: a configuration, a row, names its own here.
+    members: Mapping[str, Implementation] = field(default_factory=dict, compare=False, repr=False)
     # Its experiment's deciding comparisons among its members, (challenger, baseline).
     deciding: tuple[tuple[Implementation, Implementation], ...] = field(default=(), compare=False, repr=False)
 
@@ -77,10 +78,3 @@ class SweepConfig:
         """What the manifest records (every setting, by its name)."""
         names = (f.name for f in fields(self) if f.name not in ("name", "profile", *RESOLVED))
         return {name: list(value) if isinstance(value := getattr(self, name), tuple) else value for name in names}
-
-    def member(self, name: str) -> Implementation:
-        """The sweep's implementation NAME, as the registry gave it when the sweep was checked."""
-        for implementation in self.members:
-            if implementation.name == name:
-                return implementation
-        raise CopylabError(f"{name!r} is not an implementation of sweep {self.name!r}")

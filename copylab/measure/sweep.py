@@ -129,7 +129,7 @@ def _finished(config: SweepConfig, ok_rows: pd.DataFrame, skip: frozenset[str], 
 def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
     """Implementations of the sweep that cannot run on its server end, with the reason."""
     reasons = {}
-    for member in config.members:
+    for member in config.members.values():
         why = drivers.of(member).unavailable(bed.server, config.sanitize)
         if why:
             reasons[member.name] = why
@@ -323,7 +323,7 @@ def _measure_once(
     )
     floor = record.host_floor or host_floor(config.declared, min(config.rr_sizes or (64,)), settings)
     in_flight = record.in_flight
-    zero_copy = any(member.zero_copy for member in config.members if member.name not in skip)
+    zero_copy = any(member.zero_copy for member in config.members.values() if member.name not in skip)
     if in_flight is None and config.zc_inflight is None and zero_copy:
         in_flight = in_flight_from_path(config.declared, settings)
     if in_flight is not None:

@@ -35,7 +35,7 @@ def _wanted(sweeps: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, set[s
     wanted: dict[str, dict[str, set[str]]] = {}
     for experiment, profile, _ in sweeps:
         config = make_config("verify", profile, experiment=experiment)
-        for member in config.members:
+        for member in config.members.values():
             modes = receive_modes_of(config, member)
             wanted.setdefault(experiment, {}).setdefault(member.name, set()).update(modes)
     return wanted

@@ -94,7 +94,7 @@ def mapping_note(config: SweepConfig) -> str | None:
             f"--receive mmap: at MTU {config.mtu} a TCP segment carries {payload} bytes, not whole pages, so a "
             f"NIC's receive buffers hold no whole page to map; MTU {MAPPING_MTU} makes them whole"
         )
-    receiving = [member for member in config.members if "mmap" in receive_modes_of(config, member)]
+    receiving = [member for member in config.members.values() if "mmap" in receive_modes_of(config, member)]
     copying = [member.name for member in receiving if not member.zero_copy]
     if config.sender_pages != "large" or not copying:
         return None
@@ -135,7 +135,7 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
     """The grid, without the implementations in SKIP (those that cannot run here)."""
     grid = []
     deciding = deciding_contenders(config) if config.side_sizes else set()
-    for implementation in config.members:
+    for implementation in config.members.values():
         if implementation.name in skip:
             continue
         for workload in config.workloads:
@@ -203,7 +203,7 @@ def spec_of(
     return TrialSpec(
         f"{'-'.join(map(str, named))}-r{repetition}",
         order_index,
-        config.member(c.implementation),
+        config.members[c.implementation],
         c.workload,
         c.size_bytes,
         c.threads,
@@ -354,10 +354,14 @@ def partners(config: SweepConfig, contender: Contender) -> set[Contender]:
     in a layout other than the study's, itself in the study's; otherwise its baselines in its own receive mode, and
     itself receiving by copy."""
     name, receive, layout = contender
-    member = config.member(name)
+    member = config.members[name]
     if layout not in (STUDY_LAYOUT, NO_LAYOUT):
         return {study_contender(member)}
-    found = {(base.name, receive, study_contender(base)[2]) for base in config.members if base.name in member.baselines}
+    found = {
+        (base.name, receive, study_contender(base)[2])
+        for base in config.members.values()
+        if base.name in member.baselines
+    }
     if receive != implementations.BASELINE_RECEIVE:
         found.add(study_contender(member))
     return found
