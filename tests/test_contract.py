@@ -137,6 +137,33 @@ def _keys_declared_in_their_own_words(source: str) -> list[str]:
     return found
 
 
+# The keys a program prints under another name than the column whose quantity they are.
+CHECKED_AS = {"size": "size_bytes", "mode": "workload"}
+# A key that bears a column's name but not its quantity: a model's server counts the idle connections it holds too.
+NOT_THE_COLUMN = {("model_server", "connections")}
+
+
+def _restated(results: dict[str, tuple[contract.Key, ...]]) -> list[tuple[str, str]]:
+    """(role, key) of every key RESULTS checks against the trial in words of its own, where its column has them."""
+    found = []
+    for role, keys in results.items():
+        for key in keys:
+            column = schema.COLUMN_BY_NAME.get(CHECKED_AS.get(key.name, key.name))
+            if key.column or column is None or (role, key.name) in NOT_THE_COLUMN:
+                continue
+            if (key.kind, key.unit, key.meaning) != (column.kind, column.unit, column.description):
+                found.append((role, key.name))
+    return found
+
+
+def test_a_key_checked_against_the_trial_is_its_columns_quantity():
+    """What the trial asked a program for (its size, threads, layout ...) is a trials.csv column's quantity too: the
+    contract takes its type, unit and meaning from the column, as for the keys it stores."""
+    planted = {"load_client": (contract.Key("offered_rate", "int", "1/s", "requests per second on a schedule"),)}
+    assert _restated(planted) == [("load_client", "offered_rate")]
+    assert _restated(contract.RESULTS) == []
+
+
 def test_a_quantity_is_declared_once_for_the_columns_and_the_programs():
     """A key that fills a trials.csv column is the column's quantity: the schema (or the setting behind the
     column) declares it, and the contract takes its type, unit and meaning from there."""

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from copylab import experiments
 from copylab.declarations import settings
 from copylab.formatting import fmt_size
 from copylab.measure import sweep
@@ -35,7 +36,7 @@ def test_a_failed_measuring_trial_leaves_the_floor_and_says_why(monkeypatch):
     monkeypatch.setattr(in_flight, "run_trial", lambda spec, quiet: {"status": "failed", "error": "server exited 1"})
     bed = testbed.Namespaces(netns.NamespacePair("a", "b"), "x")  # made, never brought up
     quiet = TrialSettings("x", bed, perf.PerfSupport(available=False, version=None), 0.2, 0.1)
-    chosen = in_flight.measure("copies", quiet)
+    chosen = in_flight.measure(experiments.get("copies"), quiet)
     assert chosen.zc_inflight == DEFAULT_ZC_INFLIGHT and chosen.throughput_gbps is None
     assert "failed (server exited 1)" in chosen.how
 

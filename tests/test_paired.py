@@ -9,6 +9,7 @@ import pytest
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, paired_ratios
 from copylab.declarations import config
+from copylab.declarations.implementations import get
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.schema import COLUMN_NAMES
 from copylab.measure.planning import allocation, budgeted, schedule
@@ -190,7 +191,9 @@ def _budgeted(settings: config.SweepConfig, still: dict) -> pd.DataFrame:
 def test_a_budget_goes_to_the_undecided_then_the_imprecise_then_whole_points_of_the_others():
     settings = tiny(trials=3, budget_s=40.0, max_trials=5)
     point = schedule.Point("stream", 65536, 1, 1, 0, 0, "same_cpu")
-    rows = _budgeted(settings, {point: {schedule.study_contender("one_copy"), schedule.study_contender("two_copy")}})
+    rows = _budgeted(
+        settings, {point: {schedule.study_contender(get("one_copy")), schedule.study_contender(get("two_copy"))}}
+    )
     counts = rows.groupby(["implementation", "size_bytes", "threads"]).size()
     # the first pass: every contender at the first thread count, the deciding ones at every point
     assert counts["uring_send", 1024, 1] == 3 and counts["zero_copy", 1024, 2] == 3

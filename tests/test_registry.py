@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 import re
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 
 import pytest
 import seaborn
@@ -149,3 +151,39 @@ def test_a_real_sweep_runs_it_through_its_driver(registered, tmp_path):
     trials, manifest = SweepStore(tmp_path / "fake-real").load()
     assert set(trials["implementation"]) == {FAKE.name} and manifest.parameters.implementations == (FAKE.name,)
     assert trials["throughput_gbps"].gt(0).all()
+
+
+# The registry's and the experiment list's answers to a name: what turns a name back into a declaration.
+LOOKUPS = {
+    "implementations": {"get", "experiment", "fixed_layout", "uses_zero_copy", "in_study", "parse_contender"},
+    "experiments": {"get"},
+}
+# What plans and runs a sweep: it reads the declarations its SweepConfig carries.
+SWEEP_PACKAGES = ("measure", "testbeds")
+
+
+def _lookups(source: str) -> list[str]:
+    """The calls SOURCE makes that look a declaration up by name (implementations.get(...), experiments.get(...))."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and node.func.attr in LOOKUPS.get(owner.id, set()):
+                found.append(f"{owner.id}.{node.func.attr}")
+    return found
+
+
+def test_what_runs_a_sweep_never_looks_a_declaration_up_by_name():
+    """A sweep's names are looked up once, when it is checked (copylab.declarations.config): below that, the sweep
+    carries its experiment and implementations (SweepConfig.declared, members, deciding)."""
+    assert _lookups("from copylab import experiments\nexperiments.get(config.experiment).calibrates\n") == [
+        "experiments.get"
+    ]
+    package = Path(implementations.__file__).parents[1]
+    found = {
+        str(path.relative_to(package)): calls
+        for folder in SWEEP_PACKAGES
+        for path in sorted((package / folder).rglob("*.py"))
+        if (calls := _lookups(path.read_text()))
+    }
+    assert found == {}

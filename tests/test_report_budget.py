@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from copylab.declarations import config
+from copylab.declarations.implementations import get
 from copylab.errors import CopylabError
 from copylab.experiments.copies import REPORT_SIZES
 from copylab.measure.planning import schedule
@@ -126,8 +127,8 @@ def test_the_verified_pass_checks_every_reported_implementation_in_each_of_its_r
     wanted = _wanted(report_sweeps("S"))
     for experiment, profile, _ in report_sweeps("S"):
         reported = config.make_config("x", profile, experiment=experiment)
-        for name in reported.implementations:
-            assert set(schedule.receive_modes_of(reported, name)) <= wanted[experiment][name]
+        for member in reported.members.values():
+            assert set(schedule.receive_modes_of(reported, member)) <= wanted[experiment][member.name]
 
 
 def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatch, tmp_path):
@@ -194,7 +195,7 @@ def test_only_the_verdicts_the_answers_quote_come_first(monkeypatch, profile, re
     import pandas as pd
 
     made = config.make_config("q", profile)
-    undecided = {"point": (0.0, {schedule.study_contender("one_copy"), schedule.study_contender("two_copy")})}
+    undecided = {"point": (0.0, {schedule.study_contender(get("one_copy")), schedule.study_contender(get("two_copy"))})}
     monkeypatch.setattr(budget.allocation, "prioritized", lambda ok, config: undecided)
     monkeypatch.setattr(budget.budgeted, "imprecise_blocks", lambda config, rows: [])
     rows = pd.DataFrame({"status": ["ok"], "trial_wall_s": [0.3]})

@@ -16,19 +16,19 @@ from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
 from copylab.programs import perf
 from copylab.testbeds import testbed
-from copylab.vocabulary.implementation import BenchGoal
+from copylab.vocabulary.implementation import BenchGoal, Implementation
 
 
 @dataclass(frozen=True)
 class Contender:
     label: str  # names its trials; unique within a comparison
-    implementation: str
+    implementation: Implementation
     settings: TrialSettings  # with or without perf
     layout: str = implementations.STUDY_LAYOUT
 
     def __post_init__(self) -> None:
         # an implementation with one layout, or none to choose, runs in it whatever was asked
-        fixed = implementations.fixed_layout(self.implementation)
+        fixed = self.implementation.fixed_layout
         if fixed is not None:
             object.__setattr__(self, "layout", fixed)
 
@@ -42,7 +42,7 @@ def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: i
             spec = TrialSpec(
                 f"bench-{contender.label}-{size}-r{repetition}",
                 repetition,
-                implementations.get(contender.implementation),
+                contender.implementation,
                 "stream",
                 size,
                 1,
@@ -68,10 +68,12 @@ def _held_to(
     goal: BenchGoal, challenger: Contender, settings: TrialSettings, size: int, pairs: int, checked: bool
 ) -> BenchFigure:
     """CHALLENGER against its goal's implementation (run with SETTINGS), interleaved; CHECKED: against the goal."""
-    ratios = _pair_ratios(challenger, Contender(goal.against, goal.against, settings), size, pairs)
+    # The goal names the implementation it is held to, as a baseline does: the registry gives its declaration.
+    against = implementations.get(goal.against)
+    ratios = _pair_ratios(challenger, Contender(goal.against, against, settings), size, pairs)
     return BenchFigure(
-        f"{challenger.implementation} --layout {challenger.layout} / {goal.against} throughput, {size // 1024} KiB, "
-        "1 thread, same CPU",
+        f"{challenger.implementation.name} --layout {challenger.layout} / {goal.against} throughput, "
+        f"{size // 1024} KiB, 1 thread, same CPU",
         f">= {goal.at_least:g}x" if checked else "report",
         _ratio_text(ratios),
         statistics.median(ratios) >= goal.at_least if checked else None,
@@ -84,24 +86,25 @@ def goal_comparisons(
     """Each implementation with a bench goal against the implementation the goal names at SIZES, both unprofiled
     (a wrapped tool cannot run under perf's window control), in the goal's layout and, BESIDE, its others; then
     what profiling costs copylab in a sweep."""
-    goals = [(impl.name, impl.bench) for impl in implementations.registry().values() if impl.bench]
+    goals = [(impl, impl.bench) for impl in implementations.registry().values() if impl.bench]
     bed = testbed.Namespaces(NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")
     # Wrapped tools may take whole seconds: give every contender the same warm-up and window.
     duration_s = float(math.ceil(duration_s))
     unprofiled = TrialSettings("bench", bed, perf.PerfSupport(available=False, version=None), duration_s, 1.0)
-    profiled = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
+    profiled_settings = TrialSettings("bench", bed, bed.perf_support(), duration_s, 1.0)
     figures = []
     with bed.running():
         for size in sizes:
-            for name, goal in goals:
-                for layout in implementations.get(name).driver.layouts if beside else (goal.layout,):
+            for implementation, goal in goals:
+                for layout in implementation.driver.layouts if beside else (goal.layout,):
                     checked = layout == goal.layout and size in goal.sizes
-                    challenger = Contender(f"{name}-{layout}", name, unprofiled, layout)
+                    challenger = Contender(f"{implementation.name}-{layout}", implementation, unprofiled, layout)
                     figures.append(_held_to(goal, challenger, unprofiled, size, pairs, checked))
-        profiled_name = goals[0][0]
+        profiled = goals[0][0]
+        profiled_name = profiled.name
         ratios = _pair_ratios(
-            Contender(f"{profiled_name}-perf", profiled_name, profiled),
-            Contender(profiled_name, profiled_name, unprofiled),
+            Contender(f"{profiled_name}-perf", profiled, profiled_settings),
+            Contender(profiled_name, profiled, unprofiled),
             65536,
             pairs,
         )

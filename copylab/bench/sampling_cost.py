@@ -8,6 +8,7 @@ import dataclasses
 import statistics
 
 from copylab.declarations import implementations
+from copylab.declarations.implementation import Implementation
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.measure.running import profiling
@@ -23,11 +24,11 @@ SIZE = 65536
 GOAL_COST = 0.03
 
 
-def _throughput(settings: TrialSettings, implementation: str, label: str, repetition: int) -> float:
+def _throughput(settings: TrialSettings, implementation: Implementation, label: str, repetition: int) -> float:
     spec = TrialSpec(
         f"bench-{label}-{SIZE}-r{repetition}",
         repetition,
-        implementations.get(implementation),
+        implementation,
         "stream",
         SIZE,
         1,
@@ -58,7 +59,7 @@ def sampler_cost(pairs: int, duration_s: float) -> tuple[str, str, str, bool | N
         for repetition in range(1, pairs + 1):
             runs = [("sampled", with_sampler), ("unsampled", unsampled)]
             order = runs if repetition % 2 else runs[::-1]
-            got = {label: _throughput(s, baseline.name, label, repetition) for label, s in order}
+            got = {label: _throughput(s, baseline, label, repetition) for label, s in order}
             ratios.append(got["sampled"] / got["unsampled"])
         sampled.finish()
     median = statistics.median(ratios)

@@ -21,7 +21,7 @@ from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import LISTS, SETTINGS, Setting
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.errors import CopylabError
-from copylab.vocabulary.experiment import Members
+from copylab.vocabulary.experiment import Experiment, Members
 from copylab.vocabulary.limits import SMALLEST_SOCKET_BUFFER
 from copylab.vocabulary.values import NO_LAYOUT
 
@@ -109,7 +109,7 @@ def validate(config: SweepConfig) -> SweepConfig:
             raise CopylabError(f"{experiment.noun}: unknown {name!r} (choose from {', '.join(members)})")
     if not config.implementations:
         raise CopylabError(f"{experiment.noun}: needs at least one value")
-    object.__setattr__(config, "members", tuple(implementations.get(name) for name in config.implementations))
+    _resolve(config, experiment)
     for label, value in (("workloads", config.workloads), ("pinning", config.pinning), ("receive", config.receive)):
         if not value:
             raise CopylabError(f"{label}: needs at least one value")
@@ -141,17 +141,31 @@ def validate(config: SweepConfig) -> SweepConfig:
     return config
 
 
+def _resolve(config: SweepConfig, experiment: Experiment) -> None:
+    """Puts in CONFIG the declarations its names stand for (SweepConfig.declared, members, deciding): the one place a
+    sweep's names are looked up."""
+    members = {name: implementations.get(name) for name in config.implementations}
+    deciding = tuple(
+        (members[challenger], members[baseline])
+        for challenger, baseline in implementations.deciding_pairs(experiment)
+        if challenger in members and baseline in members
+    )
+    # Frozen, and resolved only once checked: what the names stand for is not a setting of its own.
+    for name, value in (("declared", experiment), ("members", members), ("deciding", deciding)):
+        object.__setattr__(config, name, value)
+
+
 def _check_layouts(config: SweepConfig) -> None:
     if not config.layout:
         raise CopylabError("layout: needs at least one value")
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
         return
-    for name in config.layout_for or config.implementations:
-        fixed = config.member(name).fixed_layout
-        if fixed is not None:
+    for member in config.members.values():
+        fixed = member.fixed_layout
+        if fixed is not None and (not config.layout_for or member.name in config.layout_for):
             held = "not in its memory" if fixed == NO_LAYOUT else fixed
             raise CopylabError(
-                f"layout: {name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
+                f"layout: {member.name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
                 "senders with --layout-for"
             )
 
@@ -232,7 +246,7 @@ def _check_connection_limits(config: SweepConfig) -> None:
     )
     if (high := settings.get("connections").high) is not None and most > high:
         raise CopylabError(f"{label}: {total} connections are more than {_bound(high)}")
-    for member in config.members:
+    for member in config.members.values():
         name, limit = member.name, member.max_connections
         if limit is not None and most > limit:
             raise CopylabError(

@@ -48,6 +48,13 @@ def _stored(column: str, name: str | None = None, nullable: bool = False) -> Key
     return Key(name or column.removeprefix("{side}_"), _KINDS[kind], unit, meaning, nullable, column)
 
 
+def _checked(column: str, name: str | None = None) -> Key:
+    """The key a program prints for what the trial asked of it, COLUMN's quantity (under NAME when the program calls
+    it otherwise): checked against the trial, not stored again, so its type, unit and meaning are the column's."""
+    declared = COLUMN_BY_NAME[column]
+    return Key(name or column, _KINDS[declared.kind], declared.unit, declared.description)
+
+
 # When the window began and ended (CLOCK_MONOTONIC, what BPF's nsecs counts) and which process received:
 # kernel copy accounting sums what the kernel copied for that process between the two.
 _WINDOW = (
@@ -58,9 +65,9 @@ _WINDOW = (
 _IDENTITY = (
     Key("role", "str", "", "server or client"),
     Key("variant", "str", "", "the sending path compiled into the program (csrc/send_VARIANT.c)"),
-    Key("mode", "str", "", "stream or rr"),
-    Key("size", "int", "B", "message size"),
-    Key("threads", "int", "", "data connections, one thread each"),
+    _checked("workload", "mode"),
+    _checked("size_bytes", "size"),
+    _checked("threads"),
 )
 _USAGE = tuple(_stored(f"{{side}}_{name}") for name in SIDE_QUANTITIES)
 # Both ends report it; a trial whose ends disagree, or differ from what the sweep asked, fails
@@ -78,7 +85,7 @@ _LATENCY = tuple(_stored(f"latency_{name}_us", nullable=True) for name in ("mean
 RESULTS: dict[str, tuple[Key, ...]] = {
     "server": (
         *_IDENTITY,
-        Key("layout", "str", "", "fields, aligned or contiguous: how the sender held the message (--layout)"),
+        _checked("layout"),
         *_USAGE,
         _stored("retransmits"),
         _stored("srtt_us"),
@@ -91,7 +98,7 @@ RESULTS: dict[str, tuple[Key, ...]] = {
     ),
     "client": (
         *_IDENTITY,
-        Key("receive", "str", "", "copy, truncate or mmap: how the client took the bytes in"),
+        _checked("receive"),
         _stored("measured_s"),
         *_WINDOW,
         _stored("bytes"),
@@ -114,7 +121,8 @@ RESULTS: dict[str, tuple[Key, ...]] = {
 RESULTS["model_server"] = (
     Key("role", "str", "", "server"),
     _stored("model"),
-    Key("size", "int", "B", "response size"),
+    _checked("size_bytes", "size"),
+    # Not the connections column (those kept busy): what the server held, the idle ones too.
     Key("connections", "int", "", "connections the client opened, busy and idle"),
     _CONGESTION,
     _SOCKET_BUFFER,
@@ -122,11 +130,11 @@ RESULTS["model_server"] = (
 )
 RESULTS["load_client"] = (
     Key("role", "str", "", "client"),
-    Key("size", "int", "B", "response size"),
-    Key("connections", "int", "", "connections kept busy: one request outstanding each, or a share of the rate"),
-    Key("idle_connections", "int", "", "connections opened besides and silent throughout"),
-    Key("offered_rate", "int", "1/s", "requests per second sent on a schedule (0: closed loop)"),
-    Key("threads", "int", "", "threads driving them"),
+    _checked("size_bytes", "size"),
+    _checked("connections"),
+    _checked("idle_connections"),
+    _checked("offered_rate"),
+    _checked("threads"),
     _stored("measured_s"),
     *_WINDOW,
     _stored("messages", "requests"),

@@ -83,12 +83,19 @@ def floor_of(experiment: str) -> Implementation | None:
     return next((impl for impl in registry().values() if impl.experiment == experiment and impl.floor), None)
 
 
-def shared_baseline(experiment: str) -> str:
+def baseline_of(experiment: Experiment) -> Implementation:
     """The baseline most implementations of EXPERIMENT are compared with (copies: the study's two-copy variant)."""
-    named = [b for name in names(experiment) for b in get(name).baselines]
+    declared = experiment.implementations
+    named = [b for implementation in declared for b in implementation.baselines]
     if not named:
-        return names(experiment)[0]
-    return max(dict.fromkeys(named), key=named.count)
+        return declared[0]
+    shared = max(dict.fromkeys(named), key=named.count)
+    return next(implementation for implementation in declared if implementation.name == shared)
+
+
+def shared_baseline(experiment: str) -> str:
+    """The name of EXPERIMENT's baseline_of."""
+    return baseline_of(experiments.get(experiment)).name
 
 
 # The study's own layout: its 8 fields, each allocated apart.

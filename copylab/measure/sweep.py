@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from copylab import error_catalogue, experiments
+from copylab import error_catalogue
 from copylab.calibration.measurement import on_sending_cpu
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
@@ -129,10 +129,10 @@ def _finished(config: SweepConfig, ok_rows: pd.DataFrame, skip: frozenset[str], 
 def unavailable_here(config: SweepConfig, bed: Testbed) -> dict[str, str]:
     """Implementations of the sweep that cannot run on its server end, with the reason."""
     reasons = {}
-    for name in config.implementations:
-        why = drivers.of(config.member(name)).unavailable(bed.server, config.sanitize)
+    for member in config.members.values():
+        why = drivers.of(member).unavailable(bed.server, config.sanitize)
         if why:
-            reasons[name] = why
+            reasons[member.name] = why
     return reasons
 
 
@@ -309,7 +309,7 @@ def _measure_once(
     calibration = record.calibration
     # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
     # alone takes the CPU for about 0.4 s.
-    if calibration is None and config.calibrate and experiments.get(config.experiment).calibrates:
+    if calibration is None and config.calibrate and config.declared.calibrates:
         calibration = on_sending_cpu(config.pinning, bed.server.run, bed.server.program)
     settings = TrialSettings(
         config.name,
@@ -319,14 +319,13 @@ def _measure_once(
         config.warmup_s,
         config.verify,
         config.sanitize,
-        experiment=config.experiment,
         values=per_trial(config),
     )
-    floor = record.host_floor or host_floor(config.experiment, min(config.rr_sizes or (64,)), settings)
+    floor = record.host_floor or host_floor(config.declared, min(config.rr_sizes or (64,)), settings)
     in_flight = record.in_flight
-    zero_copy = any(member.zero_copy for member in config.members if member.name not in skip)
+    zero_copy = any(member.zero_copy for member in config.members.values() if member.name not in skip)
     if in_flight is None and config.zc_inflight is None and zero_copy:
-        in_flight = in_flight_from_path(config.experiment, settings)
+        in_flight = in_flight_from_path(config.declared, settings)
     if in_flight is not None:
         settings = dataclasses.replace(settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight})
     store.write_manifest(

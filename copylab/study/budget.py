@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from copylab.declarations import implementations
 from copylab.measure.planning import allocation, budgeted
 from copylab.measure.sweep import DEFAULT_OVERHEAD_S
 from copylab.record.store import SweepStore
@@ -58,7 +57,7 @@ def still_open(store: SweepStore) -> Open | None:
         return None
     rows = store.recorded_trials()
     ok = rows[rows["status"] == "ok"]
-    experiment = implementations.experiment(config.experiment)
+    experiment = config.declared
     quoted = experiment.main and config.profile in experiment.verdicts_from
     wanted = [
         ((UNDECIDED if quoted else ELSEWHERE, priority), len(contenders))

@@ -28,14 +28,12 @@ from typing import Any
 
 import pandas as pd
 
-from copylab import experiments
 from copylab.analysis.noise import FEWEST_BLOCKS, block_spread, needed_blocks, pooled
-from copylab.declarations import implementations
 from copylab.declarations.config import make_config
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure import sweep
 from copylab.measure.planning.budgeted import first_pass_configurations
-from copylab.measure.planning.schedule import by_point, configurations, study_contender
+from copylab.measure.planning.schedule import by_point, configurations
 from copylab.paths import DATA
 from copylab.record.manifest import FirstPass
 from copylab.record.store import SweepStore
@@ -119,9 +117,9 @@ def pilot_config(main: SweepConfig) -> SweepConfig:
     in the study's layout, at the sizes either side of the middle of its range (none of its side sizes, where the
     first pass puts other contenders in the same blocks), at its fewest and most threads; with its seed, so that
     those blocks run in the order the first pass would give them."""
-    experiment = experiments.get(main.experiment)
-    names = sorted({name for pair in implementations.deciding_pairs(experiment) for name in pair})
-    names = [name for name in main.implementations if name in names]
+    experiment = main.declared
+    deciding = {member.name for pair in main.deciding for member in pair}
+    names = [name for name in main.implementations if name in deciding]
     inner = [size for size in main.sizes if size not in main.side_sizes] or list(main.sizes)
     middle = math.sqrt(min(main.sizes) * max(main.sizes))
     below = [size for size in inner if size <= middle] or inner[:1]
@@ -146,12 +144,8 @@ def pace_of(store: SweepStore, wall_s: float) -> HostPace:
     config = store.read_manifest().parameters
     rows = store.recorded_trials()
     ok = rows[rows["status"] == "ok"]
-    experiment = experiments.get(config.experiment)
-    pairs = [
-        (challenger, baseline)
-        for challenger, baseline in implementations.deciding_pairs(experiment)
-        if {study_contender(challenger)[0], study_contender(baseline)[0]} <= set(config.implementations)
-    ]
+    experiment = config.declared
+    pairs = [(challenger.name, baseline.name) for challenger, baseline in config.deciding]
     spread, degrees = pooled(block_spread(ok, pairs, experiment.metric, experiment.axis))
     trials_s = float(pd.to_numeric(rows["trial_wall_s"]).sum()) if len(rows) else 0.0
     trial_s = float(pd.to_numeric(rows["trial_wall_s"]).median()) if len(rows) else math.nan

@@ -35,9 +35,9 @@ def _wanted(sweeps: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, set[s
     wanted: dict[str, dict[str, set[str]]] = {}
     for experiment, profile, _ in sweeps:
         config = make_config("verify", profile, experiment=experiment)
-        for name in config.implementations:
-            modes = receive_modes_of(config, name)
-            wanted.setdefault(experiment, {}).setdefault(name, set()).update(modes)
+        for member in config.members.values():
+            modes = receive_modes_of(config, member)
+            wanted.setdefault(experiment, {}).setdefault(member.name, set()).update(modes)
     return wanted
 
 

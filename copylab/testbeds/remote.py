@@ -290,7 +290,7 @@ class Hosts(Testbed):
 
     @contextmanager
     def prepared(self) -> Iterator[Testbed]:
-        programs = implementations.programs(self.config.members)
+        programs = implementations.programs(self.config.members.values())
         try:
             self._both(lambda end: end.connect())
             for end in self.ends:
@@ -365,5 +365,7 @@ class Hosts(Testbed):
                     "with --resume"
                 ) from None
             print(f"copylab: the {end.label} was lost ({lost}); back, building there again", file=sys.stderr)
-            for name, why in end.build(implementations.programs(self.config.members), self.config.sanitize).items():
+            for name, why in end.build(
+                implementations.programs(self.config.members.values()), self.config.sanitize
+            ).items():
                 print(f"copylab: {name} does not build on the {end.label}: {why}", file=sys.stderr)

@@ -35,7 +35,7 @@ def refusal(config: SweepConfig) -> str | None:
     elif config.verify:
         why = "--verify: nothing arrives on the sink, so there are no bytes to verify (leave out --verify)"
     else:
-        unfit = [member.name for member in config.members if member.fixed_layout == NO_LAYOUT]
+        unfit = [member.name for member in config.members.values() if member.fixed_layout == NO_LAYOUT]
         if unfit:
             why = (
                 f"{', '.join(unfit)} cannot send there: the sink takes datagrams of messages a copylab sender holds in "

@@ -245,7 +245,7 @@ class Namespaces(Testbed):
             )
             if why:
                 raise CopylabError(why)
-            require_programs(implementations.programs(self.config.members), self.config.sanitize)
+            require_programs(implementations.programs(self.config.members.values()), self.config.sanitize)
         require_programs(HOST_PROGRAMS)
 
     @contextmanager

@@ -13,16 +13,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from copylab.declarations import implementations
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
+from copylab.vocabulary.experiment import Experiment
 from copylab.vocabulary.values import FLOOR_PINNINGS
 
 
-def host_floor(experiment: str, size: int, settings: TrialSettings) -> dict[str, float]:
+def host_floor(experiment: Experiment, size: int, settings: TrialSettings) -> dict[str, float]:
     """pinning -> mean round trip (µs) of EXPERIMENT's floor implementation at one connection and SIZE-byte
     responses, one trial each with SETTINGS (no perf, no kernel copy counts); {} without a floor implementation."""
-    floor = implementations.floor_of(experiment)
+    floor = next((implementation for implementation in experiment.implementations if implementation.floor), None)
     if floor is None:
         return {}
     quiet = dataclasses.replace(settings, kernel_copies=None, perf=dataclasses.replace(settings.perf, available=False))

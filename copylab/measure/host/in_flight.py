@@ -23,6 +23,7 @@ from copylab.declarations.settings import is_number
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
 from copylab.record.manifest import InFlight
+from copylab.vocabulary.experiment import Experiment
 from copylab.vocabulary.limits import DEFAULT_ZC_INFLIGHT as FLOOR_BYTES
 
 MEASURED_SIZE = 64 << 10
@@ -37,11 +38,12 @@ def choose(throughput_gbps: float, srtt_us: float) -> int:
     return int(min(wanted, setting("zc_inflight").high or wanted))
 
 
-def measure(experiment: str, settings: TrialSettings) -> InFlight:
+def measure(experiment: Experiment, settings: TrialSettings) -> InFlight:
     """One stream trial of EXPERIMENT's shared baseline with SETTINGS (no perf, no kernel copy counts)."""
-    baseline = implementations.shared_baseline(experiment)
+    shared = implementations.baseline_of(experiment)
+    baseline = shared.name
     quiet = dataclasses.replace(settings, kernel_copies=None, perf=dataclasses.replace(settings.perf, available=False))
-    spec = TrialSpec("in-flight", 0, implementations.get(baseline), "stream", MEASURED_SIZE, 1, "none", 1)
+    spec = TrialSpec("in-flight", 0, shared, "stream", MEASURED_SIZE, 1, "none", 1)
     row = run_trial(spec, quiet)
     throughput: Any = row.get("throughput_gbps")
     srtt: Any = row.get("srtt_us")

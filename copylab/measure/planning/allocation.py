@@ -29,7 +29,6 @@ import pandas as pd
 from copylab.analysis.crossover import curve_advantages
 from copylab.analysis.curve_model import Assessment, assess
 from copylab.analysis.stats import compare
-from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.planning.schedule import Contender, Point, configurations, point_of, study_contender
@@ -128,18 +127,15 @@ def prioritized(
 ) -> dict[Point, tuple[float, set[Contender]]]:
     """undecided's points with their priority (lower first: -1 not compared yet, then from 0, a block or two from
     a curve's verdict, to 1, out of reach), so that the points of several sweeps can be ranked together."""
-    experiment = implementations.experiment(config.experiment)
-    pairs = [
-        (challenger, baseline)
-        for challenger, baseline in implementations.deciding_pairs(experiment)
-        if {challenger, baseline} <= set(config.implementations)
-    ]
+    experiment = config.declared
+    both = {(c.name, b.name): {study_contender(c), study_contender(b)} for c, b in config.deciding}
+    pairs = list(both)
     grid = [point_of(c) for c in configurations(config) if c.workload == experiment.workload]
     wanted: dict[Point, tuple[float, set[Contender]]] = {}
 
     def want(point: Point, priority: float, challenger: str, baseline: str) -> None:
         best, contenders = wanted.get(point, (priority, set()))
-        wanted[point] = (min(best, priority), contenders | {study_contender(challenger), study_contender(baseline)})
+        wanted[point] = (min(best, priority), contenders | both[challenger, baseline])
 
     comparisons = (
         compare(add_metrics(ok_rows), pairs, [experiment.metric], confidence, experiment.axis, paired=True)

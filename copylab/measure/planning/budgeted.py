@@ -76,10 +76,12 @@ def _affordable(
     return kept
 
 
-def _with_partners(chosen: list[Configuration], everyone: list[Configuration]) -> list[Configuration]:
+def _with_partners(
+    config: SweepConfig, chosen: list[Configuration], everyone: list[Configuration]
+) -> list[Configuration]:
     """CHOSEN with what they are compared with, from EVERYONE at their point, in EVERYONE's order."""
     wanted = {contender_of(c) for c in chosen}
-    wanted |= {partner for c in chosen for partner in partners(contender_of(c))}
+    wanted |= {partner for c in chosen for partner in partners(config, contender_of(c))}
     return [c for c in everyone if contender_of(c) in wanted]
 
 
@@ -184,7 +186,7 @@ def imprecise_blocks(
     for point in sorted(nearest, key=nearest.__getitem__):
         cs = [c for c in points[point] if c in found]
         chosen = [c for c in cs if imprecision(found[c]) > IMPRECISE and counts.get(c, 0) < config.max_trials]
-        blocks.append((nearest[point], point, _with_partners(chosen, cs)))
+        blocks.append((nearest[point], point, _with_partners(config, chosen, cs)))
     return blocks
 
 
@@ -219,7 +221,7 @@ def _other_contenders_rounds(
     for point, cs in points.items():
         theirs = [c for c in cs if c not in first.get(point, [])]
         if theirs:
-            rest[point] = (theirs, _with_partners(theirs, cs))
+            rest[point] = (theirs, _with_partners(config, theirs, cs))
     now = progress()
     needed = {point: _blocks_missing(config, now.rows, rest[point][0]) * len(cs) for point, (_, cs) in rest.items()}
     # The points are chosen once, so that each one chosen is run to a whole `trials` blocks.

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from copylab import experiments
 from copylab.declarations import implementations
 from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
+from copylab.declarations.implementation import Implementation
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.running.spec import TrialSpec
@@ -73,11 +73,11 @@ def point_of(configuration: Configuration) -> Point:
     return Point(c.workload, c.size_bytes, c.threads, c.connections, c.idle_connections, c.offered_rate, c.pinning)
 
 
-def receive_modes_of(config: SweepConfig, implementation: str) -> list[str]:
+def receive_modes_of(config: SweepConfig, implementation: Implementation) -> list[str]:
     """The receive modes IMPLEMENTATION's trials run in: the sweep's that its driver supports, copy for all, the
     others for --receive-for's implementations (all when it names none)."""
-    supported = config.member(implementation).driver.receive_modes
-    everywhere = not config.receive_for or implementation in config.receive_for
+    supported = implementation.driver.receive_modes
+    everywhere = not config.receive_for or implementation.name in config.receive_for
     return [mode for mode in config.receive if mode in supported and (mode == "copy" or everywhere)]
 
 
@@ -94,8 +94,8 @@ def mapping_note(config: SweepConfig) -> str | None:
             f"--receive mmap: at MTU {config.mtu} a TCP segment carries {payload} bytes, not whole pages, so a "
             f"NIC's receive buffers hold no whole page to map; MTU {MAPPING_MTU} makes them whole"
         )
-    receiving = [name for name in config.implementations if "mmap" in receive_modes_of(config, name)]
-    copying = [name for name in receiving if not implementations.uses_zero_copy(name)]
+    receiving = [member for member in config.members.values() if "mmap" in receive_modes_of(config, member)]
+    copying = [member.name for member in receiving if not member.zero_copy]
     if config.sender_pages != "large" or not copying:
         return None
     who = f"{copying[0]} copies its" if len(copying) == 1 else f"{', '.join(copying)} copy their"
@@ -105,18 +105,18 @@ def mapping_note(config: SweepConfig) -> str | None:
     )
 
 
-def layouts_of(config: SweepConfig, implementation: str) -> list[str]:
+def layouts_of(config: SweepConfig, implementation: Implementation) -> list[str]:
     """The layouts IMPLEMENTATION runs in: the sweep's it can be asked for, its only one, or none to choose."""
-    fixed = config.member(implementation).fixed_layout
+    fixed = implementation.fixed_layout
     if fixed is not None:
         return [fixed]
-    supported = config.member(implementation).driver.layouts
-    everywhere = not config.layout_for or implementation in config.layout_for
+    supported = implementation.driver.layouts
+    everywhere = not config.layout_for or implementation.name in config.layout_for
     chosen = [layout for layout in config.layout if layout in supported and (layout == STUDY_LAYOUT or everywhere)]
     return chosen or [STUDY_LAYOUT]
 
 
-def _layouts_receiving(config: SweepConfig, implementation: str, receive: str) -> list[str]:
+def _layouts_receiving(config: SweepConfig, implementation: Implementation, receive: str) -> list[str]:
     """The layouts IMPLEMENTATION runs in receiving by RECEIVE: the other layouts are compared with the study's
     receiving by copy only (copylab.declarations.implementations.comparison_pairs), so beside it they receive by copy
     only."""
@@ -135,11 +135,11 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
     """The grid, without the implementations in SKIP (those that cannot run here)."""
     grid = []
     deciding = deciding_contenders(config) if config.side_sizes else set()
-    for implementation in config.implementations:
-        if implementation in skip:
+    for implementation in config.members.values():
+        if implementation.name in skip:
             continue
         for workload in config.workloads:
-            if workload not in config.member(implementation).driver.workloads:
+            if workload not in implementation.driver.workloads:
                 continue
             for size in config.sizes if workload == "stream" else config.rr_sizes:
                 for threads in config.threads:
@@ -149,7 +149,7 @@ def configurations(config: SweepConfig, skip: frozenset[str] = frozenset()) -> l
                             for receive in receive_modes_of(config, implementation):
                                 grid += [
                                     Configuration(
-                                        implementation,
+                                        implementation.name,
                                         workload,
                                         size,
                                         threads,
@@ -203,7 +203,7 @@ def spec_of(
     return TrialSpec(
         f"{'-'.join(map(str, named))}-r{repetition}",
         order_index,
-        config.member(c.implementation),
+        config.members[c.implementation],
         c.workload,
         c.size_bytes,
         c.threads,
@@ -338,25 +338,30 @@ def contender_of(configuration: Configuration) -> Contender:
     return configuration.implementation, configuration.receive, configuration.layout
 
 
-def study_contender(name: str) -> Contender:
-    """NAME as the study's comparisons take it: receiving by copy, in the study's layout (or its only one)."""
-    return name, implementations.BASELINE_RECEIVE, implementations.fixed_layout(name) or STUDY_LAYOUT
+def study_contender(implementation: Implementation) -> Contender:
+    """IMPLEMENTATION as the study's comparisons take it: receiving by copy, in the study's layout (or its only
+    one)."""
+    return implementation.name, implementations.BASELINE_RECEIVE, implementation.fixed_layout or STUDY_LAYOUT
 
 
 def deciding_contenders(config: SweepConfig) -> set[Contender]:
     """The contenders of the comparisons that decide the sweep's experiment's answers."""
-    pairs = implementations.deciding_pairs(experiments.get(config.experiment))
-    return {study_contender(name) for pair in pairs for name in pair}
+    return {study_contender(member) for pair in config.deciding for member in pair}
 
 
-def partners(contender: Contender) -> set[Contender]:
-    """What a contender is compared with (copylab.declarations.implementations.comparison_pairs): in a layout other
-    than the study's, itself in the study's; otherwise its baselines in its own receive mode, and itself receiving by
-    copy."""
+def partners(config: SweepConfig, contender: Contender) -> set[Contender]:
+    """What a contender of CONFIG's grid is compared with there (copylab.declarations.implementations.comparison_pairs):
+    in a layout other than the study's, itself in the study's; otherwise its baselines in its own receive mode, and
+    itself receiving by copy."""
     name, receive, layout = contender
+    member = config.members[name]
     if layout not in (STUDY_LAYOUT, NO_LAYOUT):
-        return {study_contender(name)}
-    found = {(base, receive, study_contender(base)[2]) for base in implementations.get(name).baselines}
+        return {study_contender(member)}
+    found = {
+        (base.name, receive, study_contender(base)[2])
+        for base in config.members.values()
+        if base.name in member.baselines
+    }
     if receive != implementations.BASELINE_RECEIVE:
-        found.add(study_contender(name))
+        found.add(study_contender(member))
     return found

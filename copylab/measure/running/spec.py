@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from copylab import experiments
 from copylab.declarations import settings
 from copylab.errors import CopylabError
 from copylab.programs.perf import PerfSupport
@@ -56,7 +55,6 @@ class TrialSettings:
     kernel_copies: Accounting | None = None
     # Samples each trial's window with perf record (copylab.measure.running.profiling); None: not sampled.
     sampler: SweepSampler | None = None
-    experiment: str = experiments.DEFAULT.name
     # The sweep's settings that reach its rows or its programs (copylab.declarations.settings: column, program); the
     # others
     # take their defaults.
