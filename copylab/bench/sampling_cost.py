@@ -8,7 +8,6 @@ import dataclasses
 import statistics
 
 from copylab.declarations import implementations
-from copylab.declarations.implementation import Implementation
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.errors import CopylabError
 from copylab.measure.running import profiling
@@ -18,6 +17,7 @@ from copylab.programs import perf
 from copylab.programs.sampler import EVENT, SAMPLE_HZ
 from copylab.roles import Role
 from copylab.testbeds import testbed
+from copylab.vocabulary.implementation import Implementation
 
 SIZE = 65536
 # The goal: sampling takes less than this share of the throughput away.

@@ -29,11 +29,11 @@ from scipy import stats
 
 from copylab.declarations import implementations
 from copylab.declarations.config import ADAPTIVE_MIN_TRIALS
-from copylab.declarations.implementation import Implementation
 from copylab.declarations.implementations import STUDY_LAYOUT
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.running.spec import TrialSpec
 from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
+from copylab.vocabulary.implementation import Implementation
 from copylab.vocabulary.values import NO_LAYOUT
 
 # The metric whose precision adaptive repetition watches, per workload.
