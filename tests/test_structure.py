@@ -253,7 +253,6 @@ def test_no_python_module_is_over_the_cap():
     assert long == [], "split these along their concerns"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 55: csrc/client.c is over the cap; the issue's C part splits it")
 def test_no_c_file_is_over_the_cap():
     long = [
         f"{path.relative_to(ROOT)}: {lines} lines"
