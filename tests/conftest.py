@@ -15,10 +15,12 @@ from copylab.paths import ROOT
 from copylab.programs.build import build
 from copylab.testbeds import netns
 from tests import robustness_table, skips
+from tests.reference_analyses import references
 from tests.robustness_table import outcome, pytest_runtest_makereport
 
-# the robustness record's fixture, for every test module, and the hook that tells it each test's result
-__all__ = ["outcome", "pytest_runtest_makereport"]
+# the robustness record's fixture, for every test module, and the hook that tells it each test's result; the
+# reference sweeps analysed once for the run
+__all__ = ["outcome", "pytest_runtest_makereport", "references"]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
