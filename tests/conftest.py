@@ -15,10 +15,12 @@ from copylab.paths import ROOT
 from copylab.programs.build import build
 from copylab.testbeds import netns
 from tests import robustness_table, skips
+from tests.reference_analyses import references
 from tests.robustness_table import outcome, pytest_runtest_makereport
 
-# the robustness record's fixture, for every test module, and the hook that tells it each test's result
-__all__ = ["outcome", "pytest_runtest_makereport"]
+# the robustness record's fixture, for every test module, and the hook that tells it each test's result; the
+# reference sweeps analysed once for the run
+__all__ = ["outcome", "pytest_runtest_makereport", "references"]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
@@ -75,6 +77,30 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     out.write_text(json.dumps(counts))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _serial_modules() -> Path | None:
+    """Within ./inv test, where its shared part lists the modules that hold serial tests for its serial part."""
+    listed = os.environ.get("COPYLAB_SERIAL_MODULES")
+    return Path(listed) if listed else None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The serial part (-m serial) collects only the modules the shared part found serial tests in: collecting all
+    of them would cost it about 10 s for its few tests."""
+    listed = _serial_modules()
+    if config.getoption("markexpr") != "serial" or listed is None or not listed.is_file():
+        return None
+    module = collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+    return True if module and collection_path.name not in listed.read_text().split() else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects them, the serial tests are still among ITEMS
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    listed = _serial_modules()
+    if listed is not None and config.getoption("markexpr") == "not serial":
+        modules = sorted({item.path.name for item in items if item.get_closest_marker("serial")})
+        listed.parent.mkdir(exist_ok=True)
+        written = listed.with_suffix(f".{os.getpid()}")  # each worker writes the same list: whole, or not at all
+        written.write_text("\n".join(modules) + "\n")
+        written.replace(listed)
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from copylab.declarations import config
+from copylab.declarations.sweep_config import SweepConfig
 from copylab.testbeds import netns
 from tests.robustness_table import Looked
 from tests.test_robustness import pgrep, wait_for
@@ -25,6 +27,26 @@ DATA_SERVER, DATA_CLIENT = "10.207.0.1", "10.207.0.2"  # inside each pair's two 
 # run's links never take its traffic.
 _CONTROL_NET = f"10.207.{2 * (TAG % 127)}"
 SSH_PORT = 22
+# What the two-host tests' sweeps share: small enough to run in seconds (two_copy streaming 4 KiB and 16 KiB on one
+# thread, three short trials on one CPU). No calibration: it costs each sweep about 10 s, and a test that is about it
+# asks for it.
+SMALL_SWEEP: dict[str, Any] = dict(
+    implementations=["two_copy"],
+    workloads=["stream"],
+    sizes=[4096, 16384],
+    threads=[1],
+    trials=3,
+    duration_s=0.3,
+    warmup_s=0.05,
+    pinning=["same_cpu"],
+    receive=["copy"],
+    calibrate=False,
+)
+
+
+def small_sweep(name: str, ends: dict[str, Any], **changes: Any) -> SweepConfig:
+    """The sweep NAME between ENDS (the hosts' settings): SMALL_SWEEP's settings but CHANGES (None: the profile's)."""
+    return config.make_config(name, "quick", **{**ends, **SMALL_SWEEP, **changes})
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:

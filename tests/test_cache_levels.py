@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,31 +18,24 @@ from copylab.report.experiments.copies import report
 from copylab.report.experiments.copies.answers import anomalies, caches, paired, threads
 from copylab.report.experiments.copies.basics import cachesim
 from copylab.report.results import Results
-from tests.test_reference_report import _analysed
+from tests.reference_analyses import References
 
 GRID, THREAD_SWEEP, MAIN = (DATA / name for name in ("reference-caches", "reference-threads", "reference"))
 
 
 @pytest.fixture(scope="module")
-def analysed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Results]:
-    """A reference analysed in a scratch copy of its own (a fresh clone has no analysis tables)."""
-    scratch = tmp_path_factory.mktemp("references")
-    return lambda reference: _analysed(scratch, reference)
+def grid(references: References) -> Results:
+    return references(GRID)
 
 
 @pytest.fixture(scope="module")
-def grid(analysed: Callable[[Path], Results]) -> Results:
-    return analysed(GRID)
+def thread_sweep(references: References) -> Results:
+    return references(THREAD_SWEEP)
 
 
 @pytest.fixture(scope="module")
-def thread_sweep(analysed: Callable[[Path], Results]) -> Results:
-    return analysed(THREAD_SWEEP)
-
-
-@pytest.fixture(scope="module")
-def main(analysed: Callable[[Path], Results]) -> Results:
-    return analysed(MAIN)
+def main(references: References) -> Results:
+    return references(MAIN)
 
 
 def test_the_profiles_are_reported_and_reach_past_the_caches():

@@ -13,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from copylab.declarations import config
 from copylab.errors import CopylabError
 from copylab.measure import sweep
 from copylab.record.store import SweepStore
@@ -23,7 +22,7 @@ from copylab.study.link import Link
 from copylab.study.pipeline import report_sweeps
 from tests.conftest import needs_root
 from tests.robustness_table import rows_lost_from
-from tests.ssh_hosts import TAG, HostPair, host_pairs, leftovers, running_in
+from tests.ssh_hosts import TAG, HostPair, host_pairs, leftovers, running_in, small_sweep
 from tests.test_robustness import wait_for
 from tests.test_sweep import read_rows
 
@@ -132,20 +131,8 @@ class TinyStudy:
     name: str
 
     def __call__(self, link: Link, directory: Path) -> list[SweepStore]:
-        settings = config.make_config(
-            self.name,
-            "quick",
-            **link.settings(),
-            implementations=["two_copy", "zero_copy"],
-            workloads=["stream"],
-            sizes=[4096, 262144],
-            threads=[1],
-            trials=3,
-            duration_s=0.3,
-            warmup_s=0.05,
-            pinning=["same_cpu"],
-            receive=["copy"],
-            calibrate=False,
+        settings = small_sweep(
+            self.name, link.settings(), implementations=["two_copy", "zero_copy"], sizes=[4096, 262144]
         )
         result = sweep.run(settings, data_root=directory, progress=False)
         return [SweepStore(result.directory)]

@@ -35,12 +35,12 @@ from copylab.paths import (
 from copylab.report.experiments.servers.figures import fmt_rate
 from copylab.report.results import select
 from copylab.vocabulary.values import NO_LAYOUT
+from tests.reference_analyses import References
 from tests.test_reference_report import (
     GOLDEN,
     GOLDEN_OPEN_LOAD,
     GOLDEN_SERVERS,
     THROUGHPUT,
-    _analysed,
     _close,
     _size,
 )
@@ -50,12 +50,10 @@ _SPAN = r"([\d.]+)[×x](?:\s+to\s+([\d.]+)[×x])?"
 
 
 @pytest.fixture(scope="module")
-def analysed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The sink's and the mapping receiver's references, analysed once: each name and its directory of tables."""
-    scratch = tmp_path_factory.mktemp("golden-numbers")
-    for reference in (REFERENCE_SINK_DATA, REFERENCE_MMAP_DATA, REFERENCE_MMAP_SMALL_DATA):
-        _analysed(scratch, reference)
-    return {name: scratch / "data" / name for name in ("reference-sink", "reference-mmap", "reference-mmap-small")}
+def analysed(references: References) -> dict[str, Path]:
+    """The sink's and the mapping receiver's references, analysed: each name and its directory of tables."""
+    chosen = (REFERENCE_SINK_DATA, REFERENCE_MMAP_DATA, REFERENCE_MMAP_SMALL_DATA)
+    return {reference.name: references(reference).store.directory for reference in chosen}
 
 
 def _part(heading: str) -> str:
@@ -240,11 +238,11 @@ def _rate(text: str) -> float:
     return float(number[1]) * (1000 if number[2] else 1)
 
 
-def test_the_open_load_sections_numbers_are_its_trials(tmp_path):
+def test_the_open_load_sections_numbers_are_its_trials(references):
     """Each model's row recomputed from the open-load reference's trials.csv: the geometric mean p99 at each rate,
     where it crosses the target (interpolated on log axes), the trials per rate and the client's lag."""
     text = GOLDEN_OPEN_LOAD.read_text()
-    directory = _analysed(tmp_path, REFERENCE_OPEN_LOAD_DATA).store.directory
+    directory = references(REFERENCE_OPEN_LOAD_DATA).store.directory
     trials = pd.read_csv(directory / "trials.csv", low_memory=False)
     trials = trials[trials["offered_rate"] > 0]
     target = re.search(r"the dashed line is the ([\d,]+) µs target", text)
@@ -304,10 +302,10 @@ def _intervals_written(directories: list[Path]) -> np.ndarray:
     return np.concatenate(found)
 
 
-def test_every_interval_in_the_servers_golden_is_one_the_analysis_wrote(tmp_path):
+def test_every_interval_in_the_servers_golden_is_one_the_analysis_wrote(references):
     """Each value the servers section prints with its interval is a row of a table the analysis of the servers
     reference wrote, all three numbers at once (a misstated or mislabelled one matches none)."""
-    written = _intervals_written([_analysed(tmp_path, REFERENCE_SERVERS_DATA).store.directory])
+    written = _intervals_written([references(REFERENCE_SERVERS_DATA).store.directory])
     text = GOLDEN_SERVERS.read_text()
     printed = _INTERVAL.findall(text)
     assert printed
@@ -332,11 +330,11 @@ def _rounded(written: str, value: float) -> bool:
 _AT = re.compile(r"([\d,]+\s(?:B|KiB|MiB)), (\d+) threads?")
 
 
-def test_the_copy_bounds_numbers_are_the_calibration_and_the_summary(tmp_path):
+def test_the_copy_bounds_numbers_are_the_calibration_and_the_summary(references):
     """The copy bound's table: memcpy's speed from the manifest's calibration, each bound that over the copies
     made, each best the highest stream throughput summary.csv holds for the sender and receive mode, where it was
     measured, and its share of the bound."""
-    directory = _analysed(tmp_path, REFERENCE_DATA).store.directory
+    directory = references(REFERENCE_DATA).store.directory
     summary = pd.read_csv(directory / "summary.csv")
     memcpy = _manifest(directory)["calibration"]["memcpy_gbps"]
     text = GOLDEN.read_text()
@@ -374,11 +372,11 @@ def test_the_copy_bounds_numbers_are_the_calibration_and_the_summary(tmp_path):
 # ---------------------------------------------------------------- question 6
 
 
-def test_question_6s_skb_table_is_the_references_trials(tmp_path):
+def test_question_6s_skb_table_is_the_references_trials(references):
     """Question 6's table recomputed from the reference's trials.csv (BPF counts) at the size the answer names: KiB
     per skb per trial with its Student-t 95% interval, fragments per skb and KiB per fragment pooled, pages pinned
     per message; each throughput a summary.csv row (whose threads and pinning the rest is computed at)."""
-    directory = _analysed(tmp_path, REFERENCE_DATA).store.directory
+    directory = references(REFERENCE_DATA).store.directory
     trials = pd.read_csv(directory / "trials.csv", low_memory=False)
     summary = pd.read_csv(directory / "summary.csv")
     text = _part("Identify one unexpected result and explain it using OS or hardware concepts.")
@@ -428,11 +426,11 @@ def _t_interval(values: np.ndarray) -> tuple[float, float, float]:
     return values.mean(), values.mean() - half, values.mean() + half
 
 
-def test_question_3s_numbers_are_the_thread_references(tmp_path):
+def test_question_3s_numbers_are_the_thread_references(references):
     """Each pinning's bullet recomputed from the thread reference: CPU per byte at the fewest and most threads (its
     summary.csv), each change against one thread paired by block (log ratios per repetition, a t interval), context
     switches per message and the time a message spends in the system (trials.csv)."""
-    directory = _analysed(tmp_path, REFERENCE_THREADS_DATA).store.directory
+    directory = references(REFERENCE_THREADS_DATA).store.directory
     summary = pd.read_csv(directory / "summary.csv")
     trials = add_metrics(pd.read_csv(directory / "trials.csv", low_memory=False))
     text = _part("How does thread count interact with cache contention?")
@@ -476,11 +474,11 @@ def test_question_3s_numbers_are_the_thread_references(tmp_path):
 _SAVED = "snd_user_ns_per_byte"  # the sender's user-space CPU per byte: where the packing copy runs
 
 
-def test_question_2s_savings_are_the_cache_references_blocks(tmp_path):
+def test_question_2s_savings_are_the_cache_references_blocks(references):
     """Question 2 recomputed from the cache-level reference's trials.csv: each size's saving (two_copy's sender
     user CPU per byte minus one_copy's, block by block, a t interval), the level the answer names (the blocks of
     the sizes whose working set overflows it, pooled) and its margin over the next (Welch's interval)."""
-    directory = _analysed(tmp_path, REFERENCE_CACHES_DATA).store.directory
+    directory = references(REFERENCE_CACHES_DATA).store.directory
     trials = add_metrics(pd.read_csv(directory / "trials.csv", low_memory=False))
     ok = trials[(trials["status"] == "ok") & (trials["workload"] == "stream")]
     blocks = ok.pivot_table(index=["size_bytes", "repetition"], columns="implementation", values=_SAVED)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import math
 import re
 import shutil
@@ -45,6 +46,7 @@ from copylab.report.experiments.copies import report as copies_report
 from copylab.report.experiments.servers import open_load
 from copylab.report.experiments.servers import report as server_report
 from copylab.report.results import Results, load_results
+from tests.reference_analyses import References
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_report.md"
 GOLDEN_SERVERS = Path(__file__).parent / "golden" / "reference_servers_report.md"
@@ -62,21 +64,21 @@ def _analysed(scratch: Path, reference: Path) -> Results:
     return load_results(store)
 
 
-def _companions(scratch: Path) -> dict[str, Results]:
+def _companions(analysed: Callable[[Path], Results]) -> dict[str, Results]:
     """The references ./inv report's sweeps of the sink and of the mapping receiver stand for, analysed."""
     return {
-        "sink": _analysed(scratch, REFERENCE_SINK_DATA),
-        "mmap": _analysed(scratch, REFERENCE_MMAP_DATA),
-        "mmap-small": _analysed(scratch, REFERENCE_MMAP_SMALL_DATA),
-        "caches": _analysed(scratch, REFERENCE_CACHES_DATA),
-        "threads": _analysed(scratch, REFERENCE_THREADS_DATA),
+        "sink": analysed(REFERENCE_SINK_DATA),
+        "mmap": analysed(REFERENCE_MMAP_DATA),
+        "mmap-small": analysed(REFERENCE_MMAP_SMALL_DATA),
+        "caches": analysed(REFERENCE_CACHES_DATA),
+        "threads": analysed(REFERENCE_THREADS_DATA),
     }
 
 
 def compose(scratch: Path, sweep: Path = REFERENCE_DATA) -> str:
     """A copies sweep's report sections (the reference's by default, with the sink's and the mapping receiver's
     references beside it), as the notebook has them."""
-    companions = _companions(scratch) if sweep == REFERENCE_DATA else {}
+    companions = _companions(functools.partial(_analysed, scratch)) if sweep == REFERENCE_DATA else {}
     return compose_results(_analysed(scratch, sweep), companions)
 
 
@@ -98,9 +100,9 @@ def compose_results(results: Results, companions: dict[str, Results] | None = No
     return "\n\n----\n\n".join(parts)
 
 
-def compose_servers(scratch: Path) -> str:
+def compose_servers(analysed: Callable[[Path], Results]) -> str:
     """The servers reference's section "How a server waits", as the notebook has it."""
-    results = _analysed(scratch, REFERENCE_SERVERS_DATA)
+    results = analysed(REFERENCE_SERVERS_DATA)
     parts = [server_report.introduction(results)]
     parts += [server_report.caption(name, results) for name in server_report.FIGURES]
     parts += [f"## {question}\n\n{answer}" for question, answer in server_report.answers(results)]
@@ -108,37 +110,35 @@ def compose_servers(scratch: Path) -> str:
     return "\n\n----\n\n".join(parts)
 
 
-def compose_open_load(scratch: Path) -> str:
+def compose_open_load(analysed: Callable[[Path], Results]) -> str:
     """The open-load reference's section "How a server waits under open load", as the notebook has it."""
-    results = _analysed(scratch, REFERENCE_OPEN_LOAD_DATA)
+    results = analysed(REFERENCE_OPEN_LOAD_DATA)
     parts = [open_load.introduction(results), open_load.caption(results), open_load.answer_target(results)]
     return "\n\n----\n\n".join(parts)
 
 
 @pytest.fixture(scope="module")
-def copies_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results, Path]:
-    """The copies reference analysed once for this module: its results and the directory of its tables."""
-    scratch = tmp_path_factory.mktemp("reference")
-    return _analysed(scratch, REFERENCE_DATA), scratch / "data" / REFERENCE_DATA.name
+def copies_reference(references: References) -> tuple[Results, Path]:
+    """The copies reference's results and the directory of its tables."""
+    return references(REFERENCE_DATA), references.directory(REFERENCE_DATA)
 
 
 @pytest.fixture(scope="module")
-def companions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Results]:
-    """The sink's and the mapping receiver's reference sweeps, analysed once for this module."""
-    scratch = tmp_path_factory.mktemp("companions")
-    return _companions(scratch)
+def companions(references: References) -> dict[str, Results]:
+    """The sink's and the mapping receiver's reference sweeps, analysed."""
+    return _companions(references)
 
 
 def test_the_reference_report_says_what_it_said(copies_reference, companions):
     assert compose_results(copies_reference[0], companions) == GOLDEN.read_text()
 
 
-def test_the_servers_section_says_what_it_said(tmp_path):
-    assert compose_servers(tmp_path) == GOLDEN_SERVERS.read_text()
+def test_the_servers_section_says_what_it_said(references):
+    assert compose_servers(references) == GOLDEN_SERVERS.read_text()
 
 
-def test_the_open_load_section_says_what_it_said(tmp_path):
-    assert compose_open_load(tmp_path) == GOLDEN_OPEN_LOAD.read_text()
+def test_the_open_load_section_says_what_it_said(references):
+    assert compose_open_load(references) == GOLDEN_OPEN_LOAD.read_text()
 
 
 def test_regenerating_shows_the_diff_and_writes_only_when_asked(tmp_path, capsys):
@@ -424,7 +424,11 @@ def regenerate(write: bool, goldens: dict[Path, Callable[[Path], str]] | None = 
     WRITE.  0: nothing differs, or written; 1: they differ and nothing was written."""
     import tempfile
 
-    goldens = goldens or {GOLDEN: compose, GOLDEN_SERVERS: compose_servers, GOLDEN_OPEN_LOAD: compose_open_load}
+    goldens = goldens or {
+        GOLDEN: compose,
+        GOLDEN_SERVERS: lambda scratch: compose_servers(functools.partial(_analysed, scratch)),
+        GOLDEN_OPEN_LOAD: lambda scratch: compose_open_load(functools.partial(_analysed, scratch)),
+    }
     changed = []
     for golden, composer in goldens.items():
         with tempfile.TemporaryDirectory() as scratch:

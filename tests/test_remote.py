@@ -37,6 +37,7 @@ from tests.ssh_hosts import (
     pair_namespaces,
     run,
     running_in,
+    small_sweep,
 )
 from tests.test_reference_report import compose
 from tests.test_robustness import wait_for
@@ -67,22 +68,17 @@ def _manifest(directory: Path) -> dict[str, Any]:
 @needs_root
 def test_copies_sweep_between_two_hosts(hosts, tmp_path):
     name = f"remote-copies-{TAG}"
-    settings = config.make_config(
+    settings = small_sweep(
         name,
-        "quick",
-        **hosts.settings(
-            implementations=["two_copy", "zero_copy", "sendfile"],
-            workloads=["stream", "rr"],
-            sizes=[65536],
-            rr_sizes=[64],
-            threads=[1],
-            trials=1,
-            duration_s=0.3,
-            warmup_s=0.05,
-            pinning=["split_cpu"],
-            receive=["copy"],
-            verify=True,
-        ),
+        hosts.settings(),
+        implementations=["two_copy", "zero_copy", "sendfile"],
+        workloads=["stream", "rr"],
+        sizes=[65536],
+        rr_sizes=[64],
+        trials=1,
+        pinning=["split_cpu"],
+        verify=True,
+        calibrate=None,
     )
     result = sweep.run(settings, data_root=tmp_path, progress=False)
     rows = read_rows(tmp_path / name / "trials.csv")
@@ -234,21 +230,7 @@ def test_a_host_without_gcc_is_named(hosts, tmp_path, outcome):
 def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_path, outcome):
     outcome.update(area="two hosts", fault="the client host's sshd and sessions are killed during a trial")
     name = f"remote-lost-{TAG}"
-    settings = config.make_config(
-        name,
-        "quick",
-        **hosts.settings(
-            implementations=["two_copy"],
-            workloads=["stream"],
-            sizes=[4096, 16384],
-            threads=[1],
-            trials=2,
-            duration_s=0.5,
-            warmup_s=0.05,
-            pinning=["same_cpu"],
-            calibrate=False,  # not under test here: it costs each sweep about 10 s
-        ),
-    )
+    settings = small_sweep(name, hosts.settings(), trials=2, duration_s=0.5, receive=None)
     trials_csv = tmp_path / name / "trials.csv"
     lost: list[threading.Thread] = []
 
@@ -348,21 +330,17 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
         ]
 
     before = state()
-    settings = config.make_config(
+    settings = small_sweep(
         name,
-        "quick",
-        **hosts.settings(
-            implementations=["two_copy"],
-            workloads=["stream"],
-            sizes=[65536],
-            threads=[1],
-            trials=1,
-            duration_s=0.2,
-            mtu=4000,
-            optmem_max=1048576,
-            tune_remote=True,
-            calibrate=False,  # not under test here: it costs each sweep about 10 s
-        ),
+        hosts.settings(),
+        sizes=[65536],
+        trials=1,
+        duration_s=0.2,
+        warmup_s=None,
+        receive=None,
+        mtu=4000,
+        optmem_max=1048576,
+        tune_remote=True,
     )
     seen: list[list[str]] = []
     result = sweep.run(settings, data_root=tmp_path, progress=False, on_row=lambda row: seen.append(state()))

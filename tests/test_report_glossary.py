@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from pathlib import Path
 
 import pytest
 
 from copylab.paths import REFERENCE_DATA, REFERENCE_SERVERS_DATA
 from copylab.report.blocks import Figure
 from copylab.report.sections import compose
-from tests.test_reference_report import _analysed, _companions
+from tests.reference_analyses import References
+from tests.test_reference_report import _companions
 
 GLOSSARY_HEADING = r"# Appendix [A-Z]: Glossary"
 
@@ -69,14 +69,9 @@ MIXED_UNITS = (r"\d\s?us\b", r"\+-", r"\d(?:\.\d+)?x\b", r"\]\s?x\b")
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+def report(references: References) -> tuple[str, str]:
     """(body, glossary) of the report of every committed reference sweep ./inv report --data renders."""
-    scratch: Path = tmp_path_factory.mktemp("glossary")
-    sweeps = [
-        _analysed(scratch, REFERENCE_DATA),
-        *_companions(scratch).values(),
-        _analysed(scratch, REFERENCE_SERVERS_DATA),
-    ]
+    sweeps = [references(REFERENCE_DATA), *_companions(references).values(), references(REFERENCE_SERVERS_DATA)]
     blocks = compose.blocks(compose.arrange(sweeps), date(2026, 1, 1))
     text = "\n\n".join(block.caption if isinstance(block, Figure) else block.text for block in blocks)
     body, _, glossary = text.partition(

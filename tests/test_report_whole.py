@@ -24,16 +24,15 @@ from copylab.report.experiments.copies import captions
 from copylab.report.experiments.copies.figures import copies_figures
 from copylab.report.results import Results
 from copylab.report.sections import compose
-from tests.test_reference_report import _analysed
+from tests.reference_analyses import References
 
 # A sentence at least this long, printed twice, is a repetition a reader notices.
 REPEATED_CHARACTERS = 120
 
 
 @pytest.fixture(scope="module")
-def sweeps(tmp_path_factory: pytest.TempPathFactory) -> list[Results]:
-    scratch = tmp_path_factory.mktemp("whole")
-    return [_analysed(scratch, reference) for reference in REFERENCES]
+def sweeps(references: References) -> list[Results]:
+    return [references(reference) for reference in REFERENCES]
 
 
 @pytest.fixture(scope="module")

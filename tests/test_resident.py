@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from copylab.declarations import config
 from copylab.measure import sweep
 from copylab.testbeds import resident
 from tests.conftest import needs_root
 from tests.robustness_table import rows_lost_from
-from tests.ssh_hosts import TAG, HostPair, command_of, exited, host_pairs, leftovers, namespace_pids
+from tests.ssh_hosts import TAG, HostPair, command_of, exited, host_pairs, leftovers, namespace_pids, small_sweep
 from tests.test_robustness import wait_for
 from tests.test_sweep import read_rows
 
@@ -177,22 +176,7 @@ def _connection_sessions(bed: HostPair, namespace: str) -> list[int]:
 def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind(hosts, tmp_path, outcome):
     outcome.update(area="two hosts", fault="the server's runner killed, then the client's connection dropped")
     name = f"resident-fault-{TAG}"
-    settings = config.make_config(
-        name,
-        "quick",
-        **hosts.settings(
-            implementations=["two_copy"],
-            workloads=["stream"],
-            sizes=[4096, 16384],
-            threads=[1],
-            trials=3,
-            duration_s=0.3,
-            warmup_s=0.05,
-            pinning=["same_cpu"],
-            receive=["copy"],
-            calibrate=False,
-        ),
-    )
+    settings = small_sweep(name, hosts.settings())
     namespaces_before = _own_namespaces(hosts)
     faults: list[str] = []
     before: list[dict[str, str]] = []

@@ -12,7 +12,6 @@ from matplotlib.figure import Figure
 
 from copylab.analysis import breakdown, plotting
 from copylab.analysis.crossover import find_crossovers
-from copylab.analysis.notebooks import execute
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics, headline
@@ -164,5 +163,9 @@ def run_analysis_notebook(
         "pairs": None if pairs is None else [list(pair) for pair in pairs],
         "metrics": None if metrics is None else list(metrics),
     }
+    # Imported here: the notebook's own kernel imports this module, and papermill's (nbformat's schemas) would cost
+    # it about 2 s of CPU at every analysis for nothing.
+    from copylab.analysis.notebooks import execute
+
     execute(NOTEBOOK, output, parameters, ROOT, "analysis")
     return output

@@ -265,14 +265,19 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
         subprocess.call([sys.executable, "-m", "tests.skips", *selection], cwd=ROOT)
     # both parts are one run: the robustness record keeps this run's cases alone (tests/robustness_table.py)
     env = dict(os.environ, COPYLAB_TEST_RUN=f"{os.getpid()}-{secrets.token_hex(4)}")
+    # the shared part lists the modules that hold serial tests, the serial part collects those alone (conftest.py)
+    listed = ROOT / "test-artifacts" / f"serial-modules-{env['COPYLAB_TEST_RUN']}.txt"
+    env["COPYLAB_SERIAL_MODULES"] = str(listed)
     # the slowest tests named at the end: what the suite costs is a figure of its own (docs/measured.md, test_s)
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "--durations=12", *(["-k", k] if k else [])]
     command += ["-x"] if x else []
     parallel = ["-n", str(count), "--dist", "loadfile"] if count > 1 else []
     shared = subprocess.call([*command, *parallel, "-m", "not serial", *passed_on], cwd=ROOT, env=env)
     if shared not in (0, NOTHING_COLLECTED) and x:
+        listed.unlink(missing_ok=True)
         return shared
     alone = subprocess.call([*command, "-m", "serial", *passed_on], cwd=ROOT, env=env)
+    listed.unlink(missing_ok=True)
     # a part with nothing to run (say -k picks tests of one part only) is no failure, both parts empty are
     codes = {shared, alone} - {NOTHING_COLLECTED} or {NOTHING_COLLECTED}
     # ROBUSTNESS.md: this run's table, written to test-artifacts/, held to the committed one (after the whole suite,
