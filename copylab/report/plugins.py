@@ -25,7 +25,8 @@ PACKAGE = "copylab.report.experiments"
 def get(name: str) -> ExperimentPlugin:
     if name not in experiments.names():
         raise CopylabError(f"experiment: unknown {name!r} (choose from {', '.join(experiments.names())})")
-    return importlib.import_module(f"{PACKAGE}.{name}").PLUGIN
+    plugin: ExperimentPlugin = importlib.import_module(f"{PACKAGE}.{name}").PLUGIN
+    return plugin
 
 
 def every() -> list[ExperimentPlugin]:
