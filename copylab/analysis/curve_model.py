@@ -3,9 +3,9 @@
 A curve is one challenger against one baseline along an axis (message size, or connections), the other settings
 fixed.  Its data are, per block (two contenders run back to back at one point of the axis), the direction-aware log
 ratio of the challenger's metric to the baseline's: positive where the challenger is better.  One model is fitted to
-every block of every point: a polynomial of degree up to MAX_DEGREE in log2 of the point (the "curve"), by ordinary
-least squares with heteroscedasticity-consistent (HC3) standard errors, because the spread of a block differs from
-point to point on a noisy host.  From the fit:
+every block of every point: a polynomial in log2 of the point (the "curve"), of the lowest degree up to MAX_DEGREE
+that the point means do not depart from (chosen_degree), by ordinary least squares with heteroscedasticity-consistent
+(HC3) standard errors, because the spread of a block differs from point to point on a noisy host.  From the fit:
 
 - a simultaneous band (Working-Hotelling) at BAND_CONFIDENCE around the curve over the whole measured range;
 - the verdict: "equivalent" when the band lies within +-EQUIVALENCE_MARGIN everywhere; else, reading the band's sign
@@ -43,8 +43,12 @@ EQUIVALENCE_MARGIN = 0.03
 BAND_CONFIDENCE = 0.95
 # A curve whose point means depart from it with a p-value below this does not fit the model.
 FIT_LEVEL = 0.01
-# The highest degree of the polynomial; fewer points get a lower one (see degree_for).
+# The highest degree of the polynomial; fewer points get a lower one (see degree_for), and the data choose the
+# lowest that fits (chosen_degree).
 MAX_DEGREE = 4
+# A degree is enough when the point means' departures from its curve have a p-value of at least this: a looser test
+# than FIT_LEVEL's, so that a curve with a bend the data show gets the degree to follow it.
+SELECT_LEVEL = 0.1
 # The band is read at this many points per doubling along the axis.
 GRID_PER_DOUBLING = 4
 # A verdict is sure when at least this share of simulated second runs reach it again.
@@ -83,6 +87,17 @@ def degree_for(points: int) -> int:
     """The polynomial's degree for a curve of POINTS measured points: up to MAX_DEGREE, leaving one point over to test
     the fit from four points on; two or three points are fitted exactly (a line, a parabola) and cannot be tested."""
     return min(MAX_DEGREE, points - 2) if points >= 4 else points - 1
+
+
+def chosen_degree(x: np.ndarray, y: np.ndarray, points: np.ndarray) -> int:
+    """The lowest degree, from a line up to degree_for's, whose curve the point means do not depart from at
+    SELECT_LEVEL (the lack-of-fit test), else degree_for's: fewer parameters give a narrower band, and a curve
+    the data show to bend keeps the degree it needs."""
+    highest = degree_for(len(points))
+    for degree in range(1, highest):
+        if not _lack_of_fit(x, y, points, degree + 1) < SELECT_LEVEL:
+            return degree
+    return highest
 
 
 @dataclass(frozen=True)
@@ -180,7 +195,7 @@ def fit_curve(points: np.ndarray, advantages: list[np.ndarray]) -> CurveFit | No
     blocks = np.array([len(a) for a in values])
     x = np.repeat(np.log2(points), blocks)
     y = np.concatenate(values)
-    degree = degree_for(len(points))
+    degree = chosen_degree(x, y, points)
     if len(y) <= degree + 1:
         return None
     design = _basis(x, x.min(), x.max(), degree)
