@@ -92,8 +92,11 @@ def degree_for(points: int) -> int:
 def chosen_degree(x: np.ndarray, y: np.ndarray, points: np.ndarray) -> int:
     """The lowest degree, from a line up to degree_for's, whose curve the point means do not depart from at
     SELECT_LEVEL (the lack-of-fit test), else degree_for's: fewer parameters give a narrower band, and a curve
-    the data show to bend keeps the degree it needs."""
+    the data show to bend keeps the degree it needs.  Fewer than CHECKED_POINTS points keep degree_for's, fitted
+    exactly."""
     highest = degree_for(len(points))
+    if len(points) < CHECKED_POINTS:
+        return highest
     for degree in range(1, highest):
         if not _lack_of_fit(x, y, points, degree + 1) < SELECT_LEVEL:
             return degree
@@ -230,22 +233,27 @@ def _spreads(values: list[np.ndarray]) -> np.ndarray:
 
 
 def _lack_of_fit(x: np.ndarray, y: np.ndarray, points: np.ndarray, parameters: int) -> float:
-    """The p-value of the point means' departures from the curve: a model with one mean per point fitted with HC3
-    errors, and a Wald F-test that its means lie on a polynomial of the curve's degree.  NaN when the curve passes
-    through every mean (no point over) or a point has a single block."""
+    """The p-value of the point means' departures from a polynomial of PARAMETERS coefficients: a Wald F-test of the
+    contrasts of point means that every such polynomial leaves at zero, each mean's variance from its point's spread
+    shrunk towards the pooled one (_spreads), at the blocks' pooled degrees of freedom.  Not HC3's: with 2 or 3
+    blocks a point, its variance of a mean rejected a straight truth several times as often as the level says.  NaN
+    when the curve passes through every mean (no point over) or a point has a single block."""
     levels = np.log2(points)
     over = len(points) - parameters
     if over <= 0:
         return math.nan
-    indicators = (x[:, np.newaxis] == levels[np.newaxis, :]).astype(float)
-    if (indicators.sum(axis=0) < 2).any():
+    values = [y[x == level] for level in levels]
+    blocks = np.array([len(v) for v in values])
+    if (blocks < 2).any():
         return math.nan
+    means = np.array([v.mean() for v in values])
     # The rows of `departures` span the contrasts of point means that every polynomial of the degree leaves at zero.
     departures = linalg.null_space(_basis(levels, levels.min(), levels.max(), parameters - 1).T).T
+    covariance = departures @ np.diag(_spreads(values) ** 2 / blocks) @ departures.T
+    contrasts = departures @ means
     with np.errstate(divide="ignore", invalid="ignore"):
-        saturated = sm.OLS(y, indicators).fit(cov_type="HC3")
-        test = saturated.wald_test(departures, use_f=True, scalar=True)
-    p = float(np.asarray(test.pvalue))
+        statistic = float(contrasts @ np.linalg.solve(covariance, contrasts)) / len(departures)
+    p = float(st.f.sf(statistic, len(departures), int((blocks - 1).sum())))
     return p if np.isfinite(p) else math.nan
 
 
