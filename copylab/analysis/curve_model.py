@@ -12,8 +12,9 @@ that the point means do not depart from (chosen_degree), by ordinary least squar
   along the axis (better where its lower edge is above 0, worse where its upper edge is below 0), a crossover, always
   better, never better, or several crossings, as copylab.analysis.crossover.classify names them; "undecided" when
   the band decides nothing;
-- the lack of fit: the means of the blocks at each point tested against the curve (a Wald test with HC3 errors of
-  the point means' departures from it); below FIT_LEVEL the verdict is "model_does_not_fit", never forced;
+- the lack of fit: the means of the blocks at each point tested against the curve (a Wald test of the point means'
+  departures from it, each mean's variance from its point's spread); it chooses the degree, and below FIT_LEVEL the
+  verdict is "model_does_not_fit", never forced;
 - the crossover, where the curve last rises through 0, with a percentile interval from resampling the blocks of
   every point whole;
 - how sure: the share of simulated second runs of the same design, drawn from the fitted curve and its uncertainty,
