@@ -383,10 +383,14 @@ def test_question_6s_skb_table_is_the_references_trials(tmp_path):
     summary = pd.read_csv(directory / "summary.csv")
     text = _part("Identify one unexpected result and explain it using OS or hardware concepts.")
     size = _size(re.search(r"\*\*Claim\.\*\* At ([\d,]+\s(?:B|KiB|MiB)) ", text)[1])  # type: ignore[index]
-    header, rows = next((h, r) for h, r in _tables(text) if h[0] == "Sender, layout")
-    assert len(rows) == 3
-    for cells in rows:
-        row = dict(zip(header, cells, strict=True))
+    # one table, or one split in two when its cells are wide: joined again by their first column
+    parts = [(h, r) for h, r in _tables(text) if h[0] == "Sender, layout"]
+    joined: dict[str, dict[str, str]] = {}
+    for header, rows in parts:
+        for cells in rows:
+            joined.setdefault(cells[0], {}).update(zip(header, cells, strict=True))
+    assert len(joined) == 3 and parts
+    for row in joined.values():
         sender, layout = row["Sender, layout"].replace("`", "").split()
         speed = [float(n) for n in _INTERVAL.fullmatch(row["Throughput, Gbit/s"]).groups()]  # type: ignore[union-attr]
         at = summary[
