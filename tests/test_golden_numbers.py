@@ -138,6 +138,11 @@ def test_the_sink_sections_numbers_are_its_tables(analysed):
         for cells in rows:
             size = _size(cells[0])
             for title, cell in zip(header[1:], cells[1:], strict=True):
+                if cell == "n/a":  # a side contender, measured at --side-sizes only
+                    assert size not in set(
+                        comparisons["size_bytes"][comparisons["challenger"] == title[1:].split("`")[0]]
+                    )
+                    continue
                 if pair := re.fullmatch(r"`(\w+)` / `(\w+)`", title):
                     _check_ratio(
                         cell, _one(comparisons, challenger=pair[1], baseline=pair[2], size_bytes=size, **where)
@@ -148,7 +153,8 @@ def test_the_sink_sections_numbers_are_its_tables(analysed):
                     mean, low, high, _ = _RATIO.fullmatch(cell).groups()  # type: ignore[union-attr]
                     assert _close(mean, row["mean"]) and _close(low, row["ci_low"]) and _close(high, row["ci_high"])
                 checked += 3
-    assert checked >= 9 + 3 * 5 * 5, checked
+    # at least the deciding senders (two_copy, one_copy, zero_copy) at every size
+    assert checked >= 9 + 3 * 5 * 3, checked
 
 
 _SHARES = {"Mapped": "rx_mapped_bytes", "Copied in the call": "rx_copybuf_bytes", "Copied by recv()": "rx_copied_bytes"}
