@@ -6,12 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.error_rates import NULL_SCENARIOS, POWER_SCENARIO, REPORT_LEAST, crossover_found, simulate
+from tests.error_rates import (
+    NULL_SCENARIOS,
+    POWER_SCENARIO,
+    REPORT_BUDGETED,
+    REPORT_LEAST,
+    THREAD_SCENARIOS,
+    Rates,
+    crossover_found,
+    decided_rate,
+    simulate,
+)
 
 # Enough runs that a false-verdict rate of 5% would put the interval's upper end well above 5%; small enough for
 # about a minute.
 NULL_RUNS = 50  # per spread scenario, four scenarios
 POWER_RUNS = 60
+THREAD_RUNS = 40  # per thread count
 
 
 @pytest.mark.simulation
@@ -41,3 +52,15 @@ def test_the_report_design_at_its_fewest_blocks_keeps_false_verdicts_under_5_per
     pooled = type(null[0])("no difference, every spread", runs, wrong, 0, 0, 0.0)
     low, high = pooled.interval()
     assert high <= 0.05, f"false verdicts {wrong}/{runs}, 95% interval {low:.1%}-{high:.1%}: may pass 5%"
+
+
+@pytest.mark.simulation
+def test_the_report_design_at_every_thread_count_decides_no_crossing_wrongly():
+    """./inv report's grid with its first pass and as many blocks again, at each thread count's spread on a noisy
+    host: a curve that crosses is called a crossover or left undecided, never always, never better or equivalent."""
+    found = [decided_rate(scenario, THREAD_RUNS, REPORT_BUDGETED, seed) for seed, scenario in THREAD_SCENARIOS.items()]
+    runs, wrong = sum(r.runs for r in found), sum(r.wrong for r in found)
+    pooled = Rates("crossing, every thread count", runs, wrong, 0, 0, 0.0)
+    low, high = pooled.interval()
+    assert high <= 0.05, f"wrong verdicts {wrong}/{runs}, 95% interval {low:.1%}-{high:.1%}: may pass 5%"
+    assert found[0].decided > 0, "one thread's curve, the least noisy, was never decided"

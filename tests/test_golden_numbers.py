@@ -136,6 +136,11 @@ def test_the_sink_sections_numbers_are_its_tables(analysed):
         for cells in rows:
             size = _size(cells[0])
             for title, cell in zip(header[1:], cells[1:], strict=True):
+                if cell == "n/a":  # a side contender, measured at --side-sizes only
+                    assert size not in set(
+                        comparisons["size_bytes"][comparisons["challenger"] == title[1:].split("`")[0]]
+                    )
+                    continue
                 if pair := re.fullmatch(r"`(\w+)` / `(\w+)`", title):
                     _check_ratio(
                         cell, _one(comparisons, challenger=pair[1], baseline=pair[2], size_bytes=size, **where)
@@ -146,7 +151,8 @@ def test_the_sink_sections_numbers_are_its_tables(analysed):
                     mean, low, high, _ = _RATIO.fullmatch(cell).groups()  # type: ignore[union-attr]
                     assert _close(mean, row["mean"]) and _close(low, row["ci_low"]) and _close(high, row["ci_high"])
                 checked += 3
-    assert checked >= 9 + 3 * 5 * 5, checked
+    # at least the deciding senders (two_copy, one_copy, zero_copy) at every size
+    assert checked >= 9 + 3 * 5 * 3, checked
 
 
 _SHARES = {"Mapped": "rx_mapped_bytes", "Copied in the call": "rx_copybuf_bytes", "Copied by recv()": "rx_copied_bytes"}
@@ -381,10 +387,14 @@ def test_question_6s_skb_table_is_the_references_trials(references):
     summary = pd.read_csv(directory / "summary.csv")
     text = _part("Identify one unexpected result and explain it using OS or hardware concepts.")
     size = _size(re.search(r"\*\*Claim\.\*\* At ([\d,]+\s(?:B|KiB|MiB)) ", text)[1])  # type: ignore[index]
-    header, rows = next((h, r) for h, r in _tables(text) if h[0] == "Sender, layout")
-    assert len(rows) == 3
-    for cells in rows:
-        row = dict(zip(header, cells, strict=True))
+    # one table, or one split in two when its cells are wide: joined again by their first column
+    parts = [(h, r) for h, r in _tables(text) if h[0] == "Sender, layout"]
+    joined: dict[str, dict[str, str]] = {}
+    for header, rows in parts:
+        for cells in rows:
+            joined.setdefault(cells[0], {}).update(zip(header, cells, strict=True))
+    assert len(joined) == 3 and parts
+    for row in joined.values():
         sender, layout = row["Sender, layout"].replace("`", "").split()
         speed = [float(n) for n in _INTERVAL.fullmatch(row["Throughput, Gbit/s"]).groups()]  # type: ignore[union-attr]
         at = summary[

@@ -272,3 +272,15 @@ def test_metrics_with_hardware_counters_and_zero_denominators():
     assert row["cycles_per_byte"] == pytest.approx((row["snd_cycles"] + row["rcv_cycles"]) / row["bytes"])
     assert row["snd_l1d_misses_per_kib"] == pytest.approx(row["snd_l1d_load_misses"] / (row["bytes"] / 1024))
     assert np.isnan(measured.loc[0, "cpu_ns_per_byte"])  # 0 bytes: NaN, not inf
+
+
+def test_a_budgeted_sweep_accepts_the_sizes_its_allocator_adds_inside_its_range_only(tmp_path, trials):
+    """A budgeted sweep measures sizes inside a crossover's bracket that its grid does not list: inside the grid's
+    range they load, outside it they are still refused."""
+    sizes = sorted(int(size) for size in set(trials.loc[trials["workload"] == "stream", "size_bytes"]))
+    wider = {"sizes": [sizes[0] // 2, sizes[-1] * 2], "budget_s": 100.0, "design": "blocked"}  # every size inside
+    loaded, _ = load_sweep(write_sweep(tmp_path / "wider", trials, {"parameters": wider}))
+    assert set(loaded["size_bytes"]) >= set(sizes)
+    above = {"sizes": [sizes[0] * 2, sizes[-1] * 2], "budget_s": 100.0, "design": "blocked"}  # the smallest below
+    with pytest.raises(CopylabError, match=f"stream size {sizes[0]} that the manifest does not list"):
+        load_sweep(write_sweep(tmp_path / "above", trials, {"parameters": above}))

@@ -3,17 +3,18 @@
 A curve is one challenger against one baseline along an axis (message size, or connections), the other settings
 fixed.  Its data are, per block (two contenders run back to back at one point of the axis), the direction-aware log
 ratio of the challenger's metric to the baseline's: positive where the challenger is better.  One model is fitted to
-every block of every point: a polynomial of degree up to MAX_DEGREE in log2 of the point (the "curve"), by ordinary
-least squares with heteroscedasticity-consistent (HC3) standard errors, because the spread of a block differs from
-point to point on a noisy host.  From the fit:
+every block of every point: a polynomial in log2 of the point (the "curve"), of the lowest degree up to MAX_DEGREE
+that the point means do not depart from (chosen_degree), by ordinary least squares with heteroscedasticity-consistent
+(HC3) standard errors, because the spread of a block differs from point to point on a noisy host.  From the fit:
 
 - a simultaneous band (Working-Hotelling) at BAND_CONFIDENCE around the curve over the whole measured range;
 - the verdict: "equivalent" when the band lies within +-EQUIVALENCE_MARGIN everywhere; else, reading the band's sign
   along the axis (better where its lower edge is above 0, worse where its upper edge is below 0), a crossover, always
   better, never better, or several crossings, as copylab.analysis.crossover.classify names them; "undecided" when
   the band decides nothing;
-- the lack of fit: the means of the blocks at each point tested against the curve (a Wald test with HC3 errors of
-  the point means' departures from it); below FIT_LEVEL the verdict is "model_does_not_fit", never forced;
+- the lack of fit: the means of the blocks at each point tested against the curve (a Wald test of the point means'
+  departures from it, each mean's variance from its point's spread); it chooses the degree, and below FIT_LEVEL the
+  verdict is "model_does_not_fit", never forced;
 - the crossover, where the curve last rises through 0, with a percentile interval from resampling the blocks of
   every point whole;
 - how sure: the share of simulated second runs of the same design, drawn from the fitted curve and its uncertainty,
@@ -43,8 +44,12 @@ EQUIVALENCE_MARGIN = 0.03
 BAND_CONFIDENCE = 0.95
 # A curve whose point means depart from it with a p-value below this does not fit the model.
 FIT_LEVEL = 0.01
-# The highest degree of the polynomial; fewer points get a lower one (see degree_for).
+# The highest degree of the polynomial; fewer points get a lower one (see degree_for), and the data choose the
+# lowest that fits (chosen_degree).
 MAX_DEGREE = 4
+# A degree is enough when the point means' departures from its curve have a p-value of at least this: a looser test
+# than FIT_LEVEL's, so that a curve with a bend the data show gets the degree to follow it.
+SELECT_LEVEL = 0.1
 # The band is read at this many points per doubling along the axis.
 GRID_PER_DOUBLING = 4
 # A verdict is sure when at least this share of simulated second runs reach it again.
@@ -83,6 +88,20 @@ def degree_for(points: int) -> int:
     """The polynomial's degree for a curve of POINTS measured points: up to MAX_DEGREE, leaving one point over to test
     the fit from four points on; two or three points are fitted exactly (a line, a parabola) and cannot be tested."""
     return min(MAX_DEGREE, points - 2) if points >= 4 else points - 1
+
+
+def chosen_degree(x: np.ndarray, y: np.ndarray, points: np.ndarray) -> int:
+    """The lowest degree, from a line up to degree_for's, whose curve the point means do not depart from at
+    SELECT_LEVEL (the lack-of-fit test), else degree_for's: fewer parameters give a narrower band, and a curve
+    the data show to bend keeps the degree it needs.  Fewer than CHECKED_POINTS points keep degree_for's, fitted
+    exactly."""
+    highest = degree_for(len(points))
+    if len(points) < CHECKED_POINTS:
+        return highest
+    for degree in range(1, highest):
+        if not _lack_of_fit(x, y, points, degree + 1) < SELECT_LEVEL:
+            return degree
+    return highest
 
 
 @dataclass(frozen=True)
@@ -180,7 +199,7 @@ def fit_curve(points: np.ndarray, advantages: list[np.ndarray]) -> CurveFit | No
     blocks = np.array([len(a) for a in values])
     x = np.repeat(np.log2(points), blocks)
     y = np.concatenate(values)
-    degree = degree_for(len(points))
+    degree = chosen_degree(x, y, points)
     if len(y) <= degree + 1:
         return None
     design = _basis(x, x.min(), x.max(), degree)
@@ -215,22 +234,27 @@ def _spreads(values: list[np.ndarray]) -> np.ndarray:
 
 
 def _lack_of_fit(x: np.ndarray, y: np.ndarray, points: np.ndarray, parameters: int) -> float:
-    """The p-value of the point means' departures from the curve: a model with one mean per point fitted with HC3
-    errors, and a Wald F-test that its means lie on a polynomial of the curve's degree.  NaN when the curve passes
-    through every mean (no point over) or a point has a single block."""
+    """The p-value of the point means' departures from a polynomial of PARAMETERS coefficients: a Wald F-test of the
+    contrasts of point means that every such polynomial leaves at zero, each mean's variance from its point's spread
+    shrunk towards the pooled one (_spreads), at the blocks' pooled degrees of freedom.  Not HC3's: with 2 or 3
+    blocks a point, its variance of a mean rejected a straight truth several times as often as the level says.  NaN
+    when the curve passes through every mean (no point over) or a point has a single block."""
     levels = np.log2(points)
     over = len(points) - parameters
     if over <= 0:
         return math.nan
-    indicators = (x[:, np.newaxis] == levels[np.newaxis, :]).astype(float)
-    if (indicators.sum(axis=0) < 2).any():
+    values = [y[x == level] for level in levels]
+    blocks = np.array([len(v) for v in values])
+    if (blocks < 2).any():
         return math.nan
+    means = np.array([v.mean() for v in values])
     # The rows of `departures` span the contrasts of point means that every polynomial of the degree leaves at zero.
     departures = linalg.null_space(_basis(levels, levels.min(), levels.max(), parameters - 1).T).T
+    covariance = departures @ np.diag(_spreads(values) ** 2 / blocks) @ departures.T
+    contrasts = departures @ means
     with np.errstate(divide="ignore", invalid="ignore"):
-        saturated = sm.OLS(y, indicators).fit(cov_type="HC3")
-        test = saturated.wald_test(departures, use_f=True, scalar=True)
-    p = float(np.asarray(test.pvalue))
+        statistic = float(contrasts @ np.linalg.solve(covariance, contrasts)) / len(departures)
+    p = float(st.f.sf(statistic, len(departures), int((blocks - 1).sum())))
     return p if np.isfinite(p) else math.nan
 
 

@@ -108,14 +108,14 @@ class CopyFinding:
 
     def describe(self, cpu_flags: Iterable[str] = ()) -> str:
         """One sentence: where, how much, and the mechanism measured."""
-        sizes = f"copies of {fmt_size(self.from_bytes)} to {fmt_size(self.to_bytes)}"
+        sizes = f"copies of {fmt_size(self.from_bytes)}-{fmt_size(self.to_bytes)}"
         if self.from_bytes == self.to_bytes:
             sizes = f"copies of {fmt_size(self.from_bytes)}"
         place = _placement(self.offset)
         flags = [flag for flag in ("erms", "fsrm") if flag in set(cpu_flags)]
         hardware = f" (this CPU reports {' and '.join(flag.upper() for flag in flags)})" if flags else ""
         ratio = f"{fmt_num(self.slowdown)} times"
-        costs = f"{fmt_num(self.slow_ns_per_byte)} against {fmt_num(self.fast_ns_per_byte)} ns per byte"
+        costs = f"{fmt_num(self.slow_ns_per_byte)} against {fmt_num(self.fast_ns_per_byte)} ns/B"
         if self.kind == "string_instruction":
             return (
                 f"glibc's memcpy copies {sizes[len('copies of ') :]} with `rep movsb`{hardware}, and with {place} "
@@ -136,8 +136,9 @@ class CopyFinding:
 
 def _placement(offset: int) -> str:
     if offset == ALIGNED:
-        return "source and destination at the same offset within a page"
-    return f"the destination {offset} B past the source modulo 4 KiB (as two consecutive malloc() blocks lie)"
+        return "both at one page offset"
+    # Short: a finding's sentence is quoted inside the report's longer ones.
+    return f"the destination {offset} B past the source modulo 4 KiB"
 
 
 @dataclass(frozen=True)
