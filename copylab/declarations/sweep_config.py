@@ -13,7 +13,7 @@ from typing import Any
 from copylab import experiments
 from copylab.declarations.implementation import Implementation
 from copylab.declarations.settings.setting import draw
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 
 
 @dataclass(frozen=True)
@@ -75,4 +75,4 @@ class SweepConfig:
         for implementation in self.members:
             if implementation.name == name:
                 return implementation
-        raise CopylabError(f"{name!r} is not an implementation of sweep {self.name!r}")
+        raise BrokenInvariant(f"{name!r} is not an implementation of sweep {self.name!r}")

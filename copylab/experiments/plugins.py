@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import UNKNOWN_CHOICE
 from copylab.experiments.copies.plugin import PLUGIN as COPIES
 from copylab.experiments.servers.plugin import PLUGIN as SERVERS
 from copylab.record.manifest import Manifest
@@ -24,7 +24,7 @@ def get(name: str) -> ExperimentPlugin:
     try:
         return PLUGINS[name]
     except KeyError:
-        raise CopylabError(f"experiment: unknown {name!r} (choose from {', '.join(PLUGINS)})") from None
+        raise UNKNOWN_CHOICE.error(label="experiment", value=name, choices=", ".join(PLUGINS)) from None
 
 
 def colors() -> dict[str, str]:
