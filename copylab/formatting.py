@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 
 
 def fmt_num(x: float) -> str:
@@ -196,7 +196,7 @@ def markdown_table(rows: Iterable[Mapping[str, object]]) -> str:
     """
     rows = list(rows)
     if not rows:
-        raise CopylabError("a table needs at least one row")
+        raise BrokenInvariant("a table needs at least one row")
     header = list(rows[0])
     body = [[_joined(re.sub(r"(?<!\\)\|", r"\\|", str(row[key])).replace("\n", " ")) for key in header] for row in rows]
     groups = [list(range(len(header)))] if sum(_needs(header, body)) <= 1 else _split(header, body)

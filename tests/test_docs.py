@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from copylab import error_catalogue
-from copylab.cli import reference
+from copylab.cli import reference, troubleshooting
 from copylab.cli.parsing import default_text, limits_text
 from copylab.declarations import contract, implementations
 from copylab.declarations.settings import SETTINGS
@@ -103,7 +103,7 @@ def templates() -> list[re.Pattern[str]]:
     found: list[list[str | None]] = [_python_template(ast.Constant(message)) or [] for message in raised]
     for source in SOURCES:
         for path in sorted(source.rglob("*") if source.is_dir() else [source]):
-            if path == CATALOGUE:
+            if path.is_relative_to(CATALOGUE):
                 continue
             if path.suffix == ".py":
                 found += _python_templates(path)
@@ -119,8 +119,13 @@ def templates() -> list[re.Pattern[str]]:
 
 
 def printable(message: str) -> bool:
-    """Whether some template of the code prints MESSAGE, with or without copylab's one-line prefix."""
+    """Whether some template of the code prints MESSAGE, with or without copylab's one-line prefix, or it is the
+    sample of a catalogued error some module raises (one with too little text of its own to be searched for,
+    "{path}: {error}", is known by its sample)."""
     candidates = [message] + [message.removeprefix(prefix) for prefix in PREFIXES if message.startswith(prefix)]
+    entries = error_catalogue.entries()
+    if message in {troubleshooting.sample_line(name, entries[name]) for name in raised_entries()}:
+        return True
     return any(pattern.fullmatch(candidate) for candidate in candidates for pattern in templates())
 
 

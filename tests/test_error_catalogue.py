@@ -1,5 +1,6 @@
-"""Every error a user can meet is declared once, in copylab/error_catalogue.py, and raised from there;
-docs/troubleshooting.md is generated from it, and the numbers it quotes are those the code prints."""
+"""Every error a user can meet is declared once, in copylab/error_catalogue/, and raised from there; no module makes
+a CopylabError of its own; docs/troubleshooting.md is generated from the catalogue, and the numbers it quotes are
+those the code prints."""
 
 from __future__ import annotations
 
@@ -18,19 +19,7 @@ from copylab.errors import CopylabError
 from copylab.paths import ROOT
 
 PACKAGE = ROOT / "copylab"
-CATALOGUE = PACKAGE / "error_catalogue.py"
-
-# Raise sites that still write a catalogued message out instead of raising it from the catalogue, by module: their
-# modules were being changed by others when the catalogue came. Converting one is taking it off this list.
-PENDING = {
-    "copylab/declarations/config.py": {"SELECT_LIMIT", "TOO_FEW_DESCRIPTORS"},
-    "copylab/declarations/settings/socket_buffer.py": {"SOCKET_BUFFER_CAPPED"},
-    "copylab/measure/sweep.py": {"ALREADY_HOLDS", "NOT_WRITABLE", "NOTHING_RUNS"},
-    "copylab/report/render.py": {"NOT_A_SWEEP"},
-    "copylab/testbeds/congestion.py": {"CONGESTION_UNOFFERED"},
-    "copylab/testbeds/sender_pages.py": {"PAGES_NEED_ROOT", "PAGES_HELD"},
-    "copylab/testbeds/userns.py": {"USERNS_DISABLED", "USERNS_REFUSED"},
-}
+CATALOGUE = PACKAGE / "error_catalogue"  # a package: its entries in modules by concern
 
 
 def _literal_text(node: ast.AST) -> str | None:
@@ -49,9 +38,11 @@ def literal_copies(sources: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
     """By module (SOURCES: its name and text), the catalogued errors whose message it writes out itself: a string
     of the module that, its run-time values filled in, can be the message."""
     errors = {name: entry.message for name, entry in error_catalogue.entries().items() if entry.kind == "error"}
+    # a message with little text of its own ("{path}: {error}") would match any line: it is searched for one way only
     templates = {
-        name: re.compile(".*?".join(map(re.escape, re.split(r"\{[^}]*\}", message))), re.S)
+        name: re.compile(".*?".join(map(re.escape, parts)), re.S)
         for name, message in errors.items()
+        if len("".join(parts := re.split(r"\{[^}]*\}", message))) >= LEAST_LITERAL
     }
     found: dict[str, set[str]] = {}
     for module, text in sources:
@@ -72,7 +63,7 @@ def _copylab_sources() -> list[tuple[str, str]]:
     return [
         (path.relative_to(ROOT).as_posix(), path.read_text())
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path != CATALOGUE
+        if not path.is_relative_to(CATALOGUE)
     ]
 
 
@@ -82,17 +73,16 @@ def raised_entries() -> set[str]:
     used = set()
     for _, text in _copylab_sources():
         for node in ast.walk(ast.parse(text)):
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr in ("error", "text")
-                and isinstance(node.value, ast.Attribute)
-            ):
-                used.add(node.value.attr)
+            if isinstance(node, ast.Attribute) and node.attr in ("error", "text"):
+                if isinstance(node.value, ast.Name):
+                    used.add(node.value.id)
+                elif isinstance(node.value, ast.Attribute):
+                    used.add(node.value.attr)
     return used & set(error_catalogue.entries())
 
 
-def test_no_module_writes_out_a_catalogued_message_but_those_still_pending():
-    assert literal_copies(_copylab_sources()) == PENDING
+def test_no_module_writes_out_a_catalogued_message():
+    assert literal_copies(_copylab_sources()) == {}
 
 
 def test_a_message_written_out_again_is_found():
@@ -106,11 +96,10 @@ def test_a_message_written_out_again_is_found():
 
 
 def test_every_catalogued_error_is_raised_somewhere():
-    """An error nobody raises would be documented for nothing; pending ones are still written out where they are."""
+    """An error nobody raises would be documented for nothing."""
     errors = {name for name, entry in error_catalogue.entries().items() if entry.kind == "error"}
-    pending = set().union(*PENDING.values())
     shell = {"MISSING_PACKAGES"}  # printed by ./inv before Python runs (tests/test_docs.py finds it there)
-    assert errors - raised_entries() - pending - shell == set()
+    assert errors - raised_entries() - shell == set()
 
 
 def test_the_troubleshooting_page_is_generated_from_the_catalogue():
@@ -158,87 +147,57 @@ def test_a_number_edited_on_the_page_is_caught(monkeypatch):
     assert (ROOT / "docs" / "troubleshooting.md").read_text() != troubleshooting.page()
 
 
-# Raise sites that still write their own message instead of raising one of the catalogue, by module: the errors not
-# catalogued yet (most name the option or file at fault). Cataloguing one is lowering its module's count here; a
-# new raise site outside the catalogue fails the test below.
-NOT_YET_CATALOGUED = {
-    "copylab/analysis/analyze_sweep.py": 2,
-    "copylab/analysis/notebooks.py": 2,
-    "copylab/analysis/stats.py": 3,
-    "copylab/analysis/two_runs.py": 3,
-    "copylab/bench/comparisons.py": 1,
-    "copylab/bench/goals.py": 1,
-    "copylab/bench/sampling_cost.py": 2,
-    "copylab/bench/spread.py": 1,
-    "copylab/bench/timing.py": 2,
-    "copylab/calibration/measurement.py": 2,
-    "copylab/calibration/record.py": 1,
-    "copylab/cli/commands.py": 7,
-    "copylab/cli/hosts.py": 4,
-    "copylab/cli/parsing.py": 4,
-    "copylab/declarations/config.py": 45,
-    "copylab/declarations/implementations.py": 2,
-    "copylab/declarations/namespace_pair.py": 6,
-    "copylab/declarations/sweep_config.py": 1,
-    "copylab/experiments/__init__.py": 1,
-    "copylab/report/experiments/copies/answers/crossovers.py": 1,
-    "copylab/report/experiments/copies/figures/diagram.py": 1,
-    "copylab/report/experiments/copies/basics/queries.py": 1,
-    "copylab/report/plugins.py": 1,
-    "copylab/explore/data.py": 1,
-    "copylab/explore/serve.py": 3,
-    "copylab/explore/views.py": 1,
-    "copylab/formatting.py": 1,
-    "copylab/measure/running/spec.py": 1,
-    "copylab/measure/sweep.py": 8,
-    "copylab/programs/sampler.py": 1,
-    "copylab/record/manifest.py": 7,
-    "copylab/record/store.py": 10,
-    "copylab/record/trials_file.py": 21,
-    "copylab/report/sections/compose.py": 1,
-    "copylab/report/render.py": 8,
-    "copylab/report/results.py": 1,
-    "copylab/study/fleet.py": 11,
-    "copylab/study/link.py": 3,
-    "copylab/study/pipeline.py": 1,
-    "copylab/study/verification.py": 1,
-    "copylab/testbeds/netns.py": 1,
-    "copylab/testbeds/remote.py": 10,
-    "copylab/testbeds/sender_pages.py": 3,
-    "copylab/testbeds/ssh.py": 5,
-    "copylab/testbeds/testbed.py": 1,
-    "copylab/testbeds/userns.py": 4,
-}
+def _error_kinds(sources: Iterable[tuple[str, str]]) -> set[str]:
+    """CopylabError and the kinds of it the modules declare (class X(CopylabError)), and Line, the catalogue's
+    filled-in message that becomes one."""
+    kinds = {"CopylabError", "Line"}
+    for _, text in sources:
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id == "CopylabError" for base in node.bases
+            ):
+                kinds.add(node.name)
+    return kinds
 
 
-def raise_sites(sources: Iterable[tuple[str, str]]) -> dict[str, int]:
-    """By module, how many times it raises CopylabError with a message of its own."""
-    counts = {}
+def made_outside_the_catalogue(sources: Iterable[tuple[str, str]]) -> dict[str, list[int]]:
+    """By module, the lines where it makes a CopylabError (or a kind of it) with a message of its own instead of
+    raising one of the catalogue's (ENTRY.error(...), or why.error() of a Line a function returned)."""
+    sources = list(sources)
+    kinds = _error_kinds(sources)
+    found: dict[str, list[int]] = {}
     for module, text in sources:
-        found = sum(
-            1
-            for node in ast.walk(ast.parse(text))
-            if isinstance(node, ast.Raise)
-            and isinstance(node.exc, ast.Call)
-            and isinstance(node.exc.func, ast.Name)
-            and node.exc.func.id == "CopylabError"
-        )
-        if found:
-            counts[module] = found
-    return counts
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if called in kinds:
+                found.setdefault(module, []).append(node.lineno)
+    return found
 
 
-def test_no_new_error_is_raised_outside_the_catalogue():
-    grown = {
-        module: count
-        for module, count in raise_sites(_copylab_sources()).items()
-        if count > NOT_YET_CATALOGUED.get(module, 0)
-    }
-    assert grown == {}, "declare the new error in copylab/error_catalogue.py and raise it from there"
-
-
-def test_a_raise_outside_the_catalogue_is_counted():
-    planted = (
-        'def f(x):\n    raise CopylabError(f"{x}: bad")\n\ndef g():\n    raise NOT_BUILT.error(path=1, command=2)\n'
+def test_every_error_is_raised_from_the_catalogue():
+    """A CopylabError carries a catalogued message; copylab's own bugs raise BrokenInvariant instead."""
+    assert made_outside_the_catalogue(_copylab_sources()) == {}, (
+        "declare the error in copylab/error_catalogue/ (message, cause, what to do) and raise it from there"
     )
-    assert raise_sites([("copylab/x.py", planted)]) == {"copylab/x.py": 1}
+
+
+def test_an_error_raised_outside_the_catalogue_is_caught():
+    """Negative control: an inline message, of CopylabError or of a kind of it, is found; the catalogue's is not."""
+    planted = (
+        "class Lost(CopylabError):\n    pass\n\n"
+        'def f(x):\n    raise CopylabError(f"{x}: bad")\n\n'
+        'def g(x):\n    raise errors.CopylabError("no") from None\n\n'
+        'def h(label):\n    raise Lost(f"{label}: gone")\n\n'
+        "def k(label):\n    raise NOT_BUILT.error(path=1, command=2)\n\n"
+        "def m(label):\n    raise END_LOST.error(Lost, label=label, lost=2)\n"
+    )
+    assert made_outside_the_catalogue([("copylab/x.py", planted)]) == {"copylab/x.py": [5, 8, 11]}
+
+
+def test_a_refusal_returns_a_catalogued_line():
+    """What a check returns to say why something cannot run is raised as it is: it must be a catalogue's line."""
+    why = error_catalogue.SINK_REFUSED.text(why="a sink answers no request")
+    assert isinstance(why, error_catalogue.Line)
+    assert str(why.error()) == "path sink: a sink answers no request"

@@ -13,7 +13,7 @@ from matplotlib.collections import PathCollection
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations.metrics import add_metrics
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 from copylab.explore import data, explorer, views
 from copylab.explore.explorer import Explorer
 from copylab.paths import ROOT
@@ -291,7 +291,7 @@ def test_pure_functions_follow_the_requested_order() -> None:
     assert list(data["size_bytes"]) == [64, 1024, 64, 1024]
     view = views.View("stream", "same_cpu")
     assert views.plot_data(summary, "throughput_gbps", "size_bytes", 2, ["two_copy"], view).empty
-    with pytest.raises(CopylabError, match="unknown x axis"):
+    with pytest.raises(BrokenInvariant, match="unknown x axis"):
         view.other("pinning")  # type: ignore[arg-type]
 
 

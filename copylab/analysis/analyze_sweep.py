@@ -15,7 +15,7 @@ from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics, headline
-from copylab.errors import CopylabError
+from copylab.error_catalogue import BAD_PAIRS, CONFIDENCE_OUT_OF_RANGE
 from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
 from copylab.record.manifest import Manifest
 from copylab.record.origin import git_state, png_metadata
@@ -61,14 +61,14 @@ def analyze(
     tables go next to the data and the figures to the store's figures directory.
     """
     if not 0 < confidence < 1:
-        raise CopylabError(f"confidence must be between 0 and 1, not {confidence}")
+        raise CONFIDENCE_OUT_OF_RANGE.error(confidence=confidence)
     trials, manifest = store.load()
     if pairs is None:
         pairs = implementations.comparison_pairs(set(trials["receive"]))
     else:
         given = [tuple(pair) for pair in pairs]
         if any(len(pair) != 2 for pair in given):
-            raise CopylabError("pairs must be (challenger, baseline) implementations")
+            raise BAD_PAIRS.error()
         pairs = [(challenger, baseline) for challenger, baseline in given]
         for label in {label for pair in pairs for label in pair}:
             implementations.parse_contender(label)

@@ -13,7 +13,7 @@ from papermill.exceptions import PapermillExecutionError
 from traitlets import Unicode
 from traitlets.config import Config
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import NOTEBOOK_FAILED, NOTEBOOK_UNFINISHED
 from copylab.scratch import private_directory
 
 KERNEL = "python3"
@@ -68,10 +68,13 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
             )
         except PapermillExecutionError as error:
             lines = str(error.evalue or "").strip().splitlines()
-            raise CopylabError(
-                f"{label} notebook failed in cell {error.exec_count}: {error.ename}: "
-                f"{lines[0] if lines else 'no message'} (see {output})"
+            raise NOTEBOOK_FAILED.error(
+                label=label,
+                cell=error.exec_count,
+                error=error.ename,
+                message=lines[0] if lines else "no message",
+                output=output,
             ) from None
         except (CellTimeoutError, DeadKernelError) as error:
             _show(log)
-            raise CopylabError(f"{label} notebook did not finish ({type(error).__name__}; see {output})") from None
+            raise NOTEBOOK_UNFINISHED.error(label=label, error=type(error).__name__, output=output) from None

@@ -10,7 +10,7 @@ from scipy import stats as st
 
 from copylab.declarations.implementations import contender
 from copylab.declarations.metrics import METRICS, metrics_for
-from copylab.errors import CopylabError
+from copylab.error_catalogue import METRICS_NOT_ADDED, UNKNOWN_CI_METHOD, UNKNOWN_METRICS
 from copylab.record import tables
 from copylab.record.tables import CONFIG_KEYS, CONTENDER_KEYS, POINT_KEYS, curve_keys
 
@@ -107,7 +107,7 @@ def summarize(
     is what cv says).
     """
     if ci not in ("t", "bootstrap"):
-        raise CopylabError(f"unknown confidence interval method {ci!r} (t or bootstrap)")
+        raise UNKNOWN_CI_METHOD.error(method=ci)
     metrics = _metrics(trials, metrics)
     stats = describe(trials, metrics)
     configs = trials[list(CONFIG_KEYS)].drop_duplicates()
@@ -299,10 +299,8 @@ def _metrics(trials: pd.DataFrame, metrics: Iterable[str] | None) -> list[str]:
     metrics = metrics_for(set(trials["experiment"])) if metrics is None else list(metrics)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
-        raise CopylabError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(METRICS)})")
+        raise UNKNOWN_METRICS.error(names=", ".join(unknown), known=", ".join(METRICS))
     absent = [m for m in metrics if m not in trials.columns]
     if absent:
-        raise CopylabError(
-            f"metric column(s) {', '.join(absent)} missing: apply copylab.declarations.metrics.add_metrics first"
-        )
+        raise METRICS_NOT_ADDED.error(names=", ".join(absent))
     return metrics

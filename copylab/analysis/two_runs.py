@@ -34,7 +34,7 @@ from copylab.analysis.stats import describe, fieller, holm
 from copylab.calibration.record import Calibration, region_costs
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS, add_metrics
-from copylab.errors import CopylabError
+from copylab.error_catalogue import CONFIDENCE_OUT_OF_RANGE, NOTHING_SHARED, OTHER_EXPERIMENTS
 from copylab.record import tables
 from copylab.record.manifest import Manifest
 from copylab.record.origin import ModifiedData, Origin
@@ -110,18 +110,17 @@ def compare_runs(a: SweepStore, b: SweepStore, confidence: float = 0.95) -> TwoR
     """Sweep B against sweep A (module docstring); CopylabError, in one line, for sweeps of different experiments
     or without a configuration in common."""
     if not 0 < confidence < 1:
-        raise CopylabError(f"confidence must be between 0 and 1, not {confidence}")
+        raise CONFIDENCE_OUT_OF_RANGE.error(confidence=confidence)
     experiment_a, experiment_b = (store.read_manifest().parameters.experiment for store in (a, b))
     if experiment_a != experiment_b:
-        raise CopylabError(
-            f"{a.directory} is a {experiment_a} sweep and {b.directory} a {experiment_b} sweep: "
-            "only two sweeps of one experiment can be compared"
+        raise OTHER_EXPERIMENTS.error(
+            a=a.directory, experiment_a=experiment_a, b=b.directory, experiment_b=experiment_b
         )
     run_a, run_b = load_run(a, confidence), load_run(b, confidence)
     experiment = experiments.get(experiment_a)
     comparison = run_ratios(run_a.trials, run_b.trials, list(experiment.compared), confidence)
     if not (~comparison["verdict"].isin([ONLY_A, ONLY_B])).any():
-        raise CopylabError(f"{a.directory} and {b.directory} have no configuration in common: nothing to compare")
+        raise NOTHING_SHARED.error(a=a.directory, b=b.directory)
     crossovers = moved_crossovers(run_a.crossovers, run_b.crossovers, experiment.compared)
     differences = manifest_differences(run_a.manifest, run_b.manifest)
     return TwoRuns(run_a, run_b, experiment.name, confidence, comparison, crossovers, differences)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from copylab.bench.figure import BenchFigure
 from copylab.declarations import implementations
 from copylab.declarations.namespace_pair import NamespacePair
-from copylab.errors import CopylabError
+from copylab.error_catalogue import BENCH_TRIAL_FAILED
 from copylab.measure.running.spec import TrialSettings, TrialSpec
 from copylab.measure.running.trial import run_trial
 from copylab.programs import perf
@@ -52,7 +52,7 @@ def _pair_ratios(challenger: Contender, baseline: Contender, size: int, pairs: i
             )
             row = run_trial(spec, contender.settings)
             if row["status"] != "ok":
-                raise CopylabError(f"bench trial {spec.trial_id} failed: {row['error']}")
+                raise BENCH_TRIAL_FAILED.error(trial=spec.trial_id, error=row["error"])
             throughput[contender.label] = row["throughput_gbps"]
         ratios.append(throughput[challenger.label] / throughput[baseline.label])
     return ratios

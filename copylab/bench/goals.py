@@ -15,7 +15,7 @@ from copylab.bench.sampling_cost import sampler_cost
 from copylab.bench.spread import design_comparison, transport_spread, window_spread
 from copylab.bench.timing import analysis_and_report_time, explorer_redraw_time, report_time
 from copylab.declarations import implementations
-from copylab.errors import CopylabError
+from copylab.error_catalogue import BENCH_NO_REFERENCE
 from copylab.paths import REFERENCE_DATA
 from copylab.programs.build import require_programs
 from copylab.testbeds import netns
@@ -27,7 +27,7 @@ def run_bench(
     """All figures; smoke=True runs each part as briefly as possible (for CI)."""
     netns.require_root("bench")
     if not (reference / "trials.csv").exists():
-        raise CopylabError(f"{reference} holds no sweep to replay")
+        raise BENCH_NO_REFERENCE.error(reference=reference)
     require_programs(implementations.programs(implementations.registry().values()))
     with tempfile.TemporaryDirectory(prefix="copylab-bench-") as scratch:
         figures = (

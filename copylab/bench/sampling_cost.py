@@ -9,7 +9,8 @@ import statistics
 
 from copylab.declarations import implementations
 from copylab.declarations.namespace_pair import NamespacePair
-from copylab.errors import CopylabError
+from copylab.error_catalogue import BENCH_TRIAL_FAILED
+from copylab.errors import BrokenInvariant
 from copylab.measure.running import profiling
 from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.trial import run_trial
@@ -37,7 +38,7 @@ def _throughput(settings: TrialSettings, implementation: Implementation, label: 
     )
     row = run_trial(spec, settings)
     if row["status"] != "ok":
-        raise CopylabError(f"bench trial {spec.trial_id} failed: {row['error']}")
+        raise BENCH_TRIAL_FAILED.error(trial=spec.trial_id, error=row["error"])
     return float(row["throughput_gbps"])
 
 
@@ -46,7 +47,7 @@ def sampler_cost(pairs: int, duration_s: float) -> tuple[str, str, str, bool | N
     the median of PAIRS interleaved pairs; passed is None when this host cannot sample (measured says why)."""
     baseline = implementations.by_role(Role.TWO_COPY)
     if baseline is None:
-        raise CopylabError("the registry has no two-copy sender to measure the sampler's cost on")
+        raise BrokenInvariant("the registry has no two-copy sender to measure the sampler's cost on")
     name = f"{baseline.name} throughput sampled ({EVENT}, {SAMPLE_HZ} Hz, call chains) / unsampled, 64 KiB, 1 thread"
     goal = f">= {1 - GOAL_COST:g}x (costs under {GOAL_COST:.0%})"
     bed = testbed.Namespaces(NamespacePair("copylab_bsrv", "copylab_bcli"), "bench")

@@ -14,7 +14,7 @@ from copylab import experiments
 from copylab.bench.figure import BenchFigure
 from copylab.declarations import config, implementations
 from copylab.declarations.settings import get as setting
-from copylab.errors import CopylabError
+from copylab.error_catalogue import BENCH_SWEEP_FAILED
 from copylab.measure import sweep
 from copylab.record.store import SweepStore
 from copylab.roles import Role
@@ -35,7 +35,7 @@ def _measured(name: str, data_root: Path, smoke: bool, **settings: Any) -> pd.Da
     config_ = config.make_config(name, "quick", namespaces=["copylab_bsrv", "copylab_bcli"], **settings)
     result = sweep.run(config_, data_root=data_root, progress=False)
     if result.failed:
-        raise CopylabError(f"bench sweep {name}: {result.failures[0]}")
+        raise BENCH_SWEEP_FAILED.error(name=name, failure=result.failures[0])
     return add_metrics(SweepStore(result.directory).load()[0])
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.bench.figure import ANALYSIS_BUDGET_S, REPORT_BUDGET_S, BenchFigure
-from copylab.errors import CopylabError
+from copylab.error_catalogue import BENCH_ONE_VALUE, BENCH_REPORT_FAILED
 from copylab.paths import ROOT
 from copylab.record.store import SweepStore
 
@@ -32,7 +32,7 @@ def report_time(smoke: bool) -> list[BenchFigure]:
     result = subprocess.run([str(ROOT / "inv"), "report"], cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if result.returncode != 0:
-        raise CopylabError(f"./inv report failed: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
+        raise BENCH_REPORT_FAILED.error(error=(result.stderr.strip().splitlines() or ["?"])[-1])
     return [
         BenchFigure(
             f"./inv report (build, the declared sweeps: {_declared_sweeps()}; analysis, PDF)",
@@ -124,7 +124,7 @@ def explorer_redraw_time(reference: Path, changes: int = 7) -> list[BenchFigure]
         explorer = Explorer(reference, roots=[reference.parent])
         values = [value for _, value in explorer.fixed.options]
         if len(values) < 2:
-            raise CopylabError(f"{reference.name} has one {explorer.fixed.description} value: no slider to move")
+            raise BENCH_ONE_VALUE.error(name=reference.name, axis=explorer.fixed.description)
         explorer.fixed.value = values[0]
         # Cycling through the values: every change differs from the value before it, so each one redraws.
         times = [

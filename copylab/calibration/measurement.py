@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from copylab.calibration.record import MEMCPY, VECTOR, CacheLevel, Calibration, CopyPoint, derive
-from copylab.errors import CopylabError
+from copylab.error_catalogue import CALIBRATION_FAILED
 from copylab.paths import program
 from copylab.programs.build import require_programs
 from copylab.programs.perf import Runner, run_here
@@ -91,7 +91,7 @@ def measure_memcpy(
     mib = max(128, 4 * (llc or 0) >> 20)
     result = run(_pinned(cpu, [program_path, str(mib), str(runs)]))
     if result.returncode != 0:
-        raise CopylabError(f"memcpy calibration failed: {result.stderr.strip() or result.returncode}")
+        raise CALIBRATION_FAILED.error(what="memcpy", reason=result.stderr.strip() or result.returncode)
     measured: dict[str, Any] = json.loads(result.stdout)
     measured["llc_bytes"] = llc
     measured["cpu"] = cpu
@@ -121,7 +121,7 @@ def measure_copy_points(
             command = [*environment, *_pinned(cpu, [program_path, *arguments, str(passes), *map(str, sizes)])]
             result = run(command)
             if result.returncode != 0:
-                raise CopylabError(f"copy cost calibration failed: {result.stderr.strip() or result.returncode}")
+                raise CALIBRATION_FAILED.error(what="copy cost", reason=result.stderr.strip() or result.returncode)
             for point in json.loads(result.stdout)["points"]:
                 path = VECTOR if environment and point["path"] == MEMCPY else point["path"]
                 key = (int(point["working_set_bytes"]), path, int(point["offset"]))

@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import CALIBRATION_INCOMPLETE
 from copylab.formatting import fmt_num, fmt_size
 
 # Two ways of copying the same bytes that differ by more than this are a finding, not noise.
@@ -361,7 +361,7 @@ def copy_cost_at(record: Calibration, working_set: int) -> CopyCost:
     region = region_of(working_set, record.caches)
     medians = region_costs(record)
     if region not in medians:
-        raise CopylabError(f"the calibration has no copy cost for {region}")
+        raise CALIBRATION_INCOMPLETE.error(region=region)
     return CopyCost(region, working_set, medians[region])
 
 

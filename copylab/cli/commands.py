@@ -22,7 +22,15 @@ from copylab import error_catalogue, experiments
 from copylab.cli.parsing import parse_list, parse_number, setting_value
 from copylab.cli.tools import bench, build, calibrate, clean, explore, lab, netns_down, netns_status, netns_up
 from copylab.declarations import settings
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    ALIAS_AND_IMPLEMENTATIONS,
+    ALIAS_OF_ANOTHER_EXPERIMENT,
+    BUDGET_WITH_DATA,
+    MORE_NEEDS_DATA,
+    MORE_ON_REFERENCE,
+    SECONDS_OUT_OF_RANGE,
+    WORKERS_OUT_OF_RANGE,
+)
 from copylab.paths import REFERENCE_DATA, REFERENCES, REPORT, ROOT
 from copylab.record.origin import ModifiedData
 from copylab.study import REPORT_BUDGET_S
@@ -83,12 +91,9 @@ def _sweep_overrides(options: dict[str, Any]) -> dict[str, Any]:
         if aliased is None:
             continue
         if overrides["implementations"] is not None:
-            raise CopylabError(f"give --{experiment.noun} or --implementations, not both")
+            raise ALIAS_AND_IMPLEMENTATIONS.error(noun=experiment.noun)
         if overrides["experiment"] not in (None, experiment.name):
-            raise CopylabError(
-                f"--{experiment.noun}: only the {experiment.name} experiment has {experiment.noun} "
-                f"(add --experiment {experiment.name})"
-            )
+            raise ALIAS_OF_ANOTHER_EXPERIMENT.error(noun=experiment.noun, experiment=experiment.name)
         overrides.update(implementations=parse_list(aliased), experiment=experiment.name)
     return overrides
 
@@ -180,7 +185,7 @@ def _seconds(option: str, value: Any) -> float | None:
         return None
     seconds: float = parse_number(option, value, float)
     if not 0 < seconds <= 24 * 3600:
-        raise CopylabError(f"--{option}: {value} is out of range (seconds above 0, at most a day)")
+        raise SECONDS_OUT_OF_RANGE.error(option=option, value=value)
     return seconds
 
 
@@ -205,14 +210,14 @@ def report(
 
     seconds = _seconds("more", more)
     if data is None and seconds is not None:
-        raise CopylabError("--more: name the report's sweeps with --data (the report prints the whole command)")
+        raise MORE_NEEDS_DATA.error()
     if data is not None and budget is not None:
-        raise CopylabError("--budget: only a report that measures spends one (with --data, --more adds time)")
+        raise BUDGET_WITH_DATA.error()
     stores = pipeline.measure(_seconds("budget", budget) or REPORT_BUDGET_S) if data is None else _sweep_stores(data)
     if seconds is not None:
         committed = [store.name for store in stores if store.directory in {path.resolve() for path in REFERENCES}]
         if committed:
-            raise CopylabError(f"--more: {', '.join(committed)} is a committed reference; measure a sweep of your own")
+            raise MORE_ON_REFERENCE.error(names=", ".join(committed))
         run_build()
         pipeline.more_time(stores, seconds)
     for store in stores:
@@ -258,7 +263,7 @@ def test(k: str | None = None, x: bool = False, workers: str | None = None, pass
     run alone."""
     count = parse_number("workers", workers, int) if workers is not None else min(2, os.cpu_count() or 1)
     if count < 1:
-        raise CopylabError(f"--workers: {count} is out of range (1 to {os.cpu_count()})")
+        raise WORKERS_OUT_OF_RANGE.error(count=count, cpus=os.cpu_count())
     selection = [*(["-k", k] if k else []), *passed_on]
     if os.geteuid() != 0:
         # said first, in one line: without root a fifth of the suite skips, and a run that skips still passes

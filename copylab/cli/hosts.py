@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import FLEET_WITH_HOSTS, HOSTS_GO_TOGETHER, HOSTS_WITH_DATA, REPORT_SSH_CONFIG_UNREADABLE
 from copylab.paths import REPORT
 
 HOST_OPTIONS = ("server_host", "client_host", "server_address", "ssh_config", "fleet")
@@ -23,20 +23,20 @@ def report_on_hosts(given: dict[str, str | None], budget_s: float, text: dict[st
     from copylab.study.link import Link, checked
 
     if given.get("data") is not None or given.get("more") is not None:
-        raise CopylabError("--data and --more render sweeps already measured: leave out the host options")
+        raise HOSTS_WITH_DATA.error()
     ssh_config = given.get("ssh_config")
     if ssh_config is not None and not Path(ssh_config).is_file():
-        raise CopylabError(f"--ssh-config: {ssh_config} is not a readable file")
+        raise REPORT_SSH_CONFIG_UNREADABLE.error(path=ssh_config)
     fleet = given.get("fleet")
     if fleet is not None:
         if any(given.get(name) for name in ("server_host", "client_host", "server_address")):
-            raise CopylabError("--fleet: its file names every pair's hosts; leave out --server-host and the like")
+            raise FLEET_WITH_HOSTS.error()
         pdf = report_fleet(Path(fleet), ssh_config, Study(budget_s))
         print(f"fleet report: {pdf}")
         return 0
     server, client = given.get("server_host"), given.get("client_host")
     if server is None or client is None:
-        raise CopylabError("--server-host and --client-host go together (a report between two hosts needs both)")
+        raise HOSTS_GO_TOGETHER.error()
     link = checked(Link(server, client, given.get("server_address"), ssh_config))
     stores = pipeline.measure(budget_s, link)
     pipeline.analyse(stores)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from copylab.declarations.settings import SETTINGS, Setting
-from copylab.errors import CopylabError
+from copylab.error_catalogue import EMPTY_LIST_ITEM, NOT_A_LIST_OF_NUMBERS, NOT_A_PORT, OPTION_NOT_A_NUMBER
 from copylab.experiments import EXPERIMENTS
 from copylab.formatting import fmt_size
 
@@ -17,11 +17,11 @@ def parse_list(text: str | None, convert: Callable[[str], Any] = str) -> list[An
         return None
     items = [item.strip() for item in str(text).split(",")]
     if not all(items):
-        raise CopylabError(f"empty item in the list {text!r}")
+        raise EMPTY_LIST_ITEM.error(text=text)
     try:
         return [convert(item) for item in items]
     except ValueError:
-        raise CopylabError(f"{text!r} is not a comma-separated list of numbers") from None
+        raise NOT_A_LIST_OF_NUMBERS.error(text=text) from None
 
 
 def parse_number(label: str, text: Any, convert: Callable[[str], Any]) -> Any:
@@ -31,7 +31,7 @@ def parse_number(label: str, text: Any, convert: Callable[[str], Any]) -> Any:
     try:
         return convert(str(text))
     except ValueError:
-        raise CopylabError(f"--{label}: {text!r} is not a number") from None
+        raise OPTION_NOT_A_NUMBER.error(label=label, text=text) from None
 
 
 def parse_size(text: str) -> int:
@@ -45,7 +45,7 @@ def parse_size(text: str) -> int:
 def parse_port(text: Any) -> int:
     port: int = parse_number("port", text, int)
     if not 1 <= port <= 65535:
-        raise CopylabError(f"--port: {port} is not a port (1 to 65535)")
+        raise NOT_A_PORT.error(port=port)
     return port
 
 

@@ -10,20 +10,22 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from copylab import error_catalogue
-from copylab.declarations import config, implementations
+from copylab import error_catalogue, experiments
+from copylab.declarations import config, implementations, settings
+from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import socket_buffer
+from copylab.vocabulary.limits import SMALLEST_SOCKET_BUFFER
 
 FD_SETSIZE = 1024  # glibc's, which the select server's sets are compiled with
 
 INTRODUCTION = """# Troubleshooting
 
-<!-- Generated from copylab/error_catalogue.py by `python -m copylab.cli.troubleshooting`: edit the catalogue,
+<!-- Generated from copylab/error_catalogue/ by `python -m copylab.cli.troubleshooting`: edit the catalogue,
 not this page. -->
 
 copylab turns every bad input and every environment it cannot use into one line on stderr, starting with
 `copylab: error:`, and exits with status 2 (a sweep with failed trials exits 1, an interrupted task 130). This
-page lists the lines of its catalogue (`copylab/error_catalogue.py`), as printed (the names, numbers and reasons
+page lists the lines of its catalogue (`copylab/error_catalogue/`), as printed (the names, numbers and reasons
 in them vary), with their cause and what to do, and the notes a task prints and goes on after. A line not listed
 here says what to do in itself: it names the option or file at fault.
 
@@ -45,7 +47,35 @@ def derived_samples() -> dict[str, dict[str, Any]]:
     limited = [impl for impl in implementations.registry().values() if impl.max_connections is not None]
     most = int(error_catalogue.TOO_FEW_DESCRIPTORS.sample["most"])
     first = next(iter(socket_buffer.CAPS))
+    memory = error_catalogue.NOT_ENOUGH_MEMORY.sample
+    asking = config.make_config(
+        "x",
+        "quick",
+        workloads=["stream"],
+        sizes=[memory["largest"]],
+        rr_sizes=[],
+        threads=[memory["threads"]],
+        distinct_messages=memory["distinct"],
+    )
+    refused, reason = next(iter(experiments.main().refuses.items()))
+    # the experiments' and implementations' names come from their declarations, never typed in here
+    main = experiments.main().name
+    other = next(experiment for experiment in experiments.EXPERIMENTS.values() if experiment.name != main)
+    others = [impl.name for impl in implementations.registry().values() if impl.experiment == other.name]
+    aliased = next(
+        experiment for experiment in experiments.EXPERIMENTS.values() if experiment.noun != "implementations"
+    )
     return {
+        "NO_TRIAL_SUCCEEDED": {"experiment": main},
+        "ALIAS_AND_IMPLEMENTATIONS": {"noun": aliased.noun},
+        "ALIAS_OF_ANOTHER_EXPERIMENT": {"noun": aliased.noun, "experiment": aliased.name},
+        "FOREIGN_IMPLEMENTATION": {"implementation": others[0], "belongs": other.name, "experiment": main},
+        "MODEL_MISMATCH": {"model": others[1]},
+        "OTHER_EXPERIMENT": {"experiment": main, "found": [other.name]},
+        "OTHER_EXPERIMENTS": {"experiment_a": main, "experiment_b": other.name},
+        "REPORT_NEEDS_MAIN": {"experiment": main},
+        # the first setting the main experiment refuses, and its own reason
+        "REFUSED_BY_EXPERIMENT": {"option": settings.get(refused).option, "reason": reason},
         "SELECT_LIMIT": {
             "name": limited[0].name,
             "limit": limited[0].max_connections,
@@ -62,6 +92,12 @@ def derived_samples() -> dict[str, dict[str, Any]]:
             "needed": most + config.DESCRIPTORS_BESIDES_CONNECTIONS,
             "besides": config.DESCRIPTORS_BESIDES_CONNECTIONS,
         },
+        "NOT_ENOUGH_MEMORY": {"needed": config.memory_needed(asking) >> 20},
+        "SOCKET_BUFFER_TOO_SMALL": {"smallest": SMALLEST_SOCKET_BUFFER},
+        "TOO_FEW_MAX_TRIALS": {"least": config.ADAPTIVE_MIN_TRIALS},
+        # a sweep started by the copylab before this one
+        "RESUME_OTHER_SCHEMA": {"found": SCHEMA_VERSION - 1, "schema": SCHEMA_VERSION},
+        "SCHEMA_LACKS": {"schema": SCHEMA_VERSION},
     }
 
 

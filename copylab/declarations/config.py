@@ -20,7 +20,47 @@ from copylab.declarations import implementations, settings
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import LISTS, SETTINGS, Setting
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    BAD_HOST,
+    BAD_HOST_PORT,
+    BAD_SERVER_ADDRESS,
+    BAD_SWEEP_NAME,
+    BUDGET_NEEDS_BLOCKED,
+    HOST_MISSING,
+    LAYOUT_FIXED,
+    MAX_TRIALS_BELOW_FIRST_PASS,
+    NAMED_TWICE,
+    NEEDS_A_VALUE,
+    NO_LAYOUT_GIVEN,
+    NO_VALUE_GIVEN,
+    NOT_A_LIST,
+    NOT_A_NAME,
+    NOT_A_NUMBER,
+    NOT_ENOUGH_MEMORY,
+    NOT_OF_THE_SWEEP,
+    NOT_TRUE_OR_FALSE,
+    ONLY_FOR_TWO_HOSTS,
+    OPEN_LOAD_NEEDS_RATES,
+    OUT_OF_RANGE,
+    RATES_NEED_OPEN_LOAD,
+    REFUSED_BY_EXPERIMENT,
+    SELECT_LIMIT,
+    SENDER_PAGES_ONE_HOST,
+    SERVER_ADDRESS_MISSING,
+    SIDE_SIZES_OUTSIDE,
+    SOCKET_BUFFER_TOO_SMALL,
+    SSH_CONFIG_UNREADABLE,
+    SWEEP_FILE_UNREADABLE,
+    TARGET_CI_NEEDS_RANDOMIZED,
+    TOO_FEW_DESCRIPTORS,
+    TOO_FEW_MAX_TRIALS,
+    TOO_MANY_CONNECTIONS,
+    TUNE_REMOTE_ONE_HOST,
+    UNKNOWN_CHOICE,
+    UNKNOWN_SETTINGS,
+    UNKNOWN_SETTINGS_IN_FILE,
+    WRONG_LENGTH,
+)
 from copylab.vocabulary.experiment import Experiment, Members
 from copylab.vocabulary.limits import SMALLEST_SOCKET_BUFFER
 from copylab.vocabulary.values import NO_LAYOUT
@@ -38,7 +78,7 @@ def from_parameters(name: str, profile: str, parameters: dict[str, Any]) -> Swee
     parameters = settings.upgraded(parameters)
     unknown = sorted(set(parameters) - set(settings.BY_NAME) - {"name", "profile"})
     if unknown:
-        raise CopylabError(f"unknown sweep setting(s) {', '.join(unknown)}")
+        raise UNKNOWN_SETTINGS.error(names=", ".join(unknown))
     implied = {s.name: s.legacy for s in SETTINGS if s.legacy is not settings.UNSET}
     values: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value for key, value in {**implied, **parameters}.items()
@@ -57,62 +97,62 @@ def _check(setting: Setting, value: Any) -> None:
     if value is None:
         if setting.optional:
             return
-        raise CopylabError(f"{label}: needs a value")
+        raise NEEDS_A_VALUE.error(label=label)
     items = value if setting.kind in LISTS else (value,)
     if setting.kind in LISTS:
         if not isinstance(value, tuple):
-            raise CopylabError(f"{label}: {value!r} is not a list")
+            raise NOT_A_LIST.error(label=label, value=value)
         if len(set(value)) != len(value):
-            raise CopylabError(f"{label}: {', '.join(map(str, value))} names a value twice")
+            raise NAMED_TWICE.error(label=label, values=", ".join(map(str, value)))
         if setting.length is not None and len(value) != setting.length:
-            raise CopylabError(f"{label}: give {setting.length} values, not {len(value)}")
+            raise WRONG_LENGTH.error(label=label, length=setting.length, given=len(value))
     item_kind = {"ints": "int", "sizes": "int", "strs": "str"}.get(setting.kind, setting.kind)
     for item in items:
         if item_kind == "bool" and not isinstance(item, bool):
-            raise CopylabError(f"{label}: {item!r} is not true or false")
+            raise NOT_TRUE_OR_FALSE.error(label=label, value=item)
         if item_kind == "str" and not isinstance(item, str):
-            raise CopylabError(f"{label}: {item!r} is not a name")
+            raise NOT_A_NAME.error(label=label, value=item)
         if item_kind in ("int", "float"):
             whole = item_kind == "int"
             if not settings.is_number(item) or (whole and not isinstance(item, int)):
-                raise CopylabError(f"{label}: {item!r} is not a {'whole number' if whole else 'number'}")
+                raise NOT_A_NUMBER.error(label=label, value=item, kind="whole number" if whole else "number")
             low, high = setting.low, setting.high
             if (low is not None and (item < low or (setting.low_open and item == low))) or (
                 high is not None and item > high
             ):
                 above = "above " if setting.low_open else ""
                 span = f"{above}{_bound(low)} to {_bound(high)}" if low is not None and high is not None else ""
-                raise CopylabError(f"{label}: {item!r} is out of range ({span})")
+                raise OUT_OF_RANGE.error(label=label, value=item, span=span)
         allowed = setting.allowed()
         if allowed is not None and item not in allowed:
-            raise CopylabError(f"{label}: unknown {item!r} (choose from {', '.join(allowed)})")
+            raise UNKNOWN_CHOICE.error(label=label, value=item, choices=", ".join(allowed))
 
 
 def validate(config: SweepConfig) -> SweepConfig:
     """Rejects a bad sweep before anything is created; returns it unchanged."""
     if not NAME_PATTERN.fullmatch(config.name):
-        raise CopylabError(f"sweep name {config.name!r}: use letters, digits, '.', '_' or '-' (no '/' or spaces)")
+        raise BAD_SWEEP_NAME.error(name=config.name)
     for setting in SETTINGS:
         _check(setting, getattr(config, setting.name))
     experiment = experiments.get(config.experiment)
     if config.profile not in (*experiment.profiles, "custom"):
-        raise CopylabError(f"profile: unknown {config.profile!r} (choose from {', '.join(experiment.profiles)})")
+        raise UNKNOWN_CHOICE.error(label="profile", value=config.profile, choices=", ".join(experiment.profiles))
     for name, reason in experiment.refuses.items():
         if getattr(config, name) != settings.get(name).default:
-            raise CopylabError(f"{settings.get(name).option}: {reason}")
+            raise REFUSED_BY_EXPERIMENT.error(option=settings.get(name).option, reason=reason)
     for name, (allowed, reason) in experiment.allows.items():
         if not set(getattr(config, name)) <= set(allowed):
-            raise CopylabError(f"{settings.get(name).option}: {reason}")
+            raise REFUSED_BY_EXPERIMENT.error(option=settings.get(name).option, reason=reason)
     members = implementations.names(experiment.name)
     for name in config.implementations:
         if name not in members:
-            raise CopylabError(f"{experiment.noun}: unknown {name!r} (choose from {', '.join(members)})")
+            raise UNKNOWN_CHOICE.error(label=experiment.noun, value=name, choices=", ".join(members))
     if not config.implementations:
-        raise CopylabError(f"{experiment.noun}: needs at least one value")
+        raise NO_VALUE_GIVEN.error(label=experiment.noun)
     _resolve(config, experiment)
     for label, value in (("workloads", config.workloads), ("pinning", config.pinning), ("receive", config.receive)):
         if not value:
-            raise CopylabError(f"{label}: needs at least one value")
+            raise NO_VALUE_GIVEN.error(label=label)
     needs = {"threads": config.threads, "sizes" if "stream" in config.workloads else "": config.sizes}
     if "rr" in config.workloads:
         needs["rr-sizes"] = config.rr_sizes
@@ -120,16 +160,14 @@ def validate(config: SweepConfig) -> SweepConfig:
         needs["connections"] = config.connections
     for label, counts in needs.items():
         if label and not counts:
-            raise CopylabError(f"{label}: needs at least one value")
+            raise NO_VALUE_GIVEN.error(label=label)
     outside_sizes = sorted(set(config.side_sizes) - set(config.sizes))
     if outside_sizes:
-        raise CopylabError(
-            f"side-sizes: {', '.join(map(str, outside_sizes))} not among --sizes (side sizes are a subset of them)"
-        )
+        raise SIDE_SIZES_OUTSIDE.error(outside=", ".join(map(str, outside_sizes)))
     for label, chosen in (("receive-for", config.receive_for), ("layout-for", config.layout_for)):
         outside = [name for name in chosen if name not in config.implementations]
         if outside:
-            raise CopylabError(f"{label}: {', '.join(outside)} (give implementations of the sweep)")
+            raise NOT_OF_THE_SWEEP.error(label=label, names=", ".join(outside))
     _check_layouts(config)
     _check_socket_buffer(config)
     _check_load(config)
@@ -157,47 +195,38 @@ def _resolve(config: SweepConfig, experiment: Experiment) -> None:
 
 def _check_layouts(config: SweepConfig) -> None:
     if not config.layout:
-        raise CopylabError("layout: needs at least one value")
+        raise NO_LAYOUT_GIVEN.error()
     if set(config.layout) <= {implementations.STUDY_LAYOUT}:
         return
     for member in config.members.values():
         fixed = member.fixed_layout
         if fixed is not None and (not config.layout_for or member.name in config.layout_for):
             held = "not in its memory" if fixed == NO_LAYOUT else fixed
-            raise CopylabError(
-                f"layout: {member.name}'s message layout cannot be chosen (it is {held}); leave it out, or name the "
-                "senders with --layout-for"
-            )
+            raise LAYOUT_FIXED.error(name=member.name, held=held)
 
 
 def _check_socket_buffer(config: SweepConfig) -> None:
     if config.socket_buffer is not None and 0 < config.socket_buffer < SMALLEST_SOCKET_BUFFER:
-        raise CopylabError(
-            f"socket-buffer: {config.socket_buffer} is below the {SMALLEST_SOCKET_BUFFER} bytes the kernel grants as "
-            "asked (0 leaves the buffers to the kernel)"
-        )
+        raise SOCKET_BUFFER_TOO_SMALL.error(asked=config.socket_buffer, smallest=SMALLEST_SOCKET_BUFFER)
 
 
 def _check_load(config: SweepConfig) -> None:
     if config.load == "open" and not config.rates:
-        raise CopylabError("rates: an open load needs the rates it offers, e.g. --rates 5000,10000,20000")
+        raise OPEN_LOAD_NEEDS_RATES.error()
     if config.load == "closed" and config.rates:
-        raise CopylabError("rates: only an open load offers a rate (add --load open)")
+        raise RATES_NEED_OPEN_LOAD.error()
 
 
 def _check_design(config: SweepConfig) -> None:
     if config.target_ci is not None and config.design != "randomized":
-        raise CopylabError(
-            "target-ci: adaptive repetition is for --design randomized; a blocked sweep spends a --budget on the "
-            "comparisons still undecided instead"
-        )
+        raise TARGET_CI_NEEDS_RANDOMIZED.error()
     if config.target_ci is not None and config.max_trials < ADAPTIVE_MIN_TRIALS:
-        raise CopylabError(f"max-trials: adaptive repetition needs at least {ADAPTIVE_MIN_TRIALS}")
+        raise TOO_FEW_MAX_TRIALS.error(least=ADAPTIVE_MIN_TRIALS)
     if config.budget_s is not None:
         if config.design != "blocked":
-            raise CopylabError("budget: only a blocked sweep (--design blocked) spends a time budget")
+            raise BUDGET_NEEDS_BLOCKED.error()
         if config.max_trials < config.trials:
-            raise CopylabError(f"max-trials: {config.max_trials} is fewer than the first pass's {config.trials}")
+            raise MAX_TRIALS_BELOW_FIRST_PASS.error(most=config.max_trials, trials=config.trials)
 
 
 def _check_hosts(config: SweepConfig) -> None:
@@ -205,31 +234,28 @@ def _check_hosts(config: SweepConfig) -> None:
     if not any(hosts.values()):
         for label, value in (("server-address", config.server_address), ("ssh-config", config.ssh_config)):
             if value:
-                raise CopylabError(f"{label}: only for two hosts (give --server-host and --client-host)")
+                raise ONLY_FOR_TWO_HOSTS.error(label=label)
         if config.tune_remote:
-            raise CopylabError("tune-remote: only for two hosts (give --server-host and --client-host)")
+            raise TUNE_REMOTE_ONE_HOST.error()
         return
     if config.sender_pages != "large":
-        raise CopylabError(
-            f"sender-pages: {config.sender_pages} is for one host only (over a NIC the receiving driver's pages, "
-            "not the sender's, decide what the receiver can map)"
-        )
+        raise SENDER_PAGES_ONE_HOST.error(pages=config.sender_pages)
     for label, value in hosts.items():
         if not value:
-            raise CopylabError(f"{label}: missing (a two-host sweep needs both --server-host and --client-host)")
+            raise HOST_MISSING.error(label=label)
         if not HOST_PATTERN.fullmatch(value):
-            raise CopylabError(f"{label}: {value!r} is not USER@HOST or USER@HOST:PORT")
+            raise BAD_HOST.error(label=label, value=value)
         port = HOST_PATTERN.fullmatch(value)["port"]  # type: ignore[index]
         if port is not None and not 1 <= int(port) <= 65535:
-            raise CopylabError(f"{label}: port {port} is not from 1 to 65535")
+            raise BAD_HOST_PORT.error(label=label, port=port)
     if not config.server_address:
-        raise CopylabError("server-address: missing (where the client reaches the server on the data path)")
+        raise SERVER_ADDRESS_MISSING.error()
     try:
         ipaddress.IPv4Address(config.server_address)
     except ValueError:
-        raise CopylabError(f"server-address: {config.server_address!r} is not an IPv4 address") from None
+        raise BAD_SERVER_ADDRESS.error(address=config.server_address) from None
     if config.ssh_config is not None and not Path(config.ssh_config).is_file():
-        raise CopylabError(f"ssh-config: {config.ssh_config} is not a readable file")
+        raise SSH_CONFIG_UNREADABLE.error(path=config.ssh_config)
 
 
 def _held(config: SweepConfig) -> int:
@@ -245,14 +271,11 @@ def _check_connection_limits(config: SweepConfig) -> None:
         f"{most}" if label == "connections" else f"{max(config.connections)} busy + {max(config.idle_connections)} idle"
     )
     if (high := settings.get("connections").high) is not None and most > high:
-        raise CopylabError(f"{label}: {total} connections are more than {_bound(high)}")
+        raise TOO_MANY_CONNECTIONS.error(label=label, total=total, most=_bound(high))
     for member in config.members.values():
         name, limit = member.name, member.max_connections
         if limit is not None and most > limit:
-            raise CopylabError(
-                f"{label}: a {name} server holds at most {limit} connections (FD_SETSIZE less its own "
-                f"descriptors), not {total}; drop {name} or the larger counts"
-            )
+            raise SELECT_LIMIT.error(label=label, name=name, limit=limit, total=total)
 
 
 def check_descriptor_limit(config: SweepConfig) -> None:
@@ -266,10 +289,7 @@ def check_descriptor_limit(config: SweepConfig) -> None:
     needed = most + DESCRIPTORS_BESIDES_CONNECTIONS
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < needed and os.geteuid() != 0:
-        raise CopylabError(
-            f"connections: {most} connections need {needed} descriptors per process and the hard limit is {hard} "
-            "(raise it with ulimit -Hn or in /etc/security/limits.conf)"
-        )
+        raise TOO_FEW_DESCRIPTORS.error(most=most, needed=needed, hard=hard)
 
 
 # Where this host says how much memory a new process may take: the cgroup's limit and use, and the kernel's estimate.
@@ -309,9 +329,12 @@ def check_memory_limit(config: SweepConfig) -> None:
     needed = memory_needed(config)
     if available is not None and needed > available:
         largest = max((*config.sizes, *config.rr_sizes), default=0)
-        raise CopylabError(
-            f"sizes: {largest} B messages need about {needed >> 20} MiB at the two ends ({max(config.threads)} "
-            f"threads, {config.distinct_messages} distinct messages) and this host has {available >> 20} MiB available"
+        raise NOT_ENOUGH_MEMORY.error(
+            largest=largest,
+            needed=needed >> 20,
+            threads=max(config.threads),
+            distinct=config.distinct_messages,
+            available=available >> 20,
         )
 
 
@@ -331,7 +354,7 @@ def profile_settings(experiment: str, profile: str) -> dict[str, Any]:
     """An experiment's profile, its choices of implementations made from the registry."""
     declared = experiments.get(experiment).profiles
     if profile not in declared:
-        raise CopylabError(f"profile: unknown {profile!r} (choose from {', '.join(declared)})")
+        raise UNKNOWN_CHOICE.error(label="profile", value=profile, choices=", ".join(declared))
     return {
         key: _members(experiment, value) if isinstance(value, Members) else value
         for key, value in declared[profile].items()
@@ -347,11 +370,11 @@ def make_config(
         try:
             given.update(tomllib.loads(Path(sweep_file).read_text()))
         except (OSError, tomllib.TOMLDecodeError) as error:
-            raise CopylabError(f"sweep file {sweep_file}: {error}") from None
+            raise SWEEP_FILE_UNREADABLE.error(path=sweep_file, error=error) from None
     given.update({key: value for key, value in overrides.items() if value is not None})
     unknown = sorted(set(given) - set(settings.BY_NAME) - {"profile"})
     if unknown:
-        raise CopylabError(f"unknown sweep setting(s): {', '.join(unknown)}")
+        raise UNKNOWN_SETTINGS_IN_FILE.error(names=", ".join(unknown))
     experiment = experiments.get(experiment or given.get("experiment") or experiments.DEFAULT.name).name
     values: dict[str, Any] = {**profile_settings(experiment, profile), "experiment": experiment}
     values.update(given)

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Iterable
 
 from copylab import experiments
-from copylab.errors import CopylabError
+from copylab.error_catalogue import UNKNOWN_IMPLEMENTATION, UNKNOWN_RECEIVE_MODE
 from copylab.roles import STUDY_BASELINE, Role
 from copylab.vocabulary.experiment import Experiment
 from copylab.vocabulary.implementation import RECEIVE_MODES, Implementation
@@ -44,7 +44,7 @@ def get(name: str) -> Implementation:
     try:
         return registry()[name]
     except KeyError:
-        raise CopylabError(f"unknown implementation {name!r} (choose from {', '.join(registry())})") from None
+        raise UNKNOWN_IMPLEMENTATION.error(name=name, choices=", ".join(registry())) from None
 
 
 def names(experiment: str | None = None) -> tuple[str, ...]:
@@ -124,7 +124,7 @@ def parse_contender(label: str) -> tuple[Implementation, str]:
     name = name.partition(LAYOUT_MARK)[0]
     receive = receive or BASELINE_RECEIVE
     if receive not in RECEIVE_MODES:
-        raise CopylabError(f"unknown receive mode {receive!r} in {label!r} (choose from {', '.join(RECEIVE_MODES)})")
+        raise UNKNOWN_RECEIVE_MODE.error(receive=receive, label=label, choices=", ".join(RECEIVE_MODES))
     return get(name), receive
 
 

@@ -6,7 +6,14 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    BAD_NAMESPACE_ADDRESS,
+    BAD_NAMESPACE_NAME,
+    MTU_OUT_OF_RANGE,
+    NAMESPACE_SUBNET,
+    NAMESPACES_ALIKE,
+    OPTMEM_OUT_OF_RANGE,
+)
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
 
@@ -25,20 +32,19 @@ class NamespacePair:
     def __post_init__(self) -> None:
         for name in (self.server, self.client):
             if not NAME_PATTERN.fullmatch(name):
-                raise CopylabError(f"namespace name {name!r} must be a lowercase letter then up to 30 of [a-z0-9_]")
+                raise BAD_NAMESPACE_NAME.error(name=name)
         if self.server == self.client:
-            raise CopylabError("the server and client namespaces need different names")
+            raise NAMESPACES_ALIKE.error()
         try:
             network = ipaddress.ip_network(f"{self.server_address}/{self.prefix_length}", strict=False)
             client = ipaddress.ip_address(self.client_address)
         except ValueError as error:
-            raise CopylabError(f"bad namespace address: {error}") from None
+            raise BAD_NAMESPACE_ADDRESS.error(error=error) from None
         if not network.is_private or client not in network or client == ipaddress.ip_address(self.server_address):
-            raise CopylabError(
-                f"{self.server_address} and {self.client_address} must be two addresses of one private "
-                f"/{self.prefix_length} subnet"
+            raise NAMESPACE_SUBNET.error(
+                server=self.server_address, client=self.client_address, prefix=self.prefix_length
             )
         if not 68 <= self.mtu <= 65535:
-            raise CopylabError(f"MTU {self.mtu} is outside 68..65535")
+            raise MTU_OUT_OF_RANGE.error(mtu=self.mtu)
         if not 1024 <= self.optmem_max <= 1 << 26:
-            raise CopylabError(f"optmem_max {self.optmem_max} is outside 1024..67108864")
+            raise OPTMEM_OUT_OF_RANGE.error(optmem=self.optmem_max)

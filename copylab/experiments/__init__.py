@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import UNKNOWN_CHOICE
 from copylab.experiments.copies import COPIES
 from copylab.experiments.servers import SERVERS
 from copylab.vocabulary.experiment import Experiment
@@ -15,7 +15,7 @@ def get(name: str) -> Experiment:
     try:
         return EXPERIMENTS[name]
     except KeyError:
-        raise CopylabError(f"experiment: unknown {name!r} (choose from {', '.join(EXPERIMENTS)})") from None
+        raise UNKNOWN_CHOICE.error(label="experiment", value=name, choices=", ".join(EXPERIMENTS)) from None
 
 
 def names() -> tuple[str, ...]:

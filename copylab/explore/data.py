@@ -17,6 +17,7 @@ from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations as registry
 from copylab.declarations.metrics import add_metrics, metrics_for
+from copylab.error_catalogue import NO_SUCH_FILE
 from copylab.errors import CopylabError
 from copylab.record.manifest import Manifest
 from copylab.record.store import TRIALS_FILE, SweepStore
@@ -29,7 +30,7 @@ def _stamp(directory: str | Path) -> tuple[str, int, int]:
     try:
         stat = path.stat()
     except FileNotFoundError:
-        raise CopylabError(f"{path}: no such file") from None
+        raise NO_SUCH_FILE.error(path=path) from None
     return str(path.parent), stat.st_mtime_ns, stat.st_size
 
 

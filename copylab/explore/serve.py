@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from copylab import error_catalogue
-from copylab.errors import CopylabError
+from copylab.error_catalogue import EXPLORER_EXITED, EXPLORER_SILENT, NO_DATA_DIRECTORY
 from copylab.paths import NOTEBOOKS
 from copylab.record.store import SweepStore
 
@@ -38,7 +38,7 @@ def check_sweep(data: str | Path) -> Path:
     """DATA resolved, once it is known to be a sweep directory (trials.csv and a readable manifest.json)."""
     store = SweepStore(Path(data).resolve())
     if not store.directory.is_dir():
-        raise CopylabError(f"--data: {store.directory}: no such directory")
+        raise NO_DATA_DIRECTORY.error(directory=store.directory)
     if not store.trials_path.is_file():
         raise error_catalogue.NOT_A_SWEEP.error(directory=f"--data: {store.directory}", missing="trials.csv")
     store.read_manifest()  # a one-line error when it is missing or unreadable
@@ -146,12 +146,10 @@ def serve(
         deadline = time.monotonic() + answer_s
         while not _answers(port):
             if server.poll() is not None:
-                raise CopylabError(
-                    f"the explorer's server exited with {server.returncode} before it answered on port {port}"
-                )
+                raise EXPLORER_EXITED.error(status=server.returncode, port=port)
             if time.monotonic() > deadline:
                 _stop(server, grace)
-                raise CopylabError(f"the explorer's server did not answer on port {port} within {answer_s:g} s")
+                raise EXPLORER_SILENT.error(port=port, seconds=f"{answer_s:g}")
             time.sleep(0.1)
         print(f"copylab explorer: {url}", flush=True)
         return server.wait()

@@ -18,7 +18,7 @@ from copylab import experiments
 from copylab.analysis import breakdown
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
 from copylab.declarations import implementations as registry
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 from copylab.formatting import fmt_size, threads_text
 from copylab.record import tables
 
@@ -78,7 +78,7 @@ class View:
         """The axis held fixed when X is plotted."""
         axes = experiment_axes(self.experiment)
         if x not in axes:
-            raise CopylabError(f"unknown x axis {x!r} ({' or '.join(axes)})")
+            raise BrokenInvariant(f"unknown x axis {x!r} ({' or '.join(axes)})")
         return axes[1] if x == axes[0] else axes[0]
 
     def contender(self, implementation: str) -> str:

@@ -23,6 +23,15 @@ from copylab.calibration.measurement import on_sending_cpu
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.declarations.sweep_config import SweepConfig
+from copylab.error_catalogue import (
+    ALREADY_HOLDS,
+    MORE_NEEDS_BLOCKED,
+    NOT_WRITABLE,
+    NOTHING_RUNS,
+    NOTHING_TO_RESUME,
+    RESUME_OTHER_SCHEMA,
+    RESUME_UNREADABLE,
+)
 from copylab.errors import CopylabError
 from copylab.measure.host.floor import host_floor
 from copylab.measure.host.in_flight import measure as in_flight_from_path
@@ -95,7 +104,7 @@ def _testbed(config: SweepConfig, directory: Path) -> Testbed:
     hosts' temporary directories as its own)."""
     why = sink.refusal(config)
     if why:
-        raise CopylabError(why)
+        raise why.error()
     if config.server_host:
         from copylab.testbeds.remote import Hosts
 
@@ -181,7 +190,7 @@ def _check_writable(directory: Path) -> None:
     while not existing.exists():
         existing = existing.parent
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise CopylabError(f"{existing} is not writable by this user: choose a data directory it can write")
+        raise NOT_WRITABLE.error(path=existing)
 
 
 def run(
@@ -199,22 +208,18 @@ def run(
     _check_writable(store.directory)
     if resume:
         if not store.manifest_path.exists():
-            raise CopylabError(f"--resume: {store.directory} holds no sweep to resume")
+            raise NOTHING_TO_RESUME.error(directory=store.directory)
         try:
             record = store.read_manifest()
         except CopylabError as error:
-            raise CopylabError(f"--resume: {error}") from None
+            raise RESUME_UNREADABLE.error(error=error) from None
         if record.schema_version != SCHEMA_VERSION:
-            raise CopylabError(
-                f"--resume: {store.directory} was written by a copylab with trials.csv schema version "
-                f"{record.schema_version} (this one writes {SCHEMA_VERSION}): finish it with that copylab or "
-                "start a new sweep"
+            raise RESUME_OTHER_SCHEMA.error(
+                directory=store.directory, found=record.schema_version, schema=SCHEMA_VERSION
             )
         config = record.parameters if more_s is None else _with_more_time(record.parameters, store, more_s)
     elif store.holds_sweep():
-        raise CopylabError(
-            f"{store.directory} already holds a sweep: pass --resume to finish it, or choose another --name"
-        )
+        raise ALREADY_HOLDS.error(directory=store.directory)
     bed = _testbed(config, store.directory)
     with bed.prepared():
         # The manifest records what the testbed chose, and every trial runs with it.
@@ -225,7 +230,7 @@ def run(
 def _with_more_time(config: SweepConfig, store: SweepStore, more_s: float) -> SweepConfig:
     """CONFIG with a budget of MORE_S beyond the time its recorded trials took."""
     if config.design != "blocked":
-        raise CopylabError(f"{store.directory}: only a blocked sweep takes more time where it is still undecided")
+        raise MORE_NEEDS_BLOCKED.error(directory=store.directory)
     recorded = store.recorded_trials() if store.trials_path.exists() else None
     spent = float(recorded["trial_wall_s"].sum()) if recorded is not None and len(recorded) else 0.0
     return dataclasses.replace(config, budget_s=spent + more_s)
@@ -291,7 +296,7 @@ def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResul
         print(f"copylab: {note}", file=sys.stderr)
     skip = frozenset(result.unavailable)
     if skip >= set(config.implementations):
-        raise CopylabError("no implementation of the sweep can run here (see the lines above)")
+        raise NOTHING_RUNS.error()
     return skip
 
 

@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import PERF_NO_ACK
 
 # Samples per second per CPU.  Not a multiple of the kernel's tick, so that the samples do not fall in step with
 # the timer's work.  About 100 samples in a 0.1 s window, pooled over a configuration's trials; `./inv bench`
@@ -101,7 +101,7 @@ class Sampler:
         os.write(self.control_fd, f"{command}\n".encode())
         ready, _, _ = select.select([self.ack_fd], [], [], timeout_s)
         if not ready:
-            raise CopylabError(f"perf record did not acknowledge {command!r} within {timeout_s:.0f} s")
+            raise PERF_NO_ACK.error(command=command, timeout=f"{timeout_s:.0f}")
         os.read(self.ack_fd, 64)
 
     def enable(self) -> None:

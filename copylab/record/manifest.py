@@ -16,7 +16,15 @@ from typing import Any
 from copylab.calibration.record import Calibration
 from copylab.declarations.config import from_parameters
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    MANIFEST_KEY_MISSING,
+    MANIFEST_KEY_NOT_AN_OBJECT,
+    MANIFEST_NO_PARAMETERS,
+    MANIFEST_NOT_A_LIST,
+    MANIFEST_NOT_AN_OBJECT,
+    MANIFEST_UNKNOWN_KEY,
+    MANIFEST_WRONG_TYPE,
+)
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,7 @@ class Manifest:
     def from_dict(cls, record: Any) -> Manifest:
         """A manifest from its JSON; CopylabError naming the first missing, unknown or mistyped key."""
         if not isinstance(record, dict):
-            raise CopylabError("expected a JSON object")
+            raise MANIFEST_NOT_AN_OBJECT.error()
         record = dict(record)
         toolchain = record.get("toolchain")
         if isinstance(toolchain, dict):
@@ -202,7 +210,7 @@ class Manifest:
             }
         parameters = record.get("parameters")
         if not isinstance(parameters, dict):
-            raise CopylabError("key 'parameters' missing or not an object")
+            raise MANIFEST_NO_PARAMETERS.error()
         record["parameters"] = from_parameters(str(record.get("sweep")), str(record.get("profile")), parameters)
         manifest: Manifest = _build(cls, record, "")
         return manifest
@@ -211,17 +219,17 @@ class Manifest:
 def _build(cls: type, record: Any, where: str) -> Any:
     """An instance of dataclass CLS from RECORD, every field checked against its annotation."""
     if not isinstance(record, dict):
-        raise CopylabError(f"key '{where.rstrip('.')}' is not an object")
+        raise MANIFEST_KEY_NOT_AN_OBJECT.error(key=where.rstrip("."))
     hints = typing.get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(record) - set(known))
     if unknown:
-        raise CopylabError(f"unknown key '{where}{unknown[0]}'")
+        raise MANIFEST_UNKNOWN_KEY.error(key=f"{where}{unknown[0]}")
     values = {}
     for name, spec in known.items():
         if name not in record:
             if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-                raise CopylabError(f"key '{where}{name}' missing")
+                raise MANIFEST_KEY_MISSING.error(key=f"{where}{name}")
             continue
         values[name] = _value(hints[name], record[name], f"{where}{name}")
     return cls(**values)
@@ -237,9 +245,11 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         return value if isinstance(value, hint) else _build(hint, value, f"{where}.")
     if origin is list and arguments and dataclasses.is_dataclass(arguments[0]):
         if not isinstance(value, list):
-            raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not a list")
+            raise MANIFEST_NOT_A_LIST.error(key=where, kind=type(value).__name__, value=value)
         return [_value(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
     expected = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(hint) or (origin or hint,)
     if (isinstance(value, bool) and hint is not bool) or not isinstance(value, expected):
-        raise CopylabError(f"key '{where}' has {type(value).__name__} {value!r}, not {getattr(hint, '__name__', hint)}")
+        raise MANIFEST_WRONG_TYPE.error(
+            key=where, kind=type(value).__name__, value=value, expected=getattr(hint, "__name__", hint)
+        )
     return value

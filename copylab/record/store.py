@@ -21,6 +21,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from copylab.declarations.schema import COLUMN_NAMES
+from copylab.error_catalogue import (
+    FIGURE_NOT_DRAWN,
+    MANIFEST_INVALID,
+    MANIFEST_NOT_JSON,
+    NO_MANIFEST,
+    NO_SUCH_FILE,
+    NO_SWEEP_DIRECTORY,
+    PROFILE_FILE_FOREIGN,
+    TABLE_FOREIGN,
+    TABLE_NOT_WRITTEN,
+    TRIALS_FILE_FOREIGN,
+)
 from copylab.errors import CopylabError
 from copylab.paths import DATA, FIGURES
 from copylab.record import tables
@@ -120,13 +132,13 @@ class SweepStore:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise CopylabError(f"{path}: no manifest (every sweep directory needs manifest.json)") from None
+            raise NO_MANIFEST.error(path=path) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise CopylabError(f"{path}: not valid JSON ({error})") from None
+            raise MANIFEST_NOT_JSON.error(path=path, error=error) from None
         try:
             return Manifest.from_dict(record)
         except CopylabError as error:
-            raise CopylabError(f"{path}: {error}") from None
+            raise MANIFEST_INVALID.error(path=path, error=error) from None
 
     def write_manifest(self, manifest: Manifest) -> None:
         """Replaces the manifest atomically, so an interruption never leaves half a file."""
@@ -162,7 +174,7 @@ class SweepStore:
         try:
             data = self.trials_path.read_bytes()
         except FileNotFoundError:
-            raise CopylabError(f"{self.trials_path}: no such file") from None
+            raise NO_SUCH_FILE.error(path=self.trials_path) from None
         return parse_trials(decode(data, self.trials_path), self.trials_path, require_ok)
 
     def recorded_trials(self) -> pd.DataFrame:
@@ -170,16 +182,14 @@ class SweepStore:
         with self.trials_path.open(newline="") as stream:
             header = next(csv.reader(stream), [])
         if tuple(header) != COLUMN_NAMES:
-            raise CopylabError(
-                f"{self.trials_path}: its columns are not copylab's trials.csv columns; refusing to append"
-            )
+            raise TRIALS_FILE_FOREIGN.error(path=self.trials_path)
         return self.read_trials(require_ok=False)
 
     def load(self) -> tuple[pd.DataFrame, Manifest]:
         """The trials and the manifest, checked against each other; a ModifiedData warning when trials.csv is
         no longer what the sweep wrote."""
         if not self.directory.is_dir():
-            raise CopylabError(f"{self.directory}: no such sweep directory")
+            raise NO_SWEEP_DIRECTORY.error(directory=self.directory)
         trials = self.read_trials()
         manifest = self.read_manifest()
         check_manifest(trials, manifest, self.manifest_path)
@@ -222,7 +232,7 @@ class SweepStore:
             return text.strip()
         frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""], dtype={"trial_id": str})
         if list(frame.columns) != list(PROFILE_COLUMNS):
-            raise CopylabError(f"{path}: its columns are not those of copylab's profile")
+            raise PROFILE_FILE_FOREIGN.error(path=path)
         return frame.astype(PROFILE_COLUMNS)
 
     def read_profile_symbols(self) -> pd.DataFrame:
@@ -261,9 +271,9 @@ class SweepStore:
         try:
             frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str)
         except FileNotFoundError:
-            raise CopylabError(f"{path}: not written yet (run ./inv analyze --data {self.directory})") from None
+            raise TABLE_NOT_WRITTEN.error(path=path, directory=self.directory) from None
         if list(frame.columns) != list(columns):
-            raise CopylabError(f"{path}: its columns are not those of copylab's {name} table; analyse the sweep again")
+            raise TABLE_FOREIGN.error(path=path, name=name)
         typed = {}
         for column, dtype in columns.items():
             values = frame[column]
@@ -284,7 +294,7 @@ class SweepStore:
         """A figure the analysis saved; a one-line error naming the command when it has not."""
         path = self.figures_dir / f"{name}.png"
         if not path.is_file():
-            raise CopylabError(f"{path}: not drawn yet (run ./inv analyze --data {self.directory})")
+            raise FIGURE_NOT_DRAWN.error(path=path, directory=self.directory)
         return path
 
 

@@ -17,7 +17,29 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.declarations import implementations, schema
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    BAD_VALUE,
+    BELOW_ONE,
+    COLUMNS_DUPLICATED,
+    COLUMNS_MISSING,
+    COLUMNS_UNKNOWN,
+    EMPTY_TRIALS_FILE,
+    FOREIGN_IMPLEMENTATION,
+    MEASURED_TWICE,
+    MODEL_MISMATCH,
+    NO_OK_TRIALS,
+    NOT_CSV,
+    NOT_IN_MANIFEST,
+    NOT_UTF8,
+    OTHER_EXPERIMENT,
+    OTHER_SWEEP,
+    REQUIRED_EMPTY,
+    SCHEMA_LACKS,
+    TOO_MANY_REPETITIONS,
+    TRUNCATED_LINE,
+    UNKNOWN_VALUE,
+    WRONG_FIELD_COUNT,
+)
 from copylab.record.manifest import Manifest
 
 _TRUE = {"true", "1", "yes"}
@@ -40,9 +62,9 @@ def decode(data: bytes, path: Path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise CopylabError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise NOT_UTF8.error(path=path, reason=error.reason, at=error.start) from None
     if not text.strip():
-        raise CopylabError(f"{path}: empty file (no header)")
+        raise EMPTY_TRIALS_FILE.error(path=path)
     return text
 
 
@@ -94,14 +116,12 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path) -> Non
     parameters = manifest.parameters
     sweeps = set(trials["sweep"])
     if sweeps != {manifest.sweep}:
-        raise CopylabError(f"{where}: sweep '{manifest.sweep}' but trials.csv has sweep {sorted(sweeps)}")
+        raise OTHER_SWEEP.error(where=where, sweep=manifest.sweep, found=sorted(sweeps))
     stream_sizes = set(parameters.sizes)
     rr_sizes = set(parameters.rr_sizes) | stream_sizes
     experiments = set(trials["experiment"])
     if experiments - {parameters.experiment}:
-        raise CopylabError(
-            f"{where}: a {parameters.experiment} sweep but trials.csv has experiment {sorted(experiments)}"
-        )
+        raise OTHER_EXPERIMENT.error(where=where, experiment=parameters.experiment, found=sorted(experiments))
     allowed: dict[str, set[Any]] = {
         "implementation": set(parameters.implementations),
         "workload": set(parameters.workloads),
@@ -126,16 +146,14 @@ def check_manifest(trials: pd.DataFrame, manifest: Manifest, where: Path) -> Non
     else:
         repetitions, setting = parameters.trials, "trials"
     if most > repetitions:
-        raise CopylabError(f"{where}: parameters.{setting} allow {repetitions} repetitions but trials.csv has {most}")
+        raise TOO_MANY_REPETITIONS.error(where=where, setting=setting, allowed=repetitions, most=most)
     lacking = [
         name
         for name in trials.attrs.get("absent_columns", [])
         if schema.COLUMN_BY_NAME[name].since <= manifest.schema_version
     ]
     if lacking:
-        raise CopylabError(
-            f"{where}: schema version {manifest.schema_version} but trials.csv lacks {', '.join(lacking)}"
-        )
+        raise SCHEMA_LACKS.error(where=where, schema=manifest.schema_version, columns=", ".join(lacking))
 
 
 def _check_rows(text: str, path: Path) -> tuple[list[str], list[int]]:
@@ -152,16 +170,13 @@ def _check_rows(text: str, path: Path) -> tuple[list[str], list[int]]:
         for row in reader:
             if len(row) != len(header):
                 cut = " (truncated: the writer probably crashed mid-write)" if _at_end(text, reader) else ""
-                raise CopylabError(f"{path}: line {start} has {len(row)} fields, the header has {len(header)}{cut}")
+                raise WRONG_FIELD_COUNT.error(path=path, line=start, fields=len(row), header=len(header), cut=cut)
             lines.append(start)
             start = reader.line_num + 1
     except csv.Error as error:
-        raise CopylabError(f"{path}: line {reader.line_num} is not valid CSV ({error})") from None
+        raise NOT_CSV.error(path=path, line=reader.line_num, error=error) from None
     if not text.endswith(("\n", "\r")):
-        raise CopylabError(
-            f"{path}: line {reader.line_num} is truncated (no newline at the end of the file: "
-            "the writer probably crashed mid-write)"
-        )
+        raise TRUNCATED_LINE.error(path=path, line=reader.line_num)
     return header, lines
 
 
@@ -173,18 +188,18 @@ def _at_end(text: str, reader: Any) -> bool:
 def _check_header(header: list[str], path: Path) -> None:
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
-        raise CopylabError(f"{path}: duplicated column(s) {', '.join(duplicated)}")
+        raise COLUMNS_DUPLICATED.error(path=path, columns=", ".join(duplicated))
     missing = [column.name for column in schema.COLUMNS if column.since == 1 and column.name not in header]
     if missing:
-        raise CopylabError(f"{path}: missing column(s) {', '.join(missing)}")
+        raise COLUMNS_MISSING.error(path=path, columns=", ".join(missing))
     foreign = [name for name in header if name not in schema.COLUMN_BY_NAME and name != "align_fields"]
     if foreign:
-        raise CopylabError(f"{path}: unknown column(s) {', '.join(foreign)} (not in copylab.declarations.schema)")
+        raise COLUMNS_UNKNOWN.error(path=path, columns=", ".join(foreign))
 
 
 def _convert(values: pd.Series, column: schema.Column, path: Path) -> pd.Series:
     if column.required and values.isna().any():
-        raise CopylabError(f"{path}: line {_line(values.isna())}: required column {column.name} is empty")
+        raise REQUIRED_EMPTY.error(path=path, line=_line(values.isna()), column=column.name)
     if column.kind == "str":
         return values
     if column.kind == "bool":
@@ -207,7 +222,7 @@ def _convert(values: pd.Series, column: schema.Column, path: Path) -> pd.Series:
 def _raise_bad(bad: pd.Series, values: pd.Series, column: schema.Column, path: Path, why: str) -> None:
     if bad.any():
         value = values[bad].iloc[0]
-        raise CopylabError(f"{path}: line {_line(bad)}: column {column.name} value {value!r} is {why}")
+        raise BAD_VALUE.error(path=path, line=_line(bad), column=column.name, value=value, why=why)
 
 
 def _line(mask: pd.Series) -> int:
@@ -219,38 +234,38 @@ def _check_values(trials: pd.DataFrame, path: Path, require_ok: bool) -> None:
     for column, allowed in _allowed_values().items():
         bad = ~trials[column].isin(allowed)
         if bad.any():
-            raise CopylabError(
-                f"{path}: line {_line(bad)}: unknown {column} {trials[column][bad].iloc[0]!r} "
-                f"(expected one of {', '.join(allowed)})"
+            raise UNKNOWN_VALUE.error(
+                path=path, line=_line(bad), column=column, value=trials[column][bad].iloc[0], allowed=", ".join(allowed)
             )
     belongs = trials["implementation"].map(lambda name: implementations.get(name).experiment)
     bad = trials["experiment"] != belongs
     if bad.any():
-        raise CopylabError(
-            f"{path}: line {_line(bad)}: {trials['implementation'][bad].iloc[0]} belongs to the "
-            f"{belongs[bad].iloc[0]} experiment, not {trials['experiment'][bad].iloc[0]}"
+        raise FOREIGN_IMPLEMENTATION.error(
+            path=path,
+            line=_line(bad),
+            implementation=trials["implementation"][bad].iloc[0],
+            belongs=belongs[bad].iloc[0],
+            experiment=trials["experiment"][bad].iloc[0],
         )
     bad = trials["model"].notna() & (trials["model"] != trials["implementation"])
     if bad.any():
-        raise CopylabError(
-            f"{path}: line {_line(bad)}: model {trials['model'][bad].iloc[0]!r} is not the implementation"
-        )
+        raise MODEL_MISMATCH.error(path=path, line=_line(bad), model=trials["model"][bad].iloc[0])
     for column in ("size_bytes", "threads", "connections", "repetition"):
         bad = trials[column] < 1
         if bad.any():
-            raise CopylabError(f"{path}: line {_line(bad)}: {column} must be at least 1")
+            raise BELOW_ONE.error(path=path, line=_line(bad), column=column)
     # --resume retries failed trials under their planned id: failed attempts may repeat, a measurement may not.
     duplicated = trials["trial_id"].where(trials["status"] == "ok").dropna().duplicated()
     if duplicated.any():
         duplicated = duplicated.reindex(trials.index, fill_value=False)
         repeated = trials["trial_id"][duplicated].iloc[0]
-        raise CopylabError(f"{path}: line {_line(duplicated)}: trial_id {repeated!r} measured twice")
+        raise MEASURED_TWICE.error(path=path, line=_line(duplicated), trial=repeated)
     if require_ok and not (trials["status"] == "ok").any():
-        raise CopylabError(f"{path}: no ok trials ({len(trials)} rows, none with status ok)")
+        raise NO_OK_TRIALS.error(path=path, rows=len(trials))
 
 
 def _check_subset(values: pd.Series, allowed: set[Any], what: str, where: Path) -> None:
     foreign = sorted(set(values) - allowed, key=str)
     if foreign:
         shown = ", ".join(str(value) for value in foreign[:5])
-        raise CopylabError(f"{where}: trials.csv has {what} {shown} that the manifest does not list")
+        raise NOT_IN_MANIFEST.error(where=where, what=what, values=shown)

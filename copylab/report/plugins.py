@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from copylab import experiments
-from copylab.errors import CopylabError
+from copylab.error_catalogue import UNKNOWN_CHOICE
 from copylab.record.manifest import Manifest
 from copylab.report.contract import ExperimentPlugin
 
@@ -24,7 +24,7 @@ PACKAGE = "copylab.report.experiments"
 
 def get(name: str) -> ExperimentPlugin:
     if name not in experiments.names():
-        raise CopylabError(f"experiment: unknown {name!r} (choose from {', '.join(experiments.names())})")
+        raise UNKNOWN_CHOICE.error(label="experiment", value=name, choices=", ".join(experiments.names()))
     plugin: ExperimentPlugin = importlib.import_module(f"{PACKAGE}.{name}").PLUGIN
     return plugin
 

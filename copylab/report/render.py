@@ -24,7 +24,15 @@ from nbconvert.filters import escape_latex
 
 from copylab import experiments
 from copylab.analysis.notebooks import execute
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    LATEX_FAILED,
+    NO_SWEEP_GIVEN,
+    NOT_A_SWEEP,
+    NOT_ANALYSED,
+    PDF_TOOLS_MISSING,
+    REPORT_NEEDS_MAIN,
+)
+from copylab.errors import BrokenInvariant
 from copylab.formatting import md_escape
 from copylab.paths import FIGURES, NOTEBOOKS, ROOT
 from copylab.record.store import SweepStore
@@ -93,7 +101,9 @@ def _paper(latex: str) -> str:
     neither parts across a page."""
     for needed in (r"\maketitle", r"\begin{document}"):
         if needed not in latex:
-            raise CopylabError(f"nbconvert's LaTeX template has no {needed} where copylab adds the table of contents")
+            raise BrokenInvariant(
+                f"nbconvert's LaTeX template has no {needed} where copylab adds the table of contents"
+            )
     latex = latex.replace(
         r"\begin{document}", "\\usepackage{needspace}\n\\setcounter{tocdepth}{2}\n\\begin{document}", 1
     )
@@ -119,7 +129,7 @@ class _FittingLatex(LatexExporter):
     def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> tuple[str, Any]:  # type: ignore[override]
         latex, resources = super().from_notebook_node(nb, resources=resources, **kw)
         if PAPER_BOUND not in latex:
-            raise CopylabError("nbconvert's LaTeX template no longer bounds figures as copylab expects")
+            raise BrokenInvariant("nbconvert's LaTeX template no longer bounds figures as copylab expects")
         return _paper(latex.replace(PAPER_BOUND, TEXT_BOUND)), resources
 
 
@@ -169,7 +179,7 @@ def export_pdf(executed: Path, out_pdf: Path, title: str = DEFAULT_TITLE, author
         resources = {"metadata": {"name": out_pdf.stem, "path": str(executed.parent)}}
         body, _ = exporter.from_notebook_node(nb, resources=resources)
     except LatexFailed as error:
-        raise CopylabError(f"xelatex could not typeset the report: {_latex_error(error.output)}") from None
+        raise LATEX_FAILED.error(error=_latex_error(error.output)) from None
     out_pdf.write_bytes(body)
     return out_pdf
 
@@ -307,23 +317,19 @@ def render_report(
     executed notebook is kept next to the PDF (same stem, .ipynb).
     """
     if not stores:
-        raise CopylabError("no sweep directory given")
+        raise NO_SWEEP_GIVEN.error()
     for store in stores:
         if not store.trials_path.is_file():
-            raise CopylabError(f"{store.directory}: not a sweep directory (no trials.csv)")
+            raise NOT_A_SWEEP.error(directory=store.directory, missing="trials.csv")
         missing = store.missing_tables()
         if missing:
-            raise CopylabError(
-                f"{store.directory}: no current {', '.join(missing)} (run ./inv analyze --data {store.directory} first)"
-            )
+            raise NOT_ANALYSED.error(directory=store.directory, tables=", ".join(missing))
     main = experiments.main().name
     if all(store.read_manifest().parameters.experiment != main for store in stores):
-        raise CopylabError(f"a report needs a {main} sweep (./inv run-sweep): its study parts describe one")
+        raise REPORT_NEEDS_MAIN.error(experiment=main)
     tools = [tool for tool in ("xelatex", "pandoc") if shutil.which(tool) is None]
     if tools:
-        raise CopylabError(
-            f"{', '.join(tools)} not found: the PDF needs texlive-xetex and pandoc (./inv installs them)"
-        )
+        raise PDF_TOOLS_MISSING.error(tools=", ".join(tools))
     out_pdf = Path(out_pdf).resolve()
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     executed = out_pdf.with_suffix(".ipynb")

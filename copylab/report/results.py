@@ -15,7 +15,7 @@ import pandas as pd
 
 from copylab.analysis.analyze_sweep import executed_notebook
 from copylab.declarations import implementations
-from copylab.errors import CopylabError
+from copylab.error_catalogue import NOT_ANALYSED
 from copylab.formatting import code, md_escape
 from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
@@ -78,9 +78,7 @@ def load_results(store: SweepStore) -> Results:
     """
     missing = store.missing_tables()
     if missing:
-        raise CopylabError(
-            f"{store.directory}: no current {', '.join(missing)} (run ./inv analyze --data {store.directory} first)"
-        )
+        raise NOT_ANALYSED.error(directory=store.directory, tables=", ".join(missing))
     trials, manifest = store.load()
     summary, comparisons, crossovers = (store.read_table(name) for name in ("summary", "comparisons", "crossovers"))
     layouts = Layouts(

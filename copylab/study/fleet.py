@@ -19,6 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from copylab.error_catalogue import (
+    FLEET_BAD_NAME,
+    FLEET_EMPTY,
+    FLEET_NAME_TWICE,
+    FLEET_NOT_TOML,
+    FLEET_PAIR_KEY_MISSING,
+    FLEET_PAIR_NOT_A_STRING,
+    FLEET_PAIR_NOT_A_TABLE,
+    FLEET_PAIR_REFUSED,
+    FLEET_PAIR_UNKNOWN_KEY,
+    FLEET_UNKNOWN_KEY,
+    FLEET_UNREADABLE,
+)
 from copylab.errors import CopylabError
 from copylab.measure.host.provenance import now_iso
 from copylab.paths import DATA
@@ -53,23 +66,23 @@ class Study:
 def _pair(path: Path, index: int, table: object, ssh_config: str | None) -> Pair:
     where = f"fleet: {path}: pair {index}"
     if not isinstance(table, dict):
-        raise CopylabError(f"{where}: not a table (write [[pair]] above its keys)")
+        raise FLEET_PAIR_NOT_A_TABLE.error(where=where)
     unknown = sorted(set(table) - set(PAIR_KEYS))
     if unknown:
-        raise CopylabError(f"{where}: unknown key {unknown[0]!r} (a pair has {', '.join(PAIR_KEYS)})")
+        raise FLEET_PAIR_UNKNOWN_KEY.error(where=where, key=unknown[0], keys=", ".join(PAIR_KEYS))
     for key in REQUIRED:
         if key not in table:
-            raise CopylabError(f"{where}: {key} is missing")
+            raise FLEET_PAIR_KEY_MISSING.error(where=where, key=key)
     for key, value in table.items():
         if not isinstance(value, str):
-            raise CopylabError(f"{where}: {key} is not a string")
+            raise FLEET_PAIR_NOT_A_STRING.error(where=where, key=key)
     if not NAME.fullmatch(table["name"]):
-        raise CopylabError(f"{where}: name {table['name']!r} is not letters, digits, '.', '_' or '-' (64 at most)")
+        raise FLEET_BAD_NAME.error(where=where, name=table["name"])
     link = Link(table["server_host"], table["client_host"], table.get("server_address"), ssh_config)
     try:
         return Pair(table["name"], checked(link))
     except CopylabError as error:
-        raise CopylabError(f"fleet: {path}: pair {table['name']}: {error}") from None
+        raise FLEET_PAIR_REFUSED.error(path=path, name=table["name"], error=error) from None
 
 
 def read_fleet(path: Path, ssh_config: str | None) -> list[Pair]:
@@ -77,20 +90,20 @@ def read_fleet(path: Path, ssh_config: str | None) -> list[Pair]:
     try:
         data = tomllib.loads(path.read_text())
     except OSError as error:
-        raise CopylabError(f"fleet: {path}: cannot read it ({error.strerror})") from None
+        raise FLEET_UNREADABLE.error(path=path, reason=error.strerror) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise CopylabError(f"fleet: {path}: not TOML ({error})") from None
+        raise FLEET_NOT_TOML.error(path=path, error=error) from None
     unknown = sorted(set(data) - {"pair"})
     if unknown:
-        raise CopylabError(f"fleet: {path}: unknown key {unknown[0]!r} (a fleet file holds [[pair]] tables only)")
+        raise FLEET_UNKNOWN_KEY.error(path=path, key=unknown[0])
     tables = data.get("pair")
     if not isinstance(tables, list) or not tables:
-        raise CopylabError(f"fleet: {path}: no [[pair]] table")
+        raise FLEET_EMPTY.error(path=path)
     pairs = [_pair(path, index, table, ssh_config) for index, table in enumerate(tables, 1)]
     names = [pair.name for pair in pairs]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise CopylabError(f"fleet: {path}: the name {twice[0]!r} is given to two pairs")
+        raise FLEET_NAME_TWICE.error(path=path, name=twice[0])
     return pairs
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copylab.declarations.config import make_config
-from copylab.errors import CopylabError
+from copylab.error_catalogue import CANNOT_RESOLVE, LOOPBACK_SERVER, NO_INTERFACE
 from copylab.testbeds.remote import RemoteEnd
 
 # Why a reported sweep is left out between two hosts, by what makes it one of this machine's alone.
@@ -59,10 +59,10 @@ def checked(link: Link) -> Link:
         try:
             address = socket.gethostbyname(host)
         except OSError:
-            raise CopylabError(f"server-host: cannot resolve {host!r}; give --server-address") from None
+            raise CANNOT_RESOLVE.error(host=host) from None
         with suppress(ValueError):
             if ipaddress.IPv4Address(address).is_loopback:
-                raise CopylabError(f"server-host: {host} is this machine's loopback; give --server-address")
+                raise LOOPBACK_SERVER.error(host=host)
     resolved = Link(link.server_host, link.client_host, address, link.ssh_config)
     make_config("check", "quick", **resolved.settings())
     return resolved
@@ -79,7 +79,7 @@ def card_mtu(link: Link) -> int:
         if end.connection is not None:
             end.connection.close()
     if card is None or card.mtu is None:
-        raise CopylabError(f"{end.label}: no interface there has the address {link.server_address}")
+        raise NO_INTERFACE.error(label=end.label, address=link.server_address)
     return card.mtu
 
 

@@ -19,7 +19,7 @@ from copylab.analysis.analyze_sweep import run_analysis_notebook
 from copylab.analysis.two_runs import compare_runs
 from copylab.declarations.config import make_config
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.errors import CopylabError
+from copylab.error_catalogue import NO_TRIAL_SUCCEEDED
 from copylab.formatting import fmt_num
 from copylab.measure import sweep
 from copylab.measure.host.provenance import now_iso
@@ -115,9 +115,7 @@ def first_passes(
         result = sweep.run(config, data_root, resume=name == main.name, progress=sys.stderr.isatty() and link is None)
         print(result.summary())
         if not result.ok:
-            raise CopylabError(
-                f"no trial of the {config.experiment} {config.profile} sweep succeeded; nothing to report"
-            )
+            raise NO_TRIAL_SUCCEEDED.error(experiment=config.experiment, profile=config.profile)
         stores.append(SweepStore(result.directory))
         if is_sized[name]:
             plan = dataclasses.replace(plan, took_s=time.monotonic() - started)

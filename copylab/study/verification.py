@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from copylab import experiments
 from copylab.declarations.config import make_config
-from copylab.errors import CopylabError
+from copylab.error_catalogue import VERIFIED_PASS_FAILED
 from copylab.measure import sweep
 from copylab.measure.planning.schedule import receive_modes_of
 from copylab.paths import DATA
@@ -80,9 +80,11 @@ def verified_pass(
         wrong = rows[rows["status"] != "ok"]
         if len(wrong):
             first = wrong.iloc[0]
-            raise CopylabError(
-                f"the verified pass before measuring: {first['implementation']} receiving by {first['receive']}: "
-                f"{first['error']} ({result.directory}); nothing was measured"
+            raise VERIFIED_PASS_FAILED.error(
+                implementation=first["implementation"],
+                receive=first["receive"],
+                error=first["error"],
+                directory=result.directory,
             )
         checked += sorted({f"{row.implementation} {row.receive}" for row in rows.itertuples()})
         where.append(result.directory.name)

@@ -8,26 +8,25 @@ on a remote host the SSH user is checked.
 
 from __future__ import annotations
 
+from copylab.error_catalogue import CONGESTION_NOT_ALLOWED, CONGESTION_UNOFFERED, Line
+
 DEFAULT = "/proc/sys/net/ipv4/tcp_congestion_control"
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
-def refusal(name: str, available: str, allowed: str, privileged: bool, where: str) -> str | None:
+def refusal(name: str, available: str, allowed: str, privileged: bool, where: str) -> Line | None:
     """Why NAME cannot be used WHERE, given the kernel's AVAILABLE and ALLOWED lists (their /proc text); None
     when it can."""
     offered = available.split()
     if name not in offered:
-        return f"--congestion-control {name}: the {where} offers {', '.join(offered) or 'none'}"
+        return CONGESTION_UNOFFERED.text(name=name, where=where, offered=", ".join(offered) or "none")
     if not privileged and name not in allowed.split():
-        return (
-            f"--congestion-control {name}: the {where} allows only {', '.join(allowed.split()) or 'none'} "
-            "without CAP_NET_ADMIN (net.ipv4.tcp_allowed_congestion_control)"
-        )
+        return CONGESTION_NOT_ALLOWED.text(name=name, where=where, allowed=", ".join(allowed.split()) or "none")
     return None
 
 
-def check_here(name: str) -> str | None:
+def check_here(name: str) -> Line | None:
     """Why NAME cannot be used in namespaces of this machine (created as root or in a user namespace); None
     when it can."""
     with open(AVAILABLE) as available:

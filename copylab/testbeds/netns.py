@@ -20,7 +20,7 @@ from pathlib import Path
 
 from copylab import error_catalogue
 from copylab.declarations.namespace_pair import NamespacePair
-from copylab.errors import CopylabError
+from copylab.error_catalogue import NETNS_COMMAND_FAILED
 from copylab.testbeds import sink
 
 MARKERS = Path(os.environ.get("COPYLAB_RUN_DIR", "/run/copylab")) / "netns"
@@ -31,7 +31,7 @@ def _run(*command: str) -> str:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         message = (result.stderr or result.stdout).strip().splitlines()
-        raise CopylabError(f"{' '.join(command)}: {message[-1] if message else 'failed'}")
+        raise NETNS_COMMAND_FAILED.error(command=" ".join(command), reason=message[-1] if message else "failed")
     return result.stdout
 
 

@@ -31,6 +31,18 @@ import paramiko
 from copylab.declarations import implementations
 from copylab.declarations.settings import socket_buffer
 from copylab.declarations.sweep_config import SweepConfig
+from copylab.error_catalogue import (
+    CANNOT_READ_CAPS,
+    CONNECTION_LOST,
+    END_LOST,
+    NO_INTERFACE,
+    REMOTE_BUILD_FAILED,
+    REQUEST_FAILED,
+    RUNNER_NOT_STARTED,
+    SFTP_FAILED,
+    TOOLS_MISSING_THERE,
+    TUNE_FAILED,
+)
 from copylab.errors import CopylabError
 from copylab.paths import CSRC
 from copylab.programs import perf
@@ -83,7 +95,7 @@ class RemoteEnd(End):
 
     def _runner(self) -> Runner:
         if self.runner is None:
-            raise EndLost(f"{self.label}: its runner is not started")
+            raise END_LOST.error(EndLost, label=self.label, lost="its runner is not started")
         return self.runner
 
     # ------------------------------------------------------------ End
@@ -119,7 +131,9 @@ class RemoteEnd(End):
 
     def _check(self, result: Any, what: str) -> None:
         if result.exited != 0:
-            raise EndLost(f"{self.label}: {what} failed: {result.stderr.strip() or result.exited}")
+            raise REQUEST_FAILED.error(
+                EndLost, label=self.label, what=what, error=result.stderr.strip() or result.exited
+            )
 
     # ------------------------------------------------------------ the working directory
 
@@ -131,7 +145,7 @@ class RemoteEnd(End):
         try:
             self.runner = Runner(transport, self.label, sweep, f"{owner}:{self.role}")
         except (EndLost, paramiko.SSHException, OSError, EOFError) as error:
-            raise CopylabError(f"{self.label}: cannot start copylab's runner there ({error})") from None
+            raise RUNNER_NOT_STARTED.error(label=self.label, error=error) from None
         self.work = self.runner.work
         self.files = f"{self.work}/files"
 
@@ -161,10 +175,7 @@ class RemoteEnd(End):
         )
         missing = result.stdout.split()
         if missing:
-            raise CopylabError(
-                f"{self.label}: {', '.join(missing)} not found (copylab builds and runs its C programs there, "
-                "under a runner in python3: install python3 gcc make tar coreutils util-linux procps)"
-            )
+            raise TOOLS_MISSING_THERE.error(label=self.label, tools=", ".join(missing))
 
     def check_congestion_control(self, name: str) -> None:
         lists = self.call(
@@ -174,7 +185,7 @@ class RemoteEnd(End):
         uid, available, allowed = (*lists, "", "", "")[:3]
         why = congestion.refusal(name, available, allowed, uid.strip() == "0", self.label)
         if why:
-            raise CopylabError(why)
+            raise why.error()
 
     def check_socket_buffer(self, asked: int | None) -> None:
         """Reads the host's caps on the socket buffers (kept as buffer_caps; None for root, who passes over them)
@@ -186,11 +197,11 @@ class RemoteEnd(End):
         try:
             limits = {buffer: int(cap) for buffer, cap in zip(socket_buffer.CAPS, caps, strict=True)}
         except ValueError:
-            raise CopylabError(f"{self.label}: cannot read {', '.join(socket_buffer.CAPS.values())}") from None
+            raise CANNOT_READ_CAPS.error(label=self.label, files=", ".join(socket_buffer.CAPS.values())) from None
         self.buffer_caps = None if uid.strip() == "0" else limits
         why = socket_buffer.refusal(asked, self.buffer_caps, self.label)
         if why:
-            raise CopylabError(why)
+            raise why.error()
 
     def build(self, programs: list[str], sanitize: str | None) -> dict[str, str]:
         """Uploads csrc/ and builds PROGRAMS (sanitized when asked) and the calibration programs; returns those
@@ -205,7 +216,7 @@ class RemoteEnd(End):
         try:
             self.connection.put(archive, f"{self.work}/csrc.tar.gz")
         except (paramiko.SSHException, OSError, EOFError) as error:
-            raise CopylabError(f"{self.label}: cannot copy the C sources there over SFTP ({error})") from None
+            raise SFTP_FAILED.error(label=self.label, error=error) from None
         self._check(self.call("unpack", f"tar -xzf {self.work}/csrc.tar.gz -C {self.work}"), "tar")
         failed: dict[str, str] = {}
         builds = [(sanitize, programs), (None, HOST_PROGRAMS)] if sanitize else [(None, [*programs, *HOST_PROGRAMS])]
@@ -237,7 +248,7 @@ class RemoteEnd(End):
             commands.append(f"ip link set dev {interface} mtu {mtu}")
         result = self.call("tune it", " && ".join(commands))
         if result.exited != 0:
-            raise CopylabError(f"{self.label}: --tune-remote failed: {result.stderr.strip()} (it needs root there)")
+            raise TUNE_FAILED.error(label=self.label, error=result.stderr.strip())
         return before
 
     def restore(self, interface: str | None, before: dict[str, str]) -> None:
@@ -304,14 +315,14 @@ class Hosts(Testbed):
             ):
                 for name in HOST_PROGRAMS:
                     if name in unbuilt:
-                        raise CopylabError(f"{end.label}: the C build failed: {unbuilt[name]}")
+                        raise REMOTE_BUILD_FAILED.error(label=end.label, reason=unbuilt[name])
                 for name, why in unbuilt.items():
                     print(f"copylab: {name} does not build on the {end.label}: {why}", file=sys.stderr)
             self.records = []
             for end in self.ends:
                 host, link = end.describe(self.server_address)
                 if end.role == "server" and link is None:
-                    raise CopylabError(f"{end.label}: no interface there has the address {self.server_address}")
+                    raise NO_INTERFACE.error(label=end.label, address=self.server_address)
                 self.records.append(EndRecord(end.role, end.target, host, link))
             yield self
         finally:
@@ -360,10 +371,7 @@ class Hosts(Testbed):
                     end.connect()
                 end.create_work(self.config.name, self.owner)
             except CopylabError as error:
-                raise CopylabError(
-                    f"{error}; the connection was lost during the sweep: everything measured is saved, finish "
-                    "with --resume"
-                ) from None
+                raise CONNECTION_LOST.error(error=error) from None
             print(f"copylab: the {end.label} was lost ({lost}); back, building there again", file=sys.stderr)
             for name, why in end.build(
                 implementations.programs(self.config.members.values()), self.config.sanitize

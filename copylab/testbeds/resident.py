@@ -20,6 +20,7 @@ from typing import Any
 
 import paramiko
 
+from copylab.error_catalogue import END_LOST, REQUEST_FAILED, RUNNER_NOT_ANSWERING
 from copylab.testbeds.testbed import EndLost, Started
 
 SCRIPT = (Path(__file__).with_name("resident_runner.py")).read_text()
@@ -62,7 +63,7 @@ class Runner:
         if not self._ready.wait(READY_TIMEOUT_S) or self.lost:
             why = self.lost or f"no answer within {READY_TIMEOUT_S:.0f} s"
             self.close()
-            raise EndLost(f"{label}: its runner did not start ({why})")
+            raise RUNNER_NOT_ANSWERING.error(EndLost, label=label, why=why)
         threading.Thread(target=self._keep_alive, daemon=True, name=f"keep-alive-{label}").start()
 
     # ------------------------------------------------------------ the channel
@@ -136,7 +137,7 @@ class Runner:
         event = threading.Event()
         with self._lock:
             if self.lost is not None:
-                raise EndLost(f"{self.label}: {self.lost}")
+                raise END_LOST.error(EndLost, label=self.label, lost=self.lost)
             self._next_id += 1
             number = self._next_id
             self._answers[number] = (event, answer)
@@ -149,9 +150,9 @@ class Runner:
         if not event.wait(timeout + ANSWER_MARGIN_S) and self.lost is None:
             self._lose(f"its runner did not answer within {timeout + ANSWER_MARGIN_S:.0f} s")
         if self.lost is not None and not answer:
-            raise EndLost(f"{self.label}: {self.lost}")
+            raise END_LOST.error(EndLost, label=self.label, lost=self.lost)
         if "error" in answer:
-            raise EndLost(f"{self.label}: {op} failed: {answer['error']}")
+            raise REQUEST_FAILED.error(EndLost, label=self.label, what=op, error=answer["error"])
         return answer
 
     def close(self, wait_s: float = 30.0) -> bool:
@@ -193,7 +194,7 @@ class ResidentProcess(Started):
             raise subprocess.TimeoutExpired(self.key, timeout)
         message = self._ended.message
         if not message:
-            raise EndLost(f"{self.runner.label}: {self.runner.lost}")
+            raise END_LOST.error(EndLost, label=self.runner.label, lost=self.runner.lost)
         return str(message["stdout"]), str(message["stderr"])
 
     @property

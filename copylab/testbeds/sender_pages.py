@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import NO_PAGES_SYSCTL, PAGES_HELD, PAGES_NEED_ROOT, PAGES_NOT_SET, Line
 from copylab.testbeds.netns import MARKERS
 
 SYSCTL = Path("/proc/sys/net/core/high_order_alloc_disable")
@@ -40,14 +40,12 @@ def current() -> str | None:
     return "small" if value == VALUES["small"] else "large"
 
 
-def refusal_without_root(pages: str) -> str | None:
+def refusal_without_root(pages: str) -> Line | None:
     """Why a sweep without root cannot copy into PAGES pages (only root changes the host's value); None when it can."""
     host = current()
     if host is None or host == pages:
         return None
-    return (
-        f"sender-pages: {pages} needs root ({SYSCTL_NAME} is a setting of the whole host, which holds {host} pages now)"
-    )
+    return PAGES_NEED_ROOT.text(pages=pages, sysctl=SYSCTL_NAME, host=host)
 
 
 @contextmanager
@@ -55,7 +53,7 @@ def held(pages: str) -> Iterator[None]:
     """Inside the block the host copies senders' bytes into PAGES pages; the old value is back after it.  Refused
     in one line, before anything changes, while another sweep of this machine holds the other value."""
     if current() is None:
-        raise CopylabError(f"--sender-pages {pages}: this kernel has no {SYSCTL_NAME}")
+        raise NO_PAGES_SYSCTL.error(pages=pages, sysctl=SYSCTL_NAME)
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "a") as lock:
         before = current() or "large"
@@ -63,10 +61,7 @@ def held(pages: str) -> Iterator[None]:
         try:
             fcntl.flock(lock, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise CopylabError(
-                f"--sender-pages {pages}: another sweep of this machine holds {SYSCTL_NAME}, a setting of the "
-                "whole host, at another value; run the sweeps one after the other"
-            ) from None
+            raise PAGES_HELD.error(pages=pages, sysctl=SYSCTL_NAME) from None
         if not exclusive:
             yield
             return
@@ -99,4 +94,4 @@ def _write(pages: str) -> None:
     try:
         SYSCTL.write_text(VALUES[pages])
     except OSError as error:
-        raise CopylabError(f"--sender-pages {pages}: cannot set {SYSCTL_NAME}: {error.strerror}") from None
+        raise PAGES_NOT_SET.error(pages=pages, sysctl=SYSCTL_NAME, reason=error.strerror) from None

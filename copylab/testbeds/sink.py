@@ -12,6 +12,7 @@ runs in the server's namespace too and counts the qdisc's drops in its window.
 from __future__ import annotations
 
 from copylab.declarations.sweep_config import SweepConfig
+from copylab.error_catalogue import SINK_REFUSED, Line
 from copylab.vocabulary.limits import SINK_ADDRESS, SINK_DEVICE
 from copylab.vocabulary.values import NO_LAYOUT
 
@@ -21,7 +22,7 @@ LOCAL = SINK_ADDRESS.rsplit(".", 1)[0] + "." + str(int(SINK_ADDRESS.rsplit(".", 
 MAC = "02:00:00:00:00:02"
 
 
-def refusal(config: SweepConfig) -> str | None:
+def refusal(config: SweepConfig) -> Line | None:
     """Why a sweep on the sink path cannot run, in one line (before anything is created); None when it can."""
     if config.path != "sink":
         return None
@@ -41,7 +42,7 @@ def refusal(config: SweepConfig) -> str | None:
                 f"{', '.join(unfit)} cannot send there: the sink takes datagrams of messages a copylab sender holds in "
                 "memory (file senders and external tools send over TCP)"
             )
-    return f"path sink: {why}" if why else None
+    return SINK_REFUSED.text(why=why) if why else None
 
 
 def setup_commands(inside: list[str], mtu: int) -> list[list[str]]:

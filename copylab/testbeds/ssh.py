@@ -17,7 +17,15 @@ import paramiko
 from invoke.exceptions import CommandTimedOut
 
 from copylab.declarations.config import HOST_PATTERN
-from copylab.errors import CopylabError
+from copylab.error_catalogue import (
+    HOST_KEY_CHANGED,
+    HOST_KEY_UNKNOWN,
+    KEYS_REFUSED,
+    NOT_CONNECTED,
+    SSH_BROKE,
+    SSH_FAILED,
+    SSH_UNREACHABLE,
+)
 from copylab.testbeds.testbed import EndLost
 
 CONNECT_TIMEOUT_S = 10
@@ -50,34 +58,26 @@ def open_connection(target: str, ssh_config: str | None, host: str) -> fabric.Co
     try:
         connection.open()
     except paramiko.BadHostKeyException:
-        raise CopylabError(
-            f"{host}: its host key does not match known_hosts (a changed or impersonated host); fix known_hosts"
-        ) from None
+        raise HOST_KEY_CHANGED.error(host=host) from None
     except paramiko.AuthenticationException:
-        raise CopylabError(
-            f"{host}: the SSH server refused every key offered (copylab uses your agent, keys and ssh config "
-            "and never asks for a password)"
-        ) from None
+        raise KEYS_REFUSED.error(host=host) from None
     except paramiko.SSHException as error:
         if "not found in known_hosts" in str(error):
-            raise CopylabError(
-                f"{host}: its host key is unknown; connect once with ssh to check and record it, or set "
-                "StrictHostKeyChecking accept-new in the ssh config"
-            ) from None
-        raise CopylabError(f"{host}: SSH failed: {error}") from None
+            raise HOST_KEY_UNKNOWN.error(host=host) from None
+        raise SSH_FAILED.error(host=host, error=error) from None
     except (OSError, EOFError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error) or "timed out"
-        raise CopylabError(f"{host}: cannot connect over SSH ({reason})") from None
+        raise SSH_UNREACHABLE.error(host=host, reason=reason) from None
     return connection
 
 
 def shell(connection: fabric.Connection | None, label: str, purpose: str, command: str, timeout: float | None) -> Any:
     """Runs a shell COMMAND over CONNECTION (its own SSH session); EndLost when the connection is gone."""
     if connection is None or not connection.is_connected:
-        raise EndLost(f"{label}: not connected (while trying to {purpose})")
+        raise NOT_CONNECTED.error(EndLost, label=label, purpose=purpose)
     try:
         return connection.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
     except CommandTimedOut:
         raise subprocess.TimeoutExpired(command, timeout or 0) from None
     except (paramiko.SSHException, OSError, EOFError) as error:
-        raise EndLost(f"{label}: the SSH connection broke ({error or type(error).__name__})") from None
+        raise SSH_BROKE.error(EndLost, label=label, error=error or type(error).__name__) from None

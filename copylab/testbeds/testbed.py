@@ -244,7 +244,7 @@ class Namespaces(Testbed):
                 self.config.socket_buffer, self.socket_buffer_caps(), "kernel of this machine"
             )
             if why:
-                raise CopylabError(why)
+                raise why.error()
             require_programs(implementations.programs(self.config.members.values()), self.config.sanitize)
         require_programs(HOST_PROGRAMS)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from copylab.declarations.namespace_pair import NamespacePair
 from copylab.declarations.settings import socket_buffer
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.errors import CopylabError
+from copylab.error_catalogue import USERNS_DISABLED, USERNS_REFUSED, USERNS_SETUP_FAILED
 from copylab.testbeds import netns, sender_pages
 from copylab.testbeds.testbed import NamespaceEnd, Namespaces, Testbed, message_files
 
@@ -41,9 +41,7 @@ class UserNamespace:
     def check_enabled() -> None:
         with suppress(OSError, ValueError):
             if int(MAX_USER_NAMESPACES.read_text()) == 0:
-                raise CopylabError(
-                    f"user namespaces are disabled here (user.max_user_namespaces = 0): {_HOW_TO_ENABLE}"
-                )
+                raise USERNS_DISABLED.error()
 
     @contextmanager
     def held(self) -> Iterator[UserNamespace]:
@@ -60,9 +58,7 @@ class UserNamespace:
             if self._holder.stdout.readline().strip() != "ready":
                 self._holder.wait(10)
                 lines = self._holder.stderr.read().strip().splitlines()
-                raise CopylabError(
-                    f"cannot create a user namespace ({lines[-1] if lines else 'no reason given'}): {_HOW_TO_ENABLE}"
-                )
+                raise USERNS_REFUSED.error(reason=lines[-1] if lines else "no reason given")
             unshare = self._holder.pid
             self.pid = int(Path(f"/proc/{unshare}/task/{unshare}/children").read_text().split()[0])
             yield self
@@ -117,7 +113,7 @@ class UserNamespaces(Namespaces):
         self._require()  # the namespaces are private: no name can collide with another sweep's
         why = sender_pages.refusal_without_root(self.config.sender_pages) if self.config is not None else None
         if why:
-            raise CopylabError(why)
+            raise why.error()
         yield self
 
     @contextmanager
@@ -129,7 +125,7 @@ class UserNamespaces(Namespaces):
                     continue
                 why = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
                 if netns.OPTMEM_SETTING not in " ".join(command):
-                    raise CopylabError(f"setting up the namespaces in a user namespace: {' '.join(command)}: {why}")
+                    raise USERNS_SETUP_FAILED.error(command=" ".join(command), reason=why)
                 self._restrictions[netns.OPTMEM_SETTING] = f"not set in a user namespace ({why}): the kernel's value"
             pinned = self.userns.run([*netns.exec_prefix(self.pair.server), "taskset", "-c", "0", "true"])
             if pinned.returncode != 0:

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Protocol
 
+from copylab.error_catalogue import SOCKET_BUFFER_CAPPED, Line
+
 
 class CappedEnds(Protocol):
     """What choosing a default needs of a testbed: the caps its ends put on a buffer (None: none)."""
@@ -31,18 +33,15 @@ def caps_here() -> dict[str, int]:
     return {buffer: int(Path(path).read_text()) for buffer, path in CAPS.items()}
 
 
-def refusal(asked: int | None, caps: dict[str, int] | None, where: str) -> str | None:
+def refusal(asked: int | None, caps: dict[str, int] | None, where: str) -> Line | None:
     """Why buffers of ASKED bytes cannot be had WHERE, given its CAPS (None: it passes over them); None when they
     can (0 and None ask for no size: the kernel's, or the sweep's choice)."""
     if not asked or caps is None:
         return None
     for buffer, cap in caps.items():
         if asked > cap:
-            return (
-                f"--socket-buffer {asked}: the {where} caps a {buffer} buffer at {cap} bytes without CAP_NET_ADMIN "
-                f"({CAPS[buffer].removeprefix('/proc/sys/').replace('/', '.')}): ask for at most that, raise it, "
-                "or run as root"
-            )
+            sysctl = CAPS[buffer].removeprefix("/proc/sys/").replace("/", ".")
+            return SOCKET_BUFFER_CAPPED.text(asked=asked, where=where, buffer=buffer, cap=cap, sysctl=sysctl)
     return None
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from copylab.declarations import settings
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 from copylab.programs.perf import PerfSupport
 from copylab.vocabulary.implementation import Implementation
 
@@ -99,7 +99,7 @@ class TrialSettings:
     def message_file(self, size: int) -> str:
         """The server end's message file of SIZE-byte messages (file-sending servers)."""
         if not self.testbed.server.files:
-            raise CopylabError("file-sending servers need a running testbed (its message file directory)")
+            raise BrokenInvariant("file-sending servers need a running testbed (its message file directory)")
         return f"{self.testbed.server.files}/messages-{size}.bin"
 
 

@@ -17,7 +17,7 @@ from datetime import date
 
 from copylab import experiments
 from copylab.analysis import two_runs
-from copylab.errors import CopylabError
+from copylab.error_catalogue import REPORT_NEEDS_MAIN
 from copylab.report import appendix, comparison, plugins, sections
 from copylab.report.blocks import Block, Figure, Markdown
 from copylab.report.results import Results, traced
@@ -43,9 +43,7 @@ def arrange(sweeps: list[Results]) -> ReportSweeps:
     main_experiment = experiments.main()
     ours = [sweep for sweep in sweeps if _role(sweep)[0] == main_experiment.name]
     if not ours:
-        raise CopylabError(
-            f"a report needs a {main_experiment.name} sweep (./inv run-sweep): its study parts describe one"
-        )
+        raise REPORT_NEEDS_MAIN.error(experiment=main_experiment.name)
     # the kind of part the main experiment's report module claims each sweep for, if it claims it
     claims = plugins.get(main_experiment.name).report.companion
     kinds = {id(sweep): claims(sweep) for sweep in ours}

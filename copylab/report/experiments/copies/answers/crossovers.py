@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from copylab.errors import CopylabError
+from copylab.error_catalogue import UNKNOWN_CROSSOVER_STATUS
 from copylab.formatting import (
     code,
     fmt_bytes,
@@ -116,7 +116,7 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
             f"significantly better at {', '.join(better) or 'no size'} and significantly worse at "
             f"{', '.join(worse) or 'no size'}."
         )
-    raise CopylabError(f"crossovers.csv: unknown status {status!r}")
+    raise UNKNOWN_CROSSOVER_STATUS.error(status=status)
 
 
 def stream_crossovers(results: Results, challenger: str | None, baseline: str | None) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.errors import CopylabError
+from copylab.error_catalogue import NO_STREAM_THROUGHPUT
 from copylab.report.results import THROUGHPUT, Results, metric_rows, present
 from copylab.roles import Role
 
@@ -45,7 +45,7 @@ def choose_focus(results: Results) -> Focus:
     most results (every implementation at every thread count, in a complete sweep)."""
     stream = metric_rows(results, THROUGHPUT, workload="stream")
     if stream.empty:
-        raise CopylabError(f"sweep {results.name}: no stream throughput in summary.csv")
+        raise NO_STREAM_THROUGHPUT.error(name=results.name)
     listed = [p for p in results.manifest.parameters.pinning if p in set(stream["pinning"])]
     pinning = listed[0] if listed else str(stream["pinning"].mode().iloc[0])
     stream = stream[stream["pinning"] == pinning]

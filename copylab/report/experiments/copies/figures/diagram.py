@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _ends(path: _Path, start: int, end: int) -> tuple[tuple[float, float], tuple
 def zerocopy_path_figure(copied_fraction: float | None = None, between_hosts: bool = False) -> Figure:
     """The zero-copy send path (over veth, or BETWEEN_HOSTS); annotated with the measured COPIED share if given."""
     if copied_fraction is not None and not (math.isfinite(copied_fraction) and 0.0 <= copied_fraction <= 1.0):
-        raise CopylabError(f"copied fraction must be within 0..1, got {copied_fraction}")
+        raise BrokenInvariant(f"copied fraction must be within 0..1, got {copied_fraction}")
     path = _NETWORK if between_hosts else _LOCAL
     width = 4 * _COLUMN_W
     # Not a pyplot figure: it works under any backend and is never left open.
