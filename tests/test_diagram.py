@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Text
 
-from copylab.errors import CopylabError
+from copylab.errors import BrokenInvariant
 from copylab.report.experiments.copies.figures.diagram import zerocopy_path_figure
 
 DPI = 150
@@ -71,5 +71,5 @@ def _box_pixels(figure: Figure, label: str, height: int) -> tuple[int, int, int,
 
 @pytest.mark.parametrize("fraction", [-0.1, 1.5, float("nan")])
 def test_impossible_share_is_rejected(fraction):
-    with pytest.raises(CopylabError, match=r"within 0\.\.1"):
+    with pytest.raises(BrokenInvariant, match=r"within 0\.\.1"):
         zerocopy_path_figure(fraction)

@@ -52,7 +52,13 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
         kernel_config = Config(
             {
                 "NotebookClient": {"kernel_manager_class": LoggedKernelManager},
-                "KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")},
+                # The connection file too, which would otherwise be a temporary file that a Ctrl-C at the wrong
+                # moment leaves behind.
+                "KernelManager": {
+                    "transport": "ipc",
+                    "ip": str(sockets / "kernel"),
+                    "connection_file": str(sockets / "kernel.json"),
+                },
                 "LoggedKernelManager": {"stderr_path": str(log)},
             }
         )
