@@ -118,11 +118,14 @@ def contender(implementation: str, receive: str, layout: str = STUDY_LAYOUT) -> 
     return name if receive == BASELINE_RECEIVE else f"{name}/{receive}"
 
 
+def contender_name(label: str) -> str:
+    """The name of the implementation a contender label names ('one_copy' in 'one_copy@contiguous/truncate')."""
+    return label.partition("/")[0].partition(LAYOUT_MARK)[0]
+
+
 def parse_contender(label: str) -> tuple[Implementation, str]:
     """The implementation and receive mode a contender label names; a one-line error for a foreign one."""
-    name, _, receive = label.partition("/")
-    name = name.partition(LAYOUT_MARK)[0]
-    receive = receive or BASELINE_RECEIVE
+    name, receive = contender_name(label), label.partition("/")[2] or BASELINE_RECEIVE
     if receive not in RECEIVE_MODES:
         raise CopylabError(f"unknown receive mode {receive!r} in {label!r} (choose from {', '.join(RECEIVE_MODES)})")
     return get(name), receive
