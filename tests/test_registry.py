@@ -203,7 +203,6 @@ NOT_YET = {
     "report/experiments/servers/report.py",
     "report/experiments/servers/waiting.py",
     "report/sections/methodology.py",
-    "study/verification.py",
 }
 
 
