@@ -166,7 +166,7 @@ def _noise(results: Results) -> str:
     """What explains the spread between identical trials in this sweep, measured."""
     experiment = implementations.experiment(results.manifest.parameters.experiment)
     complete = set(COLUMN_NAMES) <= set(results.trials.columns)
-    found = spread_explained(add_metrics(results.trials), experiment.name, experiment.workload) if complete else []
+    found = spread_explained(add_metrics(results.trials), experiment, experiment.workload) if complete else []
     if not found:
         return (
             "**What makes identical trials differ.** The sweep has too few repeated trials with the covariates "
