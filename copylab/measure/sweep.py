@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from copylab import error_catalogue
 from copylab.calibration.measurement import on_sending_cpu
+from copylab.calibration.record import Calibration
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.declarations.sweep_config import SweepConfig
@@ -45,9 +46,8 @@ from copylab.measure.running.drivers import GRACE_S
 from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import DATA
-from copylab.programs.perf import PerfSupport
 from copylab.programs.sampler import EVENT, SAMPLE_HZ
-from copylab.record.manifest import Harness, Manifest, SamplerRecord
+from copylab.record.manifest import Harness, InFlight, Manifest, SamplerRecord
 from copylab.record.store import SweepStore
 from copylab.testbeds import sink, testbed
 from copylab.testbeds.testbed import Testbed
@@ -215,9 +215,20 @@ def run(
         )
     bed = _testbed(config, store.directory)
     with bed.prepared():
+        support = bed.perf_support()
         # The manifest records what the testbed chose, and every trial runs with it.
         config = dataclasses.replace(config, **chosen_on(per_trial(config), bed))
-        return _run_prepared(config, store, bed, resume, progress, on_row)
+        settings = TrialSettings(
+            config.name,
+            bed,
+            support,
+            config.duration_s,
+            config.warmup_s,
+            config.verify,
+            config.sanitize,
+            values=per_trial(config),
+        )
+        return _run_prepared(config, store, settings, resume, progress, on_row)
 
 
 def _with_more_time(config: SweepConfig, store: SweepStore, more_s: float) -> SweepConfig:
@@ -232,30 +243,32 @@ def _with_more_time(config: SweepConfig, store: SweepStore, more_s: float) -> Sw
 def _run_prepared(
     config: SweepConfig,
     store: SweepStore,
-    bed: Testbed,
+    settings: TrialSettings,
     resume: bool,
     progress: bool,
     on_row: Callable[[dict[str, Any]], None] | None,
 ) -> SweepResult:
     """Runs the sweep on its prepared testbed: what it measures once, then its trials, its manifest written once
     when they start and again when they end; returns what happened."""
-    support = bed.perf_support()
+    bed = settings.testbed
     earlier = _recorded_ok(store, resume)
     result = SweepResult(store.directory, 0, skipped=len(earlier))
     started = time.monotonic()
     with bed.running():
         skip = _leave_out_unavailable(config, bed, result)
-        opening = _manifest_to_open(config, store, bed, support, resume)
-        settings, manifest = _measure_once(config, opening, bed, support, skip)
+        kept = store.read_manifest() if resume else None
+        settings, once = _measure_once(config, kept, settings, skip)
+        opened = kept or create(config, settings.perf, SCHEMA_VERSION, bed.describe(), bed.privilege)
+        # a resumed sweep's parameters: a budget that grew (more_s)
+        store.write_manifest(_running(dataclasses.replace(opened, parameters=config, **once._asdict()), result))
         with _kernel_copies(config, bed) as counts, _sampling(config, bed) as sampled:
-            store.write_manifest(_running(manifest, result, sampled))
             settings = dataclasses.replace(settings, kernel_copies=counts, sampler=sampled)
             try:
                 _run_schedule(config, store, settings, result, skip, earlier, on_row, progress)
                 _record_profile(store, sampled)
             finally:
                 result.wall_s = time.monotonic() - started
-                _close_manifest(config, store, result)
+                _close_manifest(config, store, result, sampled)
     return result
 
 
@@ -289,24 +302,10 @@ def _recorded_ok(store: SweepStore, resume: bool) -> pd.DataFrame:
     return _ok_rows(store)
 
 
-def _manifest_to_open(
-    config: SweepConfig, store: SweepStore, bed: Testbed, support: PerfSupport, resume: bool
-) -> Manifest:
-    """The manifest the sweep starts from: the resumed one's, or a new one."""
-    if resume:
-        return dataclasses.replace(store.read_manifest(), parameters=config)  # a budget that grew (more_s)
-    return create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)
-
-
-def _running(manifest: Manifest, result: SweepResult, sampled: profiling.SweepSampler) -> Manifest:
-    """MANIFEST as the trials start: not ended, what could not run here, and which sampler runs."""
+def _running(manifest: Manifest, result: SweepResult) -> Manifest:
+    """MANIFEST as the trials start: not ended, and what could not run here."""
     return dataclasses.replace(
-        manifest,
-        ended_at=None,
-        complete=False,
-        trials_sha256=None,
-        unavailable=dict(result.unavailable),
-        sampler=SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT),
+        manifest, ended_at=None, complete=False, trials_sha256=None, unavailable=dict(result.unavailable)
     )
 
 
@@ -324,41 +323,41 @@ def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResul
     return skip
 
 
+class MeasuredOnce(NamedTuple):
+    """What a sweep measures once, before its trials, as its manifest records it."""
+
+    calibration: Calibration | None
+    restrictions: dict[str, str]
+    host_floor: dict[str, float]
+    in_flight: InFlight | None
+
+
 def _measure_once(
-    config: SweepConfig, manifest: Manifest, bed: Testbed, support: PerfSupport, skip: frozenset[str]
-) -> tuple[TrialSettings, Manifest]:
-    """The trials' settings, and MANIFEST with what the sweep measures once: the calibration, the host's floor, the
-    zero-copy in-flight limit (each kept from the manifest on resume)."""
-    calibration = manifest.calibration
+    config: SweepConfig, kept: Manifest | None, settings: TrialSettings, skip: frozenset[str]
+) -> tuple[TrialSettings, MeasuredOnce]:
+    """The trials' settings, and what the sweep measures once: the calibration, the host's floor, the zero-copy
+    in-flight limit (each KEPT from the manifest of a sweep resumed)."""
+    bed = settings.testbed
+    calibration = kept.calibration if kept else None
     # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
     # alone takes the CPU for about 0.4 s.
     if calibration is None and config.calibrate and config.declared.calibrates:
         calibration = on_sending_cpu(config.pinning, bed.server.run, bed.server.program)
-    settings = TrialSettings(
-        config.name,
-        bed,
-        support,
-        config.duration_s,
-        config.warmup_s,
-        config.verify,
-        config.sanitize,
-        values=per_trial(config),
-    )
-    floor = manifest.host_floor or host_floor(config.declared, min(config.rr_sizes or (64,)), settings)
-    in_flight = manifest.in_flight
+    floor = (kept.host_floor if kept else None) or host_floor(config.declared, min(config.rr_sizes or (64,)), settings)
+    in_flight = kept.in_flight if kept else None
     zero_copy = any(member.zero_copy for member in config.members.values() if member.name not in skip)
     if in_flight is None and config.zc_inflight is None and zero_copy:
         in_flight = in_flight_from_path(config.declared, settings)
     if in_flight is not None:
         settings = dataclasses.replace(settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight})
-    measured_once = dataclasses.replace(
-        manifest, calibration=calibration, restrictions=bed.restrictions(), host_floor=floor, in_flight=in_flight
-    )
-    return settings, measured_once
+    return settings, MeasuredOnce(calibration, bed.restrictions(), floor, in_flight)
 
 
-def _close_manifest(config: SweepConfig, store: SweepStore, result: SweepResult) -> None:
-    """Records the sweep's end, and whether it is complete, however it ended."""
+def _close_manifest(
+    config: SweepConfig, store: SweepStore, result: SweepResult, sampled: profiling.SweepSampler
+) -> None:
+    """Records the sweep's end, whether it is complete, and which sampler ran (and at what rate), however it
+    ended."""
     finished = _finished(config, _ok_rows(store), frozenset(result.unavailable), result.exhausted)
     record = store.read_manifest()
     harness = (
@@ -373,6 +372,7 @@ def _close_manifest(config: SweepConfig, store: SweepStore, result: SweepResult)
             complete=finished,
             trials_sha256=store.trials_sha256() if finished else None,
             harness=harness,
+            sampler=SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT),
         )
     )
 
