@@ -202,7 +202,6 @@ NOT_YET = {
     "report/experiments/servers/answers.py",
     "report/experiments/servers/report.py",
     "report/experiments/servers/waiting.py",
-    "report/sections/methodology.py",
 }
 
 
