@@ -158,8 +158,6 @@ LOOKUPS = {
     "copylab.declarations.implementations": {
         "get",
         "experiment",
-        "floor_of",
-        "shared_baseline",
         "fixed_layout",
         "uses_zero_copy",
         "in_study",
@@ -199,9 +197,6 @@ NOT_YET = {
     "report/experiments/copies/basics/queries.py",
     "report/experiments/copies/figures/__init__.py",
     "report/experiments/copies/report.py",
-    "report/experiments/servers/answers.py",
-    "report/experiments/servers/report.py",
-    "report/experiments/servers/waiting.py",
 }
 
 
