@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from copylab import experiments
 from copylab.analysis.noise import spread_explained
 from copylab.record.tables import CONFIG_KEYS
 
@@ -42,7 +43,7 @@ def _trials(seed: int) -> pd.DataFrame:
 
 
 def test_the_covariate_that_sets_the_mode_explains_the_spread_and_noise_does_not():
-    found = {item.covariate: item for item in spread_explained(_trials(1), "copies", "stream")}
+    found = {item.covariate: item for item in spread_explained(_trials(1), experiments.get("copies"), "stream")}
     assert found["rcv_receive_buffer_bytes"].share > 0.8
     assert found["probe_ns"].share < 0.2
     assert found["rcv_receive_buffer_bytes"].configurations == 4 and found["rcv_receive_buffer_bytes"].trials == 48
@@ -50,4 +51,5 @@ def test_the_covariate_that_sets_the_mode_explains_the_spread_and_noise_does_not
 
 def test_a_fixed_buffer_explains_nothing_and_is_left_out():
     trials = _trials(2).assign(rcv_receive_buffer_bytes=2097152.0)
-    assert "rcv_receive_buffer_bytes" not in {item.covariate for item in spread_explained(trials, "copies", "stream")}
+    found = spread_explained(trials, experiments.get("copies"), "stream")
+    assert "rcv_receive_buffer_bytes" not in {item.covariate for item in found}

@@ -155,35 +155,96 @@ def test_a_real_sweep_runs_it_through_its_driver(registered, tmp_path):
 
 # The registry's and the experiment list's answers to a name: what turns a name back into a declaration.
 LOOKUPS = {
-    "implementations": {"get", "experiment", "fixed_layout", "uses_zero_copy", "in_study", "parse_contender"},
-    "experiments": {"get"},
+    "copylab.declarations.implementations": {
+        "get",
+        "experiment",
+        "fixed_layout",
+        "uses_zero_copy",
+        "in_study",
+        "parse_contender",
+    },
+    "copylab.experiments": {"get"},
 }
-# What plans and runs a sweep: it reads the declarations its SweepConfig carries.
-SWEEP_PACKAGES = ("measure", "testbeds")
+# Where text comes in, and names are looked up once: the registry and the experiment list themselves, a sweep's
+# settings being checked (config), a manifest or a trials file being read, and the command line.
+EDGES = (
+    "cli/",
+    "__main__.py",
+    "experiments/",
+    "declarations/implementations.py",
+    "declarations/config.py",
+    "record/manifest.py",
+    "record/trials_file.py",
+)
+# Modules that still turn a name back into its declaration: each is struck from this list as it is mended, and no
+# module joins it.
+NOT_YET = {
+    "analysis/analyze_sweep.py",  # checks the --pairs it is handed (text from the command line)
+    "analysis/copy_bound.py",
+    "analysis/costs.py",
+    "bench/comparisons.py",
+    "declarations/metrics.py",
+    "report/experiments/copies/answers/anomalies.py",
+    "report/experiments/copies/answers/caches.py",
+    "report/experiments/copies/answers/evidence.py",
+    "report/experiments/copies/answers/receiving.py",
+    "report/experiments/copies/answers/senders.py",
+    "report/experiments/copies/answers/sink.py",
+    "report/experiments/copies/answers/threads.py",
+    "report/experiments/copies/answers/zero_copy.py",
+    "report/experiments/copies/basics/anomaly.py",
+    "report/experiments/copies/basics/layout.py",
+    "report/experiments/copies/basics/queries.py",
+    "report/experiments/copies/figures/__init__.py",
+    "report/experiments/copies/report.py",
+}
 
 
 def _lookups(source: str) -> list[str]:
-    """The calls SOURCE makes that look a declaration up by name (implementations.get(...), experiments.get(...))."""
+    """The calls SOURCE makes that look a declaration up by name (implementations.get(...), experiments.get(...)),
+    under whatever name SOURCE imported the registry or the list, or the function itself."""
+    modules: dict[str, str] = {}  # the local name of the registry or the list -> its module
+    functions: dict[str, str] = {}  # the local name of a lookup imported alone -> module.function
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                whole = f"{node.module}.{alias.name}"
+                if whole in LOOKUPS:
+                    modules[alias.asname or alias.name] = whole
+                elif alias.name in LOOKUPS.get(node.module, set()):
+                    functions[alias.asname or alias.name] = whole
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            owner = node.func.value
-            if isinstance(owner, ast.Name) and node.func.attr in LOOKUPS.get(owner.id, set()):
-                found.append(f"{owner.id}.{node.func.attr}")
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            module = modules.get(node.func.value.id)
+            if module and node.func.attr in LOOKUPS[module]:
+                found.append(f"{module.rsplit('.', 1)[1]}.{node.func.attr}")
+        elif isinstance(node.func, ast.Name) and node.func.id in functions:
+            found.append(".".join(functions[node.func.id].split(".")[-2:]))
     return found
 
 
-def test_what_runs_a_sweep_never_looks_a_declaration_up_by_name():
-    """A sweep's names are looked up once, when it is checked (copylab.declarations.config): below that, the sweep
-    carries its experiment and implementations (SweepConfig.declared, members, deciding)."""
+def test_a_lookup_is_found_under_any_name_it_was_imported_by():
     assert _lookups("from copylab import experiments\nexperiments.get(config.experiment).calibrates\n") == [
         "experiments.get"
     ]
+    aliased = "from copylab.declarations import implementations as registry\nregistry.experiment(name).axis\n"
+    assert _lookups(aliased) == ["implementations.experiment"]
+    alone = "from copylab.declarations.implementations import get\nget(row['implementation'])\n"
+    assert _lookups(alone) == ["implementations.get"]
+    assert _lookups("from copylab.declarations import implementations\nimplementations.ordered(names)\n") == []
+
+
+def test_below_the_edges_nothing_looks_a_declaration_up_by_name():
+    """A sweep's names are looked up once, where text comes in (EDGES): below that, the sweep carries its experiment
+    and implementations (SweepConfig.declared, members, deciding), and a manifest read carries them too."""
     package = Path(implementations.__file__).parents[1]
     found = {
-        str(path.relative_to(package)): calls
-        for folder in SWEEP_PACKAGES
-        for path in sorted((package / folder).rglob("*.py"))
-        if (calls := _lookups(path.read_text()))
+        relative
+        for path in sorted(package.rglob("*.py"))
+        if not (relative := path.relative_to(package).as_posix()).startswith(EDGES) and _lookups(path.read_text())
     }
-    assert found == {}
+    assert not found - NOT_YET, "these modules look a declaration up by name: read it from what they are handed"
+    assert not NOT_YET - found, "these modules no longer look a name up: strike them from NOT_YET"

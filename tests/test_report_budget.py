@@ -128,7 +128,7 @@ def test_the_verified_pass_checks_every_reported_implementation_in_each_of_its_r
     for experiment, profile, _ in report_sweeps("S"):
         reported = config.make_config("x", profile, experiment=experiment)
         for member in reported.members.values():
-            assert set(schedule.receive_modes_of(reported, member)) <= wanted[experiment][member.name]
+            assert set(schedule.receive_modes_of(reported, member)) <= wanted[experiment].modes[member.name]
 
 
 def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatch, tmp_path):

@@ -14,13 +14,14 @@ from copylab.analysis import breakdown, plotting
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
-from copylab.declarations.metrics import add_metrics, headline
+from copylab.declarations.metrics import add_metrics
 from copylab.error_catalogue import BAD_PAIRS, CONFIDENCE_OUT_OF_RANGE
 from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
 from copylab.record.manifest import Manifest
 from copylab.record.origin import git_state, png_metadata
 from copylab.record.store import SweepStore
 from copylab.record.tables import curve_keys
+from copylab.vocabulary.experiment import Experiment
 
 NOTEBOOK = NOTEBOOKS / "10_analyze_sweep.ipynb"
 
@@ -111,7 +112,7 @@ def comparison_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """comparisons.csv and crossovers.csv of the metric-augmented trials MEASURED of one sweep."""
     pairs = list(pairs)
-    axis = implementations.experiment(manifest.parameters.experiment).axis
+    axis = manifest.parameters.declared.axis
     # A blocked design's trials pair within their blocks (copylab.measure.planning.schedule): its comparisons are
     # paired.
     paired = manifest.parameters.design == "blocked"
@@ -120,15 +121,15 @@ def comparison_tables(
     return comparisons, crossovers
 
 
-def headline_rows(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
+def headline_rows(frame: pd.DataFrame, experiment: Experiment) -> pd.DataFrame:
     """The rows of a summary, comparisons or crossovers table in each workload's headline metric."""
-    wanted = [headline(experiment, w) == m for w, m in zip(frame["workload"], frame["metric"], strict=True)]
+    wanted = [experiment.headline.get(w) == m for w, m in zip(frame["workload"], frame["metric"], strict=True)]
     return frame[pd.Series(wanted, index=frame.index, dtype=bool)]
 
 
-def headline_table(summary: pd.DataFrame, experiment: str) -> pd.DataFrame:
+def headline_table(summary: pd.DataFrame, experiment: Experiment) -> pd.DataFrame:
     """Mean of the headline metric per configuration, the experiment's axis across."""
-    axis = implementations.experiment(experiment).axis
+    axis = experiment.axis
     rows = headline_rows(summary, experiment)
     index = list(dict.fromkeys(["workload", "pinning", "receive", *curve_keys(axis), "implementation"]))
     return rows.pivot_table(index=index, columns=axis, values="mean")

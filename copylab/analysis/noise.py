@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from copylab.analysis.stats import block_ratios
-from copylab.declarations.metrics import METRICS, headline
+from copylab.declarations.metrics import METRICS
 from copylab.record.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
+from copylab.vocabulary.experiment import Experiment
 
 # What the method was designed for: the per-block spread (standard deviation) of log(one_copy / two_copy) with the
 # quick profile's warm-up and window (0.2 s, 0.1 s), lowest and highest over the sizes docs/method.md's table gives
@@ -64,15 +65,15 @@ def _centred(trials: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return ok.assign(**{column: ok[column] - ok.groupby(keys)[column].transform("mean") for column in columns})
 
 
-def spread_explained(trials: pd.DataFrame, experiment: str, workload: str) -> list[Explained]:
+def spread_explained(trials: pd.DataFrame, experiment: Experiment, workload: str) -> list[Explained]:
     """Per covariate (and the block), the share of the spread of WORKLOAD's headline metric between identical
     trials it explains, largest first.  TRIALS carry copylab.declarations.metrics' columns."""
-    metric = headline(experiment, workload)
+    metric = experiment.headline.get(workload)
     if (
         metric is None or metric not in trials or "experiment" not in trials
     ):  # trials without copylab.declarations.metrics' columns
         return []
-    mine = trials[(trials["workload"] == workload) & (trials["experiment"] == experiment)]
+    mine = trials[(trials["workload"] == workload) & (trials["experiment"] == experiment.name)]
     found = []
     for covariate, meaning in COVARIATES.items():
         if covariate not in mine or mine[covariate].notna().sum() < MIN_TRIALS:

@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from copylab import experiments
 from copylab.analysis.analyze_sweep import comparison_tables
 from copylab.analysis.stats import describe, fieller, holm
 from copylab.calibration.record import Calibration, region_costs
@@ -40,6 +39,7 @@ from copylab.record.manifest import Manifest
 from copylab.record.origin import ModifiedData, Origin
 from copylab.record.store import SweepStore
 from copylab.record.tables import CONFIG_KEYS, RUN_COMPARISON
+from copylab.vocabulary.experiment import Experiment
 
 HIGHER, LOWER, SAME, NOT_COMPARED, ONLY_A, ONLY_B = (
     "higher",
@@ -72,7 +72,7 @@ class Run:
 class TwoRuns:
     a: Run
     b: Run
-    experiment: str
+    experiment: Experiment  # the experiment both sweeps ran
     confidence: float
     comparison: pd.DataFrame  # comparison.csv (tables.RUN_COMPARISON)
     crossovers: pd.DataFrame  # per curve of the compared metrics, its crossover in A and in B (moved_crossovers)
@@ -97,9 +97,8 @@ def load_run(store: SweepStore, confidence: float = 0.95) -> Run:
     measured = add_metrics(trials)
     if store.missing_tables():
         pairs = implementations.comparison_pairs(set(trials["receive"]))
-        experiment = experiments.get(manifest.parameters.experiment)
         _, crossovers = comparison_tables(
-            measured, manifest, pairs, experiment.compared, confidence, seed=manifest.parameters.seed
+            measured, manifest, pairs, manifest.parameters.declared.compared, confidence, seed=manifest.parameters.seed
         )
     else:
         crossovers = store.read_table("crossovers")
@@ -117,13 +116,13 @@ def compare_runs(a: SweepStore, b: SweepStore, confidence: float = 0.95) -> TwoR
             a=a.directory, experiment_a=experiment_a, b=b.directory, experiment_b=experiment_b
         )
     run_a, run_b = load_run(a, confidence), load_run(b, confidence)
-    experiment = experiments.get(experiment_a)
+    experiment = run_a.manifest.parameters.declared
     comparison = run_ratios(run_a.trials, run_b.trials, list(experiment.compared), confidence)
     if not (~comparison["verdict"].isin([ONLY_A, ONLY_B])).any():
         raise NOTHING_SHARED.error(a=a.directory, b=b.directory)
     crossovers = moved_crossovers(run_a.crossovers, run_b.crossovers, experiment.compared)
     differences = manifest_differences(run_a.manifest, run_b.manifest)
-    return TwoRuns(run_a, run_b, experiment.name, confidence, comparison, crossovers, differences)
+    return TwoRuns(run_a, run_b, experiment, confidence, comparison, crossovers, differences)
 
 
 def run_ratios(a: pd.DataFrame, b: pd.DataFrame, metrics: list[str], confidence: float = 0.95) -> pd.DataFrame:

@@ -78,11 +78,6 @@ def by_role(role: Role) -> Implementation | None:
     return next((impl for impl in registry().values() if impl.role == role), None)
 
 
-def floor_of(experiment: str) -> Implementation | None:
-    """The implementation whose one-connection round trip is EXPERIMENT's host floor, if it has one."""
-    return next((impl for impl in registry().values() if impl.experiment == experiment and impl.floor), None)
-
-
 def baseline_of(experiment: Experiment) -> Implementation:
     """The baseline most implementations of EXPERIMENT are compared with (copies: the study's two-copy variant)."""
     declared = experiment.implementations
@@ -91,11 +86,6 @@ def baseline_of(experiment: Experiment) -> Implementation:
         return declared[0]
     shared = max(dict.fromkeys(named), key=named.count)
     return next(implementation for implementation in declared if implementation.name == shared)
-
-
-def shared_baseline(experiment: str) -> str:
-    """The name of EXPERIMENT's baseline_of."""
-    return baseline_of(experiments.get(experiment)).name
 
 
 # The study's own layout: its 8 fields, each allocated apart.
@@ -118,11 +108,14 @@ def contender(implementation: str, receive: str, layout: str = STUDY_LAYOUT) -> 
     return name if receive == BASELINE_RECEIVE else f"{name}/{receive}"
 
 
+def contender_name(label: str) -> str:
+    """The name of the implementation a contender label names ('one_copy' in 'one_copy@contiguous/truncate')."""
+    return label.partition("/")[0].partition(LAYOUT_MARK)[0]
+
+
 def parse_contender(label: str) -> tuple[Implementation, str]:
     """The implementation and receive mode a contender label names; a one-line error for a foreign one."""
-    name, _, receive = label.partition("/")
-    name = name.partition(LAYOUT_MARK)[0]
-    receive = receive or BASELINE_RECEIVE
+    name, receive = contender_name(label), label.partition("/")[2] or BASELINE_RECEIVE
     if receive not in RECEIVE_MODES:
         raise UNKNOWN_RECEIVE_MODE.error(receive=receive, label=label, choices=", ".join(RECEIVE_MODES))
     return get(name), receive

@@ -65,11 +65,6 @@ def metrics_for(names: Iterable[str]) -> list[str]:
     return [name for name in METRICS if name in wanted]
 
 
-def headline(experiment: str, workload: str) -> str | None:
-    """The metric an experiment shows first for a workload (the analysis notebook, the explorer, the noise)."""
-    return experiments.get(experiment).headline.get(workload)
-
-
 def add_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     """Return a copy of TRIALS with one float column per METRICS entry.
 

@@ -21,6 +21,7 @@ from copylab.error_catalogue import NO_SUCH_FILE
 from copylab.errors import CopylabError
 from copylab.record.manifest import Manifest
 from copylab.record.store import TRIALS_FILE, SweepStore
+from copylab.vocabulary.experiment import Experiment
 from copylab.vocabulary.implementation import RECEIVE_MODES
 
 
@@ -61,7 +62,7 @@ def _comparison(
     stamp: tuple[str, int, int], confidence: float, metric: str, baseline: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     trials, manifest = _loaded(stamp)
-    axis = registry.experiment(manifest.parameters.experiment).axis
+    axis = manifest.parameters.declared.axis
     modes = [mode for mode in RECEIVE_MODES if mode in set(trials["receive"])]
     pairs = [
         (registry.contender(name, mode), registry.contender(baseline, mode))
@@ -83,10 +84,10 @@ def sweep_summary(directory: str | Path, confidence: float, metric: str) -> pd.D
     return _summary(_stamp(directory), confidence, metric)
 
 
-def default_baseline(experiment: str = experiments.DEFAULT.name) -> str:
+def default_baseline(experiment: Experiment = experiments.DEFAULT) -> str:
     """What comparisons are against until the user picks another: the baseline the experiment's implementations
     share (copies: the study's two-copy variant)."""
-    return registry.shared_baseline(experiment)
+    return registry.baseline_of(experiment).name
 
 
 def sweep_comparison(
@@ -94,7 +95,7 @@ def sweep_comparison(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """compare and find_crossovers of every implementation against BASELINE for one metric (cached)."""
     stamp = _stamp(directory)
-    experiment = _loaded(stamp)[1].parameters.experiment
+    experiment = _loaded(stamp)[1].parameters.declared
     return _comparison(stamp, confidence, metric, baseline or default_baseline(experiment))
 
 

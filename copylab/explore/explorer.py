@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from copylab import experiments
 from copylab.analysis.stats import IMPRECISE
 from copylab.declarations import schema
-from copylab.declarations.metrics import METRICS, headline, metrics_for
+from copylab.declarations.metrics import METRICS, metrics_for
 from copylab.errors import CopylabError
 from copylab.explore.data import (
     default_baseline,
@@ -101,7 +101,7 @@ class Explorer:
         self.overlaid = pd.DataFrame()  # the overlay sweep's points in the current view
         self.figure: Figure | None = None
         self.png = b""
-        self.experiment = experiments.DEFAULT.name
+        self.experiment = experiments.DEFAULT
         self._observe_controls()
         self.update()
 
@@ -124,7 +124,7 @@ class Explorer:
     def _build_view_controls(self) -> None:
         """The controls of how it is drawn: the axes, the interval, raw trials, the comparison, the inspected point."""
         self.x_axis = widgets.ToggleButtons(
-            options=[(AXES[axis], axis) for axis in experiment_axes(experiments.DEFAULT.name)], style=_TOGGLE_STYLE
+            options=[(AXES[axis], axis) for axis in experiment_axes(experiments.DEFAULT)], style=_TOGGLE_STYLE
         )
         self.fixed = widgets.SelectionSlider(options=[("-", 0)], description="threads", continuous_update=False)
         self.confidence = widgets.Dropdown(
@@ -235,11 +235,11 @@ class Explorer:
 
     def _refresh_options(self) -> None:
         trials, manifest = load(self.sweep.value)
-        self.experiment = manifest.parameters.experiment
+        self.experiment = manifest.parameters.declared
         same_experiment = [
             (label, directory)
             for label, directory in self._directories
-            if directory != self.sweep.value and experiment_of(directory) == self.experiment
+            if directory != self.sweep.value and experiment_of(directory) == self.experiment.name
         ]
         _choose(self.overlay, [("none", ""), *same_experiment], "")
         names = implementations(trials)
@@ -261,7 +261,7 @@ class Explorer:
         workloads = [w for w in schema.WORKLOADS if w in set(trials["workload"])]
         _choose(self.workload, [(w, w) for w in workloads], workloads[0])
         metrics = measured_metrics(trials, self.workload.value)
-        default_metric = headline(self.experiment, self.workload.value) or metrics[0]
+        default_metric = self.experiment.headline.get(self.workload.value) or metrics[0]
         _choose(self.metric, [(f"{m} ({METRICS[m].unit})", m) for m in metrics], default_metric)
         tested = set(trials.loc[trials["workload"] == self.workload.value, "pinning"])
         pinnings = [p for p in schema.PINNINGS if p in tested]
@@ -378,7 +378,7 @@ class Explorer:
         if self.compare.value and x != axis:
             parts.append(f"crossovers are found along {AXES[axis]}")
         measured = measured_metrics(load(self.sweep.value)[0], self.workload.value)
-        unmeasured = [m for m in metrics_for([self.experiment]) if m not in measured]
+        unmeasured = [m for m in metrics_for([self.experiment.name]) if m not in measured]
         if unmeasured:
             parts.append(f"not measured here: {', '.join(unmeasured)}")
         return '<div class="copylab-summary">' + " · ".join(parts) + "</div>"

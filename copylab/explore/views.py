@@ -21,17 +21,18 @@ from copylab.declarations import implementations as registry
 from copylab.errors import BrokenInvariant
 from copylab.formatting import fmt_size, threads_text
 from copylab.record import tables
+from copylab.vocabulary.experiment import Experiment
 
 Axis = Literal["size_bytes", "threads", "connections"]
 AXES: dict[str, str] = {"size_bytes": "message size", "threads": "threads", "connections": "connections"}
 
 
-def experiment_axes(experiment: str) -> tuple[Axis, ...]:
+def experiment_axes(experiment: Experiment) -> tuple[Axis, ...]:
     """The x axes an experiment offers (its declaration), its crossover axis first; the other is held fixed."""
-    return experiments.get(experiment).explorer_axes  # type: ignore[return-value]
+    return experiment.explorer_axes  # type: ignore[return-value]
 
 
-def splits_threads(experiment: str) -> bool:
+def splits_threads(experiment: Experiment) -> bool:
     """Whether an experiment's views pick one count of client threads (neither of its axes)."""
     return "threads" not in experiment_axes(experiment)
 
@@ -58,7 +59,7 @@ class View:
     workload: str
     pinning: str
     receive: str = registry.BASELINE_RECEIVE
-    experiment: str = experiments.DEFAULT.name
+    experiment: Experiment = experiments.DEFAULT
     threads: int | None = None
     idle_connections: int = 0
     offered_rate: int = 0  # servers, open load: requests per second offered (0: closed loop)
@@ -128,7 +129,7 @@ def _ordered(frame: pd.DataFrame, column: str, names: Sequence[str], x: Axis) ->
 
 def _by_implementation(frame: pd.DataFrame) -> pd.DataFrame:
     """Comparison rows with their challengers named by implementation (the view says the receive mode)."""
-    names = [registry.parse_contender(label)[0].name for label in frame["challenger"]]
+    names = [registry.contender_name(label) for label in frame["challenger"]]
     return frame.assign(challenger=pd.Series(names, index=frame.index, dtype="str"))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from copylab import error_catalogue
 from copylab.calibration.measurement import on_sending_cpu
+from copylab.calibration.record import Calibration
 from copylab.declarations.schema import SCHEMA_VERSION
 from copylab.declarations.settings import chosen_on, per_trial
 from copylab.declarations.sweep_config import SweepConfig
@@ -54,9 +55,8 @@ from copylab.measure.running.drivers import GRACE_S
 from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.trial import measured_window_s, run_trial
 from copylab.paths import DATA
-from copylab.programs.perf import PerfSupport
 from copylab.programs.sampler import EVENT, SAMPLE_HZ
-from copylab.record.manifest import Harness, SamplerRecord
+from copylab.record.manifest import Harness, InFlight, Manifest, SamplerRecord
 from copylab.record.store import SweepStore
 from copylab.testbeds import sink, testbed
 from copylab.testbeds.testbed import Testbed
@@ -164,14 +164,12 @@ def _kernel_copies(config: SweepConfig, bed: Testbed) -> Iterator[kernel_copies.
 
 
 @contextmanager
-def _sampling(config: SweepConfig, store: SweepStore, bed: Testbed) -> Iterator[profiling.SweepSampler]:
-    """The sweep's sampler (copylab.measure.running.profiling), and in the manifest which one ran and at what rate."""
+def _sampling(config: SweepConfig, bed: Testbed) -> Iterator[profiling.SweepSampler]:
+    """The sweep's sampler (copylab.measure.running.profiling), or the line that says why it samples nothing."""
     cpus = [cpu for pinning in config.pinning for cpu in cpus_for(pinning)]
     with profiling.sampling(config.name, cpus, bed.path != "network", bed.privilege == "root") as sampled:
         if not sampled.use.available:
             print(error_catalogue.TRIALS_NOT_SAMPLED.text(reason=sampled.use.reason), file=sys.stderr)
-        record = SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT)
-        store.write_manifest(dataclasses.replace(store.read_manifest(), sampler=record))
         yield sampled
 
 
@@ -222,9 +220,20 @@ def run(
         raise ALREADY_HOLDS.error(directory=store.directory)
     bed = _testbed(config, store.directory)
     with bed.prepared():
+        support = bed.perf_support()
         # The manifest records what the testbed chose, and every trial runs with it.
         config = dataclasses.replace(config, **chosen_on(per_trial(config), bed))
-        return _run_prepared(config, store, bed, resume, progress, on_row)
+        settings = TrialSettings(
+            config.name,
+            bed,
+            support,
+            config.duration_s,
+            config.warmup_s,
+            config.verify,
+            config.sanitize,
+            values=per_trial(config),
+        )
+        return _run_prepared(config, store, settings, resume, progress, on_row)
 
 
 def _with_more_time(config: SweepConfig, store: SweepStore, more_s: float) -> SweepConfig:
@@ -239,51 +248,70 @@ def _with_more_time(config: SweepConfig, store: SweepStore, more_s: float) -> Sw
 def _run_prepared(
     config: SweepConfig,
     store: SweepStore,
-    bed: Testbed,
+    settings: TrialSettings,
     resume: bool,
     progress: bool,
     on_row: Callable[[dict[str, Any]], None] | None,
 ) -> SweepResult:
-    """Runs the sweep on its prepared testbed, its manifest open until the sweep ends; returns what happened."""
-    support = bed.perf_support()
-    ok_rows = _open_manifest(config, store, bed, support, resume)
-    done = set(ok_rows["trial_id"])
-    found = measured(ok_rows)
-    result = SweepResult(store.directory, 0, skipped=len(done))
+    """Runs the sweep on its prepared testbed: what it measures once, then its trials, its manifest written once
+    when they start and again when they end; returns what happened."""
+    bed = settings.testbed
+    earlier = _recorded_ok(store, resume)
+    result = SweepResult(store.directory, 0, skipped=len(earlier))
     started = time.monotonic()
-    writer = store.writer()
-    try:
-        with bed.running():
-            skip = _leave_out_unavailable(config, bed, result)
-            settings = _measure_once(config, store, bed, support, result, skip)
-            with _kernel_copies(config, bed) as counts, _sampling(config, store, bed) as sampled:
-                batches = _schedule(config, store, result, skip, found)
-                settings = dataclasses.replace(settings, kernel_copies=counts, sampler=sampled)
-                _run_trials(batches, done, settings, writer, result, found, on_row, progress)
+    with bed.running():
+        skip = _leave_out_unavailable(config, bed, result)
+        kept = store.read_manifest() if resume else None
+        settings, once = _measure_once(config, kept, settings, skip)
+        opened = kept or create(config, settings.perf, SCHEMA_VERSION, bed.describe(), bed.privilege)
+        # a resumed sweep's parameters: a budget that grew (more_s)
+        store.write_manifest(_running(dataclasses.replace(opened, parameters=config, **once._asdict()), result))
+        with _kernel_copies(config, bed) as counts, _sampling(config, bed) as sampled:
+            settings = dataclasses.replace(settings, kernel_copies=counts, sampler=sampled)
+            try:
+                _run_schedule(config, store, settings, result, skip, earlier, on_row, progress)
                 _record_profile(store, sampled)
-                result.exhausted = True
-                if config.target_ci is not None or config.budget_s is not None:
-                    result.planned = result.ran + result.skipped
-    finally:
-        writer.close()
-        result.wall_s = time.monotonic() - started
-        _close_manifest(config, store, result)
+            finally:
+                result.wall_s = time.monotonic() - started
+                _close_manifest(config, store, result, sampled)
     return result
 
 
-def _open_manifest(
-    config: SweepConfig, store: SweepStore, bed: Testbed, support: PerfSupport, resume: bool
-) -> pd.DataFrame:
-    """Records the sweep as running (a new manifest, or the resumed one's); returns the rows already recorded ok."""
+def _run_schedule(
+    config: SweepConfig,
+    store: SweepStore,
+    settings: TrialSettings,
+    result: SweepResult,
+    skip: frozenset[str],
+    earlier: pd.DataFrame,
+    on_row: Callable[[dict[str, Any]], None] | None,
+    progress: bool,
+) -> None:
+    """Runs the trials of the sweep's design not yet recorded ok (EARLIER), writing each row as it ends."""
+    found = measured(earlier)
+    batches = _schedule(config, store, result, skip, found)
+    writer = store.writer()
+    try:
+        _run_trials(batches, set(earlier["trial_id"]), settings, writer, result, found, on_row, progress)
+    finally:
+        writer.close()
+    result.exhausted = True
+    if config.target_ci is not None or config.budget_s is not None:
+        result.planned = result.ran + result.skipped
+
+
+def _recorded_ok(store: SweepStore, resume: bool) -> pd.DataFrame:
+    """The rows already recorded ok (none for a new sweep), after cutting a line that a crash left unfinished."""
     if resume and store.trials_path.exists():
         store.repair_truncated_tail()
-        ok_rows = _ok_rows(store)
-        record = dataclasses.replace(store.read_manifest(), parameters=config)  # a budget that grew (more_s)
-    else:
-        ok_rows = _ok_rows(store)
-        record = create(config, support, SCHEMA_VERSION, bed.describe(), bed.privilege)
-    store.write_manifest(dataclasses.replace(record, ended_at=None, complete=False, trials_sha256=None))
-    return ok_rows
+    return _ok_rows(store)
+
+
+def _running(manifest: Manifest, result: SweepResult) -> Manifest:
+    """MANIFEST as the trials start: not ended, and what could not run here."""
+    return dataclasses.replace(
+        manifest, ended_at=None, complete=False, trials_sha256=None, unavailable=dict(result.unavailable)
+    )
 
 
 def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResult) -> frozenset[str]:
@@ -300,54 +328,41 @@ def _leave_out_unavailable(config: SweepConfig, bed: Testbed, result: SweepResul
     return skip
 
 
+class MeasuredOnce(NamedTuple):
+    """What a sweep measures once, before its trials, as its manifest records it."""
+
+    calibration: Calibration | None
+    restrictions: dict[str, str]
+    host_floor: dict[str, float]
+    in_flight: InFlight | None
+
+
 def _measure_once(
-    config: SweepConfig,
-    store: SweepStore,
-    bed: Testbed,
-    support: PerfSupport,
-    result: SweepResult,
-    skip: frozenset[str],
-) -> TrialSettings:
-    """The trials' settings, after what the sweep measures once (the calibration, the host's floor, the zero-copy
-    in-flight limit: kept from the manifest on resume) is written to its manifest."""
-    record = store.read_manifest()
-    calibration = record.calibration
+    config: SweepConfig, kept: Manifest | None, settings: TrialSettings, skip: frozenset[str]
+) -> tuple[TrialSettings, MeasuredOnce]:
+    """The trials' settings, and what the sweep measures once: the calibration, the host's floor, the zero-copy
+    in-flight limit (each KEPT from the manifest of a sweep resumed)."""
+    bed = settings.testbed
+    calibration = kept.calibration if kept else None
     # Measured once (kept on resume), before any other process of the sweep starts: bpftrace's start-up
     # alone takes the CPU for about 0.4 s.
     if calibration is None and config.calibrate and config.declared.calibrates:
         calibration = on_sending_cpu(config.pinning, bed.server.run, bed.server.program)
-    settings = TrialSettings(
-        config.name,
-        bed,
-        support,
-        config.duration_s,
-        config.warmup_s,
-        config.verify,
-        config.sanitize,
-        values=per_trial(config),
-    )
-    floor = record.host_floor or host_floor(config.declared, min(config.rr_sizes or (64,)), settings)
-    in_flight = record.in_flight
+    floor = (kept.host_floor if kept else None) or host_floor(config.declared, min(config.rr_sizes or (64,)), settings)
+    in_flight = kept.in_flight if kept else None
     zero_copy = any(member.zero_copy for member in config.members.values() if member.name not in skip)
     if in_flight is None and config.zc_inflight is None and zero_copy:
         in_flight = in_flight_from_path(config.declared, settings)
     if in_flight is not None:
         settings = dataclasses.replace(settings, values={**settings.values, "zc_inflight": in_flight.zc_inflight})
-    store.write_manifest(
-        dataclasses.replace(
-            record,
-            unavailable=dict(result.unavailable),
-            calibration=calibration,
-            restrictions=bed.restrictions(),
-            host_floor=floor,
-            in_flight=in_flight,
-        )
-    )
-    return settings
+    return settings, MeasuredOnce(calibration, bed.restrictions(), floor, in_flight)
 
 
-def _close_manifest(config: SweepConfig, store: SweepStore, result: SweepResult) -> None:
-    """Records the sweep's end, and whether it is complete, however it ended."""
+def _close_manifest(
+    config: SweepConfig, store: SweepStore, result: SweepResult, sampled: profiling.SweepSampler
+) -> None:
+    """Records the sweep's end, whether it is complete, and which sampler ran (and at what rate), however it
+    ended."""
     finished = _finished(config, _ok_rows(store), frozenset(result.unavailable), result.exhausted)
     record = store.read_manifest()
     harness = (
@@ -362,6 +377,7 @@ def _close_manifest(config: SweepConfig, store: SweepStore, result: SweepResult)
             complete=finished,
             trials_sha256=store.trials_sha256() if finished else None,
             harness=harness,
+            sampler=SamplerRecord(sampled.use.available, sampled.use.description, SAMPLE_HZ, EVENT),
         )
     )
 

@@ -20,7 +20,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
-from copylab import experiments
 from copylab.analysis import plotting
 from copylab.analysis.two_runs import (
     HIGHER,
@@ -61,7 +60,7 @@ def _contender(row: pd.Series) -> str:
 def ratio_figures(result: TwoRuns) -> dict[str, MplFigure]:
     """Per compared metric with a compared configuration: B/A with its interval along the experiment's axis, one
     panel per combination of the other settings, filled markers where the change is significant."""
-    experiment, colors = experiments.get(result.experiment), plotting.colors()
+    experiment, colors = result.experiment, plotting.colors()
     axis = experiment.axis
     title_axis, label = _axis_label(axis)
     others = [key for key in CONFIG_KEYS if key not in (axis, *CONTENDER_KEYS)]
@@ -164,8 +163,8 @@ def _introduction(result: TwoRuns) -> str:
     compared = result.comparison[~result.comparison["verdict"].isin([ONLY_A, ONLY_B])]
     configurations = len(compared[list(CONFIG_KEYS)].drop_duplicates())
     return (
-        f"Both sweeps ran the {result.experiment} experiment; {configurations} configurations are in both. For each of "
-        f"them and each main metric, the ratio of B's mean to A's comes with its {result.confidence:.0%} "
+        f"Both sweeps ran the {result.experiment.name} experiment; {configurations} configurations are in both. "
+        f"For each of them and each main metric, the ratio of B's mean to A's comes with its {result.confidence:.0%} "
         "interval (Fieller) and Welch's t-test, Holm-corrected over all configurations of the metric. The two runs "
         "share no blocks, so their trials are compared unpaired."
     )

@@ -12,7 +12,6 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from copylab import experiments
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS, trials_for_precision
 from copylab.calibration.record import region_costs
 from copylab.declarations import settings
@@ -115,7 +114,7 @@ def missing_counters(results: Results) -> str | None:
     perf = results.manifest.perf
     if perf.available and not perf.unsupported_events:
         return None
-    unit = experiments.get(results.manifest.parameters.experiment).axis_unit
+    unit = results.manifest.parameters.declared.axis_unit
     by_reason: dict[str, list[str]] = {}
     for event, why in perf.unsupported_events.items():
         by_reason.setdefault(str(why), []).append(event)

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from copylab import experiments
 from copylab.declarations.config import make_config
 from copylab.error_catalogue import VERIFIED_PASS_FAILED
 from copylab.measure import sweep
@@ -16,6 +15,7 @@ from copylab.measure.planning.schedule import receive_modes_of
 from copylab.paths import DATA
 from copylab.record.store import SweepStore
 from copylab.segments import MAPPING_MTU
+from copylab.vocabulary.experiment import Experiment
 
 # Short: the pass checks bytes, it measures nothing, and it is paid from the report's budget.
 PASS: dict[str, Any] = {
@@ -29,15 +29,20 @@ PASS: dict[str, Any] = {
 PASS_SIZE = 65536  # several pages and a few segments, from every layout's fields
 
 
-def _wanted(sweeps: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, set[str]]]:
-    """Per experiment, per implementation, the receive modes the report's sweeps hold it in (the sink's senders
-    over the veth: nothing arrives on the sink)."""
-    wanted: dict[str, dict[str, set[str]]] = {}
+class Wanted(NamedTuple):
+    declared: Experiment
+    modes: dict[str, set[str]]  # per implementation, the receive modes the report's sweeps hold it in
+
+
+def _wanted(sweeps: Iterable[tuple[str, str, str]]) -> dict[str, Wanted]:
+    """Per experiment, what the report's sweeps hold of it (the sink's senders over the veth: nothing arrives on
+    the sink)."""
+    wanted: dict[str, Wanted] = {}
     for experiment, profile, _ in sweeps:
         config = make_config("verify", profile, experiment=experiment)
+        modes = wanted.setdefault(experiment, Wanted(config.declared, {})).modes
         for member in config.members.values():
-            modes = receive_modes_of(config, member)
-            wanted.setdefault(experiment, {}).setdefault(member.name, set()).update(modes)
+            modes.setdefault(member.name, set()).update(receive_modes_of(config, member))
     return wanted
 
 
@@ -53,8 +58,7 @@ def verified_pass(
     copylab.study.link); returns what it checked. Raises CopylabError naming what arrived wrong."""
     checked: list[str] = []
     where: list[str] = []
-    for experiment, members in _wanted(sweeps).items():
-        declared = experiments.get(experiment)
+    for experiment, (declared, members) in _wanted(sweeps).items():
         modes = sorted(set().union(*members.values()))
         # where a receiver maps, at the MTU whose segments carry whole pages, so the mapping path is checked too
         mapping: dict[str, Any] = {"mtu": MAPPING_MTU} if "mmap" in modes else {}

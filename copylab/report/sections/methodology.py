@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from copylab import experiments
 from copylab.analysis.noise import MIN_TRIALS as MIN_SPREAD_TRIALS
 from copylab.analysis.noise import spread_explained
 from copylab.analysis.stats import IMPRECISE, MIN_TRIALS
@@ -58,7 +57,7 @@ def _pinning_text(pinning: str) -> str:
 def _baselines_text(results: Results) -> str:
     by_baseline: dict[str, list[str]] = {}
     for challenger in present(results):
-        for baseline in implementations.get(challenger).baselines:
+        for baseline in results.manifest.parameters.members[challenger].baselines:
             if baseline in present(results):
                 by_baseline.setdefault(baseline, []).append(challenger)
     if not by_baseline:
@@ -133,7 +132,7 @@ def _repetitions(results: Results) -> str:
     )
     if params.budget_s is None:
         return text + f"{params.trials} blocks per point; summaries use {per} successful trials per configuration."
-    pairs = implementations.deciding_pairs(experiments.get(params.experiment))
+    pairs = implementations.deciding_pairs(params.declared)
     deciding = ", ".join(f"{code(c)} against {code(b)}" for c, b in pairs if c in present(results))
     initial = (
         f"An initial round ran {params.trials} blocks of the implementations whose comparisons answer the study's "
@@ -164,9 +163,9 @@ def _repetitions(results: Results) -> str:
 
 def _noise(results: Results) -> str:
     """What explains the spread between identical trials in this sweep, measured."""
-    experiment = implementations.experiment(results.manifest.parameters.experiment)
+    experiment = results.manifest.parameters.declared
     complete = set(COLUMN_NAMES) <= set(results.trials.columns)
-    found = spread_explained(add_metrics(results.trials), experiment.name, experiment.workload) if complete else []
+    found = spread_explained(add_metrics(results.trials), experiment, experiment.workload) if complete else []
     if not found:
         return (
             "**What makes identical trials differ.** The sweep has too few repeated trials with the covariates "
@@ -222,7 +221,7 @@ def _in_flight(manifest: Manifest) -> str:
     """How many bytes the zero-copy senders kept in flight and why; "" for a sweep that set none."""
     chosen = manifest.in_flight
     parameters = manifest.parameters
-    if not any(implementations.uses_zero_copy(name) for name in parameters.implementations):
+    if not any(member.zero_copy for member in parameters.members.values()):
         return ""
     if chosen is None:
         given = parameters.zc_inflight

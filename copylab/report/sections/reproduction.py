@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from copylab import experiments
 from copylab.declarations import implementations, settings
 from copylab.declarations.settings import LISTS as LIST_KINDS
 from copylab.formatting import code, md_escape
@@ -57,7 +56,7 @@ def remeasure_command(results: Results) -> list[str]:
     the same configurations."""
     parameters = results.manifest.parameters.parameters()
     words = [f"--name {results.name}-again"]
-    if results.manifest.profile in experiments.get(parameters["experiment"]).profiles:
+    if results.manifest.profile in results.manifest.parameters.declared.profiles:
         words.append(f"--profile {results.manifest.profile}")
     study_layout_only = list(parameters["layout"]) == [implementations.STUDY_LAYOUT] and not parameters["layout_for"]
     for setting in settings.SETTINGS:

@@ -52,7 +52,7 @@ def sentence(results: Results) -> str:
     blocks = extra.groupby(["workload", "size_bytes", "threads", "connections", "pinning", "repetition"]).ngroups
     return (
         text + f"; then {blocks} extra blocks ({len(extra):,} trials{_time(extra)}) where a comparison was still "
-        f"undecided or a mean imprecise: at {_points(extra, experiments.get(params.experiment).axis)}."
+        f"undecided or a mean imprecise: at {_points(extra, params.declared.axis)}."
     )
 
 
@@ -105,7 +105,7 @@ def noise_rows(results: Results) -> list[dict[str, str]]:
     """Per deciding comparison and curve of RESULTS: this run's per-block spread, against the spread the method was
     designed for, the blocks it ran per size and the blocks per size each spread asks for."""
     params = results.manifest.parameters
-    experiment = experiments.get(params.experiment)
+    experiment = params.declared
     trials = results.trials[results.trials["workload"] == experiment.workload]
     pairs = [pair for pair in implementations.deciding_pairs(experiment) if set(pair) <= set(trials["implementation"])]
     rows = []

@@ -40,7 +40,7 @@ def models(results: Results) -> list[str]:
 
 def baseline(results: Results) -> str | None:
     """The model the others are compared with (the registry's baseline they share), when the sweep measured it."""
-    shared = implementations.shared_baseline(SERVERS.name)
+    shared = implementations.baseline_of(SERVERS).name
     return shared if shared in models(results) else None
 
 
@@ -120,7 +120,8 @@ def _crossover_cell(row: pd.Series | None) -> str:
 def answer_crossovers(results: Results) -> str:
     """A table of every model against its baseline: where it starts to beat it, per metric."""
     base = baseline(results)
-    challengers = [name for name in models(results) if name != base and base in implementations.get(name).baselines]
+    members = results.manifest.parameters.members
+    challengers = [name for name in models(results) if name != base and base in members[name].baselines]
     if base is None or not challengers:
         return "The sweep has no model together with its baseline, so no crossover can be stated."
     found = {metric: crossover_rows(results, metric) for metric in CROSSOVER_METRICS}
@@ -286,16 +287,14 @@ def answer_scaling(results: Results) -> str:
 
 def answer_limits(results: Results) -> str:
     """Where a model's own connection limit lies, how far the sweep went, and how its cost grew on the way."""
-    limited = [
-        name for name in implementations.names(SERVERS.name) if implementations.get(name).max_connections is not None
-    ]
+    limited = [model for model in SERVERS.implementations if model.max_connections is not None]
     if not limited:
         return "No model in the registry has a connection limit of its own."
     counts = connection_counts(results)
     largest = counts[-1] if counts else 0
     parts = []
-    for name in limited:
-        limit = implementations.get(name).max_connections
+    for model in limited:
+        name, limit = model.name, model.max_connections
         reach = (
             f"this sweep's largest count, {largest}, stayed below it"
             if largest <= (limit or 0)

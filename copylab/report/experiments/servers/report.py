@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
 from copylab.experiments.servers import SERVERS
 from copylab.formatting import code, fmt_num, fmt_size, fmt_span, threads_text
@@ -56,7 +55,7 @@ def _intervals(results: Results) -> str:
 def introduction(results: Results) -> str:
     """What was measured: the models (from the registry), the load, and how to read the numbers."""
     params = results.manifest.parameters
-    explained = "\n\n".join(implementations.get(name).explanation for name in models(results))
+    explained = "\n\n".join(params.members[name].explanation for name in models(results))
     client_threads = " or ".join(threads_text(t) for t in params.threads)
     return "\n\n".join(
         [

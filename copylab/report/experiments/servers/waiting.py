@@ -43,7 +43,8 @@ def answers(results: Results) -> list[tuple[str, str]]:
 def answer_floor(results: Results) -> str:
     """The minimal ping-pong's round trip per pinning, and each model's mean round trip at one connection above it."""
     floor = results.manifest.host_floor
-    model = implementations.floor_of(results.manifest.parameters.experiment)
+    declared = results.manifest.parameters.declared
+    model = next((implementation for implementation in declared.implementations if implementation.floor), None)
     named = code(model.name) if model else "the floor's server"
     measured = "; ".join(f"{fmt_num(value)} µs with CPU pinning {code(pinning)}" for pinning, value in floor.items())
     lead = (
@@ -203,11 +204,12 @@ def _interval(value: float, low: float, high: float) -> str:
 def further_pairs(results: Results) -> list[tuple[str, str]]:
     """(model, baseline) for every baseline the registry gives a model of the sweep besides the shared one."""
     present = set(results.summary["implementation"])
-    shared = implementations.shared_baseline(results.manifest.parameters.experiment)
+    parameters = results.manifest.parameters
+    shared = implementations.baseline_of(parameters.declared).name
     return [
         (name, base)
         for name in implementations.ordered(present)
-        for base in implementations.get(name).baselines
+        for base in parameters.members[name].baselines
         if base != shared and base in present
     ]
 
