@@ -56,9 +56,17 @@ def path_without(directory: Path, prefixes: tuple[str, ...]) -> Path:
     return directory
 
 
-# The modules that take longest, in that order, run first: with two workers taking a module at a time (./inv test's
-# --dist loadfile), a long module drawn last keeps one worker busy while the other has nothing left.
-LONGEST_FIRST = ("test_robustness.py", "test_remote.py", "test_sweep.py", "test_bench.py", "test_programs.py")
+# The modules that take longest, in that order, run first: with workers taking a module at a time (./inv test's
+# --dist loadfile), a long module drawn last keeps one worker busy while the others have nothing left.
+LONGEST_FIRST = (
+    "test_robustness.py",
+    "test_sweep.py",
+    "test_report_without_root.py",
+    "test_bench.py",
+    "test_servers.py",
+    "test_remote.py",
+    "test_programs.py",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -259,9 +259,12 @@ def handin(out: str | None = None) -> int:
 def test(k: str | None = None, x: bool = False, workers: str | None = None, passed_on: Sequence[str] = ()) -> int:
     """Run the whole test suite (needs root for the namespace tests); pytest's own options follow `--`.
 
-    The tests run two at a time, a module per worker; then those marked serial, which measure this machine's speed,
-    run alone."""
-    count = parse_number("workers", workers, int) if workers is not None else min(2, os.cpu_count() or 1)
+    The tests run a module per worker, one worker more than the CPUs (at most three); then those marked serial,
+    which measure this machine's speed, run alone."""
+    # A worker spends much of its time waiting (timeouts, sleeps, programs starting): on two CPUs, three workers
+    # keep both busier and finish the longest modules sooner than two do.
+    cpus = os.cpu_count() or 1
+    count = parse_number("workers", workers, int) if workers is not None else min(3, cpus + 1)
     if count < 1:
         raise WORKERS_OUT_OF_RANGE.error(count=count, cpus=os.cpu_count())
     selection = [*(["-k", k] if k else []), *passed_on]

@@ -11,9 +11,8 @@ import base64
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import nbformat
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -40,6 +39,9 @@ from copylab.record.origin import git_state, png_metadata
 from copylab.record.store import save_pngs
 from copylab.record.tables import CONFIG_KEYS, CONTENDER_KEYS
 from copylab.report.blocks import Block, Figure, Markdown
+
+if TYPE_CHECKING:
+    import nbformat
 
 CSV_FILE = "comparison.csv"
 CROSSOVERS_FILE = "crossovers_compared.csv"
@@ -298,6 +300,9 @@ def _only_in(result: TwoRuns) -> str:
 
 def notebook_of(content: list[Block]) -> nbformat.NotebookNode:
     """CONTENT as a notebook nbconvert typesets: Markdown cells, and each figure as an image output."""
+    # imported here: a report kernel imports this module for its figures and needs no notebook (1.2 s)
+    import nbformat
+
     cells = []
     for block in content:
         if isinstance(block, Markdown):
@@ -316,6 +321,8 @@ def _base64(path: Path) -> str:
 
 def write_comparison(result: TwoRuns, directory: Path) -> list[Path]:
     """comparison.csv, the crossovers of both runs, the figures and the PDF in DIRECTORY; the paths written."""
+    import nbformat
+
     from copylab.report.render import export_pdf
 
     directory.mkdir(parents=True, exist_ok=True)
