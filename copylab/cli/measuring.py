@@ -33,7 +33,9 @@ def _report(options: dict[str, Any], seconds: float) -> dict[str, measured.Figur
         return {"references_render_s": measured.figure(round(seconds), "s", "render of every reference", by)}
     stores = report_sweeps(REPORT / "report.ipynb")
     weight = _mib([*(s.directory for s in stores), *(s.figures_dir for s in stores), REPORT / "report.pdf"])
-    weight += _mib([REPORT / "report.html", REPORT / "report.ipynb", REPORT / "sweeps"])
+    # Only this run's executed notebooks: report/sweeps/ keeps those of every earlier run too.
+    notebooks = [REPORT / "sweeps" / f"{store.directory.name}.ipynb" for store in stores]
+    weight += _mib([REPORT / "report.html", REPORT / "report.ipynb", *(path for path in notebooks if path.exists())])
     goal = {"goal": f"<= {REPORT_BUDGET_S:g} s", "met": seconds <= REPORT_BUDGET_S}
     return {
         "report_s": measured.figure(round(seconds), "s", "./inv report from start to end", by, **goal),
