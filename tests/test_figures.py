@@ -53,6 +53,7 @@ def _plotted_axes(figure: Figure) -> list:
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
+    plt.close("all")  # what another module left open in this worker is not this drawing's
     return _figures(
         tmp_path_factory.mktemp("full"), implementations=("two_copy", "one_copy", "zero_copy", "iperf3"), threads=(1, 2)
     )
