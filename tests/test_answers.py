@@ -226,9 +226,9 @@ def make_sweep(
 def _model_columns(status: str) -> dict[str, object]:
     """crossovers.csv's model columns for a row of STATUS: the model's statuses with what it says of them, the per-size
     check's alone as an unpaired sweep leaves them."""
-    modelled = status in ("equivalent", "undecided", "model_does_not_fit")
+    modelled = status in ("equivalent", "undecided")
     return {
-        "lack_of_fit_p": 0.002 if status == "model_does_not_fit" else (0.4 if modelled else np.nan),
+        "lack_of_fit_p": 0.4 if modelled else np.nan,
         "replication": 0.95 if status == "equivalent" else np.nan,
         "sure": status == "equivalent",
         "largest_difference": 0.021 if modelled else np.nan,
@@ -318,12 +318,9 @@ def test_crossover_statuses_without_a_crossover_are_stated_honestly(status, phra
             "would decide it",
             "undecided (about 24 more blocks near 16 KiB) with 1 thread",
         ),
-        ("model_does_not_fit", "no verdict: the model does not fit", "p = 0.002", "the model does not fit with 1"),
     ],
 )
-def test_question_4_says_equivalent_undecided_or_no_fit_with_the_margin_or_what_would_decide_it(
-    status, short, full, glanced
-):
+def test_question_4_says_equivalent_or_undecided_with_the_margin_or_what_would_decide_it(status, short, full, glanced):
     answer = answers.answers(make_sweep(status=status))[3][1]
     assert short in answer.claim and "with 1 thread" in answer.claim and "with 4 threads" in answer.claim
     assert full in answer.markdown()

@@ -15,6 +15,7 @@ from copylab.analysis.stats import compare
 from copylab.declarations.metrics import add_metrics
 from copylab.measure.planning import allocation
 from copylab.record import tables
+from copylab.report import prose
 from tests.synthetic import SIZES, block_log_ratios, crossing_log_ratio
 from tests.test_paired import PAIR, _complete, blocks, tiny
 
@@ -26,13 +27,22 @@ def _curve(truth, spread: float, n: int, seed: int, points: np.ndarray = POINTS)
     return [block_log_ratios(truth(size), spread, n, rng) for size in points]
 
 
-def test_the_fit_is_statsmodels_ols_with_hc3_errors_and_the_batch_fit_agrees():
+def test_the_fit_is_statsmodels_wls_weighted_by_shrunk_spreads_and_the_batch_fit_agrees():
     advantages = _curve(lambda size: 0.1 * np.sin(np.log2(size) / 2), 0.02, 3, seed=1)
+    advantages[4] = advantages[4][:1]  # a point of one block takes the pooled spread
     fit = fit_curve(POINTS, advantages)
-    assert fit is not None and fit.degree == curve_model.MAX_DEGREE
+    assert fit is not None and fit.degree == curve_model.MAX_DEGREE and not fit.through_means
+    squares = [((a - a.mean()) ** 2).sum() for a in advantages]
+    pooled = sum(squares) / sum(len(a) - 1 for a in advantages)
+    shrunk = [
+        np.sqrt((sq + curve_model.PRIOR_BLOCKS * pooled) / (len(a) - 1 + curve_model.PRIOR_BLOCKS))
+        for sq, a in zip(squares, advantages, strict=True)
+    ]
+    np.testing.assert_allclose(fit.spreads, shrunk, rtol=1e-12)
     design = fit.basis(fit.x)
-    reference = sm.OLS(fit.y, design).fit(cov_type="HC3")
-    coefficients, covariances = curve_model._hc3_fits(design, fit.y[np.newaxis, :])
+    weights = np.repeat(1 / fit.spreads**2, fit.blocks)
+    reference = sm.WLS(fit.y, design, weights=weights).fit(cov_type="fixed scale", cov_kwds={"scale": 1.0})
+    coefficients, covariances = curve_model._weighted_fits(design, fit.y[np.newaxis, :], fit.blocks)
     np.testing.assert_allclose(coefficients[0], reference.params, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(covariances[0], reference.cov_params(), rtol=1e-9, atol=1e-14)
     np.testing.assert_allclose(fit.covariance, reference.cov_params(), rtol=1e-12)
@@ -84,11 +94,17 @@ def test_a_better_curve_that_might_still_be_worse_by_more_than_the_margin_is_not
     assert status_of(fit) != "challenger_always_better" or np.all(curve - half > -np.log1p(EQUIVALENCE_MARGIN))
 
 
-def test_a_curve_the_model_cannot_follow_is_said_not_to_fit_never_forced_into_a_verdict():
+def test_a_curve_no_polynomial_follows_is_read_from_each_points_own_mean_never_forced_onto_one():
     zigzag = [np.full(8, 0.08 if index % 2 else -0.08) + np.linspace(-0.01, 0.01, 8) for index in range(len(POINTS))]
     found = assess(POINTS, zigzag)
-    assert found is not None and found.fit.lack_of_fit_p < curve_model.FIT_LEVEL
-    assert found.status == "model_does_not_fit" and not found.sure
+    assert found is not None and found.fit.lack_of_fit_p < curve_model.FIT_LEVEL and found.fit.through_means
+    np.testing.assert_allclose(found.fit.curve(np.log2(POINTS)), found.fit.means, atol=1e-12)
+    assert found.status == "multiple_crossings"
+    said = prose.fit_note(pd.Series({"lack_of_fit_p": found.fit.lack_of_fit_p}))
+    assert "No smooth curve fits" in said and "own mean" in said
+    smooth = assess(POINTS, _curve(lambda size: 0.01 * np.log2(size), 0.02, 3, seed=8))
+    assert smooth is not None and not smooth.fit.through_means
+    assert prose.fit_note(pd.Series({"lack_of_fit_p": smooth.fit.lack_of_fit_p})) == ""
 
 
 def test_the_degree_is_the_lowest_that_fits_mostly_a_line_for_a_straight_truth_more_for_a_bent_one():

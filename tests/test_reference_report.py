@@ -198,7 +198,6 @@ _STATUS_WORDS = {
     # the model's own (copylab.report.prose.model_clause)
     "equivalent": r"\*\*equivalent\*\* at every size",
     "undecided": r"\*\*undecided\*\* from",
-    "model_does_not_fit": r"no verdict: the model does not fit",
 }
 # Question 4's short answer, a clause per thread count
 # (copylab.report.experiments.copies.answers.crossovers._short_status)
@@ -210,7 +209,6 @@ _SHORT_WORDS = {
     "multiple_crossings": r"no single crossover",
     "equivalent": r"\*\*equivalent\*\* at every size",
     "undecided": r"\*\*undecided\*\* from",
-    "model_does_not_fit": r"no verdict: the model does not fit",
 }
 
 
@@ -308,7 +306,6 @@ _CLAUSE_WORDS = {
     "multiple_crossings": r"`\w+` outperforms `\w+` at some sizes from",
     "equivalent": r"`\w+` against `\w+`: \*\*equivalent\*\*",
     "undecided": r"`\w+` against `\w+`: \*\*undecided\*\*",
-    "model_does_not_fit": r"`\w+` against `\w+`: no verdict: the model does not fit",
 }
 
 

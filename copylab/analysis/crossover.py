@@ -6,7 +6,7 @@ metric fixed.
 
 Where every point of a curve was compared paired within blocks (a blocked design), its verdict (status) comes from one
 model of the whole curve fitted to every block (copylab.analysis.curve_model): crossover, challenger_always_better,
-challenger_never_better, equivalent, undecided, multiple_crossings or model_does_not_fit, with the crossover's
+challenger_never_better, equivalent, undecided or multiple_crossings, with the crossover's
 interval, how sure the verdict is, and what would decide an open one.
 
 Every curve also gets the per-point check (tested_status): every tested point is labelled from comparisons.csv, B

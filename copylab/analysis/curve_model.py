@@ -4,17 +4,20 @@ A curve is one challenger against one baseline along an axis (message size, or c
 fixed.  Its data are, per block (two contenders run back to back at one point of the axis), the direction-aware log
 ratio of the challenger's metric to the baseline's: positive where the challenger is better.  One model is fitted to
 every block of every point: a polynomial in log2 of the point (the "curve"), of the lowest degree up to MAX_DEGREE
-that the point means do not depart from (chosen_degree), by ordinary least squares with heteroscedasticity-consistent
-(HC3) standard errors, because the spread of a block differs from point to point on a noisy host.  From the fit:
+that the point means do not depart from (chosen_degree), by weighted least squares: each block weighted by its point's
+spread, shrunk towards the curve's pooled spread (_variances), and the standard errors from those spreads, because
+the spread of a block differs from point to point on a noisy host and two or three blocks a point estimate it
+poorly on their own.  From the fit:
 
 - a simultaneous band (Working-Hotelling) at BAND_CONFIDENCE around the curve over the whole measured range;
 - the verdict: "equivalent" when the band lies within +-EQUIVALENCE_MARGIN everywhere; else, reading the band's sign
   along the axis (better where its lower edge is above 0, worse where its upper edge is below 0), a crossover, always
   better, never better, or several crossings, as copylab.analysis.crossover.classify names them; "undecided" when
   the band decides nothing;
-- the lack of fit: the means of the blocks at each point tested against the curve (a Wald test of the point means'
-  departures from it, each mean's variance from its point's spread); it chooses the degree, and below FIT_LEVEL the
-  verdict is "model_does_not_fit", never forced;
+- the lack of fit: the means of the blocks at each point tested against the polynomial (a Wald test of the point
+  means' departures from it, each mean's variance from its point's spread); it chooses the degree, and below
+  FIT_LEVEL no polynomial is forced on the data: the curve runs through each point's own mean instead, straight
+  between points (through_means), a model that assumes no shape;
 - the crossover, where the curve last rises through 0, with a percentile interval from resampling the blocks of
   every point whole;
 - how sure: the share of simulated second runs of the same design, drawn from the fitted curve and its uncertainty,
@@ -42,7 +45,7 @@ EQUIVALENCE_MARGIN = 0.03
 # extra looks a budgeted run takes: at most 5% of curves with no difference get a verdict other than equivalent or
 # undecided (docs/method.md gives the rates measured).
 BAND_CONFIDENCE = 0.95
-# A curve whose point means depart from it with a p-value below this does not fit the model.
+# Where the point means depart from the polynomial with a p-value below this, the curve runs through the means instead.
 FIT_LEVEL = 0.01
 # The highest degree of the polynomial; fewer points get a lower one (see degree_for), and the data choose the
 # lowest that fits (chosen_degree).
@@ -61,7 +64,7 @@ PRIOR_BLOCKS = 3.0
 # decided by its per-point tests instead (copylab.analysis.crossover.find_crossovers).
 CHECKED_POINTS = 4
 DECIDED = ("crossover", "challenger_always_better", "challenger_never_better", "equivalent")
-MODEL_STATUSES = (*DECIDED, "undecided", "multiple_crossings", "model_does_not_fit")
+MODEL_STATUSES = (*DECIDED, "undecided", "multiple_crossings")
 
 
 def last_upcrossing(log_sizes: np.ndarray, differences: np.ndarray) -> np.ndarray:
@@ -111,13 +114,19 @@ class CurveFit:
     points: np.ndarray  # the measured points along the axis, ascending
     blocks: np.ndarray  # blocks at each point
     means: np.ndarray  # the mean log ratio of each point's blocks
-    spreads: np.ndarray  # each point's spread, shrunk towards the pooled one
+    spreads: np.ndarray  # each point's spread, shrunk towards the pooled one (_variances)
     coefficients: np.ndarray
     covariance: np.ndarray
     lack_of_fit_p: float  # NaN when the curve is fitted exactly
     x: np.ndarray  # log2 of each block's point
     y: np.ndarray  # each block's log ratio
     multiplier: float  # the band's at BAND_CONFIDENCE (critical)
+    through_means: bool = False  # the curve runs through each point's mean, straight between them (no polynomial)
+
+    @property
+    def df(self) -> int:
+        """The degrees of freedom of the spreads: the blocks beyond the first at each point."""
+        return int((self.blocks - 1).sum())
 
     @property
     def degree(self) -> int:
@@ -131,6 +140,8 @@ class CurveFit:
         return np.union1d(np.linspace(low, high, steps), np.log2(self.points))
 
     def basis(self, x: np.ndarray) -> np.ndarray:
+        if self.through_means:
+            return _means_basis(x, np.log2(self.points))
         low, high = math.log2(self.points[0]), math.log2(self.points[-1])
         return _basis(x, low, high, self.degree)
 
@@ -141,8 +152,6 @@ class CurveFit:
     def band(self, x: np.ndarray, confidence: float = BAND_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
         """The curve at log2 points X and the simultaneous band's half-width there."""
         z = self.basis(x)
-        if not np.isfinite(self.covariance).all():  # a point of one block, fitted exactly: no band
-            return self.curve(x), np.full(len(z), np.inf)
         se = np.sqrt(np.clip(np.einsum("gi,ij,gj->g", z, self.covariance, z), 0, None))
         multiplier = self.multiplier if confidence == BAND_CONFIDENCE else self.critical(confidence)
         return self.curve(x), multiplier * se
@@ -151,7 +160,14 @@ class CurveFit:
         """The band's multiplier: the CONFIDENCE quantile of the largest |t| over the grid (simulated from the fitted
         values' correlation, with the residual degrees of freedom), so that the band holds at every grid point at
         once."""
-        return _max_t(self.basis(self.grid), self.covariance, len(self.y) - len(self.coefficients), confidence)
+        return _max_t(self.basis(self.grid), self.covariance, self.df, confidence)
+
+
+def _means_basis(x: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The curve through a mean at each of LEVELS, straight between them: column j is the weight of level j's mean at
+    each X."""
+    identity = np.eye(len(levels))
+    return np.stack([np.interp(np.asarray(x, dtype=float), levels, identity[j]) for j in range(len(levels))], axis=1)
 
 
 def _basis(x: np.ndarray, low: float, high: float, degree: int) -> np.ndarray:
@@ -190,67 +206,77 @@ def _standard_draws(parameters: int) -> np.ndarray:
 
 def fit_curve(points: np.ndarray, advantages: list[np.ndarray]) -> CurveFit | None:
     """The model fitted to ADVANTAGES[i], the log ratios of the blocks at POINTS[i] (ascending); None with fewer than
-    two points or too few blocks to estimate a spread."""
+    two points or without a second block at some point to estimate a spread from."""
     kept = [(p, a) for p, a in zip(points, advantages, strict=True) if len(a)]
     if len(kept) < 2:
         return None
     points = np.array([p for p, _ in kept], dtype=float)
     values = [np.asarray(a, dtype=float) for _, a in kept]
     blocks = np.array([len(a) for a in values])
+    if (blocks - 1).sum() < 1:
+        return None
     x = np.repeat(np.log2(points), blocks)
     y = np.concatenate(values)
+    spreads = np.sqrt(_variances(y[np.newaxis, :], blocks)[0])
     degree = chosen_degree(x, y, points)
-    if len(y) <= degree + 1:
-        return None
-    design = _basis(x, x.min(), x.max(), degree)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fitted = sm.OLS(y, design).fit(cov_type="HC3")
-    covariance = np.asarray(fitted.cov_params())
-    if not np.isfinite(covariance).all():
-        covariance = np.full_like(covariance, np.inf)
-    means = np.array([a.mean() for a in values])
+    lack_of_fit_p = _lack_of_fit(x, y, points, degree + 1)
+    # Where no polynomial fits, the curve runs through each point's own mean: it assumes no shape, and its band
+    # still draws on every block through the pooled spread.
+    through_means = lack_of_fit_p < FIT_LEVEL
+    design = _means_basis(x, np.log2(points)) if through_means else _basis(x, x.min(), x.max(), degree)
+    fitted = sm.WLS(y, design, weights=np.repeat(1 / spreads**2, blocks)).fit(
+        cov_type="fixed scale", cov_kwds={"scale": 1.0}
+    )
     fit = CurveFit(
         points,
         blocks,
-        means,
-        _spreads(values),
+        np.array([a.mean() for a in values]),
+        spreads,
         np.asarray(fitted.params),
-        covariance,
-        _lack_of_fit(x, y, points, design.shape[1]),
+        np.asarray(fitted.cov_params()),
+        lack_of_fit_p,
         x,
         y,
         math.nan,
+        through_means,
     )
     return dataclasses.replace(fit, multiplier=fit.critical())
 
 
-def _spreads(values: list[np.ndarray]) -> np.ndarray:
-    """Each point's spread shrunk towards the pooled spread of all points as if that were PRIOR_BLOCKS more blocks:
-    three blocks alone estimate a spread poorly."""
-    dfs = np.array([len(a) - 1 for a in values], dtype=float)
-    squares = np.array([((a - a.mean()) ** 2).sum() for a in values])
-    pooled = squares.sum() / dfs.sum() if dfs.sum() > 0 else 0.0
-    return np.sqrt((squares + PRIOR_BLOCKS * pooled) / (dfs + PRIOR_BLOCKS))
+# A floor under a spread, as a share of the largest |log ratio|: blocks that agree exactly (synthetic ones) would
+# otherwise weigh infinitely.
+LEAST_SPREAD = 1e-9
+
+
+def _variances(runs: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """Per row of RUNS (rows x blocks, ordered by point, BLOCKS[i] at point i), each point's variance of a block,
+    shrunk towards the row's pooled variance as if that were PRIOR_BLOCKS more blocks: two or three blocks alone
+    estimate a spread poorly, and a point of one block has none of its own."""
+    starts = np.concatenate([[0], np.cumsum(blocks)[:-1]])
+    point_of_block = np.repeat(np.arange(len(blocks)), blocks)
+    means = np.add.reduceat(runs, starts, axis=1) / blocks
+    squares = np.add.reduceat((runs - means[:, point_of_block]) ** 2, starts, axis=1)
+    dfs = (blocks - 1).astype(float)
+    pooled = squares.sum(axis=1, keepdims=True) / max(dfs.sum(), 1.0)
+    floor = (LEAST_SPREAD * max(float(np.abs(runs).max()), 1.0)) ** 2
+    return np.maximum((squares + PRIOR_BLOCKS * pooled) / (dfs + PRIOR_BLOCKS), floor)
 
 
 def _lack_of_fit(x: np.ndarray, y: np.ndarray, points: np.ndarray, parameters: int) -> float:
     """The p-value of the point means' departures from a polynomial of PARAMETERS coefficients: a Wald F-test of the
     contrasts of point means that every such polynomial leaves at zero, each mean's variance from its point's spread
-    shrunk towards the pooled one (_spreads), at the blocks' pooled degrees of freedom.  Not HC3's: with 2 or 3
+    shrunk towards the pooled one (_variances), at the blocks' pooled degrees of freedom.  Not HC3's: with 2 or 3
     blocks a point, its variance of a mean rejected a straight truth several times as often as the level says.  NaN
-    when the curve passes through every mean (no point over) or a point has a single block."""
+    when the curve passes through every mean (no point over) or no point has a second block."""
     levels = np.log2(points)
     over = len(points) - parameters
-    if over <= 0:
+    blocks = np.array([int((x == level).sum()) for level in levels])
+    if over <= 0 or (blocks - 1).sum() < 1:
         return math.nan
-    values = [y[x == level] for level in levels]
-    blocks = np.array([len(v) for v in values])
-    if (blocks < 2).any():
-        return math.nan
-    means = np.array([v.mean() for v in values])
+    means = np.array([y[x == level].mean() for level in levels])
     # The rows of `departures` span the contrasts of point means that every polynomial of the degree leaves at zero.
     departures = linalg.null_space(_basis(levels, levels.min(), levels.max(), parameters - 1).T).T
-    covariance = departures @ np.diag(_spreads(values) ** 2 / blocks) @ departures.T
+    covariance = departures @ np.diag(_variances(y[np.newaxis, :], blocks)[0] / blocks) @ departures.T
     contrasts = departures @ means
     with np.errstate(divide="ignore", invalid="ignore"):
         statistic = float(contrasts @ np.linalg.solve(covariance, contrasts)) / len(departures)
@@ -260,8 +286,6 @@ def _lack_of_fit(x: np.ndarray, y: np.ndarray, points: np.ndarray, parameters: i
 
 def status_of(fit: CurveFit, confidence: float = BAND_CONFIDENCE, margin: float = EQUIVALENCE_MARGIN) -> str:
     """The curve's verdict (one of MODEL_STATUSES)."""
-    if fit.lack_of_fit_p < FIT_LEVEL:
-        return "model_does_not_fit"
     curve, half = fit.band(fit.grid, confidence)
     return _band_status(curve[np.newaxis, :], half[np.newaxis, :], margin)[0]
 
@@ -290,10 +314,11 @@ def _band_status(curve: np.ndarray, half: np.ndarray, margin: float) -> list[str
 def crossover_of(
     fit: CurveFit, confidence: float = 0.95, n_resamples: int = 1000, rng: np.random.Generator | None = None
 ) -> tuple[float, float, float]:
-    """Where the curve last rises through 0, and a percentile interval from refitting it to the blocks of every point
-    drawn again with replacement (each point's deviations from its mean first scaled by sqrt(n/(n-1)), as a percentile
-    bootstrap of a handful of blocks is otherwise too narrow).  Resamples that do not cross are counted at the end of
-    the range they point to, so a bound at an end of the range means "at or beyond it"."""
+    """Where the curve last rises through 0, and a percentile interval from refitting it (its spreads too) to the
+    blocks of every point drawn again with replacement (each point's deviations from its mean first scaled by
+    sqrt(n/(n-1)), as a percentile bootstrap of a handful of blocks is otherwise too narrow).  Resamples that do not
+    cross are counted at the end of the range they point to, so a bound at an end of the range means "at or beyond
+    it"."""
     rng = np.random.default_rng() if rng is None else rng
     fine = np.linspace(math.log2(fit.points[0]), math.log2(fit.points[-1]), 8 * len(fit.grid))
     point = last_upcrossing(fine, fit.curve(fine)[np.newaxis, :])[0]
@@ -304,8 +329,7 @@ def crossover_of(
         expanded = values.mean() + (values - values.mean()) * (np.sqrt(n / (n - 1)) if n > 1 else 1.0)
         columns.append(expanded[rng.integers(0, n, size=(n_resamples, n))])
     resampled = np.hstack(columns)
-    design = fit.basis(fit.x)
-    coefficients = resampled @ np.linalg.pinv(design).T
+    coefficients, _ = _weighted_fits(fit.basis(fit.x), resampled, fit.blocks)
     roots = last_upcrossing(fine, coefficients @ fit.basis(fine).T)
     tail = (1 - confidence) / 2
     low, high = np.quantile(roots, [tail, 1 - tail], method="inverted_cdf")
@@ -315,34 +339,29 @@ def crossover_of(
 
 def replication(fit: CurveFit, status: str, n_runs: int = 200, seed: int = 0) -> float:
     """The share of N_RUNS simulated second runs that reach STATUS again.  Each draws a true curve from the fit's
-    estimate and its uncertainty, then the same blocks at the same points around it with each point's spread, and
-    gives that run's verdict by the same band; the uncertainty of the first run thus counts, as a redraw of its own
-    blocks would not."""
+    estimate and its uncertainty, then the same blocks at the same points around it with each point's spread, fits
+    it as fit_curve does (its own spreads, the same degree) and gives that run's verdict by the same band; the
+    uncertainty of the first run thus counts, as a redraw of its own blocks would not."""
     rng = np.random.default_rng(seed)
     design = fit.basis(fit.x)
-    if not np.isfinite(fit.covariance).all():
-        return 0.0
     truths = rng.multivariate_normal(fit.coefficients, fit.covariance, size=n_runs, method="eigh")
     noise = rng.standard_normal((n_runs, len(fit.y))) * np.repeat(fit.spreads, fit.blocks)
     runs = truths @ design.T + noise
-    coefficients, covariances = _hc3_fits(design, runs)
+    coefficients, covariances = _weighted_fits(design, runs, fit.blocks)
     z = fit.basis(fit.grid)
-    half = fit.multiplier * np.sqrt(np.einsum("gi,rij,gj->rg", z, covariances, z))
+    half = fit.multiplier * np.sqrt(np.clip(np.einsum("gi,rij,gj->rg", z, covariances, z), 0, None))
     again = _band_status(coefficients @ z.T, half, EQUIVALENCE_MARGIN)
     return sum(found == status for found in again) / n_runs
 
 
-def _hc3_fits(design: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares coefficients and their HC3 covariance for every row of RUNS against DESIGN at once (what
-    statsmodels' OLS(...).fit(cov_type="HC3") gives one row at a time; tests/test_curve_model.py checks they agree)."""
-    inverse = np.linalg.inv(design.T @ design)
-    projector = design @ inverse
-    leverage = np.einsum("ni,ni->n", projector, design)
-    coefficients = runs @ projector
-    residuals = runs - coefficients @ design.T
-    weights = residuals**2 / (1 - leverage) ** 2
-    meat = np.einsum("rn,ni,nj->rij", weights, design, design)
-    return coefficients, inverse @ meat @ inverse
+def _weighted_fits(design: np.ndarray, runs: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every row of RUNS against DESIGN at once, fit_curve's fit: the coefficients and their covariance from
+    the row's own shrunk spreads (what statsmodels' WLS gives one row at a time; tests/test_curve_model.py checks
+    they agree)."""
+    weights = 1 / np.repeat(_variances(runs, blocks), blocks, axis=1)
+    covariances = np.linalg.inv(np.einsum("rn,ni,nj->rij", weights, design, design))
+    coefficients = np.einsum("rij,rj->ri", covariances, np.einsum("rn,ni,rn->ri", weights, design, runs))
+    return coefficients, covariances
 
 
 @dataclass(frozen=True)
@@ -384,13 +403,33 @@ def assess(
 
 
 def _to_decide(fit: CurveFit, curve: np.ndarray, half: np.ndarray) -> tuple[float, float]:
-    """About how many more blocks, spread like the measured ones, would narrow the band enough for a verdict at every
-    grid point (inside the margin, or clear of 0, whichever is nearer), and the measured point nearest to where the
-    band is widest for that; the band narrows with the square root of the blocks."""
-    room = np.maximum(math.log1p(EQUIVALENCE_MARGIN) - np.abs(curve), np.abs(curve))
-    factor = (half / room) ** 2
-    if not np.isfinite(factor).all():
+    """About how many more blocks, spread like the measured ones, would reach the verdict nearest at hand if the curve
+    stays as fitted, and the measured point nearest to where that verdict's band must narrow most.  The band narrows
+    with the square root of the blocks, so a grid point's edge clears a line at a distance D from the curve once the
+    blocks grow by (half / D)^2.  The verdicts weighed: equivalent (every edge inside the margin), never better (worse
+    somewhere, every upper edge under the margin), always better (its mirror), and a crossover (worse somewhere and
+    better further along): the first needs every grid point, a crossover only its cheapest pair."""
+    bound = math.log1p(EQUIVALENCE_MARGIN)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        clear = np.where(curve != 0, (half / np.abs(curve)) ** 2, np.inf)  # its edge clear of 0, on the curve's side
+        inside = np.where(np.abs(curve) < bound, (half / (bound - np.abs(curve))) ** 2, np.inf)
+        under = np.where(curve < bound, (half / (bound - curve)) ** 2, np.inf)
+        over = np.where(curve > -bound, (half / (bound + curve)) ** 2, np.inf)
+    worse = np.where(curve < 0, clear, np.inf)
+    better = np.where(curve > 0, clear, np.inf)
+    # a crossover: the cheapest worse point before each grid point, paired with that point made better
+    worse_before = np.concatenate([[np.inf], np.minimum.accumulate(worse)[:-1]])
+    crossing = np.maximum(worse_before, better)
+    candidates = [
+        (inside.max(), int(np.argmax(inside))),
+        (max(worse.min(), under.max()), int(np.argmax(under)) if under.max() >= worse.min() else int(np.argmin(worse))),
+        (max(better.min(), over.max()), int(np.argmax(over)) if over.max() >= better.min() else int(np.argmin(better))),
+    ]
+    at = int(np.argmin(crossing))
+    if np.isfinite(crossing[at]):
+        candidates.append((crossing[at], at if better[at] >= worse_before[at] else int(np.argmin(worse[:at]))))
+    factor, where = min(candidates)
+    if not np.isfinite(factor):
         return math.inf, float(fit.points[0])
-    widest = fit.grid[int(np.argmax(factor))]
-    nearest = float(fit.points[int(np.argmin(np.abs(np.log2(fit.points) - widest)))])
-    return float(max(0.0, np.ceil(len(fit.y) * (factor.max() - 1)))), nearest
+    nearest = float(fit.points[int(np.argmin(np.abs(np.log2(fit.points) - fit.grid[where])))])
+    return float(max(0.0, np.ceil(len(fit.y) * (factor - 1)))), nearest

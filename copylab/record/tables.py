@@ -91,7 +91,7 @@ CROSSOVERS: dict[str, str] = {
     "ci_high": "float64",
     "first_significant_at": "Int64",
     # The model's (copylab.analysis.curve_model; empty for a curve compared unpaired):
-    "lack_of_fit_p": "float64",  # the point means' departures from the curve; below 0.01, model_does_not_fit
+    "lack_of_fit_p": "float64",  # the point means' departures from the polynomial; below 0.01, it runs through them
     "replication": "float64",  # the share of simulated second runs that reach the same verdict
     "sure": "bool",  # a decided verdict with replication at curve_model.SURE or more
     "largest_difference": "float64",  # the largest share either way the curve's band allows over the range

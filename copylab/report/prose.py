@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from copylab.analysis.curve_model import EQUIVALENCE_MARGIN, SURE
+from copylab.analysis.curve_model import EQUIVALENCE_MARGIN, FIT_LEVEL, SURE
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_size, threads_text
@@ -48,7 +48,6 @@ STATUS_WORDS = {
     "multiple_crossings": "better at some points and worse at others, changing more than once",
     "equivalent": "equivalent: within the margin of no difference at every point",
     "undecided": "undecided: more blocks are needed",
-    "model_does_not_fit": "no verdict: the model of the curve does not fit",
 }
 
 
@@ -143,8 +142,6 @@ def model_clause(row: pd.Series, span: str) -> str:
         )
     if status == "multiple_crossings":
         return f"better at some {noun}s from {span} and worse at others, crossing more than once"
-    if status == "model_does_not_fit":
-        return f"no verdict: the model does not fit the {noun}s from {span} ({_p_text(float(row['lack_of_fit_p']))})"
     if status == "undecided":
         return f"**undecided** from {span}: {to_decide(row)}"
     return f"not distinguishable at any {noun} from {span}"
@@ -208,8 +205,6 @@ def check_note(row: pd.Series) -> str | None:
     tested, status = str(row["tested_status"]), str(row["status"])
     if tested == status or (tested == "indistinguishable" and status in _NOTHING_FOUND):
         return None
-    if status == "model_does_not_fit":
-        return f"The per-point tests, which need no model, say: {TESTED_WORDS.get(tested, tested)}."
     return (
         f"The per-point tests (Holm-corrected, each on its own blocks) say {TESTED_WORDS.get(tested, tested)}; "
         "the model, fitted to every block of the curve at once, decides as above."
@@ -217,15 +212,19 @@ def check_note(row: pd.Series) -> str | None:
 
 
 def fit_note(row: pd.Series) -> str:
-    """The lack-of-fit test's p-value, for a reader who checks the model."""
+    """Where no polynomial fits the curve's point means, that its verdict reads each point's own mean; else
+    nothing."""
     p = float(row["lack_of_fit_p"])
-    if not math.isfinite(p):
+    if not p < FIT_LEVEL:
         return ""
-    return f" The model's fit: the point means' departures from the curve have p = {fmt_num(p)}."
+    return (
+        f" No smooth curve fits the point means ({_p_text(p)}), so the verdict reads each point's own mean, with the "
+        "spread pooled over every block."
+    )
 
 
 # The model's statuses that only it gives (the per-point check never does), each said by these functions.
-MODEL_ONLY = ("equivalent", "undecided", "model_does_not_fit")
+MODEL_ONLY = ("equivalent", "undecided")
 
 
 def short_verdict(row: pd.Series) -> str:
@@ -233,8 +232,6 @@ def short_verdict(row: pd.Series) -> str:
     status = str(row["status"])
     if status == "equivalent":
         return f"equivalent (within {margin_text()})"
-    if status == "model_does_not_fit":
-        return "no verdict: the model does not fit"
     more = float(row["more_blocks"])
     where = axis_value(str(row["axis"]), float(row["decide_at"]))
     return f"undecided (about {count(more)} more blocks near {where})" if math.isfinite(more) else "undecided"

@@ -8,8 +8,9 @@ by the model of its whole curve (copylab.analysis.curve_model.assess):
 - a crossover wants a new point inside its bracket (the geometric midpoint of the measured points on either side, see
   midpoint), so that its interval rests on measurements rather than on the curve between them, and blocks at the
   bracket's ends;
-- a curve the model does not fit wants blocks where its point means depart from the curve most;
-- any other wants blocks where its band is widest for what it must decide.
+- an open verdict wants blocks where the verdict nearest at hand needs its band narrowed most
+  (copylab.analysis.curve_model's decide_at), and where the band is widest;
+- a decided verdict not yet sure ranks after the open ones a few blocks from their verdict (NOT_SURE_PRIORITY).
 
 Priorities run from -1 (a point not compared yet) through 0 (an open curve a few blocks from its verdict) to 1 (far
 from it), so that the points of several sweeps can be ranked together (copylab.study.budget).
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from copylab.analysis.crossover import curve_advantages
-from copylab.analysis.curve_model import Assessment, assess
+from copylab.analysis.curve_model import DECIDED, Assessment, assess
 from copylab.analysis.stats import compare
 from copylab.declarations.metrics import add_metrics
 from copylab.declarations.sweep_config import SweepConfig
@@ -41,6 +42,8 @@ HALF_PRIORITY_BLOCKS = 4.0
 # A sure crossover's interval still gets blocks, after every open curve, while it spans more than this many doublings.
 WIDE_INTERVAL = 1.0
 SURE_CROSSOVER_PRIORITY = 0.9
+# A decided verdict not yet sure: after an open curve four blocks a point from its verdict, before one further off.
+NOT_SURE_PRIORITY = 0.5
 # A bracket narrower than this ratio of its ends gets no new point inside: a quarter of a doubling.
 FINEST_BRACKET = 2**0.25
 
@@ -73,14 +76,14 @@ def wanted_points(
             return []
     elif not open_:
         return []
-    elif found.status == "model_does_not_fit":
-        wanted = _departing(found)
     else:
         wanted = _widest(found)
     wanted = [point for point in dict.fromkeys(wanted) if blocks.get(point, 0) < most_blocks][: MOST_PER_CURVE + 1]
     more = found.more_blocks / len(fit.points) if np.isfinite(found.more_blocks) else math.inf
     priority = 1.0 if not math.isfinite(more) else more / (more + HALF_PRIORITY_BLOCKS)
-    return [(priority if open_ else SURE_CROSSOVER_PRIORITY, point) for point in wanted]
+    if found.status in DECIDED:
+        priority = NOT_SURE_PRIORITY if open_ else SURE_CROSSOVER_PRIORITY
+    return [(priority, point) for point in wanted]
 
 
 def _doublings(found: Assessment) -> float:
@@ -99,13 +102,6 @@ def _in_bracket(found: Assessment) -> list[int]:
     ends = sorted((low, high), key=lambda end: abs(math.log2(end / at)))
     new = midpoint(low, high)
     return ([new] if new is not None else []) + ends
-
-
-def _departing(found: Assessment) -> list[int]:
-    """The measured points whose block means depart most from the curve, in their own standard errors."""
-    fit = found.fit
-    departure = np.abs(fit.means - fit.curve(np.log2(fit.points))) / (fit.spreads / np.sqrt(fit.blocks))
-    return [int(fit.points[i]) for i in np.argsort(-departure)[:MOST_PER_CURVE]]
 
 
 def _widest(found: Assessment) -> list[int]:

@@ -19,7 +19,16 @@ from copylab.formatting import (
     markdown_table,
 )
 from copylab.paths import shown
-from copylab.report.prose import check_note, config_label, how_sure, model_clause, sure_clause, to_decide
+from copylab.report.prose import (
+    MODEL_ONLY,
+    check_note,
+    config_label,
+    fit_note,
+    how_sure,
+    model_clause,
+    sure_clause,
+    to_decide,
+)
 from copylab.report.results import (
     THROUGHPUT,
     Results,
@@ -82,7 +91,7 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
         else ""
     )
     status = row["status"]
-    if status in ("equivalent", "undecided", "model_does_not_fit"):
+    if status in MODEL_ONLY:
         return f"{where}, {challenger} against {baseline}: {model_clause(row, span)}.{first_text}"
     if status == "crossover":
         size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
@@ -126,11 +135,11 @@ def stream_crossovers(results: Results, challenger: str | None, baseline: str | 
 
 
 def crossover_bullets(results: Results, found: pd.DataFrame) -> tuple[str, list[pd.Series]]:
-    """A bullet per crossovers row (its statement, how sure it is, where the per-size tests disagree), and the
-    rows."""
+    """A bullet per crossovers row (its statement, how sure it is, where no smooth curve fits, where the per-size
+    tests disagree), and the rows."""
     rows = [row for _, row in found.iterrows()]
     bullets = "\n".join(
-        f"- {crossover_statement(results, row)}{sure_clause(row)}"
+        f"- {crossover_statement(results, row)}{sure_clause(row)}{fit_note(row)}"
         + "".join(f" {note}" for note in [check_note(row)] if note)
         for row in rows
     )
@@ -184,7 +193,7 @@ def _short_status(results: Results, row: pd.Series) -> str:
     span = f"{fmt_size(min(sizes))} to {fmt_size(max(sizes))}" if sizes else "the tested sizes"
     who = f"with {config_label(int(row['threads']), str(row['pinning']))}"
     status = row["status"]
-    if status in ("equivalent", "undecided", "model_does_not_fit"):
+    if status in MODEL_ONLY:
         return f"{who}, {model_clause(row, span)}"
     if status == "crossover":
         size, low, high = (float(row[c]) for c in ("crossover_at", "ci_low", "ci_high"))
@@ -286,7 +295,7 @@ def _ranking_differs(results: Results, row: pd.Series) -> str | None:
 def _to_settle(results: Results, row: pd.Series) -> tuple[str, float]:
     """For a verdict not sure yet: what would decide it (copylab.report.prose.to_decide) and about how long that
     takes, with those seconds (0 when unknown); nothing when sure or without the model."""
-    if bool(row["sure"]) or pd.isna(row["more_blocks"]) or row["status"] == "model_does_not_fit":
+    if bool(row["sure"]) or pd.isna(row["more_blocks"]):
         return "", 0.0
     more = float(row["more_blocks"])
     parameters = results.manifest.parameters

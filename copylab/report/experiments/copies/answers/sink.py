@@ -20,7 +20,7 @@ from copylab.report.experiments.copies.answers.crossovers import (
     stream_crossovers,
 )
 from copylab.report.experiments.copies.basics.queries import role, zero_copy_counts
-from copylab.report.prose import how_sure, model_clause
+from copylab.report.prose import MODEL_ONLY, how_sure, model_clause
 from copylab.report.results import Results, between_hosts, comparison_rows, metric_rows, present, verdict
 from copylab.roles import Role
 
@@ -75,7 +75,7 @@ def where_it_pays(results: Results, row: pd.Series) -> str:
     always, never or not distinguishably does, within the tested sizes."""
     challenger, baseline, span = code(row["challenger"]), code(row["baseline"]), _span(results, row)
     status = row["status"]
-    if status in ("equivalent", "undecided", "model_does_not_fit"):
+    if status in MODEL_ONLY:
         return f"{challenger} against {baseline}: {model_clause(row, span)}"
     if status == "crossover":
         at, low, high = (fmt_size(float(row[c]), approximate=True) for c in ("crossover_at", "ci_low", "ci_high"))
