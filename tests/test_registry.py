@@ -146,7 +146,7 @@ def test_a_real_sweep_runs_it_through_its_driver(registered, tmp_path):
         namespaces=[f"clreg{tag}_s", f"clreg{tag}_c"],
         calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     assert result.ok == 2 and result.failed == 0
     trials, manifest = SweepStore(tmp_path / "fake-real").load()
     assert set(trials["implementation"]) == {FAKE.name} and manifest.parameters.implementations == (FAKE.name,)
