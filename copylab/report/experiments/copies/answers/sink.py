@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from copylab.declarations import implementations
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.experiments.copies.answers.crossovers import (
     crossover_bullets,
@@ -21,7 +20,7 @@ from copylab.report.experiments.copies.answers.crossovers import (
 )
 from copylab.report.experiments.copies.basics.queries import role, zero_copy_counts
 from copylab.report.prose import how_sure, model_clause
-from copylab.report.results import Results, between_hosts, comparison_rows, metric_rows, present, verdict
+from copylab.report.results import Results, between_hosts, comparison_rows, declared, metric_rows, present, verdict
 from copylab.roles import Role
 
 # A documented figure, cited with its source; the measured ones beside it come from the rows.
@@ -57,7 +56,7 @@ def zero_copy_pairs(results: Results) -> list[tuple[str, str]]:
     baseline = role(results, Role.TWO_COPY)
     if baseline is None:
         return []
-    return [(name, baseline) for name in present(results) if implementations.get(name).zero_copy]
+    return [(name, baseline) for name in present(results) if declared(results, name).zero_copy]
 
 
 def _span(results: Results, row: pd.Series) -> str:
