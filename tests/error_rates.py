@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats as st
 
 from copylab.analysis.curve_model import DECIDED, assess
+from copylab.analysis.deciding import curve_of
 from copylab.analysis.noise import FEWEST_BLOCKS
 from copylab.experiments.copies import REPORT_SIZES
 from copylab.measure.planning.allocation import wanted_points
@@ -119,7 +120,7 @@ def run_once(scenario: Scenario, rng: np.random.Generator, design: Design = DEVE
     spent = 0
     while spent < design.extra_blocks:
         points = np.array(sorted(data))
-        wanted = wanted_points(points, [data[p] for p in points], MOST_BLOCKS)
+        wanted = wanted_points(curve_of(points, [data[p] for p in points], 0), MOST_BLOCKS)
         if not wanted:
             break
         for _, point in wanted[: design.extra_blocks - spent]:

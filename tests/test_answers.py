@@ -474,7 +474,7 @@ def test_q6_finds_the_zero_copy_reversal_in_the_fixture():
     # question 1 explains zero-copy's losses: question 6 picks the most surprising result beyond them
     text = answers.answer_q6(sweep)
     beyond = find_anomaly(sweep, beyond_q1=True)
-    assert beyond is not None and not answered_by_q1(beyond)
+    assert beyond is not None and not answered_by_q1(sweep, beyond)
     assert "left to question 1" in text and "`one_copy` reached 16.0 [15.5, 16.5] Gbit/s" not in text
     assert "How sure: " in text
 

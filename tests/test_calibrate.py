@@ -25,6 +25,7 @@ from copylab.calibration.record import (
     CopyPoint,
     ratio_range,
 )
+from copylab.declarations import implementations
 from copylab.formatting import fmt_num, fmt_size
 
 # The calibration measures this machine's copy speed: another test sharing the CPUs would disturb it.
@@ -65,7 +66,12 @@ def test_copy_limit_rows_take_each_implementation_at_its_best_per_receive_mode()
             ("zero_copy", "copy", 4096, 4, 10.0),
         ]
     )
-    rows = {(row["implementation"], row["receive"]): row for row in copy_limit_rows(summary, memcpy_gbps=90.0)}
+    rows = {
+        (row["implementation"], row["receive"]): row
+        for row in copy_limit_rows(
+            summary, 90.0, {name: implementations.get(name) for name in set(summary["implementation"])}
+        )
+    }
     assert set(rows) == {("two_copy", "copy"), ("two_copy", "truncate"), ("one_copy", "copy"), ("zero_copy", "copy")}
     assert rows["two_copy", "copy"]["best_gbps"] == 20.0 and rows["two_copy", "copy"]["size_bytes"] == 65536
     assert rows["two_copy", "copy"]["limit_gbps"] == pytest.approx(30.0)  # three copies

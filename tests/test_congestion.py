@@ -78,7 +78,7 @@ def test_every_connection_of_a_sweep_uses_the_algorithm_it_asked_for(tmp_path):
         congestion_control=ASKED,
         calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     trials, manifest = SweepStore(tmp_path / "cc").load()
     assert result.failed == 0 and set(trials["implementation"]) == {"two_copy", "iperf3"}
     assert set(trials["congestion_control"]) == {ASKED}

@@ -11,6 +11,7 @@ import statsmodels.api as sm
 from copylab.analysis import curve_model
 from copylab.analysis.crossover import classify, find_crossovers
 from copylab.analysis.curve_model import EQUIVALENCE_MARGIN, assess, fit_curve, status_of
+from copylab.analysis.deciding import curve_of
 from copylab.analysis.stats import compare
 from copylab.declarations.metrics import add_metrics
 from copylab.measure.planning import allocation
@@ -152,7 +153,7 @@ def test_a_new_point_splits_a_bracket_near_its_geometric_middle(low, high, middl
 
 def test_the_allocator_adds_a_size_inside_a_crossovers_bracket_and_nothing_to_a_sure_verdict():
     crossing = _curve(lambda size: crossing_log_ratio(size, 11000.0, 0.05), 0.05, 3, seed=8)
-    wanted = [point for _, point in allocation.wanted_points(POINTS, crossing, most_blocks=20)]
+    wanted = [point for _, point in allocation.wanted_points(curve_of(POINTS, crossing, 0), most_blocks=20)]
     found = assess(POINTS, crossing)
     assert found is not None
     if found.status == "crossover":
@@ -160,7 +161,7 @@ def test_the_allocator_adds_a_size_inside_a_crossovers_bracket_and_nothing_to_a_
     else:
         assert wanted  # open: blocks where its band is widest
     clear = _curve(lambda size: 0.3, 0.02, 4, seed=9)
-    assert allocation.wanted_points(POINTS, clear, most_blocks=20) == []
+    assert allocation.wanted_points(curve_of(POINTS, clear, 0), most_blocks=20) == []
 
 
 def test_undecided_hands_the_schedule_a_point_at_a_new_size_for_a_crossover():

@@ -13,7 +13,7 @@ from PIL import Image
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
-from copylab.declarations.metrics import add_metrics
+from copylab.declarations.metrics import add_metrics, metrics_for
 from copylab.formatting import fmt_size
 from copylab.record.store import SweepStore
 from copylab.report.experiments.copies.figures import copies_figures
@@ -37,9 +37,10 @@ def _figures(tmp_path, **kwargs) -> tuple[dict[str, Figure], pd.DataFrame, dict]
     options = {"sizes": SIZES, "rr_sizes": (64, 1024), "trials": 4, "seed": 1, **kwargs}
     trials, manifest = load_sweep(write_sweep(tmp_path / "fig", make_trials(sweep="fig", **options)))
     measured = add_metrics(trials)
-    summary = summarize(measured)
+    metrics = metrics_for([manifest.parameters.declared])
+    summary = summarize(measured, metrics)
     pairs = implementations.comparison_pairs()
-    crossovers = find_crossovers(measured, compare(measured, pairs), pairs, n_resamples=200)
+    crossovers = find_crossovers(measured, compare(measured, pairs, metrics), pairs, n_resamples=200)
     return copies_figures(trials, summary, crossovers, manifest), crossovers, manifest
 
 

@@ -134,7 +134,7 @@ class TinyStudy:
         settings = small_sweep(
             self.name, link.settings(), implementations=["two_copy", "zero_copy"], sizes=[4096, 262144]
         )
-        result = sweep.run(settings, data_root=directory, progress=False)
+        result = sweep.run(settings, SweepStore.under(directory, settings.name), progress=False)
         return [SweepStore(result.directory)]
 
 

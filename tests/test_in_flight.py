@@ -45,7 +45,7 @@ def test_a_failed_measuring_trial_leaves_the_floor_and_says_why(monkeypatch):
 def test_a_sweep_without_zc_inflight_measures_the_path_and_records_the_choice_per_row(tmp_path):
     config = tiny("inflight", workloads=["stream"], sizes=[16384], threads=[1], trials=1)
     assert config.zc_inflight is None
-    sweep.run(config, data_root=tmp_path, progress=False)
+    sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
     manifest = SweepStore(tmp_path / "inflight").read_manifest()
     chosen = manifest.in_flight
     assert chosen is not None and chosen.throughput_gbps > 0 and chosen.srtt_us > 0
@@ -77,7 +77,7 @@ def test_a_sweep_that_sets_zc_inflight_or_sends_no_zero_copy_measures_nothing(tm
         trials=1,
         zc_inflight=given,
     )
-    sweep.run(config, data_root=tmp_path, progress=False)
+    sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
     assert SweepStore(tmp_path / "set").read_manifest().in_flight is None
     with (tmp_path / "set" / "trials.csv").open(newline="") as stream:
         assert {row["zc_inflight_bytes"] for row in csv.DictReader(stream)} == {"" if given is None else str(given)}

@@ -15,6 +15,7 @@ from copylab.measure import sweep
 from copylab.measure.planning import schedule
 from copylab.measure.running import kernel_copies
 from copylab.measure.running.window import Window
+from copylab.record.store import SweepStore
 from copylab.testbeds.testbed import Completed, NamespaceEnd
 from tests.conftest import needs_root
 from tests.robustness_table import Counted, Looked, rows_due
@@ -57,7 +58,7 @@ def test_every_window_is_counted_whole_and_a_zero_is_a_measured_zero(tmp_path):
         trials=4,
         receive_for=["two_copy", "zero_copy"],
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / "kc" / "trials.csv")
     assert result.failed == 0, result.failures
     assert sum(row["receive"] == "copy" for row in rows) == 24
@@ -90,7 +91,9 @@ def test_every_window_is_counted_whole_and_a_zero_is_a_measured_zero(tmp_path):
 
 @needs_root
 def test_accounting_off_leaves_the_columns_empty_with_the_reason(tmp_path):
-    result = sweep.run(_small("off", receive=["copy"], kernel_copies=False), data_root=tmp_path, progress=False)
+    result = sweep.run(
+        _small("off", receive=["copy"], kernel_copies=False), SweepStore.under(tmp_path, "off"), progress=False
+    )
     rows = read_rows(tmp_path / "off" / "trials.csv")
     assert len(rows) == result.planned > 0, "a row for every trial planned"
     for row in rows:
@@ -226,7 +229,7 @@ def test_bpftrace_killed_mid_sweep_leaves_later_windows_empty_with_the_reason(tm
             killed.append(1)
 
     settings = _small(f"bpfkill{TAG}", receive=["copy"], trials=3, implementations=["two_copy"])
-    result = sweep.run(settings, data_root=tmp_path, progress=False, on_row=kill_bpftrace)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False, on_row=kill_bpftrace)
     rows = sorted(read_rows(tmp_path / f"bpfkill{TAG}" / "trials.csv"), key=lambda row: int(row["order_index"]))
     assert result.failed == 0
     assert rows[0]["rcv_kernel_copy_bytes"] != ""

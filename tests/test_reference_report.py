@@ -299,11 +299,11 @@ def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challeng
 
 # Question 5's short answer, a clause per status over the veth (copylab.report.experiments.copies.answers.sink)
 _CLAUSE_WORDS = {
-    "crossover": r"`\w+` outperforms `\w+` above about",
-    "challenger_always_better": r"`\w+` outperforms `\w+` at every size from",
-    "challenger_never_better": r"`\w+` never outperforms `\w+` from",
-    "indistinguishable": r"`\w+` and `\w+` cannot be told apart from",
-    "multiple_crossings": r"`\w+` outperforms `\w+` at some sizes from",
+    "crossover": r"`\w+` against `\w+`: better from about",
+    "challenger_always_better": r"`\w+` against `\w+`: better at every size from",
+    "challenger_never_better": r"`\w+` against `\w+`: never better",
+    "indistinguishable": r"`\w+` against `\w+`: not distinguishable at any size from",
+    "multiple_crossings": r"`\w+` against `\w+`: better at some sizes from",
     "equivalent": r"`\w+` against `\w+`: \*\*equivalent\*\*",
     "undecided": r"`\w+` against `\w+`: \*\*undecided\*\*",
 }
@@ -312,7 +312,7 @@ _CLAUSE_WORDS = {
 def _check_veth_short(short: str, rows: pd.DataFrame, trials: pd.DataFrame, challenger: str) -> int:
     """Question 5's sentence over the veth: the thread counts of each status, and the share of the sends copied and
     how many completed, against crossovers.csv and trials.csv."""
-    veth = re.search(r"Over the veth, (.*?): the kernel copied ([\d.]+)% of its ([\d,]+) completed sends", short)
+    veth = re.search(r"Over the veth, (.*?)\. There the kernel copied ([\d.]+)% of its ([\d,]+) completed sends", short)
     assert veth, short
     checked = 0
     for status, words in _CLAUSE_WORDS.items():

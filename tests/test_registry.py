@@ -146,7 +146,7 @@ def test_a_real_sweep_runs_it_through_its_driver(registered, tmp_path):
         namespaces=[f"clreg{tag}_s", f"clreg{tag}_c"],
         calibrate=False,  # the calibration is not under test here: it costs each sweep about 10 s
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     assert result.ok == 2 and result.failed == 0
     trials, manifest = SweepStore(tmp_path / "fake-real").load()
     assert set(trials["implementation"]) == {FAKE.name} and manifest.parameters.implementations == (FAKE.name,)
@@ -180,23 +180,7 @@ EDGES = (
 # module joins it.
 NOT_YET = {
     "analysis/analyze_sweep.py",  # checks the --pairs it is handed (text from the command line)
-    "analysis/copy_bound.py",
-    "analysis/costs.py",
-    "bench/comparisons.py",
-    "declarations/metrics.py",
-    "report/experiments/copies/answers/anomalies.py",
-    "report/experiments/copies/answers/caches.py",
-    "report/experiments/copies/answers/evidence.py",
-    "report/experiments/copies/answers/receiving.py",
-    "report/experiments/copies/answers/senders.py",
-    "report/experiments/copies/answers/sink.py",
-    "report/experiments/copies/answers/threads.py",
-    "report/experiments/copies/answers/zero_copy.py",
-    "report/experiments/copies/basics/anomaly.py",
-    "report/experiments/copies/basics/layout.py",
-    "report/experiments/copies/basics/queries.py",
-    "report/experiments/copies/figures/__init__.py",
-    "report/experiments/copies/report.py",
+    "bench/comparisons.py",  # a bench goal names the implementation it is held to, as a baseline does
 }
 
 

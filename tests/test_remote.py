@@ -80,7 +80,7 @@ def test_copies_sweep_between_two_hosts(hosts, tmp_path):
         verify=True,
         calibrate=None,
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / name / "trials.csv")
     assert result.failed == 0, result.failures
     assert len(rows) == result.planned == 6 and all(row["status"] == "ok" for row in rows)
@@ -133,7 +133,7 @@ def test_servers_sweep_between_two_hosts(hosts, tmp_path):
             implementations=["thread", "epoll"], connections=[1, 20], rr_sizes=[64], trials=1, duration_s=0.3
         ),
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / name / "trials.csv")
     assert result.failed == 0, result.failures
     assert {(row["implementation"], row["connections"]) for row in rows} == {
@@ -176,7 +176,7 @@ def _refused(hosts: HostPair, tmp_path: Path, name: str, **changes: Any) -> str:
         ),
     )
     with pytest.raises(CopylabError) as refused:
-        sweep.run(settings, data_root=tmp_path, progress=False)
+        sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     assert not (tmp_path / name).exists(), "a refused sweep writes nothing"
     left = remote_leftovers(name)
     assert left == []
@@ -246,12 +246,12 @@ def test_a_host_lost_mid_sweep_fails_the_trial_and_resume_finishes(hosts, tmp_pa
             lost[0].start()
 
     with pytest.raises(CopylabError, match="finish with --resume") as stopped:
-        sweep.run(settings, data_root=tmp_path, progress=False, on_row=lose_the_client)
+        sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False, on_row=lose_the_client)
     lost[0].join()
     rows = read_rows(trials_csv)
     failed = [row for row in rows if row["status"] == "failed"]
     hosts.start_sshd(CLIENT_NS)
-    resumed = sweep.run(settings, data_root=tmp_path, resume=True, progress=False)
+    resumed = sweep.run(settings, SweepStore.under(tmp_path, settings.name), resume=True, progress=False)
     after = read_rows(trials_csv)
     ok = {row["trial_id"] for row in after if row["status"] == "ok"}
     left = remote_leftovers(name)
@@ -343,7 +343,9 @@ def test_tune_remote_sets_and_restores_mtu_and_optmem_max(hosts, tmp_path):
         tune_remote=True,
     )
     seen: list[list[str]] = []
-    result = sweep.run(settings, data_root=tmp_path, progress=False, on_row=lambda row: seen.append(state()))
+    result = sweep.run(
+        settings, SweepStore.under(tmp_path, settings.name), progress=False, on_row=lambda row: seen.append(state())
+    )
     manifest = _manifest(tmp_path / name)
     assert result.failed == 0, result.failures
     assert seen[0] == ["4000\n1048576\n"] * 2, seen

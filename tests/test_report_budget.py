@@ -152,6 +152,7 @@ def test_the_verified_pass_refuses_to_measure_when_bytes_arrive_wrong(monkeypatc
 
 
 def test_an_open_curve_gets_blocks_where_its_band_is_widest():
+    from copylab.analysis.deciding import curve_of
     from copylab.measure.planning import allocation
 
     sizes = np.array([1024 << k for k in range(9)], dtype=float)
@@ -159,12 +160,13 @@ def test_an_open_curve_gets_blocks_where_its_band_is_widest():
     # no difference, three blocks each; at 256 KiB they spread ten times as much: the band is widest there
     advantages = [0.03 * spread for _ in sizes]
     advantages[-1] = 0.3 * spread
-    wanted = allocation.wanted_points(sizes, advantages, most_blocks=20)
+    curve = curve_of(sizes, advantages, 0)
+    wanted = allocation.wanted_points(curve, most_blocks=20)
     assert wanted and wanted[0][1] == sizes[-1]
     assert all(0.0 <= priority < 1.0 for priority, _ in wanted)
     assert len(wanted) <= allocation.MOST_PER_CURVE + 1
     # a point that has its most blocks already gets none
-    assert sizes[-1] not in [point for _, point in allocation.wanted_points(sizes, advantages, most_blocks=3)]
+    assert sizes[-1] not in [point for _, point in allocation.wanted_points(curve, most_blocks=3)]
 
 
 def test_a_cycles_part_too_little_for_a_start_up_gives_way_to_all_the_time_left(monkeypatch, capsys):

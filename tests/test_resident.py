@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from copylab.measure import sweep
+from copylab.record.store import SweepStore
 from copylab.testbeds import resident
 from tests.conftest import needs_root
 from tests.robustness_table import rows_lost_from
@@ -192,7 +193,7 @@ def test_a_killed_runner_and_a_dropped_connection_mid_sweep_leave_nothing_behind
                 os.kill(pid, signal.SIGKILL)
             faults.append("connection")
 
-    result = sweep.run(settings, data_root=tmp_path, progress=False, on_row=fault)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False, on_row=fault)
     rows = read_rows(tmp_path / name / "trials.csv")
     failed = [row for row in rows if row["status"] == "failed"]
     left = leftovers(name, list(hosts.namespaces))

@@ -586,7 +586,7 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
 
         killer = threading.Thread(target=kill_first_client)
         killer.start()
-    result = sweep.run(config, data_root=tmp_path, progress=False)
+    result = sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
     if not role:
         killer.join()
     trials_csv = tmp_path / name / "trials.csv"
@@ -597,7 +597,7 @@ def test_process_fault_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, 
     complete_before = SweepStore(tmp_path / name).read_manifest().complete
     outcome["leftovers"] = leftovers(name)
     # Resume re-runs exactly the failed trial; nothing written before changes.
-    resumed = sweep.run(config, data_root=tmp_path, resume=True, progress=False)
+    resumed = sweep.run(config, SweepStore.under(tmp_path, config.name), resume=True, progress=False)
     after = trials_csv.read_bytes()
     outcome["leftovers"] += leftovers(name)
     ok_ids = {row["trial_id"] for row in read_rows(trials_csv) if row["status"] == "ok"}
@@ -645,7 +645,7 @@ def test_a_message_file_that_cannot_be_written_fails_its_trials_with_the_cause(t
     name = f"rob-fullfs-{TAG}"
     config = small_config(name, implementations=["two_copy", "sendfile"], trials=1)
     try:
-        result = sweep.run(config, data_root=tmp_path, progress=False)
+        result = sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
         rows = {row["implementation"]: row for row in read_rows(tmp_path / name / "trials.csv")}
         left = Looked([path.name for path in full.iterdir()], "files in the full tmpfs")
     finally:
@@ -835,7 +835,7 @@ def test_perf_missing_rows_still_measured(tmp_path, monkeypatch, outcome):
     monkeypatch.setenv("PATH", str(path_without(tmp_path / "bin", ("perf",))))
     name = f"rob-noperf-{TAG}"
     config = small_config(name, implementations=["two_copy", "zero_copy"], trials=1)
-    result = sweep.run(config, data_root=tmp_path, progress=False)
+    result = sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
     rows = read_rows(tmp_path / name / "trials.csv")
     stored = SweepStore(tmp_path / name).read_manifest()
     perf_columns = [f"{side}_{suffix}" for side in SIDES for suffix in PERF_EVENTS.values()]
@@ -1188,7 +1188,7 @@ def test_resume_refuses_to_append_to_foreign_columns(tmp_path, outcome):
     trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
     before = trial_lines(directory)
     with pytest.raises(CopylabError, match="refusing to append") as refused:
-        sweep.run(config, data_root=tmp_path, resume=True, progress=False)
+        sweep.run(config, SweepStore.under(tmp_path, config.name), resume=True, progress=False)
     with pytest.raises(CopylabError, match=r"(missing|unknown) column") as loader:
         load_trials(directory / "trials.csv")
     outcome.update(
@@ -1213,7 +1213,7 @@ def test_resume_refuses_a_sweep_of_an_older_schema(tmp_path, outcome):
     trials.to_csv(directory / "trials.csv", index=False, lineterminator="\n")
     before = trial_lines(directory)
     with pytest.raises(CopylabError, match="schema version 1 \\(this one writes") as refused:
-        sweep.run(config, data_root=tmp_path, resume=True, progress=False)
+        sweep.run(config, SweepStore.under(tmp_path, config.name), resume=True, progress=False)
     outcome.update(
         behaviour=f"resume refused: {refused.value}",
         rows_lost=rows_lost_from(before, directory),

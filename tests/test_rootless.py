@@ -40,8 +40,9 @@ import csv, json, sys
 from pathlib import Path
 from copylab.declarations import config
 from copylab.measure import sweep
+from copylab.record.store import SweepStore
 settings = config.make_config("rootless", "quick", **json.loads(sys.argv[2]))
-result = sweep.run(settings, data_root=Path(sys.argv[1]), progress=False)
+result = sweep.run(settings, SweepStore.under(Path(sys.argv[1]), settings.name), progress=False)
 print(json.dumps({"ran": result.ran, "failed": result.failures, "uid": __import__("os").geteuid()}))
 """
 

@@ -17,6 +17,7 @@ from copylab.errors import CopylabError
 from copylab.measure import sweep
 from copylab.measure.planning.schedule import mapping_note
 from copylab.paths import ROOT
+from copylab.record.store import SweepStore
 from copylab.testbeds import sender_pages
 from copylab.testbeds.userns import UserNamespaces
 from tests.conftest import needs_root
@@ -130,7 +131,7 @@ def test_small_pages_let_a_copying_senders_bytes_map(tmp_path):
         sender_pages="small",
         namespaces=[f"clpages{TAG}_s", f"clpages{TAG}_c"],
     )
-    result = sweep.run(given, data_root=tmp_path, progress=False)
+    result = sweep.run(given, SweepStore.under(tmp_path, given.name), progress=False)
     with (tmp_path / "m" / "trials.csv").open(newline="") as stream:
         rows = {row["receive"]: row for row in csv.DictReader(stream)}
     assert result.ok == 2, [row["error"] for row in rows.values()]

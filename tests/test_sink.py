@@ -48,7 +48,7 @@ def rows_of(path: Path) -> list[dict[str, str]]:
 @needs_root
 @pytest.mark.parametrize("mtu", [1500, 65535])
 def test_a_sink_sweep_records_no_copied_completion(tmp_path, mtu):
-    result = sweep.run(sink_sweep("sink", mtu=mtu), data_root=tmp_path, progress=False)
+    result = sweep.run(sink_sweep("sink", mtu=mtu), SweepStore.under(tmp_path, "sink"), progress=False)
     rows = rows_of(tmp_path / "sink" / "trials.csv")
     assert result.ok == len(rows) == 8, [row["error"] for row in rows]
     for row in rows:
@@ -84,7 +84,7 @@ def test_a_sink_sweep_records_no_copied_completion(tmp_path, mtu):
 def test_what_the_sink_cannot_do_is_refused_in_one_line_before_anything_is_made(tmp_path, changes, says):
     config_ = sink_sweep("refused", **changes)
     with pytest.raises(CopylabError) as refused:
-        sweep.run(config_, data_root=tmp_path, progress=False)
+        sweep.run(config_, SweepStore.under(tmp_path, config_.name), progress=False)
     assert str(refused.value).startswith("path sink: ") and says in str(refused.value)
     assert "\n" not in str(refused.value)
     assert not (tmp_path / "refused").exists() and not set(NAMESPACES) & netns.existing_namespaces()
@@ -149,7 +149,8 @@ def test_cold_messages_run_on_both_paths_and_are_verified_where_they_arrive(tmp_
     cold.update(workloads=["stream"], receive=["copy"])
     for path, verify in (("veth", True), ("sink", False)):
         name = f"cold-{path}"
-        result = sweep.run(sink_sweep(name, path=path, verify=verify, **cold), data_root=tmp_path, progress=False)
+        config = sink_sweep(name, path=path, verify=verify, **cold)
+        result = sweep.run(config, SweepStore.under(tmp_path, name), progress=False)
         rows = rows_of(tmp_path / name / "trials.csv")
         assert result.ok == len(rows) == 2, [row["error"] for row in rows]
         assert {row["distinct_messages"] for row in rows} == {"64"}

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
+from copylab import experiments
 from copylab.analysis.stats import bootstrap_interval, compare, fieller, holm, summarize, trials_for_precision
 from copylab.declarations import implementations
-from copylab.declarations.metrics import add_metrics
+from copylab.declarations.metrics import add_metrics, metrics_for
 from copylab.errors import CopylabError
 from copylab.record import tables
 from tests.synthetic import make_trials
@@ -17,6 +18,8 @@ from tests.synthetic import make_trials
 SUMMARY_COLUMNS = tuple(tables.SUMMARY)
 COMPARISON_COLUMNS = tuple(tables.COMPARISONS)
 PAIRS = implementations.comparison_pairs()
+# What the analysis of a sweep of the main experiment summarizes and compares.
+MAIN_METRICS = metrics_for([experiments.main()])
 
 
 def ratio_interval(challenger: list[float], baseline: list[float]) -> tuple[float, float, float]:
@@ -77,7 +80,7 @@ def test_summary_columns_and_hand_checked_row(measured):
     frame = measured.copy()
     rows = _select(frame, status="ok", **CONFIG)
     frame.loc[rows, "throughput_gbps"] = [10.0, 12.0, 14.0, np.nan]  # one unmeasured value is not counted
-    summary = summarize(frame, confidence=0.95)
+    summary = summarize(frame, MAIN_METRICS, confidence=0.95)
     assert tuple(summary.columns) == SUMMARY_COLUMNS
     row = summary[_select(summary, metric="throughput_gbps", **CONFIG)].iloc[0]
     assert (row["n"], row["mean"], row["std"]) == (3, 12.0, 2.0)
@@ -87,7 +90,7 @@ def test_summary_columns_and_hand_checked_row(measured):
 
 def test_summary_counts_failed_trials_and_omits_unmeasured_metrics():
     frame = add_metrics(make_trials(sizes=(1024,), workloads=("stream",), threads=(1,), trials=4, failed=3, seed=9))
-    summary = summarize(frame)
+    summary = summarize(frame, MAIN_METRICS)
     throughput = summary[summary["metric"] == "throughput_gbps"]
     assert throughput["n_failed"].sum() == 3
     assert (throughput["n"] + throughput["n_failed"] == 4).all()
@@ -112,7 +115,7 @@ def test_summary_bootstrap_intervals(measured):
     assert (measured_rows["ci_low"] <= measured_rows["mean"]).all()
     assert (measured_rows["mean"] <= measured_rows["ci_high"]).all()
     with pytest.raises(CopylabError, match="unknown confidence interval method"):
-        summarize(measured, ci="jackknife")
+        summarize(measured, MAIN_METRICS, ci="jackknife")
 
 
 def test_unknown_or_missing_metric_is_an_error(measured):
@@ -164,7 +167,7 @@ def test_challenger_better_follows_the_metric_direction():
 
 
 def test_compare_without_any_pair_present_is_empty_with_columns(measured):
-    comparisons = compare(measured, pairs=[("iperf3", "two_copy")])
+    comparisons = compare(measured, pairs=[("iperf3", "two_copy")], metrics=MAIN_METRICS)
     assert comparisons.empty and tuple(comparisons.columns) == COMPARISON_COLUMNS
 
 

@@ -75,7 +75,7 @@ def leftovers(sweep_name: str) -> dict[str, object]:
 @needs_root
 def test_tiny_sweep_rows_and_counters(tmp_path):
     config = tiny("tiny")
-    result = sweep.run(config, data_root=tmp_path, progress=False)
+    result = sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
     rows = read_rows(tmp_path / "tiny" / "trials.csv")
     planned = 2 * 2 * 2 * 2 + 2 * 1 * 2 * 2  # stream + rr grid, times trials
     assert result.planned == planned == len(rows) and result.ok == planned
@@ -231,7 +231,7 @@ def test_dead_server_is_a_failed_trial_and_the_sweep_goes_on(tmp_path):
                 trials=3,
                 duration_s=0.5,
             ),
-            data_root=tmp_path,
+            SweepStore.under(tmp_path, "dead"),
             progress=False,
         )
     finally:
@@ -286,7 +286,7 @@ def test_existing_sweep_is_not_mixed_without_resume(tmp_path):
     (tmp_path / "done").mkdir()
     (tmp_path / "done" / "trials.csv").write_text(",".join(COLUMN_NAMES) + "\n")
     with pytest.raises(CopylabError, match="already holds a sweep"):
-        sweep.run(tiny("done"), data_root=tmp_path, progress=False)
+        sweep.run(tiny("done"), SweepStore.under(tmp_path, "done"), progress=False)
 
 
 def test_plan_is_seeded_and_complete():
@@ -358,7 +358,7 @@ def test_every_pinning_runs_and_is_recorded(tmp_path):
         trials=1,
         pinning=["none", "same_cpu", "split_cpu"],
     )
-    result = sweep.run(config, data_root=tmp_path, progress=False)
+    result = sweep.run(config, SweepStore.under(tmp_path, config.name), progress=False)
     rows = read_rows(tmp_path / "pinning" / "trials.csv")
     assert result.ok == 3 and sorted(row["pinning"] for row in rows) == ["none", "same_cpu", "split_cpu"]
     for row in rows:
@@ -369,7 +369,7 @@ def test_every_pinning_runs_and_is_recorded(tmp_path):
 def test_unbuilt_programs_are_named_before_anything_is_made(tmp_path, monkeypatch):
     monkeypatch.setattr("copylab.programs.build.program", lambda name, sanitize=None: tmp_path / "nowhere" / name)
     with pytest.raises(CopylabError, match=r"two_copy_server is not built: run `\./inv build` first"):
-        sweep.run(tiny("unbuilt"), data_root=tmp_path, progress=False)
+        sweep.run(tiny("unbuilt"), SweepStore.under(tmp_path, "unbuilt"), progress=False)
     assert not (tmp_path / "unbuilt").exists()
     assert not any(name.startswith(f"clsweep{TAG}") for name in netns.existing_namespaces())
 
@@ -386,7 +386,7 @@ def test_every_receive_mode_and_the_file_senders_run_verified(tmp_path):
         receive=["copy", "truncate", "mmap"],
         verify=True,
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / "receive" / "trials.csv")
     assert result.ok == len(rows) == 6, [row["error"] for row in rows]
     for row in rows:
@@ -433,7 +433,7 @@ def test_an_implementation_that_cannot_run_here_is_reported_and_skipped(tmp_path
     )
     result = sweep.run(
         tiny("unavailable", workloads=["stream"], sizes=[4096], threads=[1], trials=1),
-        data_root=tmp_path,
+        SweepStore.under(tmp_path, "unavailable"),
         progress=False,
     )
     assert result.unavailable == {"zero_copy": "the test says so"}
@@ -445,7 +445,7 @@ def test_an_implementation_that_cannot_run_here_is_reported_and_skipped(tmp_path
     with pytest.raises(CopylabError, match="no implementation of the sweep can run here"):
         sweep.run(
             tiny("none-left", implementations=["zero_copy"], workloads=["stream"], sizes=[4096], threads=[1], trials=1),
-            data_root=tmp_path,
+            SweepStore.under(tmp_path, "none-left"),
             progress=False,
         )
 
@@ -466,7 +466,7 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
         zc_inflight=128 << 10,
         verify=True,
     )
-    result = sweep.run(settings, data_root=tmp_path, progress=False)
+    result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / "layouts" / "trials.csv")
     assert result.ok == len(rows) == (3 * 3 + 1) * 2 * 2, [row["error"] for row in rows if row["error"]]
     ran = {(row["implementation"], row["layout"]) for row in rows}

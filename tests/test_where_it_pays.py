@@ -77,14 +77,14 @@ def test_q5_behind_the_sink_is_computed_from_crossovers():
     veth = make_sweep()
     first = answers.answer_q5(veth, _sink(("crossover", 9000.0, 7000.0, 12000.0)))
     short = first.split("\n\n")[0]
-    assert "Over the veth" in short and "never outperforms" in short and "100.0%" in short
-    assert f"above about **{fmt_size(9000.0, approximate=True)}**" in short
-    assert f"[{fmt_size(7000.0, approximate=True)}, {fmt_size(12000.0, approximate=True)}]" in short
+    assert "Over the veth" in short and "never better" in short and "100.0%" in short
+    assert f"better from about **{fmt_size(9000.0, approximate=True)}**" in short
+    assert f"(95% interval {fmt_size(7000.0, approximate=True)} to {fmt_size(12000.0, approximate=True)};" in short
     assert "0.0% of its" in short and "10 KB" in short  # nothing copied behind the sink, beside the kernel's figure
     moved = answers.answer_q5(veth, _sink(("crossover", 40000.0, 30000.0, 60000.0)))
-    assert f"above about **{fmt_size(40000.0, approximate=True)}**" in moved and fmt_size(9000.0, True) not in moved
+    assert f"from about **{fmt_size(40000.0, approximate=True)}**" in moved and fmt_size(9000.0, True) not in moved
     never = answers.answer_q5(veth, _sink(("challenger_never_better", np.nan, np.nan, np.nan)))
-    assert "Behind the sink, `zero_copy` never outperforms `two_copy`" in never
+    assert "Behind the sink, `zero_copy` against `two_copy`: never better" in never
     alone = answers.answer_q5(veth, None)
     assert "was not measured" in alone and sink_answers.measure_command("sink") in alone
 
@@ -154,7 +154,7 @@ def test_the_report_finds_the_sink_and_mmap_sweeps_by_their_manifests(three_swee
     assert arranged.main is veth and arranged.companions == {"sink": sink, "mmap": mapped} and not arranged.further
     text = _text([veth, sink, mapped])
     where = _appendix(text, ": Where copying less pays")
-    assert "Behind the sink, `zero_copy` outperforms `two_copy` above about" in text
+    assert "Behind the sink, `zero_copy` against `two_copy`: better from about" in text
     assert "`zero_copy`: the kernel copied 0.0% of its" in where and "2,048 distinct messages" in where
     assert "not a NIC" in where.replace("\n", " ") or "It is not a NIC" in where
     assert f"MTU {MAPPING_MTU:,} B" in where and "| Mapped |" in where and "| Copied in the call |" in where

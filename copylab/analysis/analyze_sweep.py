@@ -14,7 +14,7 @@ from copylab.analysis import breakdown, plotting
 from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
-from copylab.declarations.metrics import add_metrics
+from copylab.declarations.metrics import add_metrics, metrics_for
 from copylab.error_catalogue import BAD_PAIRS, CONFIDENCE_OUT_OF_RANGE
 from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
 from copylab.record.manifest import Manifest
@@ -75,7 +75,7 @@ def analyze(
             implementations.parse_contender(label)
     seed = manifest.parameters.seed if seed is None else seed
     measured = add_metrics(trials)
-    summary = summarize(measured, confidence=confidence)
+    summary = summarize(measured, metrics_for([manifest.parameters.declared]), confidence=confidence)
     comparisons, crossovers = comparison_tables(measured, manifest, pairs, metrics, confidence, n_resamples, seed)
     figures = plotting.literal_text(draw)(trials, summary, crossovers, manifest, confidence)
     figures |= profile_figures(store, trials, manifest)
@@ -116,6 +116,7 @@ def comparison_tables(
     # A blocked design's trials pair within their blocks (copylab.measure.planning.schedule): its comparisons are
     # paired.
     paired = manifest.parameters.design == "blocked"
+    metrics = metrics_for([manifest.parameters.declared]) if metrics is None else metrics
     comparisons = compare(measured, pairs, metrics, confidence, axis, paired)
     crossovers = find_crossovers(measured, comparisons, pairs, metrics, confidence, n_resamples, seed, axis)
     return comparisons, crossovers

@@ -8,17 +8,21 @@ the bytes in (copylab.vocabulary.implementation.RECEIVE_MODES), so each receive 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.vocabulary.implementation import RECEIVE_MODES
+from copylab.vocabulary.implementation import RECEIVE_MODES, Implementation
 
 
-def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str, Any]]:
+def copy_limit_rows(
+    summary: pd.DataFrame, memcpy_gbps: float, members: Mapping[str, Implementation]
+) -> list[dict[str, Any]]:
     """Per implementation and receive mode, its best mean stream throughput, what fraction of that mode's copy bound
-    it is, and the receiver's part of its copies as declared and as the kernel counted it (least, most)."""
+    it is, and the receiver's part of its copies as declared and as the kernel counted it (least, most).  MEMBERS:
+    the sweep's implementations by name (copylab.declarations.sweep_config.SweepConfig.members)."""
     throughput = summary[
         (summary["metric"] == "throughput_gbps") & (summary["workload"] == "stream") & (summary["n"] > 0)
     ]
@@ -26,7 +30,7 @@ def copy_limit_rows(summary: pd.DataFrame, memcpy_gbps: float) -> list[dict[str,
     for implementation in implementations.ordered(throughput["implementation"]):
         mine = throughput[throughput["implementation"] == implementation]
         for receive in [mode for mode in RECEIVE_MODES if mode in set(mine["receive"])]:
-            copies = implementations.get(implementation).copies.per_byte(receive)
+            copies = members[implementation].copies.per_byte(receive)
             here = mine[mine["receive"] == receive]
             best = here.loc[here["mean"].idxmax()]
             limit = memcpy_gbps / copies if copies else float("inf")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from copylab.declarations import implementations
+from copylab.vocabulary.implementation import Implementation
 from copylab.vocabulary.limits import FIELD_COUNT
 
 # The terms in the order they are offered to the model: what every sender pays first.
@@ -53,10 +53,9 @@ RESAMPLES = 400
 LEVEL = 0.95
 
 
-def segments_per_send(implementation: str, layout: str) -> int:
-    """The iovec segments one send hands the kernel: the fields as they lie (FIELD_COUNT) unless the sender packs
-    them first (a user copy) or holds them back to back (contiguous), or sends from a file (one)."""
-    declared = implementations.get(implementation)
+def segments_per_send(declared: Implementation, layout: str) -> int:
+    """The iovec segments one send of DECLARED hands the kernel: the fields as they lie (FIELD_COUNT) unless the
+    sender packs them first (a user copy) or holds them back to back (contiguous), or sends from a file (one)."""
     packs = declared.copies.user_copy is not None or not declared.driver.layouts
     return 1 if packs or layout == "contiguous" else FIELD_COUNT
 
@@ -66,11 +65,11 @@ def _column(trials: pd.DataFrame, name: str) -> pd.Series:
     return trials[name] if name in trials else pd.Series(float("nan"), index=trials.index)
 
 
-def units(trials: pd.DataFrame) -> pd.DataFrame:
-    """Each trial's units of work in its window, a column per term (NaN: not measured)."""
+def units(trials: pd.DataFrame, declared: Implementation) -> pd.DataFrame:
+    """Each trial's units of work in its window, a column per term (NaN: not measured); TRIALS are DECLARED's."""
     trials = trials.assign(**{name: _column(trials, name) for name in OPTIONAL_COLUMNS})
     sends = trials["zc_sends"].where(trials["zc_sends"].notna(), trials["messages"]).astype("float64")
-    per_send = [segments_per_send(i, lay) for i, lay in zip(trials["implementation"], trials["layout"], strict=True)]
+    per_send = [segments_per_send(declared, layout) for layout in trials["layout"]]
     pins = trials["zc_pages_per_message"].fillna(0.0) * trials["messages"]
     return pd.DataFrame(
         {
@@ -122,7 +121,7 @@ def choose_terms(x: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
 class CostFit:
     """One implementation's and side's fitted costs, ns per unit, with their resampled draws."""
 
-    implementation: str
+    declared: Implementation
     side: str
     terms: list[str]
     estimates: np.ndarray
@@ -131,6 +130,10 @@ class CostFit:
     trials: int = 0
     blocks: int = 0
     spread: float = float("nan")  # root mean square of the residuals over the mean CPU time: how closely it fits
+
+    @property
+    def implementation(self) -> str:
+        return self.declared.name
 
     def interval(self, term: str) -> tuple[float, float]:
         if term not in self.terms or len(self.draws) == 0:
@@ -156,16 +159,16 @@ def _solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.asarray(solution / scale)
 
 
-def fit(trials: pd.DataFrame, implementation: str, side: str, seed: int = 0) -> CostFit | None:
-    """The cost model of IMPLEMENTATION's SIDE over TRIALS (ok stream trials, receive copy); None without two trials
-    with CPU times and at least one term."""
+def fit(trials: pd.DataFrame, declared: Implementation, side: str, seed: int = 0) -> CostFit | None:
+    """The cost model of DECLARED's SIDE over TRIALS (ok stream trials, receive copy); None without two trials with
+    CPU times and at least one term."""
     if not {"bytes", "messages", "layout", "repetition"} <= set(trials.columns):
         return None
-    rows = trials[(trials["implementation"] == implementation) & (trials["receive"] == "copy")]
+    rows = trials[(trials["implementation"] == declared.name) & (trials["receive"] == "copy")]
     rows = rows[rows["workload"] == "stream"]
     y = cpu_ns(rows, side)
     rows, y = rows[y.notna()], y[y.notna()]
-    x = units(rows)
+    x = units(rows, declared)
     terms, left = choose_terms(x)
     if len(rows) < max(2, len(terms)) or not terms:
         return None
@@ -181,42 +184,13 @@ def fit(trials: pd.DataFrame, implementation: str, side: str, seed: int = 0) -> 
         where = {b: np.flatnonzero(blocks == b) for b in names}
         picks = [np.concatenate([where[b] for b in generator.choice(names, len(names))]) for _ in range(RESAMPLES)]
         draws = np.array([_solve(matrix[p], target[p]) for p in picks])
-    return CostFit(implementation, side, terms, estimates, draws, left, len(rows), len(names), spread)
+    return CostFit(declared, side, terms, estimates, draws, left, len(rows), len(names), spread)
 
 
-def cost_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """Every implementation's and side's fitted costs, a row per term: ns per unit and its interval, or why the
-    data cannot identify it."""
-    rows = []
-    for implementation in trials["implementation"].drop_duplicates():
-        for side in SIDES:
-            found = fit(trials, implementation, side)
-            if found is None:
-                continue
-            for term in TERMS:
-                low, high = found.interval(term)
-                rows.append(
-                    {
-                        "implementation": implementation,
-                        "side": side,
-                        "term": term,
-                        "ns": found.estimate(term),
-                        "ci_low": low,
-                        "ci_high": high,
-                        "identified": term in found.terms,
-                        "why_not": found.left_out.get(term, ""),
-                        "trials": found.trials,
-                        "blocks": found.blocks,
-                        "spread": found.spread,
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-def per_message(trials: pd.DataFrame, implementation: str) -> pd.DataFrame:
-    """IMPLEMENTATION's mean units of work per message received, a row per message size of TRIALS."""
-    rows = trials[(trials["implementation"] == implementation) & (trials["messages"] > 0)]
-    found = units(rows).div(rows["messages"], axis=0).fillna(0.0)
+def per_message(trials: pd.DataFrame, declared: Implementation) -> pd.DataFrame:
+    """DECLARED's mean units of work per message received, a row per message size of TRIALS."""
+    rows = trials[(trials["implementation"] == declared.name) & (trials["messages"] > 0)]
+    found = units(rows, declared).div(rows["messages"], axis=0).fillna(0.0)
     return found.groupby(rows["size_bytes"]).mean().sort_index()
 
 
@@ -257,7 +231,7 @@ def predicted_crossover(
 ) -> PredictedCrossover | None:
     """The crossover CHALLENGER's and BASELINE's fitted costs predict over the message sizes of WHERE (the trials
     whose mean units of work per message they are weighed by); None without two common sizes."""
-    units_c, units_b = per_message(where, challenger.implementation), per_message(where, baseline.implementation)
+    units_c, units_b = per_message(where, challenger.declared), per_message(where, baseline.declared)
     common = units_c.index.intersection(units_b.index)
     if len(common) < 2:
         return None

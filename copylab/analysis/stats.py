@@ -9,7 +9,7 @@ import pandas as pd
 from scipy import stats as st
 
 from copylab.declarations.implementations import contender
-from copylab.declarations.metrics import METRICS, metrics_for
+from copylab.declarations.metrics import METRICS
 from copylab.error_catalogue import METRICS_NOT_ADDED, UNKNOWN_CI_METHOD, UNKNOWN_METRICS
 from copylab.record import tables
 from copylab.record.tables import CONFIG_KEYS, CONTENDER_KEYS, POINT_KEYS, curve_keys
@@ -79,7 +79,7 @@ def fieller(
     return ratio, low, high
 
 
-def describe(trials: pd.DataFrame, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+def describe(trials: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFrame:
     """n, mean and sample std of every measured metric of the ok trials, per configuration and metric."""
     grouped = _long(trials, _metrics(trials, metrics)).groupby([*CONFIG_KEYS, "metric"], sort=True)["value"]
     return grouped.agg(n="count", mean="mean", std="std").reset_index()
@@ -87,7 +87,7 @@ def describe(trials: pd.DataFrame, metrics: Iterable[str] | None = None) -> pd.D
 
 def summarize(
     trials: pd.DataFrame,
-    metrics: Iterable[str] | None = None,
+    metrics: Iterable[str],
     confidence: float = 0.95,
     ci: str = "t",
     n_resamples: int = 2000,
@@ -142,7 +142,7 @@ def summarize(
 def compare(
     trials: pd.DataFrame,
     pairs: Iterable[tuple[str, str]],
-    metrics: Iterable[str] | None = None,
+    metrics: Iterable[str],
     confidence: float = 0.95,
     axis: str = "size_bytes",
     paired: bool = False,
@@ -294,9 +294,9 @@ def _long(trials: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return ok.melt(id_vars=list(CONFIG_KEYS), value_vars=metrics, var_name="metric").dropna(subset=["value"])
 
 
-def _metrics(trials: pd.DataFrame, metrics: Iterable[str] | None) -> list[str]:
-    """METRICS, by default those of the trials' experiments; an unknown or uncomputed one is an error."""
-    metrics = metrics_for(set(trials["experiment"])) if metrics is None else list(metrics)
+def _metrics(trials: pd.DataFrame, metrics: Iterable[str]) -> list[str]:
+    """METRICS as a list; an unknown or uncomputed one is an error."""
+    metrics = list(metrics)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise UNKNOWN_METRICS.error(names=", ".join(unknown), known=", ".join(METRICS))

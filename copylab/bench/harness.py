@@ -14,6 +14,7 @@ from copylab.measure.planning import schedule
 from copylab.measure.running.spec import TrialSettings
 from copylab.measure.running.trial import measured_window_s
 from copylab.programs import perf
+from copylab.record.store import SweepStore
 from copylab.testbeds import testbed
 
 
@@ -30,7 +31,7 @@ def harness_cost(data_root: Path, smoke: bool) -> list[BenchFigure]:
         duration_s=0.1 if smoke else None,
         warmup_s=0.05 if smoke else None,
     )
-    result = sweep.run(settings, data_root=data_root, progress=False)
+    result = sweep.run(settings, SweepStore.under(data_root, settings.name), progress=False)
     ratio = result.wall_s / result.window_s
     overhead = result.median_overhead_s()
     return [

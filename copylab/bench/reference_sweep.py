@@ -74,7 +74,7 @@ def copy_limit(reference: Path) -> list[BenchFigure]:
     if calibrated is None:
         return figures
     summary = summarize(trials, metrics=["throughput_gbps"])
-    for row in copy_limit_rows(summary, calibrated):
+    for row in copy_limit_rows(summary, calibrated, manifest.parameters.members):
         figures.append(
             BenchFigure(
                 f"{row['implementation']}, receive {row['receive']}: best throughput / copy bound "

@@ -33,7 +33,7 @@ def _measured(name: str, data_root: Path, smoke: bool, **settings: Any) -> pd.Da
         # windows as short as run at all, where the part does not choose its own
         settings = {"duration_s": 0.1, "warmup_s": 0.05, **settings}
     config_ = config.make_config(name, "quick", namespaces=["copylab_bsrv", "copylab_bcli"], **settings)
-    result = sweep.run(config_, data_root=data_root, progress=False)
+    result = sweep.run(config_, SweepStore.under(data_root, config_.name), progress=False)
     if result.failed:
         raise BENCH_SWEEP_FAILED.error(name=name, failure=result.failures[0])
     return add_metrics(SweepStore(result.directory).load()[0])

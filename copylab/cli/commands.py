@@ -31,7 +31,7 @@ from copylab.error_catalogue import (
     SECONDS_OUT_OF_RANGE,
     WORKERS_OUT_OF_RANGE,
 )
-from copylab.paths import REFERENCE_DATA, REFERENCES, REPORT, ROOT
+from copylab.paths import DATA, REFERENCE_DATA, REFERENCES, REPORT, ROOT
 from copylab.record.origin import ModifiedData
 from copylab.study import REPORT_BUDGET_S
 
@@ -111,11 +111,12 @@ def run_sweep(
     from copylab.declarations.config import make_config
     from copylab.measure import sweep
     from copylab.programs.build import build as run_build
+    from copylab.record.store import SweepStore
 
     config = make_config(name, profile, Path(sweep_file) if sweep_file else None, **_sweep_overrides(options))
     if not config.server_host:  # two hosts build on each host
         run_build(config.sanitize)
-    result = sweep.run(config, resume=resume, progress=sys.stderr.isatty())
+    result = sweep.run(config, SweepStore.under(DATA, config.name), resume=resume, progress=sys.stderr.isatty())
     print(result.summary())
     if analyze and (result.ok or result.skipped):  # skipped: ok rows of an earlier, interrupted run
         analyze_directory(result.directory)

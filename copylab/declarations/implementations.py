@@ -123,8 +123,7 @@ def parse_contender(label: str) -> tuple[Implementation, str]:
 
 def in_study(name: str) -> bool:
     """One of the study's variants or a reference tool: what the report's Parts D and E are about."""
-    implementation = get(name)
-    return implementation.role is not None or implementation.reference
+    return get(name).in_study
 
 
 def comparison_pairs(receive_modes: Iterable[str] = (BASELINE_RECEIVE,)) -> list[tuple[str, str]]:

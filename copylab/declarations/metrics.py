@@ -11,7 +11,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import pandas as pd
 
-from copylab import experiments
+from copylab.vocabulary.experiment import Experiment
 
 # Which way is better; None: a description of the trial (how busy a side was), never compared.
 Direction = Literal["higher", "lower"] | None
@@ -59,9 +59,9 @@ METRICS: dict[str, Metric] = {
 }
 
 
-def metrics_for(names: Iterable[str]) -> list[str]:
-    """The metrics of the experiments NAMES, in METRICS order."""
-    wanted = {metric for name in names for metric in experiments.get(name).metrics}
+def metrics_for(declared: Iterable[Experiment]) -> list[str]:
+    """The metrics of the experiments DECLARED, in METRICS order."""
+    wanted = {metric for experiment in declared for metric in experiment.metrics}
     return [name for name in METRICS if name in wanted]
 
 

@@ -118,10 +118,11 @@ def implementations(trials: pd.DataFrame) -> list[str]:
     return registry.ordered(trials["implementation"])
 
 
-def measured_metrics(trials: pd.DataFrame, workload: str) -> list[str]:
-    """METRICS entries of the trials' experiment some ok trial of WORKLOAD measured, in registry order."""
+def measured_metrics(trials: pd.DataFrame, workload: str, experiment: Experiment) -> list[str]:
+    """METRICS entries of EXPERIMENT, the trials' experiment, some ok trial of WORKLOAD measured, in registry
+    order."""
     rows = trials[(trials["workload"] == workload) & (trials["status"] == "ok")]
-    return [name for name in metrics_for(set(trials["experiment"])) if rows[name].notna().any()]
+    return [name for name in metrics_for([experiment]) if rows[name].notna().any()]
 
 
 def sweep_profile(directory: str | Path) -> pd.DataFrame | str:

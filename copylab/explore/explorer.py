@@ -260,7 +260,7 @@ class Explorer:
         _choose(self.baseline, [(n, n) for n in names], default_baseline(self.experiment))
         workloads = [w for w in schema.WORKLOADS if w in set(trials["workload"])]
         _choose(self.workload, [(w, w) for w in workloads], workloads[0])
-        metrics = measured_metrics(trials, self.workload.value)
+        metrics = measured_metrics(trials, self.workload.value, self.experiment)
         default_metric = self.experiment.headline.get(self.workload.value) or metrics[0]
         _choose(self.metric, [(f"{m} ({METRICS[m].unit})", m) for m in metrics], default_metric)
         tested = set(trials.loc[trials["workload"] == self.workload.value, "pinning"])
@@ -377,8 +377,8 @@ class Explorer:
             )
         if self.compare.value and x != axis:
             parts.append(f"crossovers are found along {AXES[axis]}")
-        measured = measured_metrics(load(self.sweep.value)[0], self.workload.value)
-        unmeasured = [m for m in metrics_for([self.experiment.name]) if m not in measured]
+        measured = measured_metrics(load(self.sweep.value)[0], self.workload.value, self.experiment)
+        unmeasured = [m for m in metrics_for([self.experiment]) if m not in measured]
         if unmeasured:
             parts.append(f"not measured here: {', '.join(unmeasured)}")
         return '<div class="copylab-summary">' + " · ".join(parts) + "</div>"

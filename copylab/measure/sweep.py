@@ -54,7 +54,6 @@ from copylab.measure.running import drivers, kernel_copies, profiling
 from copylab.measure.running.drivers import GRACE_S
 from copylab.measure.running.spec import TrialSettings, TrialSpec, cpus_for
 from copylab.measure.running.trial import measured_window_s, run_trial
-from copylab.paths import DATA
 from copylab.programs.sampler import EVENT, SAMPLE_HZ
 from copylab.record.manifest import Harness, InFlight, Manifest, SamplerRecord
 from copylab.record.store import SweepStore
@@ -193,16 +192,16 @@ def _check_writable(directory: Path) -> None:
 
 def run(
     config: SweepConfig,
-    data_root: Path = DATA,
+    store: SweepStore,
     resume: bool = False,
     progress: bool = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     more_s: float | None = None,
 ) -> SweepResult:
-    """Runs (or finishes) a sweep on its testbed (a fresh namespace pair, or two hosts); returns what happened.
+    """Runs (or finishes) the sweep CONFIG, writing its data to STORE, on its testbed (a fresh namespace pair, or
+    two hosts); returns what happened.
     With RESUME and MORE_S, a blocked sweep goes on beyond its end: its budget becomes the time its recorded trials
     took plus MORE_S, spent where its deciding comparisons are still undecided (copylab.measure.planning.allocation)."""
-    store = SweepStore(data_root / config.name, data_root=data_root)
     _check_writable(store.directory)
     if resume:
         if not store.manifest_path.exists():

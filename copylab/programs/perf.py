@@ -26,6 +26,13 @@ class PerfSupport:
     supported: tuple[str, ...] = ()
     unsupported: dict[str, str] = field(default_factory=dict)
 
+    def unused_reason(self, unprofiled_reason: str | None) -> str:
+        """A trial's perf_missing when perf counts nothing in it: its program's own UNPROFILED_REASON where perf
+        runs here, else why perf does not."""
+        if unprofiled_reason and self.available:
+            return f"all: {unprofiled_reason}"
+        return "all: " + next(iter(self.unsupported.values()), "perf unavailable")
+
 
 # Runs a command where perf will run and returns what has returncode, stdout and stderr.
 Runner = Callable[[list[str]], Any]

@@ -96,6 +96,11 @@ class SweepStore:
         self.figures_root = Path(figures_root).resolve()
         self.data_root = Path(data_root).resolve()
 
+    @classmethod
+    def under(cls, data_root: str | Path, name: str) -> SweepStore:
+        """The store of the sweep NAME in its own directory under DATA_ROOT."""
+        return cls(Path(data_root) / name, data_root=data_root)
+
     def __repr__(self) -> str:
         return f"SweepStore({str(self.directory)!r})"
 

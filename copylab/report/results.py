@@ -21,7 +21,7 @@ from copylab.record.manifest import Manifest
 from copylab.record.origin import Origin
 from copylab.record.store import SweepStore
 from copylab.report.blocks import Figure
-from copylab.vocabulary.implementation import RECEIVE_MODES
+from copylab.vocabulary.implementation import RECEIVE_MODES, Implementation
 from copylab.vocabulary.values import NO_LAYOUT
 
 THROUGHPUT = "throughput_gbps"
@@ -145,6 +145,11 @@ def value(
 def present(results: Results) -> list[str]:
     """Implementations present in the summary, in registry order."""
     return implementations.ordered(results.summary["implementation"])
+
+
+def declared(results: Results, name: str) -> Implementation:
+    """The declaration of the sweep's implementation NAME, as its manifest was read with it."""
+    return results.manifest.parameters.members[name]
 
 
 def receive_modes(results: Results) -> list[str]:

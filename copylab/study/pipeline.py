@@ -110,9 +110,10 @@ def first_passes(
         elif plan.fixed_blocks is not None and plan.fixed_blocks < config.trials:
             fewer: dict[str, Any] = {**given, "trials": plan.fixed_blocks, "seed": config.seed}
             config = make_config(name, config.profile, experiment=config.experiment, budget_s=0.0, **fewer)
+        store = SweepStore.under(data_root, name)
         if name == main.name:
-            go_on_as(SweepStore(data_root / name), config)
-        result = sweep.run(config, data_root, resume=name == main.name, progress=sys.stderr.isatty() and link is None)
+            go_on_as(store, config)
+        result = sweep.run(config, store, resume=name == main.name, progress=sys.stderr.isatty() and link is None)
         print(result.summary())
         if not result.ok:
             raise NO_TRIAL_SUCCEEDED.error(experiment=config.experiment, profile=config.profile)
@@ -146,7 +147,7 @@ def more_time(stores: Sequence[SweepStore], seconds: float) -> None:
         print(f"copylab: extra blocks, cycle {cycle}, where verdicts or means are still open: {where}")
         for store, share in given.items():
             parameters = store.read_manifest().parameters
-            result = sweep.run(parameters, store.directory.parent, resume=True, progress=False, more_s=share)
+            result = sweep.run(parameters, store, resume=True, progress=False, more_s=share)
             print(f"copylab: {store.name}: {result.ran} more trials in {fmt_num(result.wall_s)} s")
 
 

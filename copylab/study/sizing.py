@@ -157,7 +157,8 @@ def run_pilot(main: SweepConfig, data_root: Path = DATA) -> tuple[HostPace, int]
     """Runs the pilot of MAIN in MAIN's own sweep directory under DATA_ROOT; this host's pace and the pilot's
     trials."""
     started = time.monotonic()
-    result = sweep.run(pilot_config(main), data_root, progress=False)
+    pilot = pilot_config(main)
+    result = sweep.run(pilot, SweepStore.under(data_root, pilot.name), progress=False)
     took = time.monotonic() - started
     pace = pace_of(SweepStore(result.directory), took)
     print(

@@ -79,7 +79,7 @@ def verified_pass(
             **stream,
             **busy,
         )
-        result = sweep.run(config, data_root=data_root, progress=False)
+        result = sweep.run(config, SweepStore.under(data_root, config.name), progress=False)
         rows = SweepStore(result.directory, data_root=data_root).recorded_trials()
         wrong = rows[rows["status"] != "ok"]
         if len(wrong):

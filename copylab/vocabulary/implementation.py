@@ -199,6 +199,11 @@ class Implementation:
         return layouts[0] if layouts else NO_LAYOUT
 
     @property
+    def in_study(self) -> bool:
+        """One of the study's variants or a reference tool: what the report's Parts D and E are about."""
+        return self.role is not None or self.reference
+
+    @property
     def zero_copy(self) -> bool:
         """Whether its sends are zero-copy sends whose completions it counts (the zc_* columns)."""
         return "zc_completed" in self.columns

@@ -2,7 +2,7 @@
 
 A deciding comparison is one of the experiment's deciding pairs (copylab.declarations.implementations.Experiment) on its
 metric and workload, receiving by copy, along the experiment's axis.  Each curve is judged as the report judges it,
-by the model of its whole curve (copylab.analysis.curve_model.assess):
+by the model of its whole curve (copylab.analysis.deciding reads the trials so):
 
 - a verdict that is decided and sure wants no more blocks, except a crossover whose interval is still wide;
 - a crossover wants a new point inside its bracket (the geometric midpoint of the measured points on either side, see
@@ -27,13 +27,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.crossover import curve_advantages
-from copylab.analysis.curve_model import DECIDED, Assessment, assess
-from copylab.analysis.stats import compare
-from copylab.declarations.metrics import add_metrics
+from copylab.analysis.curve_model import DECIDED, Assessment
+from copylab.analysis.deciding import Curve, deciding
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.planning.schedule import Contender, Point, configurations, point_of, study_contender
-from copylab.record.tables import curve_keys
 
 # The points of one open curve that get a block in one round.
 MOST_PER_CURVE = 2
@@ -59,14 +56,12 @@ def midpoint(low: float, high: float) -> int | None:
     return middle if low < middle < high else None
 
 
-def wanted_points(
-    points: np.ndarray, advantages: list[np.ndarray], most_blocks: int, seed: int = 0
-) -> list[tuple[float, int]]:
-    """(priority, point) where one curve needs blocks next, lower priority first; ADVANTAGES[i] holds the log ratios
-    of the blocks at POINTS[i].  A point holding MOST_BLOCKS blocks gets no more.  A point may be new."""
-    found = assess(points, advantages, seed, n_resamples=100)
+def wanted_points(curve: Curve, most_blocks: int) -> list[tuple[float, int]]:
+    """(priority, point) where CURVE needs blocks next, lower priority first (every point first where no model
+    fits it yet).  A point holding MOST_BLOCKS blocks gets no more.  A point may be new."""
+    found = curve.found
     if found is None:
-        return [(-1.0, int(point)) for point in points]
+        return [(-1.0, int(point)) for point in curve.points]
     fit = found.fit
     blocks = dict(zip(fit.points.astype(int), fit.blocks, strict=True))
     open_ = not found.sure
@@ -77,7 +72,8 @@ def wanted_points(
     elif not open_:
         return []
     else:
-        wanted = _widest(found)
+        # where the band must narrow for the verdict nearest at hand, then the measured points whose own band is widest
+        wanted = [int(found.decide_at), *_most(fit.points, curve.half_band)]
     wanted = [point for point in dict.fromkeys(wanted) if blocks.get(point, 0) < most_blocks][: MOST_PER_CURVE + 1]
     more = found.more_blocks / len(fit.points) if np.isfinite(found.more_blocks) else math.inf
     priority = 1.0 if not math.isfinite(more) else more / (more + HALF_PRIORITY_BLOCKS)
@@ -104,12 +100,9 @@ def _in_bracket(found: Assessment) -> list[int]:
     return ([new] if new is not None else []) + ends
 
 
-def _widest(found: Assessment) -> list[int]:
-    """The point where the band is widest for what it must decide, then the measured points whose own band is
-    widest."""
-    fit = found.fit
-    _, half = fit.band(np.log2(fit.points))
-    return [int(found.decide_at), *(int(fit.points[i]) for i in np.argsort(-half)[:MOST_PER_CURVE])]
+def _most(points: np.ndarray, scores: np.ndarray) -> list[int]:
+    """The MOST_PER_CURVE POINTS of the highest SCORES, highest first."""
+    return [int(points[i]) for i in np.argsort(-scores)[:MOST_PER_CURVE]]
 
 
 def undecided(ok_rows: pd.DataFrame, config: SweepConfig, confidence: float = 0.95) -> dict[Point, set[Contender]]:
@@ -133,27 +126,14 @@ def prioritized(
         best, contenders = wanted.get(point, (priority, set()))
         wanted[point] = (min(best, priority), contenders | both[challenger, baseline])
 
-    comparisons = (
-        compare(add_metrics(ok_rows), pairs, [experiment.metric], confidence, experiment.axis, paired=True)
-        if len(ok_rows)
-        else pd.DataFrame(columns=["workload", "challenger", "baseline"])
-    )
-    comparisons = comparisons[comparisons["workload"] == experiment.workload]
-    keys_of = curve_keys(experiment.axis)
-    for challenger, baseline in pairs:
-        mine = comparisons[(comparisons["challenger"] == challenger) & (comparisons["baseline"] == baseline)]
-        compared = {point_of_row(row) for _, row in mine.iterrows()}
+    for (challenger, baseline), said in deciding(ok_rows, experiment, pairs, confidence, config.seed).items():
+        compared = {point_of_row(row) for _, row in said.comparisons.iterrows()}
         for point in dict.fromkeys(grid):
             if point not in compared:
                 want(point, -1.0, challenger, baseline)  # not compared yet: first
-        for keys, group in mine.groupby(keys_of):
-            group = group.sort_values(experiment.axis)
-            curve = add_metrics(ok_rows.loc[(ok_rows[keys_of] == list(keys)).all(axis=1)])
-            points = group[experiment.axis].to_numpy()
-            advantages = curve_advantages(curve, challenger, baseline, experiment.metric, experiment.axis, points)
-            row = group.iloc[0]
-            for priority, position in wanted_points(points, advantages, config.max_trials, config.seed):
-                want(_moved(point_of_row(row), experiment.axis, position), priority, challenger, baseline)
+        for curve in said.curves:
+            for priority, position in wanted_points(curve, config.max_trials):
+                want(_moved(point_of_row(curve.first), experiment.axis, position), priority, challenger, baseline)
     return dict(sorted(wanted.items(), key=lambda item: item[1][0]))
 
 

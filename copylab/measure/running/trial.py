@@ -108,12 +108,6 @@ def _kernel_copies(settings: TrialSettings, window: Window | None) -> dict[str, 
     return {**values, "kernel_copy_missing": missing}
 
 
-def _perf_unused_reason(unprofiled_reason: str | None, support: PerfSupport) -> str:
-    if unprofiled_reason and support.available:
-        return f"all: {unprofiled_reason}"
-    return "all: " + next(iter(support.unsupported.values()), "perf unavailable")
-
-
 def _row_identity(spec: TrialSpec, settings: TrialSettings) -> dict[str, Any]:
     """The trial's row before it runs: what it is, the sweep's settings, when it started, and status ok."""
     return {
@@ -219,7 +213,7 @@ def _record_measurement(
     window = driver.window(client_out)
     perf_values, missing = _perf_values(runs, settings.perf, use_perf)
     row.update(perf_values)
-    row["perf_missing"] = missing if use_perf else _perf_unused_reason(driver.declared.unprofiled_reason, settings.perf)
+    row["perf_missing"] = missing if use_perf else settings.perf.unused_reason(driver.declared.unprofiled_reason)
     return window
 
 

@@ -19,7 +19,7 @@ from copylab.report.experiments.copies.basics import layout
 from copylab.report.experiments.copies.basics.presentation import RECEIVE_EXPLANATIONS
 from copylab.report.experiments.copies.basics.queries import role, zero_copy_counts
 from copylab.report.hosts import real_link
-from copylab.report.results import Results, between_hosts, present, receive_modes, traced
+from copylab.report.results import Results, between_hosts, declared, present, receive_modes, traced
 from copylab.roles import Role
 
 PART_A_INTRODUCTION = (
@@ -35,7 +35,7 @@ OTHER_SENDERS_INTRODUCTION = (
 
 def part_a(results: Results) -> str:
     """Where the copies happen, one paragraph per implementation and receive mode the sweep measured."""
-    paragraphs = [implementations.get(name).explanation for name in present(results)]
+    paragraphs = [declared(results, name).explanation for name in present(results)]
     modes = receive_modes(results)
     if modes != [implementations.BASELINE_RECEIVE]:
         paragraphs += [RECEIVE_EXPLANATIONS[mode] for mode in modes]
@@ -53,7 +53,7 @@ def copy_limit(results: Results) -> str:
             "distance to the copy-bound limit cannot be stated."
         )
     memcpy = calibration.memcpy_gbps
-    rows = copy_limit_rows(results.summary, memcpy)
+    rows = copy_limit_rows(results.summary, memcpy, results.manifest.parameters.members)
     table = markdown_table(
         {
             "Sender": code(row["implementation"]),

@@ -29,6 +29,7 @@ from copylab.report.results import (
     THROUGHPUT,
     Results,
     between_hosts,
+    declared,
     every_trial,
     measured_sizes,
     present,
@@ -51,7 +52,7 @@ REP_MOVSB = (
 
 
 def _explain(results: Results, anomaly: Anomaly) -> str:
-    zero_copy = implementations.uses_zero_copy(anomaly.implementation)
+    zero_copy = declared(results, anomaly.implementation).zero_copy
     if anomaly.kind == "ordering_reversal" and zero_copy:
         counts = zero_copy_counts(results.trials, anomaly.implementation)
         copied = f" ({fmt_pct(counts['copied_fraction'])} of completions flagged COPIED here)" if counts else ""
@@ -115,7 +116,7 @@ def _copy_path_finding(results: Results) -> Answer | None:
     sizes = measured_sizes(results)
     focus = choose_focus(results)
     for name in present(results):
-        user_copy = implementations.get(name).copies.user_copy
+        user_copy = declared(results, name).copies.user_copy
         if user_copy is None:
             continue
         touched = {size: findings_for_copy(record, user_copy.call, user_copy.bytes_per_call(size)) for size in sizes}
@@ -289,14 +290,16 @@ def _speed(results: Results, arm: Arm, size: int) -> tuple[float, float, float] 
     return float(row.iloc[0]["mean"]), float(row.iloc[0]["ci_low"]), float(row.iloc[0]["ci_high"])
 
 
-def _fragment_table(shape: dict[Arm, dict[str, Any]], speeds: dict[Arm, tuple[float, float, float]]) -> str:
+def _fragment_table(
+    results: Results, shape: dict[Arm, dict[str, Any]], speeds: dict[Arm, tuple[float, float, float]]
+) -> str:
     return markdown_table(
         {
             "Sender, layout": f"{code(name)} {layout}",
             "KiB per skb (95% CI)": fmt_interval(found["kib"].mean, found["kib"].low, found["kib"].high),
             "Fragments per skb": fmt_num(found["frags"]),
             "KiB per fragment": fmt_num(found["per_frag"]),
-            "Pages pinned per message": fmt_num(found["pages"]) if implementations.uses_zero_copy(name) else "none",
+            "Pages pinned per message": fmt_num(found["pages"]) if declared(results, name).zero_copy else "none",
             "Throughput, Gbit/s": fmt_interval(*speeds[(name, layout)]),
         }
         for (name, layout), found in shape.items()
@@ -321,7 +324,7 @@ def _fragments_finding(results: Results) -> Answer | None:
         return None
     fields, control, copying = (shape[arm] for arm in arms)
     fast, slow = speeds[arms[1]], speeds[arms[0]]
-    table = _fragment_table(shape, speeds)
+    table = _fragment_table(results, shape, speeds)
     grown = fmt_interval(control["kib"].mean, control["kib"].low, control["kib"].high, "KiB")
     faster = (
         f"and its throughput rose to {fmt_interval(*fast, 'Gbit/s')} from {fmt_interval(*slow, 'Gbit/s')}"

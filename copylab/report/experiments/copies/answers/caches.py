@@ -14,7 +14,6 @@ from copylab.calibration.record import (
     region_of,
     region_rounds,
 )
-from copylab.declarations import implementations
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.formatting import (
     code,
@@ -34,6 +33,7 @@ from copylab.report.results import (
     Results,
     comparison_rows,
     counters_unavailable_reason,
+    declared,
     measured,
     measured_sizes,
     value,
@@ -86,9 +86,9 @@ def _q2_from_calibration(results: Results, baseline: str | None, one_copy: str |
     sizes = measured_sizes(results)
     if not sizes or not baseline or not one_copy:
         return "", None
-    saved = implementations.get(baseline).copies.per_byte() - implementations.get(one_copy).copies.per_byte()
+    saved = declared(results, baseline).copies.per_byte() - declared(results, one_copy).copies.per_byte()
     times = "time" if saved == 1 else "times"
-    removed = implementations.get(baseline).copies.user_copy
+    removed = declared(results, baseline).copies.user_copy
     touched = {
         size: findings_for_copy(record, removed.call, removed.bytes_per_call(size)) if removed else [] for size in sizes
     }

@@ -125,10 +125,11 @@ def zero_copy_trade(results: Results, sink: Results | None) -> str:
         return ""
     parts = []
     for where, sweep in ((main_path(results).capitalize(), results), ("Behind the sink", sink)):
-        if sweep is None:
+        members = sweep.manifest.parameters.members if sweep is not None else {}
+        if sweep is None or zero_copy not in members or baseline not in members:
             continue
         trials = stream_trials(sweep)
-        ours, theirs = costs.fit(trials, zero_copy, "sender"), costs.fit(trials, baseline, "sender")
+        ours, theirs = costs.fit(trials, members[zero_copy], "sender"), costs.fit(trials, members[baseline], "sender")
         if ours is None or theirs is None:
             continue
         copy = theirs.estimate("bytes") * PAGE
@@ -185,8 +186,8 @@ def crossover_costs(sweep: Results, challenger: str | None, baseline: str | None
     CPU time), and the crossover those costs predict beside the measured one."""
     if challenger is None or baseline is None:
         return ""
-    trials = stream_trials(sweep)
-    ours, theirs = costs.fit(trials, challenger, "both"), costs.fit(trials, baseline, "both")
+    trials, members = stream_trials(sweep), sweep.manifest.parameters.members
+    ours, theirs = costs.fit(trials, members[challenger], "both"), costs.fit(trials, members[baseline], "both")
     if ours is None or theirs is None:
         return ""
     pays = [t for t in ("sends", "segments", "pages", "completions") if t in ours.terms]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from copylab.declarations import implementations
 from copylab.declarations.schema import RECEIVE_MODES
 from copylab.formatting import (
     code,
@@ -14,7 +13,7 @@ from copylab.formatting import (
 )
 from copylab.report.experiments.copies.basics.queries import choose_focus, copied_fraction_range, role, zero_copy_counts
 from copylab.report.prose import config_label
-from copylab.report.results import Results, measured, metric_rows, present, value
+from copylab.report.results import Results, declared, measured, metric_rows, present, value
 from copylab.roles import Role
 
 
@@ -63,7 +62,7 @@ def copy_evidence(results: Results) -> str:
         )
     for name in present(results):
         other = zero_copy_counts(results.trials, name) if name != zero_copy else None
-        if implementations.uses_zero_copy(name) and other is not None:
+        if declared(results, name).zero_copy and other is not None:
             parts.append(
                 f"{code(name)}: of {other['zc_completed']:,.0f} zero-copy sends whose notification arrived "
                 f"({other['trials']:.0f} trials), {other['zc_copied']:,.0f} ({fmt_pct(other['copied_fraction'])}) "

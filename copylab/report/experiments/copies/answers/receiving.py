@@ -16,7 +16,7 @@ import pandas as pd
 from copylab.declarations import implementations
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, fmt_span, markdown_table, threads_text
 from copylab.report.experiments.copies.answers.sink import main_path, measure_command
-from copylab.report.results import Results, between_hosts, comparison_rows, present, receive_modes, verdict
+from copylab.report.results import Results, between_hosts, comparison_rows, declared, present, receive_modes, verdict
 from copylab.segments import MAPPING_MTU, PAGE, TCP_IPV4_HEADERS
 
 MAPPED = "mmap"
@@ -168,7 +168,7 @@ def _small_against_large(large: Results, small: Results) -> tuple[list[float], l
     copy_ratios, best_ratios, senders = [], [], []
     for item in _rows(small):
         sender, size = str(item["sender"]), int(item["size"])
-        if implementations.uses_zero_copy(sender):
+        if declared(small, sender).zero_copy:
             continue
         copy_large = _median(large, sender, size, "copy")
         copy_small, mapped_small = _median(small, sender, size, "copy"), _median(small, sender, size, MAPPED)

@@ -22,6 +22,7 @@ from copylab.report.prose import config_label
 from copylab.report.results import (
     THROUGHPUT,
     Results,
+    declared,
     measured_sizes,
     metric_rows,
     present,
@@ -68,13 +69,13 @@ def sender_crossovers(results: Results) -> str:
     pairs = [
         (name, baseline)
         for name in other_senders(results)
-        for baseline in implementations.get(name).baselines
+        for baseline in declared(results, name).baselines
         if baseline in present(results)
     ]
     pairs += [
         (name, baseline)
         for name in study(results)
-        for baseline in implementations.get(name).baselines
+        for baseline in declared(results, name).baselines
         if baseline in other_senders(results)
     ]
     answered = set(zero_copy_pairs(results))  # question 5 answers them
@@ -246,7 +247,7 @@ def which_copy_costs_most(results: Results) -> str:
         threads=focus.threads,
         pinning=focus.pinning,
     )
-    copies = implementations.get(baseline).copies.per_byte()
+    copies = declared(results, baseline).copies.per_byte()
     text = (
         f"**Is it really only two copies?** No: {code(baseline)} makes {copies} copies of each byte here, two on "
         "the sender (the packing `memcpy` and `send()`'s copy into socket buffers) and one on the receiver "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from copylab.declarations import implementations
 from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
 from copylab.report.experiments.copies.answers.crossovers import (
     crossover_bullets,
@@ -20,8 +19,8 @@ from copylab.report.experiments.copies.answers.crossovers import (
     stream_crossovers,
 )
 from copylab.report.experiments.copies.basics.queries import role, zero_copy_counts
-from copylab.report.prose import MODEL_ONLY, how_sure, model_clause
-from copylab.report.results import Results, between_hosts, comparison_rows, metric_rows, present, verdict
+from copylab.report.prose import how_sure, model_clause
+from copylab.report.results import Results, between_hosts, comparison_rows, declared, metric_rows, present, verdict
 from copylab.roles import Role
 
 # A documented figure, cited with its source; the measured ones beside it come from the rows.
@@ -57,7 +56,7 @@ def zero_copy_pairs(results: Results) -> list[tuple[str, str]]:
     baseline = role(results, Role.TWO_COPY)
     if baseline is None:
         return []
-    return [(name, baseline) for name in present(results) if implementations.get(name).zero_copy]
+    return [(name, baseline) for name in present(results) if declared(results, name).zero_copy]
 
 
 def _span(results: Results, row: pd.Series) -> str:
@@ -71,22 +70,10 @@ def _span(results: Results, row: pd.Series) -> str:
 
 
 def where_it_pays(results: Results, row: pd.Series) -> str:
-    """One crossovers.csv row as a clause: above which size the challenger outperforms its baseline, or that it
-    always, never or not distinguishably does, within the tested sizes."""
-    challenger, baseline, span = code(row["challenger"]), code(row["baseline"]), _span(results, row)
-    status = row["status"]
-    if status in MODEL_ONLY:
-        return f"{challenger} against {baseline}: {model_clause(row, span)}"
-    if status == "crossover":
-        at, low, high = (fmt_size(float(row[c]), approximate=True) for c in ("crossover_at", "ci_low", "ci_high"))
-        return f"{challenger} outperforms {baseline} above about **{at}** [{low}, {high}] (tested {span})"
-    if status == "challenger_always_better":
-        return f"{challenger} outperforms {baseline} at every size from {span} where they differ"
-    if status == "challenger_never_better":
-        return f"{challenger} never outperforms {baseline} from {span}"
-    if status == "indistinguishable":
-        return f"{challenger} and {baseline} cannot be told apart from {span}"
-    return f"{challenger} outperforms {baseline} at some sizes from {span} and not at others"
+    """One crossovers.csv row as a clause, in the words the report gives every verdict (model_clause): above which
+    size the challenger outperforms its baseline, or that it always, never or not distinguishably does, within the
+    tested sizes."""
+    return f"{code(row['challenger'])} against {code(row['baseline'])}: {model_clause(row, _span(results, row))}"
 
 
 def _clauses(results: Results, found: pd.DataFrame) -> str:
@@ -134,7 +121,7 @@ def _pair_sentences(
         stabilities += crossover_bullets(results, veth)[1]
         # only over the veth is the receiver on this host, whose delivery copies the pages
         delivery = "" if between_hosts(results) else ", on local delivery"
-        sentences.append(f"{where}, {_clauses(results, veth)}: {_copied(results, sender)}{delivery}.")
+        sentences.append(f"{where}, {_clauses(results, veth)}. There {_copied(results, sender)}{delivery}.")
     if sink is None:
         return sentences, stabilities
     behind = stream_crossovers(sink, sender, baseline)
@@ -142,7 +129,7 @@ def _pair_sentences(
         sentences.append(f"Behind the sink, {code(sender)} was not measured against {code(baseline)}.")
     else:
         stabilities += crossover_bullets(sink, behind)[1]
-        sentences.append(f"Behind the sink, {_clauses(sink, behind)}, and {_copied(sink, sender)}.")
+        sentences.append(f"Behind the sink, {_clauses(sink, behind)}. There {_copied(sink, sender)}.")
     return sentences, stabilities
 
 

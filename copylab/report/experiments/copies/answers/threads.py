@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from copylab.calibration.record import CacheLevel, Calibration, region_costs
-from copylab.declarations import implementations
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.formatting import (
     code,
@@ -26,7 +25,7 @@ from copylab.report.experiments.copies.answers import paired
 from copylab.report.experiments.copies.answers.caches import host_calibration
 from copylab.report.experiments.copies.basics.queries import choose_focus, study
 from copylab.report.prose import value_interval
-from copylab.report.results import THROUGHPUT, Results, measured, metric_rows, value
+from copylab.report.results import THROUGHPUT, Results, declared, measured, metric_rows, value
 
 MECHANISM = (
     "Threads pinned to one CPU take turns on it: the scheduler switches between them (kernel/sched/core.c "
@@ -324,7 +323,7 @@ def answer_from_threads(sweep: Results, main: Results | None) -> Answer:
         f"threads at each end, on {cores or 'these'} CPUs, each end's threads pinned as each pinning says.{fewer} "
         "Each change is CPU per byte against one thread's in the same block, with its 95% interval.\n\n"
         + "\n".join(_pinning_text(pinning, group) for pinning, group in groups.items())
-        + f"\n\n{_refill_text(groups, record, name)}{_retransmits(sweep)}"
+        + f"\n\n{_refill_text(groups, record, declared(sweep, name).copies.per_byte())}{_retransmits(sweep)}"
     )
     steps = [_steps(pinning, group) for pinning, group in groups.items()]
     return Answer(
@@ -422,7 +421,7 @@ def _retransmits(sweep: Results) -> str:
     )
 
 
-def _refill_text(groups: dict[str, pd.DataFrame], record: Calibration | None, name: str) -> str:
+def _refill_text(groups: dict[str, pd.DataFrame], record: Calibration | None, copies: int) -> str:
     """Queueing against cache refills: context switches and time in the system against what the calibrated copy
     cost says a refill adds per byte, and the pinnings compared."""
     text = (
@@ -434,7 +433,6 @@ def _refill_text(groups: dict[str, pd.DataFrame], record: Calibration | None, na
         return text + " No calibration of this host prices a copy per cache level, so refills are not priced here."
     costs = region_costs(record)
     below = next((level.name for level in record.caches if level.size_bytes > private.size_bytes), "memory")
-    copies = implementations.get(name).copies.per_byte()
     added = (costs.get(below, float("nan")) - costs[private.name]) * copies
     rises = {p: g.iloc[-1].cost.mean - g.iloc[0].cost.mean for p, g in groups.items()}
     measured_rises = "; ".join(f"{code(p)} {fmt_num(rise)} ns" for p, rise in rises.items())

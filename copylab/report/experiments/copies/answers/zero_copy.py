@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from copylab.declarations import implementations
 from copylab.formatting import (
     code,
     fmt_num,
@@ -16,8 +15,18 @@ from copylab.report.experiments.copies.answers.crossovers import ratio_table
 from copylab.report.experiments.copies.basics.layout import skb_shape_text
 from copylab.report.experiments.copies.basics.queries import choose_focus, role, zero_copy_counts
 from copylab.report.prose import config_label, not_measured, value_interval
-from copylab.report.results import Results, between_hosts, comparison_rows, measured_sizes, paired, value, verdict
+from copylab.report.results import (
+    Results,
+    between_hosts,
+    comparison_rows,
+    declared,
+    measured_sizes,
+    paired,
+    value,
+    verdict,
+)
 from copylab.roles import Role
+from copylab.vocabulary.implementation import Implementation
 
 # What the kernel does with a zero-copy send, cited where it does it.
 MECHANISM = (
@@ -60,7 +69,8 @@ def q1(results: Results, sink: Results | None = None) -> Answer:
         verdicts = [verdict(row) for row in comparisons.itertuples()]
         faster = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "faster"]
         slower = [fmt_size(s) for s, v in zip(comparisons["size_bytes"], verdicts, strict=True) if v == "slower"]
-        parts.insert(0, _in_short(zero_copy, baseline, len(faster), len(slower), len(comparisons), counts))
+        ours, theirs = declared(results, zero_copy), declared(results, baseline)
+        parts.insert(0, _in_short(ours, theirs, len(faster), len(slower), len(comparisons), counts))
         parts.append(
             f"Throughput ratio {code(zero_copy)} / {code(baseline)} ({config_label(focus.threads, focus.pinning)}, "
             f"stream), {'within-block geometric mean and t' if paired(results) else 'mean and Fieller'} 95% CI "
@@ -157,21 +167,26 @@ def _test(results: Results, sink: Results | None, zero_copy: str, counts: dict[s
 
 
 def _in_short(
-    zero_copy: str, baseline: str, faster: int, slower: int, sizes: int, counts: dict[str, float] | None
+    zero_copy: Implementation,
+    baseline: Implementation,
+    faster: int,
+    slower: int,
+    sizes: int,
+    counts: dict[str, float] | None,
 ) -> str:
     """The answer in one sentence, and how sure it is: the Holm-corrected verdicts at each size."""
     copied = counts is not None and counts["copied_fraction"] >= 0.5
-    ours, theirs = (implementations.get(name).copies.per_byte() for name in (zero_copy, baseline))
+    ours, theirs = zero_copy.copies.per_byte(), baseline.copies.per_byte()
     why = (
         f"the kernel still copied {fmt_pct(counts['copied_fraction'])} of its sends on delivery. It made {ours} "
-        f"copies of each byte where {code(baseline)} makes {theirs}: its kernel's copy was deferred, not saved, and "
-        "it paid for page pinning and reading completions"
+        f"copies of each byte where {code(baseline.name)} makes {theirs}: its kernel's copy was deferred, not saved, "
+        "and it paid for page pinning and reading completions"
         if copied and counts is not None
         else "page pinning and reading completions cost more than the copy it saves at small messages"
     )
     head = (
-        f"**In short:** {code(zero_copy)} was significantly slower than {code(baseline)} at {slower} of {sizes} "
-        f"sizes and faster at {faster}, because {why}."
+        f"**In short:** {code(zero_copy.name)} was significantly slower than {code(baseline.name)} at {slower} of "
+        f"{sizes} sizes and faster at {faster}, because {why}."
     )
     undecided = sizes - faster - slower
     return head + (

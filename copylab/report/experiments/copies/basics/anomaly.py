@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from copylab.declarations import implementations
-from copylab.report.results import THROUGHPUT, Results, metric_rows
+from copylab.report.results import THROUGHPUT, Results, declared, metric_rows
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,10 @@ def _curve_candidates(summary: pd.DataFrame) -> list[Anomaly]:
     return found
 
 
-def answered_by_q1(anomaly: Anomaly) -> bool:
-    """Whether ANOMALY is zero-copy losing to a copying sender: question 1's subject, so question 6 looks further."""
-    return anomaly.kind == "ordering_reversal" and implementations.uses_zero_copy(anomaly.implementation)
+def answered_by_q1(results: Results, anomaly: Anomaly) -> bool:
+    """Whether ANOMALY of RESULTS is zero-copy losing to a copying sender: question 1's subject, so question 6 looks
+    further."""
+    return anomaly.kind == "ordering_reversal" and declared(results, anomaly.implementation).zero_copy
 
 
 def find_anomaly(results: Results, beyond_q1: bool = False) -> Anomaly | None:
@@ -119,5 +120,5 @@ def find_anomaly(results: Results, beyond_q1: bool = False) -> Anomaly | None:
     middle = (math.log2(sizes[0]) + math.log2(sizes[-1])) / 2
     large = [s for s in sizes if math.log2(s) >= middle]
     candidates = _ordering_candidates(stream, large, order) + _curve_candidates(stream)
-    candidates = [c for c in candidates if math.isfinite(c.score) and not (beyond_q1 and answered_by_q1(c))]
+    candidates = [c for c in candidates if math.isfinite(c.score) and not (beyond_q1 and answered_by_q1(results, c))]
     return max(candidates, key=lambda c: c.score) if candidates else None

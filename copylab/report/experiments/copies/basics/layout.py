@@ -11,7 +11,7 @@ from copylab.declarations import implementations
 from copylab.formatting import code, fmt_interval, fmt_num, fmt_pct, fmt_size, markdown_table
 from copylab.report.experiments.copies.basics.queries import study
 from copylab.report.prose import crossover_sentences, spoken
-from copylab.report.results import Results
+from copylab.report.results import Results, declared
 
 HEADING = "# What the message's layout costs"
 MECHANISM = (
@@ -131,7 +131,7 @@ def _copy_findings(results: Results, layouts: pd.DataFrame) -> str | None:
         return None
     met, touched = [], []
     for name in sorted(set(layouts["implementation"])):
-        user_copy = implementations.get(name).copies.user_copy
+        user_copy = declared(results, name).copies.user_copy
         if user_copy is None:
             continue
         for size in sorted(set(layouts.loc[layouts["implementation"] == name, "size_bytes"])):

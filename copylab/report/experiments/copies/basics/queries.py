@@ -11,7 +11,7 @@ import pandas as pd
 
 from copylab.declarations import implementations
 from copylab.error_catalogue import NO_STREAM_THROUGHPUT
-from copylab.report.results import THROUGHPUT, Results, metric_rows, present
+from copylab.report.results import THROUGHPUT, Results, declared, metric_rows, present
 from copylab.roles import Role
 
 
@@ -26,7 +26,7 @@ class Focus:
 
 def study(results: Results) -> list[str]:
     """The study's variants and the reference tools the sweep measured: what Part D and Part E are about."""
-    return [name for name in present(results) if implementations.in_study(name)]
+    return [name for name in present(results) if declared(results, name).in_study]
 
 
 def other_senders(results: Results) -> list[str]:

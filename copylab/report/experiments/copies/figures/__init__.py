@@ -47,7 +47,7 @@ def _reference_tools() -> list[str]:
 
 
 def _zero_copy_implementations() -> list[str]:
-    return [name for name in implementations.names() if implementations.uses_zero_copy(name)]
+    return [impl.name for impl in implementations.registry().values() if impl.zero_copy]
 
 
 def copies_figures(
@@ -71,7 +71,8 @@ def copies_figures(
     summary = summary[summary["layout"].isin([implementations.STUDY_LAYOUT, NO_LAYOUT])]
     by_copy = summary[summary["receive"] == implementations.BASELINE_RECEIVE]
     # Parts D and E: the study's variants and the reference tools, receiving by copy.
-    study = by_copy[by_copy["implementation"].map(implementations.in_study)]
+    in_study = [name for name, declared in manifest.parameters.members.items() if declared.in_study]
+    study = by_copy[by_copy["implementation"].isin(in_study)]
     study_pairs = crossovers["challenger"].isin(study["implementation"]) & crossovers["baseline"].isin(
         study["implementation"]
     )
