@@ -403,33 +403,13 @@ def assess(
 
 
 def _to_decide(fit: CurveFit, curve: np.ndarray, half: np.ndarray) -> tuple[float, float]:
-    """About how many more blocks, spread like the measured ones, would reach the verdict nearest at hand if the curve
-    stays as fitted, and the measured point nearest to where that verdict's band must narrow most.  The band narrows
-    with the square root of the blocks, so a grid point's edge clears a line at a distance D from the curve once the
-    blocks grow by (half / D)^2.  The verdicts weighed: equivalent (every edge inside the margin), never better (worse
-    somewhere, every upper edge under the margin), always better (its mirror), and a crossover (worse somewhere and
-    better further along): the first needs every grid point, a crossover only its cheapest pair."""
-    bound = math.log1p(EQUIVALENCE_MARGIN)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        clear = np.where(curve != 0, (half / np.abs(curve)) ** 2, np.inf)  # its edge clear of 0, on the curve's side
-        inside = np.where(np.abs(curve) < bound, (half / (bound - np.abs(curve))) ** 2, np.inf)
-        under = np.where(curve < bound, (half / (bound - curve)) ** 2, np.inf)
-        over = np.where(curve > -bound, (half / (bound + curve)) ** 2, np.inf)
-    worse = np.where(curve < 0, clear, np.inf)
-    better = np.where(curve > 0, clear, np.inf)
-    # a crossover: the cheapest worse point before each grid point, paired with that point made better
-    worse_before = np.concatenate([[np.inf], np.minimum.accumulate(worse)[:-1]])
-    crossing = np.maximum(worse_before, better)
-    candidates = [
-        (inside.max(), int(np.argmax(inside))),
-        (max(worse.min(), under.max()), int(np.argmax(under)) if under.max() >= worse.min() else int(np.argmin(worse))),
-        (max(better.min(), over.max()), int(np.argmax(over)) if over.max() >= better.min() else int(np.argmin(better))),
-    ]
-    at = int(np.argmin(crossing))
-    if np.isfinite(crossing[at]):
-        candidates.append((crossing[at], at if better[at] >= worse_before[at] else int(np.argmin(worse[:at]))))
-    factor, where = min(candidates)
-    if not np.isfinite(factor):
+    """About how many more blocks, spread like the measured ones, would narrow the band enough for a verdict at every
+    grid point (inside the margin, or clear of 0, whichever is nearer), and the measured point nearest to where the
+    band is widest for that; the band narrows with the square root of the blocks."""
+    room = np.maximum(math.log1p(EQUIVALENCE_MARGIN) - np.abs(curve), np.abs(curve))
+    factor = (half / room) ** 2
+    if not np.isfinite(factor).all():
         return math.inf, float(fit.points[0])
-    nearest = float(fit.points[int(np.argmin(np.abs(np.log2(fit.points) - fit.grid[where])))])
-    return float(max(0.0, np.ceil(len(fit.y) * (factor - 1)))), nearest
+    widest = fit.grid[int(np.argmax(factor))]
+    nearest = float(fit.points[int(np.argmin(np.abs(np.log2(fit.points) - widest)))])
+    return float(max(0.0, np.ceil(len(fit.y) * (factor.max() - 1)))), nearest

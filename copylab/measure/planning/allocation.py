@@ -8,9 +8,7 @@ by the model of its whole curve (copylab.analysis.deciding reads the trials so):
 - a crossover wants a new point inside its bracket (the geometric midpoint of the measured points on either side, see
   midpoint), so that its interval rests on measurements rather than on the curve between them, and blocks at the
   bracket's ends;
-- an open verdict wants blocks where the verdict nearest at hand needs its band narrowed most
-  (copylab.analysis.curve_model's decide_at), and where the band is widest;
-- a decided verdict not yet sure ranks after the open ones a few blocks from their verdict (NOT_SURE_PRIORITY).
+- any other wants blocks where its band is widest for what it must decide.
 
 Priorities run from -1 (a point not compared yet) through 0 (an open curve a few blocks from its verdict) to 1 (far
 from it), so that the points of several sweeps can be ranked together (copylab.study.budget).
@@ -27,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.curve_model import DECIDED, Assessment
+from copylab.analysis.curve_model import Assessment
 from copylab.analysis.deciding import Curve, deciding
 from copylab.declarations.sweep_config import SweepConfig
 from copylab.measure.planning.schedule import Contender, Point, configurations, point_of, study_contender
@@ -39,8 +37,6 @@ HALF_PRIORITY_BLOCKS = 4.0
 # A sure crossover's interval still gets blocks, after every open curve, while it spans more than this many doublings.
 WIDE_INTERVAL = 1.0
 SURE_CROSSOVER_PRIORITY = 0.9
-# A decided verdict not yet sure: after an open curve four blocks a point from its verdict, before one further off.
-NOT_SURE_PRIORITY = 0.5
 # A bracket narrower than this ratio of its ends gets no new point inside: a quarter of a doubling.
 FINEST_BRACKET = 2**0.25
 
@@ -72,14 +68,12 @@ def wanted_points(curve: Curve, most_blocks: int) -> list[tuple[float, int]]:
     elif not open_:
         return []
     else:
-        # where the band must narrow for the verdict nearest at hand, then the measured points whose own band is widest
+        # where the band is widest for what it must decide, then the measured points whose own band is widest
         wanted = [int(found.decide_at), *_most(fit.points, curve.half_band)]
     wanted = [point for point in dict.fromkeys(wanted) if blocks.get(point, 0) < most_blocks][: MOST_PER_CURVE + 1]
     more = found.more_blocks / len(fit.points) if np.isfinite(found.more_blocks) else math.inf
     priority = 1.0 if not math.isfinite(more) else more / (more + HALF_PRIORITY_BLOCKS)
-    if found.status in DECIDED:
-        priority = NOT_SURE_PRIORITY if open_ else SURE_CROSSOVER_PRIORITY
-    return [(priority, point) for point in wanted]
+    return [(priority if open_ else SURE_CROSSOVER_PRIORITY, point) for point in wanted]
 
 
 def _doublings(found: Assessment) -> float:
