@@ -211,15 +211,15 @@ def check_note(row: pd.Series) -> str | None:
     )
 
 
-def fit_note(row: pd.Series) -> str:
-    """Where no polynomial fits the curve's point means, that its verdict reads each point's own mean; else
-    nothing."""
+def fit_note(row: pd.Series, where: str) -> str:
+    """Where no polynomial fits the curve's point means, that its verdict WHERE (a clause naming the curve's settings)
+    reads each point's own mean; else nothing."""
     p = float(row["lack_of_fit_p"])
     if not p < FIT_LEVEL:
         return ""
     return (
-        f" No smooth curve fits the point means ({_p_text(p)}), so the verdict reads each point's own mean, with the "
-        "spread pooled over every block."
+        f" {where}, no smooth curve fits the point means ({_p_text(p)}), so the verdict reads each point's own mean, "
+        "with the spread pooled over every block."
     )
 
 

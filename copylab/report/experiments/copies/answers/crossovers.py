@@ -139,7 +139,8 @@ def crossover_bullets(results: Results, found: pd.DataFrame) -> tuple[str, list[
     tests disagree), and the rows."""
     rows = [row for _, row in found.iterrows()]
     bullets = "\n".join(
-        f"- {crossover_statement(results, row)}{sure_clause(row)}{fit_note(row)}"
+        f"- {crossover_statement(results, row)}{sure_clause(row)}"
+        + fit_note(row, f"With {config_label(int(row['threads']), str(row['pinning']))}")
         + "".join(f" {note}" for note in [check_note(row)] if note)
         for row in rows
     )
