@@ -37,7 +37,6 @@ from copylab.errors import CopylabError
 from copylab.measure.host.floor import host_floor
 from copylab.measure.host.in_flight import measure as in_flight_from_path
 from copylab.measure.host.provenance import create, now_iso
-from copylab.measure.planning import allocation
 from copylab.measure.planning.budgeted import Progress, budgeted_rounds
 from copylab.measure.planning.schedule import (
     PRECISION_METRIC,
@@ -408,6 +407,10 @@ def _schedule(
         overhead = result.median_overhead_s()
         trial_s = window + (overhead if overhead == overhead else DEFAULT_OVERHEAD_S)
         return Progress(rows, before + time.monotonic() - started, trial_s)
+
+    # Imported here: the allocator brings in the curve model's statistics (about a second), which no other sweep and
+    # no one-line refusal of bad options needs.
+    from copylab.measure.planning import allocation
 
     result.planned = int(config.budget_s // (window + DEFAULT_OVERHEAD_S))
     rounds = budgeted_rounds(config, progress, lambda ok: allocation.undecided(ok, config), skip)

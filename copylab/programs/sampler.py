@@ -50,8 +50,10 @@ def refusal(local: bool, root: bool) -> str | None:
     if not root or os.geteuid() != 0:
         return "sampling the kernel's functions with perf record needs root (this sweep runs without it)"
     try:
+        # Without --no-bpf-event perf record takes a second to end (its thread that records BPF programs as they
+        # load polls once a second), which every sweep would pay for a question the sampling itself does not ask.
         answer = subprocess.run(
-            ["perf", "record", "-e", EVENT, "-a", "-g", "-o", "/dev/null", "--", "true"],
+            ["perf", "record", "-e", EVENT, "-a", "-g", "--no-bpf-event", "-o", "/dev/null", "--", "true"],
             capture_output=True,
             text=True,
             timeout=30,
