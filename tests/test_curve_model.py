@@ -101,11 +101,13 @@ def test_a_curve_no_polynomial_follows_is_read_from_each_points_own_mean_never_f
     assert found is not None and found.fit.lack_of_fit_p < curve_model.FIT_LEVEL and found.fit.through_means
     np.testing.assert_allclose(found.fit.curve(np.log2(POINTS)), found.fit.means, atol=1e-12)
     assert found.status == "multiple_crossings"
-    said = prose.fit_note(pd.Series({"lack_of_fit_p": found.fit.lack_of_fit_p}), "With 8 threads")
-    assert "With 8 threads, no smooth curve fits" in said and "own mean" in said
+    rows = [pd.Series({"lack_of_fit_p": p, "threads": t}) for p, t in [(found.fit.lack_of_fit_p, 8), (0.004, 1)]]
+    said = prose.fit_note(rows)
+    assert said.startswith("With 1 and 8 threads, no smooth curve fits") and "p = 0.00400 at most" in said
+    assert prose.fit_note(rows[:1]).startswith("With 8 threads, no smooth curve fits the point means (p < 0.001),")
     smooth = assess(POINTS, _curve(lambda size: 0.01 * np.log2(size), 0.02, 3, seed=8))
     assert smooth is not None and not smooth.fit.through_means
-    assert prose.fit_note(pd.Series({"lack_of_fit_p": smooth.fit.lack_of_fit_p}), "With 1 thread") == ""
+    assert prose.fit_note([pd.Series({"lack_of_fit_p": smooth.fit.lack_of_fit_p, "threads": 1})]) == ""
 
 
 def test_the_degree_is_the_lowest_that_fits_mostly_a_line_for_a_straight_truth_more_for_a_bent_one():

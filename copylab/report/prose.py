@@ -211,15 +211,20 @@ def check_note(row: pd.Series) -> str | None:
     )
 
 
-def fit_note(row: pd.Series, where: str) -> str:
-    """Where no polynomial fits the curve's point means, that its verdict WHERE (a clause naming the curve's settings)
-    reads each point's own mean; else nothing."""
-    p = float(row["lack_of_fit_p"])
-    if not p < FIT_LEVEL:
+def fit_note(rows: list[pd.Series]) -> str:
+    """For the ROWS whose point means no polynomial fits, that their verdicts read each point's own mean, in one
+    sentence naming their thread counts; else nothing."""
+    unfitted = [row for row in rows if float(row["lack_of_fit_p"]) < FIT_LEVEL]
+    if not unfitted:
         return ""
+    counts = [str(threads) for threads in sorted({int(row["threads"]) for row in unfitted})]
+    named = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
+    p = max(float(row["lack_of_fit_p"]) for row in unfitted)
     return (
-        f" {where}, no smooth curve fits the point means ({_p_text(p)}), so the verdict reads each point's own mean, "
-        "with the spread pooled over every block."
+        f"With {named} thread{'s' if counts != ['1'] else ''}, no smooth curve fits the point means "
+        f"({_p_text(p)}{' at most' if len(unfitted) > 1 else ''}), so "
+        f"{'those verdicts read' if len(unfitted) > 1 else 'its verdict reads'} each point's own mean, with the spread "
+        "pooled over every block."
     )
 
 

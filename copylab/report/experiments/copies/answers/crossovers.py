@@ -135,15 +135,16 @@ def stream_crossovers(results: Results, challenger: str | None, baseline: str | 
 
 
 def crossover_bullets(results: Results, found: pd.DataFrame) -> tuple[str, list[pd.Series]]:
-    """A bullet per crossovers row (its statement, how sure it is, where no smooth curve fits, where the per-size
-    tests disagree), and the rows."""
+    """A bullet per crossovers row (its statement, how sure it is, where the per-size tests disagree), then which
+    curves no smooth curve fits, and the rows."""
     rows = [row for _, row in found.iterrows()]
     bullets = "\n".join(
         f"- {crossover_statement(results, row)}{sure_clause(row)}"
-        + fit_note(row, f"With {config_label(int(row['threads']), str(row['pinning']))}")
         + "".join(f" {note}" for note in [check_note(row)] if note)
         for row in rows
     )
+    if note := fit_note(rows):
+        bullets += f"\n\n{note}"
     return bullets, rows
 
 
