@@ -684,3 +684,12 @@ def test_a_negative_receivers_copy_is_flagged_not_read_as_a_cost():
     assert "| -0.500 |" in cost and "Some differences are negative (`two_copy` at 64 B)" in cost
     assert "not a copy costing less than nothing" in cost and "(for example 1,024 B against 4,096 B)" in cost
     assert "Size" in cost.split("same senders' throughput")[1]  # the ratio table keeps its Size column
+
+
+def test_several_crossings_the_per_size_tests_do_not_see_are_still_said_in_a_whole_sentence():
+    """The model's band can change sign more than once where no single size is significantly better on its own
+    blocks: question 4's short answer then says so in words, with no empty list of sizes."""
+    never_faster = {**THROUGHPUT, "one_copy": [0.40, 4.2, 12.0, 18.0, 24.0]}
+    claim = answers.answers(make_sweep(status="multiple_crossings", throughput=never_faster))[3][1].claim
+    assert "faster at some sizes from 64 B to 64 KiB and slower at others, changing more than once" in claim
+    assert "faster at  and" not in claim and "faster at and" not in claim
