@@ -259,7 +259,8 @@ def _variances(runs: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     dfs = (blocks - 1).astype(float)
     pooled = squares.sum(axis=1, keepdims=True) / max(dfs.sum(), 1.0)
     floor = (LEAST_SPREAD * max(float(np.abs(runs).max()), 1.0)) ** 2
-    return np.maximum((squares + PRIOR_BLOCKS * pooled) / (dfs + PRIOR_BLOCKS), floor)
+    variances: np.ndarray = np.maximum((squares + PRIOR_BLOCKS * pooled) / (dfs + PRIOR_BLOCKS), floor)
+    return variances
 
 
 def _lack_of_fit(x: np.ndarray, y: np.ndarray, points: np.ndarray, parameters: int) -> float:
