@@ -98,10 +98,10 @@ def _uninterrupted() -> Iterator[None]:
     hands them to another (numpy's), and Python runs the handler here all the same.  So the handlers only take
     note, and what they noted is raised again at the end."""
     noted: list[int] = []
-    handlers: dict[int, signal._HANDLER] = {}
+    handlers: dict[signal.Signals, signal._HANDLER] = {}
     try:
-        for signum in HELD:
-            handlers[signum] = signal.signal(signum, lambda signum, _frame: noted.append(signum))
+        for held in HELD:
+            handlers[held] = signal.signal(held, lambda signum, _frame: noted.append(signum))
         # The commands inherit the blocked mask: a Ctrl-C to the whole process group does not cut them short.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
         try:
@@ -109,8 +109,8 @@ def _uninterrupted() -> Iterator[None]:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # what was held back is noted now
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+        for held, handler in handlers.items():
+            signal.signal(held, handler)
         for signum in dict.fromkeys(noted):
             signal.raise_signal(signum)
 
