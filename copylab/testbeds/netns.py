@@ -87,16 +87,32 @@ def _exclusive() -> Iterator[None]:
         yield
 
 
+HELD = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextmanager
 def _uninterrupted() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block is done, then act: an `ip netns add` cut short by them could leave a
-    namespace that copylab's clean-up looked for too early, and then could not tell from someone else's."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    """Ctrl-C and SIGTERM wait until the block is done, then act.  Cut short, a `subprocess.run` stops waiting but
+    its `ip netns add` goes on: the namespace then appears after the clean-up looked for it, unmarked, and is
+    refused as someone else's.  Blocking the signals is not enough, as it holds for this thread alone: the kernel
+    hands them to another (numpy's), and Python runs the handler here all the same.  So the handlers only take
+    note, and what they noted is raised again at the end."""
+    noted: list[int] = []
+    handlers: dict[signal.Signals, signal._HANDLER] = {}
     try:
-        yield
+        for held in HELD:
+            handlers[held] = signal.signal(held, lambda signum, _frame: noted.append(signum))
+        # The commands inherit the blocked mask: a Ctrl-C to the whole process group does not cut them short.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # what was held back is noted now
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for held, handler in handlers.items():
+            signal.signal(held, handler)
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
 
 def up(pair: NamespacePair) -> None:
@@ -112,7 +128,8 @@ def up(pair: NamespacePair) -> None:
                 for command in setup_commands(pair):
                     _run(*command)
         except BaseException:
-            _remove([pair.server, pair.client])
+            with _uninterrupted():  # nor is the clean-up cut short, by a second signal
+                _remove([pair.server, pair.client])
             raise
 
 
@@ -148,7 +165,7 @@ def setup_commands(pair: NamespacePair) -> list[list[str]]:
 
 def down(pair: NamespacePair | None = None) -> list[str]:
     """Removes copylab's namespaces (those of pair, or all marked ones); returns what was removed."""
-    with _exclusive():
+    with _exclusive(), _uninterrupted():
         return _remove([pair.server, pair.client] if pair else owned_namespaces())
 
 
@@ -189,8 +206,10 @@ def status() -> list[dict[str, str]]:
 @contextmanager
 def namespace_pair(pair: NamespacePair) -> Iterator[NamespacePair]:
     """The namespaces exist inside the block and are gone after it, however it ends."""
-    up(pair)
     try:
+        up(pair)
         yield pair
     finally:
-        down(pair)
+        # Also when a signal lands as up() returns, the pair whole; never when up() refused someone else's.
+        if os.getpid() in (_owner(pair.server), _owner(pair.client)):
+            down(pair)
