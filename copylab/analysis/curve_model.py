@@ -158,7 +158,7 @@ class CurveFit:
 
     def critical(self, confidence: float = BAND_CONFIDENCE) -> float:
         """The band's multiplier: the CONFIDENCE quantile of the largest |t| over the grid (simulated from the fitted
-        values' correlation, with the residual degrees of freedom), so that the band holds at every grid point at
+        values' correlation, at the spreads' degrees of freedom), so that the band holds at every grid point at
         once."""
         return _max_t(self.basis(self.grid), self.covariance, self.df, confidence)
 
@@ -186,14 +186,11 @@ def _max_t(z: np.ndarray, covariance: np.ndarray, df: int, confidence: float) ->
     """The CONFIDENCE quantile of max |t| over the rows of Z for coefficients of COVARIANCE, at DF degrees of freedom:
     the largest |z| of normal draws (with a fixed seed, so that one fit always gives one band), carried over to
     Student's t at the same tail probability."""
-    if not np.isfinite(covariance).all():
-        return math.inf
     values, vectors = np.linalg.eigh(covariance)
     root = vectors * np.sqrt(np.clip(values, 0, None))
     se = np.sqrt(np.clip(np.einsum("gi,ij,gj->g", z, covariance, z), 0, None))
-    varies = se > 1e-12 * se.max() if se.max() > 0 else np.zeros(len(se), dtype=bool)
-    if not varies.any():  # every block on the curve exactly: no band to widen
-        return 0.0
+    # Every spread has a floor (LEAST_SPREAD), so some grid point always varies; one that does not adds nothing.
+    varies = se > 1e-12 * se.max()
     largest = np.abs(_standard_draws(len(covariance)) @ (z[varies] @ root).T / se[varies]).max(axis=1)
     return float(st.t.isf(st.norm.sf(np.quantile(largest, confidence)), max(df, 1)))
 
