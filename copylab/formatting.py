@@ -81,6 +81,14 @@ def threads_text(threads: int) -> str:
     return f"{threads} thread{'s' if threads != 1 else ''}"
 
 
+def threads_listed(counts: list[int]) -> str:
+    """'1 thread', '1, 4 and 8 threads': each count once, ascending."""
+    listed = [str(count) for count in sorted(set(counts))]
+    if len(listed) == 1:
+        return threads_text(int(listed[0]))
+    return f"{', '.join(listed[:-1])} and {listed[-1]} threads"
+
+
 def code(name: str) -> str:
     """An identifier (implementation, flag, syscall) or a tool's literal output, set in monospace.
 

@@ -13,7 +13,7 @@ import pandas as pd
 from copylab.analysis.curve_model import EQUIVALENCE_MARGIN, FIT_LEVEL, SURE
 from copylab.declarations import implementations
 from copylab.declarations.metrics import METRICS
-from copylab.formatting import code, fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_size, threads_text
+from copylab.formatting import code, fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_size, threads_listed, threads_text
 from copylab.report.results import Value
 
 
@@ -217,11 +217,9 @@ def fit_note(rows: list[pd.Series]) -> str:
     unfitted = [row for row in rows if float(row["lack_of_fit_p"]) < FIT_LEVEL]
     if not unfitted:
         return ""
-    counts = [str(threads) for threads in sorted({int(row["threads"]) for row in unfitted})]
-    named = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
     p = max(float(row["lack_of_fit_p"]) for row in unfitted)
     return (
-        f"With {named} thread{'s' if counts != ['1'] else ''}, no smooth curve fits the point means "
+        f"With {threads_listed([int(row['threads']) for row in unfitted])}, no smooth curve fits the point means "
         f"({_p_text(p)}{' at most' if len(unfitted) > 1 else ''}), so "
         f"{'those verdicts read' if len(unfitted) > 1 else 'its verdict reads'} each point's own mean, with the spread "
         "pooled over every block."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_text
+from copylab.formatting import code, fmt_num, fmt_pct, fmt_size, markdown_table, threads_listed, threads_text
 from copylab.report.experiments.copies.answers.crossovers import (
     crossover_bullets,
     method_note,
@@ -84,14 +84,7 @@ def _clauses(results: Results, found: pd.DataFrame) -> str:
         said.setdefault(where_it_pays(results, row), []).append(int(row["threads"]))
     if len(found) == 1:
         return next(iter(said))
-    return "; ".join(f"with {_threads(counts)}, {clause}" for clause, counts in said.items())
-
-
-def _threads(counts: list[int]) -> str:
-    if len(counts) == 1:
-        return threads_text(counts[0])
-    listed = [str(count) for count in sorted(set(counts))]
-    return f"{', '.join(listed[:-1])} and {listed[-1]} threads"
+    return "; ".join(f"with {threads_listed(counts)}, {clause}" for clause, counts in said.items())
 
 
 def main_path(results: Results) -> str:
