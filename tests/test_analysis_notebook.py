@@ -13,6 +13,7 @@ import pytest
 
 from copylab.analysis.analyze_sweep import NOTEBOOK, analyze, run_analysis_notebook
 from copylab.analysis.crossover import STATUSES
+from copylab.declarations.implementations import contender_pairs
 from copylab.errors import CopylabError
 from copylab.record import tables
 from copylab.record.store import SweepStore
@@ -70,7 +71,9 @@ def test_analyze_rejects_bad_arguments(tmp_path):
     with pytest.raises(CopylabError, match="confidence"):
         analyze(store, plugins.draw, confidence=95)
     with pytest.raises(CopylabError, match="unknown implementation 'four_copy'"):
-        analyze(store, plugins.draw, pairs=[("four_copy", "two_copy")])
+        contender_pairs([("four_copy", "two_copy")])
+    with pytest.raises(CopylabError, match="pairs must be"):
+        contender_pairs([("one_copy",)])
     with pytest.raises(CopylabError, match="no such sweep directory"):
         analyze(SweepStore(tmp_path / "data" / "missing"), plugins.draw)
 

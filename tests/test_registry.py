@@ -179,7 +179,6 @@ EDGES = (
 # Modules that still turn a name back into its declaration: each is struck from this list as it is mended, and no
 # module joins it.
 NOT_YET = {
-    "analysis/analyze_sweep.py",  # checks the --pairs it is handed (text from the command line)
     "bench/comparisons.py",  # a bench goal names the implementation it is held to, as a baseline does
 }
 

@@ -15,7 +15,7 @@ from copylab.analysis.crossover import find_crossovers
 from copylab.analysis.stats import compare, summarize
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics, metrics_for
-from copylab.error_catalogue import BAD_PAIRS, CONFIDENCE_OUT_OF_RANGE
+from copylab.error_catalogue import CONFIDENCE_OUT_OF_RANGE
 from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
 from copylab.record.manifest import Manifest
 from copylab.record.origin import git_state, png_metadata
@@ -46,7 +46,7 @@ def analyze(
     store: SweepStore,
     draw: DrawFigures,
     confidence: float = 0.95,
-    pairs: Iterable[tuple[str, str]] | None = None,
+    pairs: list[tuple[str, str]] | None = None,
     metrics: Iterable[str] | None = None,
     *,
     n_resamples: int = 2000,
@@ -56,23 +56,17 @@ def analyze(
     """Analyse the sweep of STORE (trials.csv + manifest.json), its figures drawn by DRAW.
 
     summary.csv covers every metric (the figures need them); METRICS (default: all) limits
-    comparisons.csv and crossovers.csv.  PAIRS are (challenger, baseline) implementations, by default
-    every implementation against the baseline the registry gives it; pairs whose challenger or baseline
-    has no trials are skipped.  The bootstrap seed defaults to the manifest's seed.  With WRITE, the three
-    tables go next to the data and the figures to the store's figures directory.
+    comparisons.csv and crossovers.csv.  PAIRS are (challenger, baseline) contender labels, checked where they came
+    in (copylab.declarations.implementations.contender_pairs), by default every implementation against the baseline
+    the registry gives it; pairs whose challenger or baseline has no trials are skipped.  The bootstrap seed defaults
+    to the manifest's seed.  With WRITE, the three tables go next to the data and the figures to the store's figures
+    directory.
     """
     if not 0 < confidence < 1:
         raise CONFIDENCE_OUT_OF_RANGE.error(confidence=confidence)
     trials, manifest = store.load()
     if pairs is None:
         pairs = implementations.comparison_pairs(set(trials["receive"]))
-    else:
-        given = [tuple(pair) for pair in pairs]
-        if any(len(pair) != 2 for pair in given):
-            raise BAD_PAIRS.error()
-        pairs = [(challenger, baseline) for challenger, baseline in given]
-        for label in {label for pair in pairs for label in pair}:
-            implementations.parse_contender(label)
     seed = manifest.parameters.seed if seed is None else seed
     measured = add_metrics(trials)
     summary = summarize(measured, metrics_for([manifest.parameters.declared]), confidence=confidence)

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Iterable
 
 from copylab import experiments
-from copylab.error_catalogue import UNKNOWN_IMPLEMENTATION, UNKNOWN_RECEIVE_MODE
+from copylab.error_catalogue import BAD_PAIRS, UNKNOWN_IMPLEMENTATION, UNKNOWN_RECEIVE_MODE
 from copylab.roles import STUDY_BASELINE, Role
 from copylab.vocabulary.experiment import Experiment
 from copylab.vocabulary.implementation import RECEIVE_MODES, Implementation
@@ -119,6 +119,17 @@ def parse_contender(label: str) -> tuple[Implementation, str]:
     if receive not in RECEIVE_MODES:
         raise UNKNOWN_RECEIVE_MODE.error(receive=receive, label=label, choices=", ".join(RECEIVE_MODES))
     return get(name), receive
+
+
+def contender_pairs(given: Iterable[Iterable[str]]) -> list[tuple[str, str]]:
+    """GIVEN as (challenger, baseline) contender labels, each checked against the registry: a one-line error for a
+    pair that is not two labels or names an implementation or receive mode there is not."""
+    pairs = [tuple(pair) for pair in given]
+    if any(len(pair) != 2 for pair in pairs):
+        raise BAD_PAIRS.error()
+    for label in {label for pair in pairs for label in pair}:
+        parse_contender(label)
+    return [(challenger, baseline) for challenger, baseline in pairs]
 
 
 def in_study(name: str) -> bool:
