@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from copylab.analysis import breakdown, plotting
 from copylab.analysis.crossover import find_crossovers
-from copylab.analysis.stats import compare, summarize
+from copylab.analysis.stats import compare, curve_keys, summarize
 from copylab.declarations import implementations
 from copylab.declarations.metrics import add_metrics, metrics_for
 from copylab.error_catalogue import CONFIDENCE_OUT_OF_RANGE
@@ -20,7 +20,6 @@ from copylab.paths import FIGURES, NOTEBOOKS, REPORT, ROOT
 from copylab.record.manifest import Manifest
 from copylab.record.origin import git_state, png_metadata
 from copylab.record.store import SweepStore
-from copylab.record.tables import curve_keys
 from copylab.vocabulary.experiment import Experiment
 
 NOTEBOOK = NOTEBOOKS / "10_analyze_sweep.ipynb"

@@ -36,10 +36,9 @@ import pandas as pd
 from scipy import stats as st
 
 from copylab.analysis.curve_model import CHECKED_POINTS, MODEL_STATUSES, assess, last_upcrossing
-from copylab.analysis.stats import with_contenders
+from copylab.analysis.stats import curve_keys, with_contenders
 from copylab.declarations.metrics import METRICS
 from copylab.record import tables
-from copylab.record.tables import curve_keys
 
 # The model's verdicts (copylab.analysis.curve_model), and indistinguishable: the per-point check's only.
 STATUSES = (*MODEL_STATUSES, "indistinguishable")

@@ -15,9 +15,8 @@ import pandas as pd
 
 from copylab.analysis.crossover import curve_advantages
 from copylab.analysis.curve_model import Assessment, assess
-from copylab.analysis.stats import compare
+from copylab.analysis.stats import compare, curve_keys
 from copylab.declarations.metrics import add_metrics
-from copylab.record.tables import curve_keys
 from copylab.vocabulary.experiment import Experiment
 
 # The resamples of the allocator's look at a curve (the report's verdicts take assess's default).

@@ -18,9 +18,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from copylab.analysis.stats import block_ratios
+from copylab.analysis.stats import block_ratios, curve_keys
 from copylab.declarations.metrics import METRICS
-from copylab.record.tables import CONFIG_KEYS, POINT_KEYS, curve_keys
+from copylab.record.tables import CONFIG_KEYS, POINT_KEYS
 from copylab.vocabulary.experiment import Experiment
 
 # What the method was designed for: the per-block spread (standard deviation) of log(one_copy / two_copy) with the

@@ -12,11 +12,20 @@ from copylab.declarations.implementations import contender
 from copylab.declarations.metrics import METRICS
 from copylab.error_catalogue import METRICS_NOT_ADDED, UNKNOWN_CI_METHOD, UNKNOWN_METRICS
 from copylab.record import tables
-from copylab.record.tables import CONFIG_KEYS, CONTENDER_KEYS, POINT_KEYS, curve_keys
+from copylab.record.tables import CONFIG_KEYS, CONTENDER_KEYS, POINT_KEYS
 
 # A configuration whose mean is not known to within this share (95% interval's half-width) is flagged unstable.
 IMPRECISE = 0.10
 MIN_TRIALS = 3
+# The settings a curve runs along: the experiments' axes (copylab.vocabulary.experiment.Experiment.axis).
+AXES = ("size_bytes", "connections")
+
+
+def curve_keys(axis: str) -> list[str]:
+    """The settings that stay fixed along one curve of AXIS: a curve is every point that differs only there."""
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}")
+    return [key for key in POINT_KEYS if key != axis]
 
 
 def bootstrap_interval(

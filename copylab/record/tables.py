@@ -11,7 +11,7 @@ import pandas as pd
 
 # One configuration of a sweep.  Comparisons pair contenders (an implementation with a receive mode,
 # copylab.declarations.implementations.contender) at one point of the settings; a curve is every point that differs only
-# along the experiment's axis (message size for copies, connections for servers).
+# along the experiment's axis (message size for copies, connections for servers; copylab.analysis.stats.curve_keys).
 CONFIG_KEYS = (
     "implementation",
     "workload",
@@ -27,15 +27,6 @@ CONFIG_KEYS = (
 # What tells apart the contenders compared at one point (copylab.declarations.implementations.contender).
 CONTENDER_KEYS = ("implementation", "receive", "layout")
 POINT_KEYS = ("workload", "size_bytes", "threads", "connections", "idle_connections", "offered_rate", "pinning")
-AXES = ("size_bytes", "connections")
-
-
-def curve_keys(axis: str) -> list[str]:
-    """The settings that stay fixed along one curve of AXIS."""
-    if axis not in AXES:
-        raise ValueError(f"unknown axis {axis!r}")
-    return [key for key in POINT_KEYS if key != axis]
-
 
 _CONFIG_TYPES = {
     "implementation": "str",

@@ -11,10 +11,10 @@ import pandas as pd
 
 from copylab import experiments
 from copylab.analysis.noise import DESIGNED_SPREAD, MARGIN, block_spread, needed_blocks
+from copylab.analysis.stats import curve_keys
 from copylab.declarations import implementations
 from copylab.formatting import code, fmt_duration, fmt_num, fmt_size, markdown_table
 from copylab.record.manifest import FirstPass
-from copylab.record.tables import curve_keys
 from copylab.report.results import Results, every_trial
 
 
