@@ -56,8 +56,7 @@ class TrialSettings:
     # Samples each trial's window with perf record (copylab.measure.running.profiling); None: not sampled.
     sampler: SweepSampler | None = None
     # The sweep's settings that reach its rows or its programs (copylab.declarations.settings: column, program); the
-    # others
-    # take their defaults.
+    # others take their defaults.
     values: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
