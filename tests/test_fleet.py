@@ -151,6 +151,18 @@ def _rows(root: Path, pair: str) -> list[dict[str, str]]:
     return read_rows(found[0]) if found else []
 
 
+def _started(root: Path, pair: str) -> list[str]:
+    """When each of PAIR's trials written so far started (a line caught half-written has a field missing)."""
+    return [row["started_at"] for row in _rows(root, pair) if None not in row.values()]
+
+
+def _overlapping(root: Path) -> bool:
+    """Whether each pair has started a trial after the other's first: both ran at the same time.  Rows only grow,
+    so once true it stays true of the rows at the end."""
+    p0, p1 = _started(root, "p0"), _started(root, "p1")
+    return bool(p0 and p1) and max(p1) > min(p0) and max(p0) > min(p1)
+
+
 @needs_root
 def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is_missing(pairs, tmp_path, outcome):
     outcome.update(
@@ -166,9 +178,22 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
     path = _file(tmp_path, text)
 
     written: list[dict[str, str]] = []
+    failed: list[AssertionError] = []
+    ended = threading.Event()
+
+    def ready() -> bool:
+        if ended.is_set():
+            raise AssertionError("the fleet ended first")
+        return _overlapping(tmp_path) and running_in(lost.client_ns, "two_copy_client")
 
     def lose_a_host() -> None:
-        wait_for(lambda: _rows(tmp_path, "p1") and running_in(lost.client_ns, "two_copy_client"), 120, 0.02)
+        # Either pair's process may start seconds after the other's under load: the host goes only once the two
+        # have run at the same time, else p1 could have run its few trials before p0 began.
+        try:
+            wait_for(ready, 120, 0.02)
+        except AssertionError as error:
+            failed.append(error)
+            return
         written.extend(_rows(tmp_path, "p1"))
         lost.stop_sshd(lost.client_ns)
 
@@ -177,6 +202,7 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
     try:
         pdf = fleet.report_fleet(path, str(kept.ssh_config), TinyStudy(f"tiny-{TAG}"), data_root=tmp_path)
     finally:
+        ended.set()
         losing.join()
         lost.start_sshd(lost.client_ns)
     ran, cut = _rows(tmp_path, "p0"), _rows(tmp_path, "p1")
@@ -186,6 +212,7 @@ def test_a_fleet_of_two_pairs_one_losing_a_host_keeps_the_other_and_says_what_is
         rows_lost=rows_lost_from(written, cut),
         leftovers=left,
     )
+    assert not failed, f"the two pairs never ran at the same time with p1's client running: {failed[0]}"
     assert len(ran) == 12 and all(row["status"] == "ok" for row in ran), ran
     assert cut and cut[0]["status"] == "ok" and len(cut) < 12
     # the two pairs share no machine: they ran at the same time

@@ -22,6 +22,9 @@ import pytest
 from copylab.paths import NOTEBOOKS, REFERENCE_MMAP_DATA, ROOT
 
 VENV_BIN = Path(sys.executable).parent
+# A notebook here takes seconds and its longest cell a few: these bounds only turn a hang into a failure.
+CELL_TIMEOUT_S = 90
+NOTEBOOK_TIMEOUT_S = 180
 
 
 def requirement_pins() -> dict[str, str]:
@@ -209,14 +212,29 @@ def test_copylab_imports_and_papermill_runs_every_notebook_from_elsewhere(tmp_pa
         "20_report": ["-y", json.dumps({"data_dirs": [str(data)], "figures_root": str(figures)})],
         "30_explore": [],
     }
+    # The kernels' connection files and IPython's history database of this test alone, not those of every kernel
+    # that another test starts beside it.
+    environment = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), IPYTHONDIR=str(tmp_path / "ipython"))
+    # papermill waits for a cell, and for the kernel's last reply, forever unless told otherwise: a kernel that
+    # stops answering fails its cell after CELL_TIMEOUT_S, and anything else that hangs ends the run after
+    # NOTEBOOK_TIMEOUT_S, well within pytest's own timeout (a notebook takes seconds).
+    bounds = ["--start-timeout", "60", "--execution-timeout", str(CELL_TIMEOUT_S)]
     for notebook, parameters in runs.items():  # in this order: the report reads what the analysis wrote
         output = elsewhere / f"{notebook}.out.ipynb"
-        result = subprocess.run(
-            [str(VENV_BIN / "papermill"), str(NOTEBOOKS / f"{notebook}.ipynb"), str(output), *parameters],
-            cwd=elsewhere,
-            capture_output=True,
-            text=True,
-        )
+        try:
+            result = subprocess.run(
+                [str(VENV_BIN / "papermill"), str(NOTEBOOKS / f"{notebook}.ipynb"), str(output), *bounds, *parameters],
+                cwd=elsewhere,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=NOTEBOOK_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as hung:
+            said = (hung.stderr or b"").decode(errors="replace")  # bytes, even with text=True
+            raise AssertionError(
+                f"{notebook}: papermill still running after {NOTEBOOK_TIMEOUT_S} s: {said[-1500:]}"
+            ) from None
         assert result.returncode == 0, f"{notebook}: {result.stderr[-1500:]}"
         executed = nbformat.read(output, as_version=4)
         assert executed.metadata.kernelspec.name == "copylab"

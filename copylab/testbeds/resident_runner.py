@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import json
 import os
@@ -87,10 +88,22 @@ def _clear_earlier(sweep: str, owner: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _die_with_runner() -> None:
-    """In a started process before it runs: killed should the runner die (prctl PR_SET_PDEATHSIG)."""
+# setpriv sets the program's death signal only after timeout has forked it: were timeout killed (with the runner)
+# in between, no signal would ever come and the program would run on, orphaned.  So once the signal is set, the
+# program runs only if its parent is still timeout, the leader of the session it was started in (else it ends as
+# if killed: 128 + SIGKILL).
+_IF_TIMEOUT_LIVES = (
+    'read -r _ _ _ parent _ session _ < /proc/$$/stat && [ "$parent" = "$session" ] && exec "$@"; exit 137'
+)
+
+
+def _die_with_runner(runner: int) -> None:
+    """In a started process before it runs: killed should the runner (pid RUNNER) die (prctl PR_SET_PDEATHSIG);
+    ended at once should it have died already, before the death signal was set."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != runner:
+        os._exit(128 + signal.SIGKILL)
 
 
 def _status(returncode: int) -> int:
@@ -106,13 +119,16 @@ class Runner:
     def start(self, key: str, argv: list[str], deadline_s: float) -> dict[str, Any]:
         # Started by this (main) thread, which lives as long as the runner: the death signal is the runner's.
         process = subprocess.Popen(
-            # The program dies with timeout, and timeout with the runner: a killed runner leaves no program unbounded.
-            ["timeout", "-s", "KILL", f"{deadline_s:.0f}", "setpriv", "--pdeathsig", "KILL", "--", *argv],
+            # The program dies with timeout, and timeout with the runner: a killed runner leaves no program running.
+            [
+                *("timeout", "-s", "KILL", f"{deadline_s:.0f}", "setpriv", "--pdeathsig", "KILL", "--"),
+                *("sh", "-c", _IF_TIMEOUT_LIVES, "sh", *argv),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_die_with_runner,
+            preexec_fn=functools.partial(_die_with_runner, os.getpid()),
         )
         with open(f"{self.work}/{key}.pid", "w") as file:
             file.write(str(process.pid))
