@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,11 +20,16 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """PATH held by this process alone: another worker asking for the same reference waits for its analysis."""
+def _locked(path: Path, wait: bool = True) -> Iterator[bool]:
+    """PATH held by this process alone: another worker asking for the same reference waits for its analysis.
+    Without WAIT, whether it could be held at once (False: another worker holds it)."""
     with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 class References:
@@ -37,13 +42,27 @@ class References:
         """Where REFERENCE's copy and its analysis tables are."""
         return self.root / "data" / reference.name
 
+    def many(self, references: Sequence[Path]) -> list[Results]:
+        """Each of REFERENCES, in that order, those another worker is analysing asked for last: this worker
+        analyses the others meanwhile rather than wait idle."""
+        free = {reference: self._results(reference, wait=False) for reference in references}
+        return [self(reference) if free[reference] is None else free[reference] for reference in references]
+
     def __call__(self, reference: Path) -> Results:
+        results = self._results(reference, wait=True)
+        assert results is not None  # waiting, this worker always gets the lock
+        return results
+
+    def _results(self, reference: Path, wait: bool) -> Results | None:
+        """REFERENCE's results; without WAIT, None when another worker is analysing it now."""
         from copylab.record.store import SweepStore
         from copylab.report.results import load_results
         from tests.test_reference_report import _analysed
 
         done = self.root / f"{reference.name}.analysed"
-        with _locked(self.root / f"{reference.name}.lock"):
+        with _locked(self.root / f"{reference.name}.lock", wait) as held:
+            if not held:
+                return None
             if not done.exists():
                 results = _analysed(self.root, reference)
                 done.touch()

@@ -48,20 +48,21 @@ def _small(name: str, **changes: object) -> config.SweepConfig:
 
 @needs_root
 def test_every_window_is_counted_whole_and_a_zero_is_a_measured_zero(tmp_path):
-    """Three senders, 4 and 64 KiB, 24 trials receiving by copy and 16 by MSG_TRUNC: every copy row's count is
+    """Three senders, 4 and 64 KiB, 12 trials receiving by copy and 8 by MSG_TRUNC: every copy row's count is
     within 0.9-1.1 of the bytes delivered (or empty with the reason), and a truncate row's 0 comes with the
     kernel's own count of the bytes that arrived."""
+    # 2 blocks: each row is held on its own, and the serial part waits for every trial of this sweep
     settings = _small(
         "kc",
         implementations=["two_copy", "one_copy", "zero_copy"],
         sizes=[4096, 65536],
-        trials=4,
+        trials=2,
         receive_for=["two_copy", "zero_copy"],
     )
     result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / "kc" / "trials.csv")
     assert result.failed == 0, result.failures
-    assert sum(row["receive"] == "copy" for row in rows) == 24
+    assert sum(row["receive"] == "copy" for row in rows) == 12 and len(rows) == 20
     for row in rows:
         delivered = int(row["bytes"])
         if row["rcv_kernel_copy_bytes"] == "":
@@ -77,7 +78,7 @@ def test_every_window_is_counted_whole_and_a_zero_is_a_measured_zero(tmp_path):
         assert "snd_kernel_copy_bytes: " in row["kernel_copy_missing"], row["kernel_copy_missing"]
         skbs, segments = int(row["snd_skbs"]), int(row["snd_skb_segments"])
         assert 0 < skbs <= segments and segments * 1448 >= 0.9 * delivered, row  # MSS 1448 at MTU 1500
-    assert sum(row["rcv_kernel_copy_bytes"] != "" for row in rows) >= 36, "nearly every window is counted"
+    assert sum(row["rcv_kernel_copy_bytes"] != "" for row in rows) >= 18, "nearly every window is counted"
     # 8 fields from malloc are 8 pieces of pages: zero_copy's 4 KiB skbs carry them as 8 fragments or more, while
     # the copying senders' bytes land in the socket's own pages, a fragment or two per skb.
     fragments = {

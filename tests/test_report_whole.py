@@ -32,7 +32,7 @@ REPEATED_CHARACTERS = 120
 
 @pytest.fixture(scope="module")
 def sweeps(references: References) -> list[Results]:
-    return [references(reference) for reference in REFERENCES]
+    return references.many(REFERENCES)
 
 
 @pytest.fixture(scope="module")

@@ -158,10 +158,11 @@ def test_interrupt_then_resume(signum):
         "1,2",
         "--trials",
         "2",
+        # short windows: the test holds which trials ran and which rows were kept, not what they measured
         "--duration",
-        "0.2",
-        "--warmup",
         "0.05",
+        "--warmup",
+        "0.02",
         "--namespaces",
         ",".join(NAMESPACES),
         "--no-analyze",
@@ -465,6 +466,9 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
         layout_for=["two_copy", "one_copy", "zero_copy"],
         zc_inflight=128 << 10,
         verify=True,
+        # 40 trials: short windows keep them to seconds, and every byte, page and fragment held here is still counted
+        duration_s=0.05,
+        warmup_s=0.02,
     )
     result = sweep.run(settings, SweepStore.under(tmp_path, settings.name), progress=False)
     rows = read_rows(tmp_path / "layouts" / "trials.csv")
