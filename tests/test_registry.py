@@ -176,11 +176,6 @@ EDGES = (
     "record/manifest.py",
     "record/trials_file.py",
 )
-# Modules that still turn a name back into its declaration: each is struck from this list as it is mended, and no
-# module joins it.
-NOT_YET = {
-    "bench/comparisons.py",  # a bench goal names the implementation it is held to, as a baseline does
-}
 
 
 def _lookups(source: str) -> list[str]:
@@ -229,5 +224,4 @@ def test_below_the_edges_nothing_looks_a_declaration_up_by_name():
         for path in sorted(package.rglob("*.py"))
         if not (relative := path.relative_to(package).as_posix()).startswith(EDGES) and _lookups(path.read_text())
     }
-    assert not found - NOT_YET, "these modules look a declaration up by name: read it from what they are handed"
-    assert not NOT_YET - found, "these modules no longer look a name up: strike them from NOT_YET"
+    assert not found, "these modules look a declaration up by name: read it from what they are handed"

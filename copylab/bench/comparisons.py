@@ -68,11 +68,10 @@ def _held_to(
     goal: BenchGoal, challenger: Contender, settings: TrialSettings, size: int, pairs: int, checked: bool
 ) -> BenchFigure:
     """CHALLENGER against its goal's implementation (run with SETTINGS), interleaved; CHECKED: against the goal."""
-    # The goal names the implementation it is held to, as a baseline does: the registry gives its declaration.
-    against = implementations.get(goal.against)
-    ratios = _pair_ratios(challenger, Contender(goal.against, against, settings), size, pairs)
+    against = goal.against
+    ratios = _pair_ratios(challenger, Contender(against.name, against, settings), size, pairs)
     return BenchFigure(
-        f"{challenger.implementation.name} --layout {challenger.layout} / {goal.against} throughput, "
+        f"{challenger.implementation.name} --layout {challenger.layout} / {against.name} throughput, "
         f"{size // 1024} KiB, 1 thread, same CPU",
         f">= {goal.at_least:g}x" if checked else "report",
         _ratio_text(ratios),

@@ -146,7 +146,7 @@ RECEIVE_MODES: dict[str, ReceiveMode] = {
 class BenchGoal:
     """In ./inv bench, throughput against another implementation on the same link, interleaved."""
 
-    against: str
+    against: Implementation
     at_least: float  # median of the per-pair throughput ratios
     # The goal holds with the message in this layout, like for like with the implementation it is held to (one
     # buffer); the bench reports the sender's other layouts beside it, without a verdict.
