@@ -83,10 +83,10 @@ def threads_text(threads: int) -> str:
 
 def threads_listed(counts: list[int]) -> str:
     """'1 thread', '1, 4 and 8 threads': each count once, ascending."""
-    listed = [str(count) for count in sorted(set(counts))]
+    listed = sorted(set(counts))
     if len(listed) == 1:
-        return threads_text(int(listed[0]))
-    return f"{', '.join(listed[:-1])} and {listed[-1]} threads"
+        return threads_text(listed[0])
+    return f"{', '.join(map(str, listed[:-1]))} and {listed[-1]} threads"
 
 
 def code(name: str) -> str:
