@@ -17,6 +17,10 @@ from copylab.error_catalogue import NOTEBOOK_FAILED, NOTEBOOK_UNFINISHED
 from copylab.scratch import private_directory
 
 KERNEL = "python3"
+# papermill waits for a cell forever unless told otherwise: past this, a cell (or a kernel that stopped answering)
+# fails the notebook with NOTEBOOK_UNFINISHED.  The longest cells, the analysis of a bench's 100,000 rows and the
+# report's figures, take well under a minute.
+CELL_TIMEOUT_S = 600.0
 
 
 class LoggedKernelManager(AsyncKernelManager):
@@ -41,8 +45,16 @@ def _show(log: Path) -> None:
         print(f"kernel log:\n{text}", file=sys.stderr)
 
 
-def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path, label: str) -> None:
-    """Run notebook into output; label ("analysis", "report") names it in the error."""
+def execute(
+    notebook: Path,
+    output: Path,
+    parameters: dict[str, Any],
+    cwd: Path,
+    label: str,
+    cell_timeout_s: float = CELL_TIMEOUT_S,
+) -> None:
+    """Run notebook into output, each cell for at most CELL_TIMEOUT_S; label ("analysis", "report") names it in the
+    error."""
     # An IPC socket instead of TCP ports on localhost: nothing else on the host can reach the kernel
     # (and ipykernel stops warning about unencrypted TCP in every task's output).
     # Configured rather than passed as a ready kernel manager, so that nbclient still owns and stops the kernel.
@@ -70,6 +82,7 @@ def execute(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
                 kernel_name=KERNEL,
                 cwd=str(cwd),
                 progress_bar=False,
+                execution_timeout=cell_timeout_s,
                 config=kernel_config,
             )
         except PapermillExecutionError as error:
