@@ -133,6 +133,14 @@ USER_MODE_ONLY = Entry(
     COUNTERS,
     kind="note",
 )
+COUNTS_NEED_ROOT = Entry(
+    "it counts the kernel's copies with BPF (bpftrace), which needs root",
+    "`./inv report` without root skips its `counts` sweep, whose only job is to count the kernel's copies and "
+    "transmitted skbs; the report then says they were not counted.",
+    "Nothing, for a report without the kernel's counts; otherwise run as root.",
+    COUNTERS,
+    kind="note",
+)
 KERNEL_COPIES_UNCOUNTED = Entry(
     "copylab: kernel copies are not counted: {reason}",
     "The kernel's copy counts come from bpftrace, run as root; it is missing, or could not attach to the kernel's "

@@ -19,7 +19,7 @@ from copylab.analysis.analyze_sweep import run_analysis_notebook
 from copylab.analysis.two_runs import compare_runs
 from copylab.declarations.config import make_config
 from copylab.declarations.sweep_config import SweepConfig
-from copylab.error_catalogue import NO_TRIAL_SUCCEEDED
+from copylab.error_catalogue import COUNTS_NEED_ROOT, NO_TRIAL_SUCCEEDED
 from copylab.formatting import fmt_num
 from copylab.measure import sweep
 from copylab.measure.host.provenance import now_iso
@@ -50,12 +50,17 @@ def report_sweeps(stamp: str) -> list[tuple[str, str, str]]:
 
 def _not_here(experiment: str, profile: str, link: Link | None = None) -> str | None:
     """Why the profile's sweep is not measured: between two hosts (LINK), why it means nothing there; here, why this
-    user cannot run it (it would change a setting of the whole host, which needs root); None when it can."""
+    user cannot run it (it would change a setting of the whole host, or count with BPF: both need root); None when
+    it can."""
     if link is not None:
         return not_between_hosts(experiment, profile)
     if os.geteuid() == 0:
         return None
-    return sender_pages.refusal_without_root(make_config("check", profile, experiment=experiment).sender_pages)
+    config = make_config("check", profile, experiment=experiment)
+    # Of the reported sweeps only the one that exists to count the kernel's copies counts them (docs/method.md).
+    return sender_pages.refusal_without_root(config.sender_pages) or (
+        COUNTS_NEED_ROOT.text() if config.kernel_copies else None
+    )
 
 
 def first_passes(

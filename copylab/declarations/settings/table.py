@@ -205,7 +205,13 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "two hosts: set --mtu and --optmem-max on both hosts for the sweep, restored after",
     ),
-    Setting("kernel_copies", "bool", True, "count the bytes the kernel copies in each window with bpftrace"),
+    Setting(
+        "kernel_copies",
+        "bool",
+        True,
+        "count the bytes the kernel copies in each window with bpftrace (counting slows the traffic it counts: "
+        "docs/method.md)",
+    ),
     Setting(
         "calibrate",
         "bool",

@@ -67,6 +67,7 @@ MMAP: dict[str, Any] = {
     "mtu": MAPPING_MTU,
     "design": "blocked",
     "calibrate": False,  # as the sink's
+    "kernel_copies": False,  # as every reported sweep but COUNTS: counting slows what it counts
 }
 
 # The eliminated copy, two_copy against one_copy, over a grid whose working sets (a message and its copy, twice the
@@ -86,6 +87,7 @@ CACHES: dict[str, Any] = {
     "warmup_s": 0.1,
     "pinning": ["same_cpu"],
     "design": "blocked",
+    "kernel_copies": False,
 }
 # Question 3's sweep: two_copy at 2 MiB messages, more threads than the 2 CPUs, with both ends sharing CPU 0 and
 # with the two ends on CPUs 0 and 1.  Each thread's message and its packed copy make 4 MiB: past a 1-2 MiB L2 from
@@ -104,6 +106,32 @@ THREADS: dict[str, Any] = {
     "pinning": ["same_cpu", "split_cpu"],
     "design": "blocked",
     "calibrate": False,
+    "kernel_copies": False,
+}
+
+# The kernel's own copies and transmitted skbs, counted with BPF (--kernel-copies), in a sweep of their own: the
+# study's three senders, in each of quick's receive modes and layouts, at its side sizes, one thread, 2 blocks, no
+# budget.  Counting costs the traffic it counts: with the counts on, throughput from 16 KiB to 256 KiB fell by
+# 15-35% on the 2-vCPU development host, and at 4 threads one_copy fell into its slower, receiver-bound state at
+# 256 KiB in 10 of 12 trials against 2 of 12, which turned it from faster than two_copy there to slower
+# (docs/method.md: Kernel copy counts via bpftrace).  So quick, whose throughput decides the answers, runs without
+# them, and the report reads the counts from this sweep.
+COUNTS: dict[str, Any] = {
+    "implementations": Members(roles=(Role.TWO_COPY, Role.ONE_COPY, Role.ZERO_COPY)),
+    "workloads": ["stream"],
+    "sizes": SIDE_SIZES,
+    "threads": [1],
+    "trials": 2,
+    "duration_s": 0.1,
+    "warmup_s": 0.2,
+    "pinning": ["same_cpu"],
+    "receive": ["copy", "truncate"],
+    "receive_for": STUDY_EDGES,
+    "layout": ["fields", "contiguous"],
+    "layout_for": LAYOUT_SENDERS,
+    "design": "blocked",
+    "kernel_copies": True,
+    "calibrate": False,  # the report states quick's calibration
 }
 
 # quick is ./inv report's main sweep; full is the study's grid (iperf3, whose windows are whole
@@ -132,7 +160,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "design": "blocked",
         "budget_s": 150.0,
         "max_trials": 10,
+        "kernel_copies": False,  # counted in the counts sweep: counting slows the traffic it counts
     },
+    "counts": COUNTS,
     # Where copying less pays on one host (docs/method.md: The sink): the senders' UDP datagrams into a device
     # that drops them once built, so MSG_ZEROCOPY completes uncopied.  Every sender that holds its message in
     # memory, stream only, one thread.  Cold sources: each sender cycles through DISTINCT_MESSAGES messages, as a
@@ -155,6 +185,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "design": "blocked",
         # The report states the quick sweep's calibration; one of this sweep's own would only lengthen it.
         "calibrate": False,
+        "kernel_copies": False,
     },
     "mmap": MMAP,
     "mmap-small": {**MMAP, "sender_pages": "small"},
@@ -223,9 +254,10 @@ COPIES = Experiment(
     main=True,
     explorer_axes=("size_bytes", "threads"),
     deciding="roles",
-    # The report's own sweep, then the sink and the receiver's side at MAPPING_MTU: the question has an answer
-    # only where a zero copy is not undone by local delivery (copylab.report.experiments.copies.report claims them).
-    reported=("quick", "sink", "mmap", "mmap-small", "caches", "threads"),
+    # The report's own sweep, the kernel's counts (COUNTS), then the sink and the receiver's side at MAPPING_MTU: the
+    # question has an answer only where a zero copy is not undone by local delivery (copylab.report.experiments.copies.
+    # report claims them).
+    reported=("quick", "counts", "sink", "mmap", "mmap-small", "caches", "threads"),
     # Questions 4 and 5 quote the verdicts over the veth and behind the sink; questions 2 and 3 read the caches and
     # threads sweeps' means, and the receiver's side its ratios.
     verdicts_from=("quick", "sink"),

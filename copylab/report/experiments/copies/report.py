@@ -167,10 +167,13 @@ def where_it_pays_introduction(results: Results) -> str:
 
 
 def companion(results: Results) -> str | None:
-    """The part a sweep of this experiment is for when it is not the main one, from its manifest: "sink" for one on
+    """The part a sweep of this experiment is for when it is not the main one, from its manifest: "counts" for the
+    sweep that counted the kernel's copies and skbs (the counts profile, copylab.experiments.copies), "sink" for one on
     the sink path, "mmap" for one that receives by mapping pages ("mmap-small" with small sender pages), "threads" for
     question 3's thread experiment, "caches" for question 2's cache-level grid; None for any other."""
     parameters = results.manifest.parameters
+    if results.manifest.profile == "counts":
+        return "counts"
     if parameters.path == "sink":
         return "sink"
     if "mmap" in parameters.receive:
@@ -214,7 +217,7 @@ def parts(results: Results, companions: Mapping[str, Results] | None = None) -> 
         Markdown("# Part A: where the copies happen"),
         Markdown(PART_A_INTRODUCTION),
         Markdown(part_a(results)),
-        Markdown(answers.copy_evidence(results)),
+        Markdown(answers.copy_evidence(results, companions.get("counts"))),
         _figure(results, captions.PART_A_FIGURE),
         Markdown("# Part B: what was measured"),
         Markdown(glance.part_b(results)),
@@ -241,7 +244,7 @@ def appendices(results: Results, companions: Mapping[str, Results] | None = None
     """The experiment's sections beyond the study's parts, for the appendices: the other ways to send, where copying
     less pays (the sink, the receiver's side), the message's layouts and how far each sender is from its copy bound."""
     companions = companions or {}
-    layouts = layout.section(results)
+    layouts = layout.section(results, companions.get("counts"))
     return [
         Markdown("# Other ways to send"),
         Markdown(OTHER_SENDERS_INTRODUCTION),

@@ -108,15 +108,15 @@ def answers(results: Results, companions: Mapping[str, Results] | None = None) -
     """(question, its answer in five parts) for the six questions, in the assignment's order, from the main sweep
     RESULTS and the sweeps COMPANIONS holds beside it (copylab.report.experiments.copies.report.companion): question
     2 from the cache-level grid, question 3 from the thread experiment, question 5 over the veth and behind the sink
-    too."""
+    too, and the kernel's counts (BPF) from the sweep that counted them."""
     companions = companions or {}
-    sink = companions.get("sink")
+    sink, counted = companions.get("sink"), companions.get("counts")
     found = (
-        _with(q1(results, sink), zero_copy_shares(results, sink), zero_copy_trade(results, sink)),
+        _with(q1(results, sink, counted), zero_copy_shares(results, sink), zero_copy_trade(results, sink)),
         q2(results, companions.get("caches")),
         q3(results, companions.get("threads")),
         _with(q4(results), mechanism=one_copy_costs(results)),
         _with(q5(results, sink), mechanism=sink_costs(sink)),
-        q6(results),
+        q6(results, counted),
     )
     return list(zip(QUESTIONS, found, strict=True))

@@ -160,11 +160,11 @@ def answer_q6(results: Results) -> str:
     return q6(results).markdown()
 
 
-def q6(results: Results) -> Answer:
-    """zero_copy's small skbs tested by the sweep's contiguous arm, else a calibration finding that touches a
-    sender's own copies, else the anomaly chosen by ``find_anomaly``, described with its numbers and explained by
-    kind."""
-    found = _fragments_finding(results) or _copy_path_finding(results)
+def q6(results: Results, counted: Results | None = None) -> Answer:
+    """zero_copy's small skbs (counted in COUNTED, the sweep that counted them, by default RESULTS) tested by the
+    contiguous arm, else a calibration finding that touches a sender's own copies, else the anomaly chosen by
+    ``find_anomaly``, described with its numbers and explained by kind."""
+    found = _fragments_finding(results, counted or results) or _copy_path_finding(results)
     if found is not None:
         return found
     anomaly = find_anomaly(results, beyond_q1=True)
@@ -306,15 +306,16 @@ def _fragment_table(
     )
 
 
-def _fragments_finding(results: Results) -> Answer | None:
-    """zero_copy's small skbs: where its message's fields make it send far fewer bytes per skb than one_copy, the
-    mechanism (a fragment per piece of a pinned page) and the control arm that tests it (the same sender with one
-    contiguous buffer); None when the sweep lacks that arm or the counts."""
+def _fragments_finding(results: Results, counted: Results) -> Answer | None:
+    """zero_copy's small skbs: where its message's fields make it send far fewer bytes per skb than one_copy (as
+    COUNTED counted them), the mechanism (a fragment per piece of a pinned page) and the control arm that tests it
+    (the same sender with one contiguous buffer, its throughput from RESULTS); None when the sweeps lack that arm
+    or the counts."""
     zero_copy, one_copy = role(results, Role.ZERO_COPY), role(results, Role.ONE_COPY)
     if not zero_copy or not one_copy or results.layouts is None:
         return None
     arms = ((zero_copy, STUDY_LAYOUT), (zero_copy, CONTROL_LAYOUT), (one_copy, STUDY_LAYOUT))
-    found = _shapes(results, arms)
+    found = _shapes(counted, arms)
     if found is None:
         return None
     size, shape = found
@@ -341,7 +342,7 @@ def _fragments_finding(results: Results) -> Answer | None:
     numbers = (
         "Selection rule: the result of the sweep's own rows that most contradicts what the study's design predicts "
         "(a sender that copies less should not send smaller packets), with a control arm in the same sweep that "
-        f"tests its explanation.\n\n{table}" + _one_message(results, zero_copy, one_copy)
+        f"tests its explanation.\n\n{table}" + _one_message(counted, zero_copy, one_copy)
     )
     test = (
         f"The control arm: {code(zero_copy)} with the message in one contiguous buffer pins whole pages "

@@ -17,8 +17,9 @@ from copylab.report.results import Results, declared, measured, metric_rows, pre
 from copylab.roles import Role
 
 
-def copy_evidence(results: Results) -> str:
-    """Part A in numbers: the packing copy as sender user CPU, and the kernel's deferred zero-copy copy."""
+def copy_evidence(results: Results, counted: Results | None = None) -> str:
+    """Part A in numbers: the packing copy as sender user CPU, and the kernel's deferred zero-copy copy; the kernel's
+    copies to user space from COUNTED, the sweep that counted them (by default RESULTS)."""
     focus = choose_focus(results)
     parts = []
     baseline, one_copy, zero_copy = (
@@ -69,8 +70,28 @@ def copy_evidence(results: Results) -> str:
                 "were reported copied by the kernel, with "
                 f"{fmt_num(other['notifications_per_send'])} notifications per send."
             )
-    parts.append(kernel_copy_evidence(results))
+    parts.append(kernel_copy_evidence(counted or results))
+    if counted is not None and counted is not results:
+        parts.append(
+            "These counts come from the report's counts sweep: counting slows the traffic it counts, so the sweep "
+            "whose throughput this report compares ran without it (*Kernel copy counts via bpftrace* in the method)."
+        )
     return "\n\n".join(part for part in parts if part)
+
+
+def _uncounted(results: Results) -> str:
+    """Why RESULTS holds no count of the kernel's copies: the reason its rows give, else why ./inv report's counts
+    sweep did not run, else that the sweep ran without counting."""
+    missing = results.trials.get("kernel_copy_missing")
+    reasons = sorted({r for r in missing.dropna() if "rcv_kernel_copy_bytes" in r}) if missing is not None else []
+    if reasons:
+        return reasons[0].split("rcv_kernel_copy_bytes: ", 1)[1].split(";")[0]
+    skipped = results.manifest.not_measured.get("counts")
+    if skipped:
+        return f"the report's counts sweep did not run, because {skipped}"
+    if not results.manifest.parameters.kernel_copies:
+        return "the sweep ran without them, `--no-kernel-copies`"
+    return "the sweep predates that count"
 
 
 def kernel_copy_evidence(results: Results) -> str:
@@ -78,14 +99,7 @@ def kernel_copy_evidence(results: Results) -> str:
     metric = "rcv_kernel_copies_per_byte"
     by_mode = {mode: metric_rows(results, metric, workload="stream", receive=mode) for mode in RECEIVE_MODES}
     if all(rows.empty for rows in by_mode.values()):
-        missing = results.trials.get("kernel_copy_missing")
-        reasons = sorted({r for r in missing.dropna() if "rcv_kernel_copy_bytes" in r}) if missing is not None else []
-        why = (
-            reasons[0].split("rcv_kernel_copy_bytes: ", 1)[1].split(";")[0]
-            if reasons
-            else "the sweep predates that count"
-        )
-        return f"The kernel's copies to user space were not counted in this sweep ({why})."
+        return f"The kernel's copies to user space were not counted: {_uncounted(results)}."
     per_mode = {
         mode: fmt_span(fmt_num(rows["mean"].min()), fmt_num(rows["mean"].max()))
         for mode, rows in by_mode.items()

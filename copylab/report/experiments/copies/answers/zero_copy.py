@@ -51,10 +51,10 @@ def answer_q1(results: Results, sink: Results | None = None) -> str:
     return q1(results, sink).markdown()
 
 
-def q1(results: Results, sink: Results | None = None) -> Answer:
+def q1(results: Results, sink: Results | None = None, counted: Results | None = None) -> Answer:
     """Why zero-copy is not always fastest: the claim and the numbers (copied fraction, notifications, ratio per
-    size, CPU per byte), the mechanism, its test (the COPIED flag here and behind the SINK) and this host's
-    limits."""
+    size, CPU per byte, the transmitted skbs from COUNTED, the sweep that counted them, by default RESULTS), the
+    mechanism, its test (the COPIED flag here and behind the SINK) and this host's limits."""
     zero_copy = role(results, Role.ZERO_COPY)
     if zero_copy is None:
         return Answer(not_measured("zero-copy"), "", MECHANISM, "", "")
@@ -100,7 +100,7 @@ def q1(results: Results, sink: Results | None = None) -> Answer:
             "replace a copy that costs more, which needs large messages and a receiver that does not copy: a remote "
             "peer behind a NIC, not a local one."
         )
-    shape = skb_shape_text(results, zero_copy)
+    shape = skb_shape_text(counted or results, zero_copy)
     if shape:
         parts.append(shape)
     parsed = in_short(parts[0]) if parts and parts[0].startswith("**In short:**") else None

@@ -150,8 +150,9 @@ def _copy_findings(results: Results, layouts: pd.DataFrame) -> str | None:
     )
 
 
-def section(results: Results) -> str | None:
-    """The section's Markdown; None when the sweep measured no sender in more than one layout."""
+def section(results: Results, counted: Results | None = None) -> str | None:
+    """The section's Markdown; None when the sweep measured no sender in more than one layout.  The transmitted skbs
+    come from COUNTED, the sweep that counted them (by default RESULTS)."""
     layouts = results.layouts
     if layouts is None or layouts.summary["layout"].nunique() < 2 or layouts.comparisons.empty:
         return None
@@ -174,7 +175,8 @@ def section(results: Results) -> str | None:
     copied = _copied_anyway(layouts.trials)
     if copied:
         parts.append(copied)
-    shape = _skb_shape(layouts.trials)
+    counted_layouts = (counted or results).layouts
+    shape = _skb_shape(counted_layouts.trials) if counted_layouts is not None else []
     if shape:
         parts.append(
             "What the sender's kernel transmitted, counted with BPF in each window (tracepoint "
