@@ -209,9 +209,10 @@ def not_measured(manifest: Manifest) -> str | None:
     if not manifest.not_measured:
         return None
     missing = "; ".join(f"the {code(profile)} sweep ({why})" for profile, why in manifest.not_measured.items())
+    those = "that sweep shows" if len(manifest.not_measured) == 1 else "those sweeps show"
     return (
-        f"Not measured here: {missing}. So the report leaves out what only that sweep shows. Run as root, "
-        f"{code('./inv report')} measures it too."
+        f"Not measured here: {missing}. So the report leaves out what only {those}. Run as root, "
+        f"{code('./inv report')} measures {'it' if len(manifest.not_measured) == 1 else 'them'} too."
     )
 
 
