@@ -131,3 +131,14 @@ def test_a_slow_host_runs_the_other_sweeps_at_the_fewest_blocks_to_stay_within_t
     assert roomy.fixed_blocks is None and roomy.planned_s + roomy.fixed_s <= 400.0
     assert tight.fixed_blocks == FEWEST_BLOCKS
     assert tight.fixed_s < sizing.size_first_pass(slow, sized, fixed, 1e4, 10.0, ("quick-t", 12)).fixed_s
+
+
+def test_a_sweep_without_a_deciding_comparison_runs_its_whole_grid_in_the_first_pass():
+    threads = make_config("t", "threads", budget_s=0.0)
+    points = schedule.by_point(schedule.configurations(threads))
+    first = first_pass_configurations(threads, points)
+    assert first == points and {p.threads for p in first} == set(threads.threads)
+    main = make_config("q", "quick", budget_s=0.0)
+    quick = first_pass_configurations(main, schedule.by_point(schedule.configurations(main)))
+    assert {p.threads for p in quick} == set(main.threads)  # the deciding contenders at every thread count
+    assert len({c.implementation for p, cs in quick.items() if p.threads > 1 for c in cs}) < len(main.members)

@@ -120,8 +120,12 @@ def _budget_left(config: SweepConfig, now: Progress) -> float:
 def first_pass_configurations(
     config: SweepConfig, points: dict[Point, list[Configuration]]
 ) -> dict[Point, list[Configuration]]:
-    """Per point, what the first pass runs: the deciding contenders, and every contender at the first thread count."""
+    """Per point, what the first pass runs: the deciding contenders, and every contender at the first thread count;
+    in a sweep that holds no deciding contender (question 3's threads sweep: two_copy alone), there is no answer to
+    favour, and the first pass is the whole grid."""
     deciding = deciding_contenders(config)
+    if not deciding & {contender_of(c) for cs in points.values() for c in cs}:
+        return points
     lowest = min(config.threads)
     return {
         point: kept

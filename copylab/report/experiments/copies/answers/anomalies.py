@@ -340,8 +340,8 @@ def _fragments_finding(results: Results, counted: Results) -> Answer | None:
         f"in place, the fields' {fmt_num(fields['pages'])} pages become {fmt_num(fields['per_frag'])} KiB fragments."
     )
     numbers = (
-        "Selection rule: the result of the sweep's own rows that most contradicts what the study's design predicts "
-        "(a sender that copies less should not send smaller packets), with a control arm in the same sweep that "
+        "Selection rule: the result of this run's own rows that most contradicts what the study's design predicts "
+        "(a sender that copies less should not send smaller packets), with a control arm in the same run that "
         f"tests its explanation.\n\n{table}" + _one_message(counted, zero_copy, one_copy)
     )
     test = (

@@ -74,7 +74,7 @@ def copy_evidence(results: Results, counted: Results | None = None) -> str:
     if counted is not None and counted is not results:
         parts.append(
             "These counts come from the report's counts sweep: counting slows the traffic it counts, so the sweep "
-            "whose throughput this report compares ran without it (*Kernel copy counts via bpftrace* in the method)."
+            "whose throughput this report compares ran without it (docs/method.md: Kernel copy counts via bpftrace)."
         )
     return "\n\n".join(part for part in parts if part)
 
@@ -85,7 +85,7 @@ def _uncounted(results: Results) -> str:
     missing = results.trials.get("kernel_copy_missing")
     reasons = sorted({r for r in missing.dropna() if "rcv_kernel_copy_bytes" in r}) if missing is not None else []
     if reasons:
-        return reasons[0].split("rcv_kernel_copy_bytes: ", 1)[1].split(";")[0]
+        return str(reasons[0]).split("rcv_kernel_copy_bytes: ", 1)[1].split(";")[0]
     skipped = results.manifest.not_measured.get("counts")
     if skipped:
         return f"the report's counts sweep did not run, because {skipped}"
