@@ -116,12 +116,9 @@ THREADS: dict[str, Any] = {
 # 256 KiB in 10 of 12 trials against 2 of 12, which turned it from faster than two_copy there to slower
 # (docs/method.md: Kernel copy counts via bpftrace).  So quick, whose throughput decides the answers, runs without
 # them, and the report reads the counts from this sweep.
-COUNTS: dict[str, Any] = {
-    "implementations": Members(roles=(Role.TWO_COPY, Role.ONE_COPY, Role.ZERO_COPY)),
-    "workloads": ["stream"],
-    "sizes": SIDE_SIZES,
-    "threads": [1],
-    "trials": 2,
+# How quick's trials run, which the counts sweep shares so that its counts describe quick's trials: the window,
+# the pinning, the receive modes and the layouts.
+QUICK_TRIALS: dict[str, Any] = {
     "duration_s": 0.1,
     "warmup_s": 0.2,
     "pinning": ["same_cpu"],
@@ -130,6 +127,14 @@ COUNTS: dict[str, Any] = {
     "layout": ["fields", "contiguous"],
     "layout_for": LAYOUT_SENDERS,
     "design": "blocked",
+}
+COUNTS: dict[str, Any] = {
+    **QUICK_TRIALS,
+    "implementations": Members(roles=(Role.TWO_COPY, Role.ONE_COPY, Role.ZERO_COPY)),
+    "workloads": ["stream"],
+    "sizes": SIDE_SIZES,
+    "threads": [1],
+    "trials": 2,
     "kernel_copies": True,
     "calibrate": False,  # the report states quick's calibration
 }
@@ -143,6 +148,7 @@ COUNTS: dict[str, Any] = {
 # (copylab.study.sizing) and the report's one budget decides the rest (copylab.study.budget).
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
+        **QUICK_TRIALS,
         "implementations": Members(references=False),
         "workloads": ["stream", "rr"],
         "sizes": REPORT_SIZES,
@@ -150,14 +156,6 @@ PROFILES: dict[str, dict[str, Any]] = {
         "rr_sizes": [4096],
         "threads": REPORT_THREADS,
         "trials": 2,
-        "duration_s": 0.1,
-        "warmup_s": 0.2,
-        "pinning": ["same_cpu"],
-        "receive": ["copy", "truncate"],
-        "receive_for": STUDY_EDGES,
-        "layout": ["fields", "contiguous"],
-        "layout_for": LAYOUT_SENDERS,
-        "design": "blocked",
         "budget_s": 150.0,
         "max_trials": 10,
         "kernel_copies": False,  # counted in the counts sweep: counting slows the traffic it counts
