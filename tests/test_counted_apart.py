@@ -50,7 +50,7 @@ def test_copy_evidence_says_why_a_sweep_has_no_counts():
     main = make_sweep()
     parameters = dataclasses.replace(main.manifest.parameters, kernel_copies=False)
     uncounted = dataclasses.replace(main, manifest=dataclasses.replace(main.manifest, parameters=parameters))
-    assert "the sweep ran without them, `--no-kernel-copies`" in answers.copy_evidence(uncounted)
+    assert "the sweep ran without them (`--kernel-copies` asks for them)" in answers.copy_evidence(uncounted)
     skipped = dataclasses.replace(
         uncounted, manifest=dataclasses.replace(uncounted.manifest, not_measured={"counts": "BPF needs root"})
     )

@@ -466,6 +466,7 @@ def test_every_layout_runs_verified_is_recorded_and_compared(tmp_path):
         layout_for=["two_copy", "one_copy", "zero_copy"],
         zc_inflight=128 << 10,
         verify=True,
+        kernel_copies=True,  # the layout section reads the transmitted skbs the counts give
         # 40 trials: short windows keep them to seconds, and every byte, page and fragment held here is still counted
         duration_s=0.05,
         warmup_s=0.02,

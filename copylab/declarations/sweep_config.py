@@ -57,7 +57,7 @@ class SweepConfig:
     server_address: str | None = None
     ssh_config: str | None = None
     tune_remote: bool = False
-    kernel_copies: bool = True
+    kernel_copies: bool = False
     calibrate: bool = True
     layout: tuple[str, ...] = ("fields",)
     layout_for: tuple[str, ...] = ()

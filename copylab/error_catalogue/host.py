@@ -146,7 +146,7 @@ KERNEL_COPIES_UNCOUNTED = Entry(
     "The kernel's copy counts come from bpftrace, run as root; it is missing, or could not attach to the kernel's "
     "tracepoints (then the line gives bpftrace's own reason). Without root there are no counts and no line. The "
     "columns stay empty, with the reason in `kernel_copy_missing`.",
-    "Install bpftrace (`sudo apt-get install bpftrace`), or run with `--no-kernel-copies`.",
+    "Install bpftrace (`sudo apt-get install bpftrace`), or run without `--kernel-copies`.",
     COUNTERS,
     kind="note",
     sample={"reason": "bpftrace is not installed on the client namespace copylab_cli"},

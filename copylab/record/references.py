@@ -29,7 +29,9 @@ class Reference:
     names) and the settings GIVEN on the command line besides, at the values its manifest records."""
 
     directory: Path
-    given: tuple[str, ...] = ("trials",)  # settings named on the command line, beyond the profile's
+    # settings named on the command line, beyond the profile's: every reference counted the kernel's copies, which the
+    # profiles but counts no longer do
+    given: tuple[str, ...] = ("trials", "kernel_copies")
     after: str = ""  # a command run on the sweep once it is measured
 
     def _manifest(self) -> Manifest:
@@ -52,12 +54,16 @@ class Reference:
         words += [f"--experiment {experiment}"] if experiment != experiments.DEFAULT.name else []
         words += [f"--profile {manifest.profile}"]
         for name, value in self.options().items():
+            option = settings.get(name).option
+            if isinstance(value, bool):
+                words.append(f"--{option}" if value else f"--no-{option}")
+                continue
             shown_value = ",".join(map(str, value)) if isinstance(value, list | tuple) else value
-            words.append(f"--{settings.get(name).option} {shown_value}")
+            words.append(f"--{option} {shown_value}")
         return " ".join([*words, "--no-analyze"])
 
 
-OPEN_LOAD = ("implementations", "connections", "load", "rates", "trials", "duration_s", "warmup_s")
+OPEN_LOAD = ("implementations", "connections", "load", "rates", "trials", "duration_s", "warmup_s", "kernel_copies")
 REFERENCE_SWEEPS = (
     Reference(DATA / "reference"),
     Reference(DATA / "reference-sink"),

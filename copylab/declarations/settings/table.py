@@ -208,9 +208,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "kernel_copies",
         "bool",
-        True,
-        "count the bytes the kernel copies in each window with bpftrace (counting slows the traffic it counts: "
-        "docs/method.md)",
+        False,
+        "count the bytes the kernel copies in each window with bpftrace; off unless asked for, because counting "
+        "slows the traffic it counts (docs/method.md)",
     ),
     Setting(
         "calibrate",

@@ -28,8 +28,6 @@ PROFILES: dict[str, dict[str, Any]] = {
         "design": "blocked",
         "budget_s": 45.0,
         "max_trials": 10,
-        # the report reads no kernel counts of the servers, and counting slows what it counts (docs/method.md)
-        "kernel_copies": False,
     },
     "full": {
         "implementations": Members(),

@@ -103,7 +103,7 @@ def _perf_values(
 
 def _kernel_copies(settings: TrialSettings, window: Window | None) -> dict[str, Any]:
     if settings.kernel_copies is None:
-        return {"kernel_copy_missing": "all: kernel copy accounting is off (--no-kernel-copies)"}
+        return {"kernel_copy_missing": "all: kernel copy accounting is off (no --kernel-copies)"}
     values, missing = settings.kernel_copies.columns(window)
     return {**values, "kernel_copy_missing": missing}
 

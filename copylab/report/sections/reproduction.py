@@ -35,12 +35,13 @@ def _size_option(size: int) -> str:
 NOT_REPEATED = frozenset({"namespaces"})
 
 
-def _option_word(setting: settings.Setting, value: object) -> str | None:
-    """SETTING at VALUE as run-sweep takes it ('--sizes 64,1K'); None where the option would say nothing."""
+def _option_word(setting: settings.Setting, value: object, unsaid: object) -> str | None:
+    """SETTING at VALUE as run-sweep takes it ('--sizes 64,1K'); None where the option would say nothing.  UNSAID:
+    a switch's value when the command leaves it out (its profile's, else its default)."""
     if value is None or value == "" or (isinstance(value, (list, tuple)) and not value):
         return None
     if setting.kind == "bool":
-        if value == setting.default:
+        if value == unsaid:
             return None
         return f"--{setting.option}" if value else f"--no-{setting.option}"
     if setting.kind == "sizes":
@@ -56,13 +57,15 @@ def remeasure_command(results: Results) -> list[str]:
     the same configurations."""
     parameters = results.manifest.parameters.parameters()
     words = [f"--name {results.name}-again"]
-    if results.manifest.profile in results.manifest.parameters.declared.profiles:
+    profiles = results.manifest.parameters.declared.profiles
+    profile = profiles.get(results.manifest.profile, {})
+    if results.manifest.profile in profiles:
         words.append(f"--profile {results.manifest.profile}")
     study_layout_only = list(parameters["layout"]) == [implementations.STUDY_LAYOUT] and not parameters["layout_for"]
     for setting in settings.SETTINGS:
         if setting.option is None or setting.name in NOT_REPEATED or (setting.name == "layout" and study_layout_only):
             continue
-        word = _option_word(setting, parameters[setting.name])
+        word = _option_word(setting, parameters[setting.name], profile.get(setting.name, setting.default))
         if word is not None:
             words.append(word)
     return words

@@ -90,7 +90,7 @@ def _uncounted(results: Results) -> str:
     if skipped:
         return f"the report's counts sweep did not run, because {skipped}"
     if not results.manifest.parameters.kernel_copies:
-        return "the sweep ran without them, `--no-kernel-copies`"
+        return "the sweep ran without them (`--kernel-copies` asks for them)"
     return "the sweep predates that count"
 
 
