@@ -103,6 +103,10 @@ def test_a_sweep_the_report_could_not_run_is_said_with_the_command_that_runs_it(
     text = limitation.not_measured(sweep.manifest)
     assert text is not None
     assert "`mmap-small` sweep (sender-pages: small needs root)" in text and "Run as root, `./inv report`" in text
+    assert "what only that sweep shows" in text and "measures it too" in text
+    sweep.manifest.not_measured["counts"] = "it counts the kernel's copies with BPF (bpftrace), which needs root"
+    both = limitation.not_measured(sweep.manifest) or ""
+    assert "what only those sweeps show" in both and "measures them too" in both and "`counts` sweep" in both
 
 
 def test_question_4_names_a_size_or_every_size_per_thread_count_with_a_table_each():

@@ -53,13 +53,9 @@ class Reference:
         words = ["./inv run-sweep", f"--name {self.directory.name}"]
         words += [f"--experiment {experiment}"] if experiment != experiments.DEFAULT.name else []
         words += [f"--profile {manifest.profile}"]
-        for name, value in self.options().items():
-            option = settings.get(name).option
-            if isinstance(value, bool):
-                words.append(f"--{option}" if value else f"--no-{option}")
-                continue
-            shown_value = ",".join(map(str, value)) if isinstance(value, list | tuple) else value
-            words.append(f"--{option} {shown_value}")
+        words += [
+            word for name, value in self.options().items() if (word := settings.option_word(settings.get(name), value))
+        ]
         return " ".join([*words, "--no-analyze"])
 
 

@@ -209,10 +209,11 @@ def not_measured(manifest: Manifest) -> str | None:
     if not manifest.not_measured:
         return None
     missing = "; ".join(f"the {code(profile)} sweep ({why})" for profile, why in manifest.not_measured.items())
-    those = "that sweep shows" if len(manifest.not_measured) == 1 else "those sweeps show"
+    one = len(manifest.not_measured) == 1
     return (
-        f"Not measured here: {missing}. So the report leaves out what only {those}. Run as root, "
-        f"{code('./inv report')} measures {'it' if len(manifest.not_measured) == 1 else 'them'} too."
+        f"Not measured here: {missing}. So the report leaves out what only "
+        f"{'that sweep shows' if one else 'those sweeps show'}. Run as root, {code('./inv report')} measures "
+        f"{'it' if one else 'them'} too."
     )
 
 

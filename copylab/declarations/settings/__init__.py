@@ -36,6 +36,7 @@ __all__ = [
     "chosen_on",
     "get",
     "is_number",
+    "option_word",
     "per_trial",
     "sweep_config_module",
     "upgraded",
@@ -66,6 +67,31 @@ def per_trial(config: object) -> dict[str, Any]:
     """The values of a sweep's settings that reach its rows or its programs (column, program), read from CONFIG (a
     SweepConfig, generated from this table, so not imported by it) by each setting's name."""
     return {s.name: getattr(config, s.name) for s in SETTINGS if s.column or s.program}
+
+
+def _size_option(size: int) -> str:
+    """A size as run-sweep's --sizes takes it: 65536 -> '64K'."""
+    for suffix, factor in (("M", 1 << 20), ("K", 1 << 10)):
+        if size % factor == 0:
+            return f"{size // factor}{suffix}"
+    return str(size)
+
+
+def option_word(setting: Setting, value: Any, unsaid: Any = UNSET) -> str | None:
+    """SETTING at VALUE as run-sweep takes it ('--sizes 64,1K', '--no-calibrate'); None where the option would say
+    nothing: an empty VALUE, or a switch at UNSAID, its value when the command leaves it out (by default the switch
+    is always named)."""
+    if value is None or value == "" or (isinstance(value, (list, tuple)) and not value):
+        return None
+    if setting.kind == "bool":
+        if value == unsaid:
+            return None
+        return f"--{setting.option}" if value else f"--no-{setting.option}"
+    if setting.kind == "sizes":
+        return f"--{setting.option} {','.join(_size_option(int(v)) for v in value)}"
+    if setting.kind in LISTS:
+        return f"--{setting.option} {','.join(str(v) for v in value)}"
+    return f"--{setting.option} {value}"
 
 
 def is_number(value: Any) -> bool:

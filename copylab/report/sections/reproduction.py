@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from copylab.declarations import implementations, settings
-from copylab.declarations.settings import LISTS as LIST_KINDS
 from copylab.formatting import code, md_escape
 from copylab.paths import ROOT
 from copylab.report.results import (
@@ -23,32 +22,8 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def _size_option(size: int) -> str:
-    """A size as run-sweep's --sizes takes it: 65536 -> '64K'."""
-    for suffix, factor in (("M", 1 << 20), ("K", 1 << 10)):
-        if size % factor == 0:
-            return f"{size // factor}{suffix}"
-    return str(size)
-
-
 # What the printed command never repeats: the namespaces' names are the run's own (a second run picks free ones).
 NOT_REPEATED = frozenset({"namespaces"})
-
-
-def _option_word(setting: settings.Setting, value: object, unsaid: object) -> str | None:
-    """SETTING at VALUE as run-sweep takes it ('--sizes 64,1K'); None where the option would say nothing.  UNSAID:
-    a switch's value when the command leaves it out (its profile's, else its default)."""
-    if value is None or value == "" or (isinstance(value, (list, tuple)) and not value):
-        return None
-    if setting.kind == "bool":
-        if value == unsaid:
-            return None
-        return f"--{setting.option}" if value else f"--no-{setting.option}"
-    if setting.kind == "sizes":
-        return f"--{setting.option} {','.join(_size_option(int(v)) for v in value)}"  # type: ignore[attr-defined]
-    if setting.kind in LIST_KINDS:
-        return f"--{setting.option} {','.join(str(v) for v in value)}"  # type: ignore[attr-defined]
-    return f"--{setting.option} {value}"
 
 
 def remeasure_command(results: Results) -> list[str]:
@@ -65,7 +40,7 @@ def remeasure_command(results: Results) -> list[str]:
     for setting in settings.SETTINGS:
         if setting.option is None or setting.name in NOT_REPEATED or (setting.name == "layout" and study_layout_only):
             continue
-        word = _option_word(setting, parameters[setting.name], profile.get(setting.name, setting.default))
+        word = settings.option_word(setting, parameters[setting.name], profile.get(setting.name, setting.default))
         if word is not None:
             words.append(word)
     return words
