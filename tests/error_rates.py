@@ -79,7 +79,7 @@ POWER_SCENARIO = Scenario("±5% crossing at 16 KiB, spread 0.07", crossing_at_16
 
 def crossing_like_measured(size: float) -> float:
     """One_copy against two_copy as a noisy host measured it: about 8% slower at small sizes, 8% faster at large
-    ones, crossing at 12 KiB (between the 7-17 KiB of the measured runs)."""
+    ones, crossing at 12 KiB (between the 7-17 KiB that issue 52's runs read from the fitted curve)."""
     return crossing_log_ratio(size, 12288.0, 0.08)
 
 
