@@ -70,6 +70,38 @@ def test_a_clear_crossover_is_found_with_an_interval_that_covers_it():
     assert found.sure and found.replication >= curve_model.SURE
 
 
+def _flat_then_steep(size: float) -> float:
+    """A curve shaped as measured (one_copy against two_copy): steep and far below 0 up to 1 KiB, nearly flat just
+    below 0 up to 16 KiB, then rising steeply through 0 at about 19.5 KiB."""
+    x = np.log2(size)
+    if x <= 10:
+        return -0.05 - 0.06 * (10 - x)
+    return -0.05 + 0.0075 * (x - 10) if x <= 14 else -0.02 + 0.08 * (x - 14)
+
+
+def test_a_crossover_is_read_from_the_sizes_beside_it_not_from_the_far_ends_of_the_range():
+    """The report's grid, 4x apart, in 20 runs: the crossover lies between the sizes whose means change sign, and
+    its interval holds the true crossing.  A polynomial over the whole range crossed where the steep small sizes
+    tilted it, below 16 KiB, in a quarter of these runs."""
+    points = np.array([64, 256, 1024, 4096, 16384, 65536, 262144], dtype=float)
+    for seed in range(20):
+        found = assess(points, _curve(_flat_then_steep, 0.01, 3, seed=seed, points=points), seed=seed)
+        assert found is not None and found.status == "crossover", seed
+        at, low, high = found.crossover
+        assert 16384 < at < 65536 and 4096 <= low <= 19500 <= high <= 65536, (seed, found.crossover)
+
+
+def test_noise_beyond_a_crossover_adds_no_later_crossing():
+    """Means that dip below 0 once past the crossing (noise) do not move it there: the means are read as rising."""
+    points = POINTS[6:]  # 4 KiB .. 256 KiB
+    advantages = _curve(lambda size: crossing_log_ratio(size, 16384.0, 0.1), 0.005, 3, seed=9, points=points)
+    advantages[-2] = advantages[-2] - 0.12  # 128 KiB dips below 0
+    found = assess(points, advantages, seed=9)
+    assert found is not None
+    at, _, high = curve_model.crossover_of(found.fit, rng=np.random.default_rng(9))
+    assert 8192 < at < 32768 and high < 131072
+
+
 def test_no_difference_measured_finely_is_equivalent_and_said_within_the_margin():
     found = assess(POINTS, _curve(lambda size: 0.0, 0.01, 6, seed=4))
     assert found is not None and found.status == "equivalent"
