@@ -279,7 +279,7 @@ def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
     text = answers.answer_crossover(make_sweep(status="crossover"), "one_copy", "two_copy")
     for value in CROSSOVER:
         assert fmt_bytes(value) in text
-    assert "outperforms `two_copy` above about **5,793 B** (5.66 KiB; 95% bootstrap CI 4,100 B to 8,191 B)" in text
+    assert "outperforms `two_copy` above about **5,793 B** (5.66 KiB; 95% CI 4,100 B to 8,191 B)" in text
     assert "From 4 KiB upward it is significantly better" in text
     assert text.count("- With") == len(THREADS) and "1 thread, CPU pinning `same_cpu`" in text
 
@@ -300,7 +300,7 @@ def test_crossover_statement_names_size_and_interval_from_crossovers_csv():
 def test_crossover_statuses_without_a_crossover_are_stated_honestly(status, phrase):
     text = answers.answer_crossover(make_sweep(status=status), "one_copy", "two_copy")
     assert phrase in text
-    assert "bootstrap CI" not in text.split("\n", 1)[1]
+    assert "95% CI" not in text.split("\n", 1)[1]
 
 
 @pytest.mark.parametrize(

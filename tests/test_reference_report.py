@@ -261,7 +261,7 @@ def _check_crossover_answer(text: str, tables: dict[str, pd.DataFrame], challeng
         checked += 1
         if row["status"] == "crossover":
             at, kib, low, high = re.search(  # type: ignore[union-attr]
-                r"above about \*\*([\d,]+) B\*\* \(([\d.,]+) KiB; 95% bootstrap CI ([\d,]+) B to ([\d,]+) B\)", bullet
+                r"above about \*\*([\d,]+) B\*\* \(([\d.,]+) KiB; 95% CI ([\d,]+) B to ([\d,]+) B\)", bullet
             ).groups()
             assert [int(v.replace(",", "")) for v in (at, low, high)] == [
                 round(row[c]) for c in ("crossover_at", "ci_low", "ci_high")

@@ -81,8 +81,9 @@ def _baselines_text(results: Results) -> str:
         "block as a random effect estimates their difference by exactly this mean and interval. The per-size "
         f"interval is this t interval, not a bootstrap: with {blocks} blocks a size has only "
         f"{math.comb(2 * blocks - 1, blocks)} distinct resamples of its blocks, too few for a percentile interval. "
-        "The bootstrap over blocks is used where it pools many sizes: a crossover's interval and how often a "
-        "verdict comes out again when the blocks are resampled. Where a metric "
+        "Where an estimate pools many sizes, its interval comes from drawing them again: a crossover's from each "
+        "size's mean drawn from its standard error, how sure a verdict is from second runs simulated from the "
+        "fitted curve. Where a metric "
         "is zero in some trial (retransmits, say) the unpaired analysis stands (ratio of means, Fieller, Welch), "
         "and comparisons.csv says which was used."
     )
@@ -268,8 +269,10 @@ def method(results: Results, sweeps: Sequence[Results] = ()) -> str:
             "**Crossovers.** Along message size, each size is labelled significantly better, significantly worse, or "
             "neither. A single change from worse to better is a crossover. Its size is where the difference (the mean "
             "within-block log ratio, in a blocked design) crosses zero, interpolated linearly on log2(size) between "
-            "the sizes on either side. Its 95% interval comes from a bootstrap that resamples the blocks (or the "
-            "trials) within each size. Otherwise the comparison is one of the other cases: better at every size where "
+            "the sizes on either side; where a model of the whole curve gives the verdict, the means are first made "
+            "non-decreasing along size. Its 95% interval comes from drawing each size's mean again (from its "
+            "standard error under the model, else by resampling the blocks or the trials within each size). "
+            "Otherwise the comparison is one of the other cases: better at every size where "
             "the two differ, never better, not distinguishable at any size, or changing sign more than once; no size "
             "is ever extrapolated beyond the tested range.",
             *(["", calibration] if (calibration := _calibration(results)) else []),
@@ -340,8 +343,9 @@ def short_method(results: Results) -> str:
         + "The verdict at each size (faster, slower, not significant) comes from that test with Holm's correction "
         "over the sizes of one curve, while the interval printed beside it is the size's own, unadjusted: an "
         "interval that excludes 1 beside *not significant* is a difference that one size shows alone but that does "
-        "not survive testing every size at once. A crossover is where the mean log ratio crosses zero, interpolated "
-        "on log2(size), with a 95% interval from resampling the blocks within each size (a bootstrap); how often a "
-        "verdict comes out again over those resamples says how stable it is. The full method is in the appendix "
+        "not survive testing every size at once. A crossover is where the sizes' mean log ratios, made "
+        "non-decreasing along size, cross zero, interpolated on log2(size), with a 95% interval from drawing each "
+        "size's mean again from its standard error; how often second runs simulated from the fitted curve reach a "
+        "verdict again says how sure it is. The full method is in the appendix "
         "*Method*, the host and every setting in the appendix *Setup*."
     )

@@ -140,9 +140,9 @@ def throughput_vs_size(results: Results, focus: Focus) -> str:
     ]
     if marks:
         drawn_as = (
-            f"A dotted line marks the crossover of {marks[0]}, a lighter band its 95% bootstrap interval"
+            f"A dotted line marks the crossover of {marks[0]}, a lighter band its 95% interval"
             if len(marks) == 1
-            else f"Dotted lines mark the crossovers of {'; '.join(marks)}, lighter bands their 95% bootstrap intervals"
+            else f"Dotted lines mark the crossovers of {'; '.join(marks)}, lighter bands their 95% intervals"
         )
         text += f" {drawn_as} (see the answer to question 4)."
     else:

@@ -103,7 +103,7 @@ def crossover_statement(results: Results, row: pd.Series) -> str:
         )
         return (
             f"{where}, {challenger} outperforms {baseline} above about **{fmt_bytes(size)}** ({fmt_num(size / 1024)} "
-            f"KiB; 95% bootstrap CI {fmt_bytes(low)} to {fmt_bytes(high)}), where the mean difference turns in its "
+            f"KiB; 95% CI {fmt_bytes(low)} to {fmt_bytes(high)}), where the mean difference turns in its "
             f"favour within the tested {span}.{first_text}{censored_text}"
         )
     if status == "challenger_always_better":
