@@ -311,8 +311,8 @@ def _band_status(curve: np.ndarray, half: np.ndarray, margin: float) -> list[str
 
 
 # The percentile levels of draws that a crossover's 95% interval is read at.  Percentile intervals of a monotone fit
-# are too narrow where the curve is nearly flat around 0: read at 95%, they held the true crossing in 78-89% of the
-# simulated runs (tests/error_rates.py, 2026-11-28); read at 99%, in 95% (docs/method.md).
+# are too narrow where the curve is nearly flat around 0: read at 95%, they held the true crossing in 78-90% of the
+# simulated runs (tests/error_rates.py, both designs, 2026-11-28); read at 99%, in 92-98% (docs/method.md).
 CROSSOVER_LEVEL = 0.99
 
 
